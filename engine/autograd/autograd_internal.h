@@ -1,0 +1,154 @@
+/* engine/autograd/autograd_internal.h — nodes, edges, saved tensors.
+ *
+ * How an op records itself (see engine/ops/pointwise.c for the pattern):
+ *
+ *   out = kernel(...);                                   // no autograd yet
+ *   if (tn__needs_grad(2, (const tn_tensor *[]){a, b})) {
+ *       tn_node *n = tn__node_new(&mul_fn, 2, (const tn_tensor *[]){a, b}, 2, 1);
+ *       if (!n) goto fail;
+ *       tn__node_set_output(n, out, 0);                  // out->grad_fn = n
+ *       tn__node_save(n, 0, a, false);                   // saved input
+ *       tn__node_save(n, 1, b, false);
+ *       tn__node_release(n);                             // out holds it now
+ *   }
+ *
+ * Backward functions receive one gradient per node output (never NULL: the
+ * engine fills zeros for outputs that got none) and write one gradient per
+ * input edge (new references; leave NULL when the edge is empty or the
+ * gradient is zero). The engine sums each input gradient back to the
+ * input's shape (broadcasting) and dtype, so formulas may return the
+ * broadcast shape. Backward functions build their results with the public
+ * ops, so a create_graph backward records a graph of its own.
+ */
+#ifndef TN_AUTOGRAD_INTERNAL_H
+#define TN_AUTOGRAD_INTERNAL_H
+
+#include "../core/internal.h"
+
+typedef struct tn_edge {
+    tn_node *node;      /* owned; the input's grad_fn (NULL for leaves/none) */
+    tn_grad_cell *cell; /* owned; the input leaf's gradient cell */
+    int input_nr;       /* output index of the input within `node` */
+} tn_edge;
+
+static inline bool tn__edge_valid(const tn_edge *e) { return e->node || e->cell; }
+
+typedef struct tn_saved {
+    tn_tensor *t;       /* inputs: the tensor itself (owned); outputs: a
+                         * detached alias (shares storage + version, no meta) */
+    uint64_t version;   /* version at save time */
+    bool defined;
+    bool is_output;
+    bool had_grad_fn;   /* input was a non-leaf when saved (detach_ check) */
+    int output_nr;
+} tn_saved;
+
+typedef struct tn_input_meta {
+    int ndim;
+    tn_dtype dtype;
+    int64_t shape[TN_MAX_DIMS];
+} tn_input_meta;
+
+/* grads_out: n_out tensors (borrowed, never NULL); grads_in: n_in slots to
+ * fill with new references or leave NULL. */
+typedef tn_status (*tn_backward_fn)(tn_node *n, tn_tensor *const *grads_out,
+                                    tn_tensor **grads_in);
+
+typedef struct tn_fn_info {
+    const char *name;        /* grad_fn name, e.g. "MulBackward0" */
+    tn_backward_fn backward;
+} tn_fn_info;
+
+#define TN_NODE_MAX_I 24
+
+struct tn_node {
+    _Atomic int64_t refcount;
+    const tn_fn_info *fn;
+    uint64_t seq;         /* creation order: later nodes run first */
+    int n_in, n_out, n_saved;
+    /* Saved-tensor lifetime, see engine.c: `saved_refs` counts the graph's
+     * own reference (1) plus each backward currently using the tensors;
+     * `claimed` is set by the first backward that will free them. */
+    _Atomic int64_t saved_refs;
+    atomic_bool claimed;
+    tn_edge *edges;           /* n_in */
+    tn_input_meta *in_meta;   /* n_in */
+    tn_input_meta *out_meta;  /* n_out: shapes of the outputs (zero grads) */
+    tn_saved *saved;          /* n_saved */
+    _Atomic(tn_grad_cell *) *retained; /* n_out: retain_grad targets */
+    double d[4];              /* op parameters */
+    int64_t i[TN_NODE_MAX_I];
+    tn_node *inner;           /* CopySlices: the wrapped in-place node */
+    int64_t view_ndim;        /* CopySlices / AsStrided: view geometry */
+    int64_t view_offset;
+    int64_t view_shape[TN_MAX_DIMS], view_stride[TN_MAX_DIMS];
+    int64_t base_ndim, base_offset;
+    int64_t base_shape[TN_MAX_DIMS], base_stride[TN_MAX_DIMS];
+};
+
+/* True when grad mode is on and one of the (possibly NULL) inputs requires grad. */
+bool tn__needs_grad(int n, const tn_tensor *const *inputs);
+static inline bool tn__requires_grad(const tn_tensor *t) {
+    return t && t->ag && t->ag->requires_grad;
+}
+/* New node (refcount 1) with edges to the inputs' histories (NULL inputs and
+ * inputs not requiring grad give empty edges). NULL + error on OOM. */
+tn_node *tn__node_new(const tn_fn_info *fn, int n_in, const tn_tensor *const *inputs,
+                      int n_saved, int n_out);
+void tn__node_retain(tn_node *n);
+void tn__node_release(tn_node *n);
+/* Makes `out` a non-leaf output `output_nr` of n (out must have no history of
+ * its own, or be the target of an in-place op: its old history is dropped). */
+tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr);
+/* Saves t (may be NULL: slot stays undefined). is_output: t is an output of n. */
+tn_status tn__node_save(tn_node *n, int slot, const tn_tensor *t, bool is_output);
+/* Backward side: a new reference to saved tensor `slot`, after the freed and
+ * version checks; NULL + PyTorch's error otherwise. */
+tn_tensor *tn__node_unpack(tn_node *n, int slot);
+/* Non-owning peek (no checks) for formulas that only need metadata. */
+static inline const tn_tensor *tn__node_saved_peek(tn_node *n, int slot) {
+    return n->saved[slot].t;
+}
+
+/* Autograd meta helpers. */
+tn_autograd_meta *tn__meta_get_or_create(tn_tensor *t);
+void tn__meta_free(tn_autograd_meta *m);
+tn_grad_cell *tn__cell_new(void);
+void tn__cell_retain(tn_grad_cell *c);
+void tn__cell_release(tn_grad_cell *c);
+/* Lock-free accumulation of g (a new reference, consumed) into c. */
+tn_status tn__cell_accumulate(tn_grad_cell *c, tn_tensor *g, bool create_graph);
+
+/* Sums g back to `shape` (broadcast reduction) and converts to dtype. Returns
+ * g retained when nothing is needed. */
+tn_tensor *tn__sum_to(tn_tensor *g, int ndim, const int64_t *shape, tn_dtype dt);
+
+/* ---- in-place support (engine/autograd/inplace.c) -------------------------- */
+/* Checks PyTorch's rules for writing in place into t (leaf / view of leaf
+ * requiring grad while grad mode is on, ...). TN_OK or the error. */
+tn_status tn__check_inplace(const tn_tensor *t);
+/* After an in-place op wrote into `self` and bumped the version: if the op
+ * needs recording, `n` (created with self as input 0, before the write) is
+ * made self's new history; for views, the base is rebased with CopySlices.
+ * Consumes n's reference. */
+tn_status tn__inplace_rebase(tn_tensor *self, tn_node *n);
+
+/* ---- views (engine/ops/view.c) --------------------------------------------- */
+/* Creates a view of a with the given geometry (offset in elements, absolute);
+ * records `fn` (with params set by the caller afterwards via *node_out when
+ * non-NULL) when a requires grad. */
+tn_tensor *tn__make_view(tn_tensor *a, int ndim, const int64_t *shape,
+                         const int64_t *stride, int64_t offset, const tn_fn_info *fn,
+                         tn_node **node_out);
+
+/* ---- engine (engine/autograd/engine.c) ------------------------------------- */
+tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *const *grads,
+                           bool retain_graph, bool create_graph, int n_inputs,
+                           tn_tensor *const *inputs, tn_tensor **grads_out);
+uint64_t tn__next_seq(void);
+
+/* ---- conversions (engine/ops/copy.c) ---------------------------------------- */
+/* src converted to dtype with ToCopyBackward0 when src requires grad. */
+tn_tensor *tn__to_dtype_autograd(tn_tensor *src, tn_dtype dt);
+
+#endif

@@ -1,0 +1,404 @@
+/* The backward engine: discovers the graph from the roots, counts
+ * dependencies, runs nodes whose gradients are complete (latest-created
+ * first, as PyTorch), unpacks saved tensors with the version check and
+ * accumulates into leaves.
+ *
+ * All per-run state (dependency counts, gradient buffers) lives in a hash
+ * table local to the call, so any number of threads may run backward through
+ * the same graph at once. The only shared state touched is each node's
+ * saved-tensor lifetime (saved_refs/claimed, below) and the leaves' cells
+ * (lock-free accumulation, accumulate.c).
+ *
+ * Saved-tensor lifetime. saved_refs starts at 1: the graph's own reference.
+ * A backward that needs the tensors takes a reference (CAS from r > 0 to
+ * r + 1; r == 0 means freed: "backward through the graph a second time").
+ * Without retain_graph a run first claims the node (exchange on `claimed`):
+ * only one run may claim it, the others fail with the same error; the
+ * claimant drops the graph's reference after use. Whoever drops the count to
+ * 0 frees the tensors, so a concurrent retain_graph reader never sees them
+ * freed under it.
+ */
+#include <stdlib.h>
+
+#include "autograd_internal.h"
+
+typedef struct node_state {
+    tn_node *node;
+    int deps, tmp;
+    bool needed;
+    tn_tensor **inbuf; /* n_out gradients */
+} node_state;
+
+typedef struct run {
+    node_state *tab;
+    size_t cap; /* power of two */
+    size_t count;
+    tn_node **heap; /* ready nodes, max-heap on seq */
+    size_t heap_n;
+    bool retain_graph, create_graph, functional;
+    int n_inputs;
+    tn_tensor *const *inputs;
+    tn_tensor **grads_out;
+} run;
+
+static size_t hash_ptr(const void *p) {
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+static node_state *lookup(run *r, tn_node *n) {
+    size_t i = hash_ptr(n) & (r->cap - 1);
+    while (r->tab[i].node && r->tab[i].node != n) i = (i + 1) & (r->cap - 1);
+    return &r->tab[i];
+}
+
+static tn_status grow(run *r) {
+    size_t ncap = r->cap ? r->cap * 2 : 64;
+    node_state *old = r->tab;
+    size_t ocap = r->cap;
+    r->tab = calloc(ncap, sizeof *r->tab);
+    if (!r->tab) {
+        r->tab = old;
+        return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
+    }
+    r->cap = ncap;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i].node) *lookup(r, old[i].node) = old[i];
+    free(old);
+    return TN_OK;
+}
+
+/* Returns the state for n, inserting it; *fresh tells whether it was new. */
+static node_state *insert(run *r, tn_node *n, bool *fresh) {
+    if ((r->count + 1) * 2 > r->cap && grow(r) < 0) return NULL;
+    node_state *s = lookup(r, n);
+    *fresh = s->node == NULL;
+    if (*fresh) {
+        s->node = n;
+        s->inbuf = calloc((size_t)n->n_out, sizeof *s->inbuf);
+        if (!s->inbuf) {
+            s->node = NULL;
+            tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
+            return NULL;
+        }
+        r->count++;
+    }
+    return s;
+}
+
+/* Discovery: every node reachable from the roots, with dependency counts. */
+static tn_status discover(run *r, int n_roots, tn_node *const *roots) {
+    size_t cap = 64 + (size_t)n_roots, top = 0;
+    tn_node **stack = malloc(cap * sizeof *stack);
+    if (!stack) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
+    for (int i = 0; i < n_roots; i++) {
+        bool fresh;
+        if (!roots[i]) continue;
+        if (!insert(r, roots[i], &fresh)) goto oom;
+        if (fresh) stack[top++] = roots[i];
+    }
+    while (top) {
+        tn_node *n = stack[--top];
+        for (int i = 0; i < n->n_in; i++) {
+            tn_node *c = n->edges[i].node;
+            if (!c) continue;
+            bool fresh;
+            node_state *s = insert(r, c, &fresh);
+            if (!s) goto oom;
+            s->deps++;
+            if (!fresh) continue;
+            if (top == cap) {
+                tn_node **ns = realloc(stack, cap * 2 * sizeof *stack);
+                if (!ns) goto oom;
+                stack = ns;
+                cap *= 2;
+            }
+            stack[top++] = c;
+        }
+    }
+    free(stack);
+    return TN_OK;
+oom:
+    free(stack);
+    return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
+}
+
+/* Functional mode: a node is needed when it leads to a requested input. */
+static bool is_capture_cell(const run *r, const tn_grad_cell *c) {
+    for (int i = 0; i < r->n_inputs; i++) {
+        const tn_tensor *t = r->inputs[i];
+        if (t->ag && !t->ag->grad_fn && t->ag->cell == c) return true;
+    }
+    return false;
+}
+
+static bool feeds_input(const run *r, const tn_edge *e) {
+    if (e->cell) return is_capture_cell(r, e->cell);
+    for (int k = 0; k < r->n_inputs; k++) {
+        const tn_tensor *t = r->inputs[k];
+        if (t->ag && t->ag->grad_fn == e->node) return true;
+    }
+    return false;
+}
+
+/* Kahn order from the roots, then a reverse sweep: children before parents. */
+static tn_status mark_needed(run *r) {
+    tn_node **order = malloc((r->count + 1) * sizeof *order);
+    if (!order) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
+    size_t head = 0, tail = 0;
+    for (size_t i = 0; i < r->cap; i++) {
+        r->tab[i].tmp = r->tab[i].deps;
+        if (r->tab[i].node && r->tab[i].deps == 0) order[tail++] = r->tab[i].node;
+    }
+    while (head < tail) {
+        tn_node *n = order[head++];
+        for (int i = 0; i < n->n_in; i++) {
+            tn_node *c = n->edges[i].node;
+            if (c && --lookup(r, c)->tmp == 0) order[tail++] = c;
+        }
+    }
+    while (tail > 0) {
+        tn_node *n = order[--tail];
+        bool need = false;
+        for (int i = 0; i < n->n_in && !need; i++) {
+            const tn_edge *e = &n->edges[i];
+            need = feeds_input(r, e) || (e->node && lookup(r, e->node)->needed);
+        }
+        lookup(r, n)->needed = need;
+    }
+    free(order);
+    return TN_OK;
+}
+
+static void heap_push(run *r, tn_node *n) {
+    size_t i = r->heap_n++;
+    r->heap[i] = n;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (r->heap[p]->seq >= r->heap[i]->seq) break;
+        tn_node *t = r->heap[p];
+        r->heap[p] = r->heap[i];
+        r->heap[i] = t;
+        i = p;
+    }
+}
+
+static tn_node *heap_pop(run *r) {
+    tn_node *top = r->heap[0];
+    r->heap[0] = r->heap[--r->heap_n];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < r->heap_n && r->heap[l]->seq > r->heap[m]->seq) m = l;
+        if (l + 1 < r->heap_n && r->heap[l + 1]->seq > r->heap[m]->seq) m = l + 1;
+        if (m == i) break;
+        tn_node *t = r->heap[m];
+        r->heap[m] = r->heap[i];
+        r->heap[i] = t;
+        i = m;
+    }
+    return top;
+}
+
+static tn_status second_time_error(void) {
+    return tn__error(TN_ERR_AUTOGRAD,
+                     "Trying to backward through the graph a second time (or directly access "
+                     "saved tensors after they have already been freed). Saved intermediate values "
+                     "of the graph are freed when you call .backward() or autograd.grad(). Specify "
+                     "retain_graph=True if you need to backward through the graph a second time or "
+                     "if you need to access saved tensors after calling backward.");
+}
+
+static void saved_put(tn_node *n) {
+    /* acq_rel: the last user's release orders its reads of the saved
+     * tensors before the free done by whoever reaches zero. */
+    if (atomic_fetch_sub_explicit(&n->saved_refs, 1, memory_order_acq_rel) == 1) {
+        for (int i = 0; i < n->n_saved; i++) {
+            tn_release(n->saved[i].t);
+            n->saved[i].t = NULL;
+        }
+    }
+}
+
+static tn_status saved_get(tn_node *n, bool retain_graph) {
+    if (n->n_saved == 0) return TN_OK;
+    if (!retain_graph &&
+        atomic_exchange_explicit(&n->claimed, true, memory_order_acq_rel))
+        return second_time_error();
+    int64_t c = atomic_load_explicit(&n->saved_refs, memory_order_acquire);
+    do {
+        if (c == 0) return second_time_error();
+        /* acquire on success: pairs with the release of the saver/previous
+         * user so the saved tensors are fully visible. */
+    } while (!atomic_compare_exchange_weak_explicit(&n->saved_refs, &c, c + 1,
+                                                    memory_order_acquire, memory_order_acquire));
+    return TN_OK;
+}
+
+/* Adds g (consumed) into a gradient buffer slot. */
+static tn_status buffer_add(tn_tensor **slot, tn_tensor *g) {
+    if (!*slot) {
+        *slot = g;
+        return TN_OK;
+    }
+    tn_tensor *sum = tn_add(*slot, g);
+    tn_release(g);
+    if (!sum) return tn_last_status();
+    tn_release(*slot);
+    *slot = sum;
+    return TN_OK;
+}
+
+static int capture_index_cell(const run *r, const tn_grad_cell *c) {
+    for (int i = 0; i < r->n_inputs; i++) {
+        const tn_tensor *t = r->inputs[i];
+        if (t->ag && !t->ag->grad_fn && t->ag->cell == c) return i;
+    }
+    return -1;
+}
+
+/* Sends gradient g (consumed) along edge e. */
+static tn_status send(run *r, const tn_edge *e, tn_tensor *g) {
+    if (e->cell) {
+        if (!r->functional) return tn__cell_accumulate(e->cell, g, r->create_graph);
+        int k = capture_index_cell(r, e->cell);
+        if (k < 0) {
+            tn_release(g);
+            return TN_OK;
+        }
+        return buffer_add(&r->grads_out[k], g);
+    }
+    node_state *s = lookup(r, e->node);
+    return buffer_add(&s->inbuf[e->input_nr], g);
+}
+
+static tn_status execute(run *r, node_state *s) {
+    tn_node *n = s->node;
+    tn_status st = TN_OK;
+    /* functional: capture gradients of non-leaf inputs at their grad_fn */
+    for (int k = 0; r->functional && k < r->n_inputs; k++) {
+        const tn_tensor *t = r->inputs[k];
+        if (t->ag && t->ag->grad_fn == n && s->inbuf[t->ag->output_nr]) {
+            tn_tensor *g = s->inbuf[t->ag->output_nr];
+            st = buffer_add(&r->grads_out[k], tn__retain(g));
+            if (st < 0) return st;
+        }
+    }
+    if (r->functional && !s->needed) return TN_OK;
+    bool any = false;
+    for (int k = 0; k < n->n_out; k++) any |= s->inbuf[k] != NULL;
+    if (!any) return TN_OK; /* nothing flows through: children get nothing */
+    for (int k = 0; k < n->n_out; k++) {
+        if (!s->inbuf[k]) {
+            tn_input_meta *m = &n->out_meta[k];
+            s->inbuf[k] = tn__zeros(m->ndim, m->shape, m->dtype);
+            if (!s->inbuf[k]) return tn_last_status();
+        }
+        tn_grad_cell *rc = atomic_load_explicit(&n->retained[k], memory_order_acquire);
+        if (rc && !r->functional) {
+            st = tn__cell_accumulate(rc, tn__retain(s->inbuf[k]), r->create_graph);
+            if (st < 0) return st;
+        }
+    }
+    st = saved_get(n, r->retain_graph);
+    if (st < 0) return st;
+    tn_tensor *stack_gin[8];
+    tn_tensor **gin = n->n_in <= 8 ? stack_gin : calloc((size_t)n->n_in, sizeof *gin);
+    if (!gin) {
+        st = tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
+        goto done;
+    }
+    memset(gin, 0, (size_t)n->n_in * sizeof *gin);
+    st = n->fn->backward(n, s->inbuf, gin);
+    for (int i = 0; i < n->n_in; i++) {
+        tn_tensor *g = gin[i];
+        if (!g) continue;
+        if (st == TN_OK && tn__edge_valid(&n->edges[i])) {
+            tn_input_meta *m = &n->in_meta[i];
+            tn_tensor *h = tn__sum_to(g, m->ndim, m->shape, m->dtype);
+            if (!h) st = tn_last_status();
+            else st = send(r, &n->edges[i], h);
+        }
+        tn_release(g);
+    }
+    if (gin != stack_gin) free(gin);
+done:
+    if (n->n_saved) {
+        saved_put(n);
+        if (!r->retain_graph) saved_put(n); /* the graph's reference (claimed) */
+    }
+    return st;
+}
+
+static void run_free(run *r) {
+    for (size_t i = 0; i < r->cap; i++) {
+        node_state *s = &r->tab[i];
+        if (!s->node) continue;
+        for (int k = 0; k < s->node->n_out; k++) tn_release(s->inbuf[k]);
+        free(s->inbuf);
+    }
+    free(r->tab);
+    free(r->heap);
+}
+
+static tn_status run_graph(run *r) {
+    r->heap = malloc((r->count + 1) * sizeof *r->heap);
+    if (!r->heap) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
+    for (size_t i = 0; i < r->cap; i++)
+        if (r->tab[i].node && r->tab[i].deps == 0) heap_push(r, r->tab[i].node);
+    while (r->heap_n) {
+        tn_node *n = heap_pop(r);
+        node_state *s = lookup(r, n);
+        tn_status st = execute(r, s);
+        /* Its buffers are consumed: free them now to bound peak memory. */
+        for (int k = 0; k < n->n_out; k++) {
+            tn_release(s->inbuf[k]);
+            s->inbuf[k] = NULL;
+        }
+        if (st < 0) return st;
+        for (int i = 0; i < n->n_in; i++) {
+            tn_node *c = n->edges[i].node;
+            if (c && --lookup(r, c)->deps == 0) heap_push(r, c);
+        }
+    }
+    return TN_OK;
+}
+
+tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *const *grads,
+                           bool retain_graph, bool create_graph, int n_inputs,
+                           tn_tensor *const *inputs, tn_tensor **grads_out) {
+    run r = {.retain_graph = retain_graph, .create_graph = create_graph,
+             .functional = inputs != NULL, .n_inputs = n_inputs, .inputs = inputs,
+             .grads_out = grads_out};
+    tn_node *stack_roots[8];
+    tn_node **rn = n_roots <= 8 ? stack_roots : calloc((size_t)n_roots, sizeof *rn);
+    if (!rn) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
+    bool prev_mode = tn_set_grad_enabled(create_graph);
+    tn__internal_enter();
+    for (int i = 0; i < n_roots; i++)
+        rn[i] = roots[i]->ag ? roots[i]->ag->grad_fn : NULL;
+    tn_status st = grow(&r);
+    if (st == TN_OK) st = discover(&r, n_roots, rn);
+    if (st == TN_OK && r.functional) st = mark_needed(&r);
+    /* Seed the roots' gradients. */
+    for (int i = 0; st == TN_OK && i < n_roots; i++) {
+        tn_tensor *g = tn__retain(grads[i]);
+        if (rn[i]) {
+            st = buffer_add(&lookup(&r, rn[i])->inbuf[roots[i]->ag->output_nr], g);
+        } else { /* a leaf root: its gradient is the seed itself */
+            tn_edge e = {.cell = roots[i]->ag->cell};
+            tn_tensor *h = tn__copy_as(g, roots[i]->dtype);
+            tn_release(g);
+            st = h ? send(&r, &e, h) : tn_last_status();
+        }
+    }
+    if (st == TN_OK) st = run_graph(&r);
+    run_free(&r);
+    if (rn != stack_roots) free(rn);
+    tn__internal_leave();
+    tn_set_grad_enabled(prev_mode);
+    return st;
+}

@@ -1,0 +1,148 @@
+/* In-place ops and autograd: PyTorch's leaf/view rules, history rebase, and
+ * CopySlices for in-place writes through a view.
+ *
+ * Writing in place into a view V of base B with a recorded op f: B's new
+ * history is CopySlices(B's old history, f): its backward takes the gradient
+ * of B, runs f's backward on the slice that V covers, and writes the result
+ * for V's old value back into that slice. V's new history is an
+ * AsStridedBackward0 node over B's new history. (Other views of B taken
+ * before the write keep their old history: regenerate them after writing.)
+ */
+#include "autograd_internal.h"
+
+tn_status tn__check_inplace(const tn_tensor *t) {
+    if (!tn__grad_enabled()) return TN_OK;
+    if (t->view_base) {
+        const tn_tensor *b = t->view_base;
+        if (tn__requires_grad(b) && !b->ag->grad_fn)
+            return tn__error(TN_ERR_AUTOGRAD, "a view of a leaf Variable that requires grad is "
+                             "being used in an in-place operation.");
+        return TN_OK;
+    }
+    if (tn__requires_grad(t) && !t->ag->grad_fn)
+        return tn__error(TN_ERR_AUTOGRAD,
+                         "a leaf Variable that requires grad is being used in an in-place "
+                         "operation.");
+    return TN_OK;
+}
+
+/* Geometry of a strided layout copied into node fields. */
+static void put_geom(int64_t *nd, int64_t *off, int64_t *shape, int64_t *stride,
+                     const tn_tensor *t) {
+    *nd = t->ndim;
+    *off = t->offset;
+    memcpy(shape, t->shape, (size_t)t->ndim * sizeof *shape);
+    memcpy(stride, t->stride, (size_t)t->ndim * sizeof *stride);
+}
+
+/* A zero tensor laid out like the base (same strides, offset 0), and the
+ * alias of it that the view covers. */
+static tn_status base_layout(tn_node *n, tn_dtype dt, tn_tensor **res, tn_tensor **slice) {
+    int nd = (int)n->base_ndim;
+    int64_t extent = 1;
+    for (int i = 0; i < nd; i++)
+        if (n->base_shape[i] == 0) extent = 0;
+    for (int i = 0; i < nd && extent; i++) extent += (n->base_shape[i] - 1) * n->base_stride[i];
+    tn_tensor *flat = tn__zeros(1, &extent, dt);
+    if (!flat) return tn_last_status();
+    *res = tn__alias(flat, nd, n->base_shape, n->base_stride, 0);
+    *slice = *res ? tn__alias(flat, (int)n->view_ndim, n->view_shape, n->view_stride,
+                              n->view_offset - n->base_offset)
+                  : NULL;
+    tn_release(flat);
+    if (!*slice) {
+        tn_release(*res);
+        return tn_last_status();
+    }
+    return TN_OK;
+}
+
+/* Gradient of the base from the gradient g of the view alone. */
+static tn_status as_strided_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
+    tn_tensor *res, *slice;
+    tn_status st = base_layout(n, go[0]->dtype, &res, &slice);
+    if (st < 0) return st;
+    st = tn__copy_into(slice, go[0]);
+    tn_release(slice);
+    if (st < 0) tn_release(res);
+    else gi[0] = res;
+    return st;
+}
+
+static tn_status copy_slices_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
+    tn_tensor *res, *slice;
+    tn_status st = base_layout(n, go[0]->dtype, &res, &slice);
+    if (st < 0) return st;
+    st = tn__copy_into(res, go[0]);
+    tn_node *f = n->inner;
+    tn_tensor *gslice = st == TN_OK ? tn__copy_as(slice, slice->dtype) : NULL;
+    tn_tensor *fin[8] = {0};
+    if (gslice && f->n_in <= 8) st = f->fn->backward(f, &gslice, fin);
+    else if (st == TN_OK) st = gslice ? tn__error(TN_ERR_INTERNAL, "CopySlices: too many inputs")
+                                      : tn_last_status();
+    if (st == TN_OK) { /* the view's old value gets fin[0]; zero if none */
+        tn_tensor *g0 = fin[0] ? tn__sum_to(fin[0], f->in_meta[0].ndim, f->in_meta[0].shape,
+                                            slice->dtype)
+                               : NULL;
+        st = g0 ? tn__copy_into(slice, g0) : (fin[0] ? tn_last_status() : tn__fill_into(slice, 0));
+        tn_release(g0);
+    }
+    for (int i = 1; i < f->n_in && i < 8; i++) {
+        if (st == TN_OK) gi[i] = fin[i];
+        else tn_release(fin[i]);
+    }
+    tn_release(fin[0]);
+    tn_release(gslice);
+    tn_release(slice);
+    if (st < 0) tn_release(res);
+    else gi[0] = res;
+    return st;
+}
+
+static const tn_fn_info as_strided_fn = {"AsStridedBackward0", as_strided_bw};
+static const tn_fn_info copy_slices_fn = {"CopySlices", copy_slices_bw};
+
+static tn_status rebase_view(tn_tensor *self, tn_node *f) {
+    tn_tensor *base = self->view_base;
+    /* CopySlices: input 0 = base's old history, inputs 1.. = f's others. */
+    const tn_tensor *ins[8] = {base};
+    if (f->n_in > 8) {
+        tn__node_release(f);
+        return tn__error(TN_ERR_INTERNAL, "in-place op on a view with more than 8 inputs");
+    }
+    tn_node *cs = tn__node_new(&copy_slices_fn, f->n_in, ins, 0, 1);
+    if (!cs) {
+        tn__node_release(f);
+        return tn_last_status();
+    }
+    for (int i = 1; i < f->n_in; i++) { /* share f's edges to the other inputs */
+        cs->edges[i] = f->edges[i];
+        if (cs->edges[i].node) tn__node_retain(cs->edges[i].node);
+        if (cs->edges[i].cell) tn__cell_retain(cs->edges[i].cell);
+        cs->in_meta[i] = f->in_meta[i];
+    }
+    cs->inner = f; /* takes f's reference */
+    put_geom(&cs->view_ndim, &cs->view_offset, cs->view_shape, cs->view_stride, self);
+    put_geom(&cs->base_ndim, &cs->base_offset, cs->base_shape, cs->base_stride, base);
+    tn_status st = tn__node_set_output(cs, base, 0);
+    tn_node *as = st == TN_OK ? tn__node_new(&as_strided_fn, 1, ins, 0, 1) : NULL;
+    if (as) {
+        memcpy(&as->view_ndim, &cs->view_ndim,
+               sizeof *cs - offsetof(tn_node, view_ndim)); /* same geometry */
+        st = tn__node_set_output(as, self, 0);
+    } else if (st == TN_OK) {
+        st = tn_last_status();
+    }
+    tn__node_release(as);
+    tn__node_release(cs);
+    return st;
+}
+
+tn_status tn__inplace_rebase(tn_tensor *self, tn_node *n) {
+    if (!self->view_base) {
+        tn_status st = tn__node_set_output(n, self, 0);
+        tn__node_release(n);
+        return st;
+    }
+    return rebase_view(self, n);
+}

@@ -1,0 +1,67 @@
+/* dtypes: sizes, names, element load/store as double, type promotion. */
+#include <math.h>
+
+#include "internal.h"
+
+const size_t tn__dtype_sizes[TN_DTYPE_COUNT] = {4, 8, 2, 4, 8, 1};
+static const char *const dtype_names[TN_DTYPE_COUNT] = {"float32", "float64", "int16",
+                                                        "int32",   "int64",   "bool"};
+
+const char *tn_dtype_name(tn_dtype dt) {
+    return tn__valid_dtype(dt) ? dtype_names[dt] : "invalid";
+}
+
+size_t tn_dtype_size(tn_dtype dt) { return tn__valid_dtype(dt) ? tn__dtype_sizes[dt] : 0; }
+
+double tn__load(const void *p, tn_dtype dt) {
+    switch (dt) {
+    case TN_F32: return *(const float *)p;
+    case TN_F64: return *(const double *)p;
+    case TN_I16: return *(const int16_t *)p;
+    case TN_I32: return *(const int32_t *)p;
+    case TN_I64: return (double)*(const int64_t *)p;
+    case TN_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
+    default: return 0;
+    }
+}
+
+void tn__store(void *p, tn_dtype dt, double v) {
+    switch (dt) {
+    case TN_F32: *(float *)p = (float)v; break;
+    case TN_F64: *(double *)p = v; break;
+    case TN_I16: *(int16_t *)p = (int16_t)v; break;
+    case TN_I32: *(int32_t *)p = (int32_t)v; break;
+    case TN_I64: *(int64_t *)p = (int64_t)v; break;
+    case TN_BOOL: *(uint8_t *)p = v != 0; break;
+    default: break;
+    }
+}
+
+/* Category: bool < integer < floating. */
+static int category(tn_dtype d) { return d == TN_BOOL ? 0 : tn__is_float(d) ? 2 : 1; }
+static int rank(tn_dtype d) {
+    static const int r[TN_DTYPE_COUNT] = {10, 11, 2, 3, 4, 0};
+    return r[d];
+}
+
+tn_dtype tn__promote_types(tn_dtype a, tn_dtype b) {
+    if (a == b) return a;
+    int ca = category(a), cb = category(b);
+    if (ca != cb) return ca > cb ? a : b;
+    return rank(a) > rank(b) ? a : b;
+}
+
+tn_dtype tn__promote(const tn_tensor *a, const tn_tensor *b) {
+    /* torch.result_type: dimensioned tensors win over 0-dim ones unless the
+     * 0-dim tensor is of a higher category. */
+    bool za = a->ndim == 0, zb = b->ndim == 0;
+    if (za == zb) return tn__promote_types(a->dtype, b->dtype);
+    const tn_tensor *dim = za ? b : a, *zero = za ? a : b;
+    return category(zero->dtype) > category(dim->dtype) ? zero->dtype : dim->dtype;
+}
+
+tn_dtype tn__promote_scalar(tn_dtype a, double s) {
+    if (tn__is_float(a)) return a;
+    if (s != floor(s) || !isfinite(s)) return TN_F32;
+    return a == TN_BOOL ? TN_I64 : a;
+}

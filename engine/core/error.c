@@ -1,0 +1,52 @@
+/* Thread-local error state: status + message, PyTorch's wording. */
+#include <stdio.h>
+
+#include "internal.h"
+
+#define TN_ERRMSG_MAX 1024
+
+static _Thread_local tn_status tls_status = TN_OK;
+static _Thread_local char tls_msg[TN_ERRMSG_MAX];
+
+tn_status tn__error(tn_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tls_msg, sizeof tls_msg, fmt, ap);
+    va_end(ap);
+    tls_status = st;
+    return st;
+}
+
+void tn__warn(const char *fmt, ...) {
+    char buf[TN_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "tenet: warning: %s\n", buf);
+}
+
+tn_status tn_last_status(void) { return tls_status; }
+const char *tn_last_error(void) { return tls_status == TN_OK ? "" : tls_msg; }
+
+void tn_clear_error(void) {
+    tls_status = TN_OK;
+    tls_msg[0] = '\0';
+}
+
+const char *tn_status_string(tn_status s) {
+    switch (s) {
+    case TN_OK: return "TN_OK";
+    case TN_ERR_INVALID_ARGUMENT: return "TN_ERR_INVALID_ARGUMENT";
+    case TN_ERR_SHAPE: return "TN_ERR_SHAPE";
+    case TN_ERR_DTYPE: return "TN_ERR_DTYPE";
+    case TN_ERR_DEVICE: return "TN_ERR_DEVICE";
+    case TN_ERR_OUT_OF_MEMORY: return "TN_ERR_OUT_OF_MEMORY";
+    case TN_ERR_AUTOGRAD: return "TN_ERR_AUTOGRAD";
+    case TN_ERR_INPLACE_MODIFIED: return "TN_ERR_INPLACE_MODIFIED";
+    case TN_ERR_NAN: return "TN_ERR_NAN";
+    case TN_ERR_INDEX: return "TN_ERR_INDEX";
+    case TN_ERR_INTERNAL: return "TN_ERR_INTERNAL";
+    }
+    return "TN_ERR_UNKNOWN";
+}

@@ -1,0 +1,94 @@
+/* Scopes: a thread-local stack of owned tensors so that nested C expressions
+ * do not leak. Frames record where each scope starts in the stack. */
+#include <stdlib.h>
+
+#include "internal.h"
+
+typedef struct scope_stack {
+    tn_tensor **items;
+    int64_t n, cap;
+    int64_t *frames; /* start index of each open scope */
+    int depth, frame_cap;
+} scope_stack;
+
+static _Thread_local scope_stack tls_scope;
+static _Thread_local int tls_internal; /* > 0 inside engine code */
+
+void tn__internal_enter(void) { tls_internal++; }
+void tn__internal_leave(void) { tls_internal--; }
+
+static bool push(scope_stack *s, tn_tensor *t) {
+    if (s->n == s->cap) {
+        int64_t cap = s->cap ? s->cap * 2 : 64;
+        tn_tensor **p = realloc(s->items, (size_t)cap * sizeof *p);
+        if (!p) return false;
+        s->items = p;
+        s->cap = cap;
+    }
+    s->items[s->n++] = t;
+    return true;
+}
+
+tn_tensor *tn__ret(tn_tensor *t) {
+    scope_stack *s = &tls_scope;
+    if (!t || s->depth == 0 || tls_internal > 0) return t;
+    if (!push(s, t)) {
+        /* Cannot track it: the caller would leak it silently, so fail cleanly. */
+        tn_release(t);
+        tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory while registering a tensor in a scope");
+        return NULL;
+    }
+    return t;
+}
+
+void tn_scope_begin(void) {
+    scope_stack *s = &tls_scope;
+    if (s->depth == s->frame_cap) {
+        int cap = s->frame_cap ? s->frame_cap * 2 : 16;
+        int64_t *p = realloc(s->frames, (size_t)cap * sizeof *p);
+        if (!p) {
+            tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory opening a scope");
+            return;
+        }
+        s->frames = p;
+        s->frame_cap = cap;
+    }
+    s->frames[s->depth++] = s->n;
+}
+
+void tn_scope_end(void) {
+    scope_stack *s = &tls_scope;
+    if (s->depth == 0) return;
+    int64_t start = s->frames[--s->depth];
+    for (int64_t i = s->n - 1; i >= start; i--) tn_release(s->items[i]);
+    s->n = start;
+    if (s->depth == 0) {
+        free(s->items);
+        free(s->frames);
+        *s = (scope_stack){0};
+    }
+}
+
+tn_tensor *tn_keep(tn_tensor *t) {
+    scope_stack *s = &tls_scope;
+    TN_CHECK_NULL_ARG(t, "t");
+    if (s->depth == 0) return t; /* no scope: the caller owns it already */
+    int64_t start = s->frames[s->depth - 1];
+    for (int64_t i = s->n - 1; i >= start; i--) {
+        if (s->items[i] != t) continue;
+        /* Move it below the innermost frame: into the enclosing scope, or out. */
+        memmove(&s->items[i], &s->items[i + 1], (size_t)(s->n - i - 1) * sizeof *s->items);
+        s->n--;
+        if (s->depth > 1) {
+            /* Insert at the end of the enclosing frame: shift the inner frame up. */
+            push(s, NULL);
+            memmove(&s->items[start + 1], &s->items[start],
+                    (size_t)(s->n - start - 1) * sizeof *s->items);
+            s->items[start] = t;
+            s->frames[s->depth - 1]++;
+        }
+        return t;
+    }
+    tn__error(TN_ERR_INVALID_ARGUMENT, "tn_keep: tensor is not owned by the innermost scope");
+    return NULL;
+}

@@ -1,0 +1,95 @@
+/* Shapes: validation (overflow), broadcasting, dims, formatting. */
+#include <stdio.h>
+
+#include "internal.h"
+
+tn_status tn__check_shape(int ndim, const int64_t *shape, tn_dtype dt, int64_t *numel_out) {
+    if (ndim < 0 || ndim > TN_MAX_DIMS)
+        return tn__error(TN_ERR_SHAPE, "number of dimensions %d is out of range [0, %d]", ndim,
+                         TN_MAX_DIMS);
+    if (ndim > 0 && !shape)
+        return tn__error(TN_ERR_INVALID_ARGUMENT, "shape is NULL for a %d-dim tensor", ndim);
+    if (!tn__valid_dtype(dt)) return tn__error(TN_ERR_DTYPE, "invalid dtype %d", (int)dt);
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return tn__error(TN_ERR_SHAPE,
+                             "Trying to create tensor with negative dimension %lld: size %d",
+                             (long long)shape[i], i);
+        if (shape[i] != 0 && n > INT64_MAX / shape[i])
+            return tn__error(TN_ERR_SHAPE, "tensor size overflows int64 at dimension %d", i);
+        n *= shape[i];
+    }
+    if ((uint64_t)n > SIZE_MAX / 2 / tn__dtype_sizes[dt])
+        return tn__error(TN_ERR_SHAPE, "tensor of %lld elements is too large to allocate",
+                         (long long)n);
+    if (numel_out) *numel_out = n;
+    return TN_OK;
+}
+
+int64_t tn__numel(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+
+void tn__contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        stride[i] = s;
+        s *= shape[i] > 1 ? shape[i] : 1;
+    }
+}
+
+bool tn__same_shape(const tn_tensor *a, const tn_tensor *b) {
+    if (a->ndim != b->ndim) return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i]) return false;
+    return true;
+}
+
+bool tn__is_contiguous(const tn_tensor *t) {
+    int64_t s = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] == 1) continue;
+        if (t->shape[i] == 0) return true;
+        if (t->stride[i] != s) return false;
+        s *= t->shape[i];
+    }
+    return true;
+}
+
+tn_status tn__broadcast_shape(int na, const int64_t *sa, int nb, const int64_t *sb, int *nout,
+                              int64_t *out) {
+    int n = na > nb ? na : nb;
+    for (int i = 0; i < n; i++) {
+        int ia = na - n + i, ib = nb - n + i;
+        int64_t x = ia >= 0 ? sa[ia] : 1, y = ib >= 0 ? sb[ib] : 1;
+        if (x != y && x != 1 && y != 1)
+            return tn__error(TN_ERR_SHAPE,
+                             "The size of tensor a (%lld) must match the size of tensor b (%lld) "
+                             "at non-singleton dimension %d",
+                             (long long)x, (long long)y, i);
+        out[i] = x == 1 ? y : x;
+    }
+    *nout = n;
+    return TN_OK;
+}
+
+int tn__wrap_dim(int dim, int ndim) {
+    int n = ndim > 0 ? ndim : 1;
+    if (dim < -n || dim >= n) {
+        tn__error(TN_ERR_INDEX,
+                  "Dimension out of range (expected to be in range of [%d, %d], but got %d)", -n,
+                  n - 1, dim);
+        return -1;
+    }
+    return dim < 0 ? dim + n : dim;
+}
+
+void tn__format_shape(char *buf, size_t n, int ndim, const int64_t *shape) {
+    size_t used = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < ndim && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (used < n) snprintf(buf + used, n - used, "]");
+}

@@ -1,0 +1,202 @@
+/* Tensor handles: allocation, aliases, release, metadata accessors. */
+#include <stdio.h>
+
+#include "../autograd/autograd_internal.h"
+
+extern _Atomic int64_t tn__tensors_live;
+
+static tn_tensor *handle_new(int ndim, const int64_t *shape, const int64_t *stride, tn_dtype dt) {
+    tn_tensor *t = tn__calloc_small(sizeof *t);
+    if (!t) return NULL;
+    atomic_init(&t->refcount, 1);
+    t->ndim = ndim;
+    t->dtype = dt;
+    for (int i = 0; i < ndim; i++) {
+        t->shape[i] = shape[i];
+        t->stride[i] = stride[i];
+    }
+    atomic_fetch_add_explicit(&tn__tensors_live, 1, memory_order_relaxed);
+    return t;
+}
+
+tn_tensor *tn__empty(int ndim, const int64_t *shape, tn_dtype dt) {
+    int64_t numel;
+    if (tn__check_shape(ndim, shape, dt, &numel) < 0) return NULL;
+    int64_t stride[TN_MAX_DIMS];
+    tn__contiguous_strides(ndim, shape, stride);
+    tn_tensor *t = handle_new(ndim, shape, stride, dt);
+    if (!t) return NULL;
+    t->storage = tn__storage_new((size_t)numel * tn__dtype_sizes[dt], TN_DEVICE_CPU);
+    t->version = tn__version_new();
+    if (!t->storage || !t->version) {
+        tn_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+tn_tensor *tn__zeros(int ndim, const int64_t *shape, tn_dtype dt) {
+    tn_tensor *t = tn__empty(ndim, shape, dt);
+    if (t) memset(t->storage->data, 0, t->storage->nbytes);
+    return t;
+}
+
+tn_tensor *tn__full(int ndim, const int64_t *shape, tn_dtype dt, double v) {
+    tn_tensor *t = tn__empty(ndim, shape, dt);
+    if (t && tn__fill_into(t, v) < 0) {
+        tn_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+tn_tensor *tn__empty_like(const tn_tensor *t) { return tn__empty(t->ndim, t->shape, t->dtype); }
+tn_tensor *tn__zeros_like(const tn_tensor *t) { return tn__zeros(t->ndim, t->shape, t->dtype); }
+
+tn_tensor *tn__alias(const tn_tensor *src, int ndim, const int64_t *shape, const int64_t *stride,
+                     int64_t offset) {
+    tn_tensor *t = handle_new(ndim, shape, stride, src->dtype);
+    if (!t) return NULL;
+    t->offset = offset;
+    t->storage = src->storage;
+    tn__storage_retain(src->storage);
+    t->version = src->version;
+    tn__version_retain(src->version);
+    return t;
+}
+
+tn_tensor *tn__detached_alias(const tn_tensor *src) {
+    return tn__alias(src, src->ndim, src->shape, src->stride, src->offset);
+}
+
+tn_tensor *tn_retain(tn_tensor *t) {
+    if (t) tn__retain(t);
+    return t;
+}
+
+void tn_release(tn_tensor *t) {
+    if (!t) return;
+    /* acq_rel: pairs with the other owners' releases so the last one sees
+     * every write made through the handle before tearing it down. */
+    if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
+    tn__meta_free(t->ag);
+    tn_release(t->view_base);
+    tn__storage_release(t->storage);
+    tn__version_release(t->version);
+    atomic_fetch_sub_explicit(&tn__tensors_live, 1, memory_order_relaxed);
+    tn__free_small(t);
+}
+
+/* ---- metadata ---------------------------------------------------------------- */
+
+#define META_CHECK(t, ret)                                                              \
+    do {                                                                                \
+        if (!(t)) {                                                                     \
+            tn__error(TN_ERR_INVALID_ARGUMENT, "%s: argument 't' is NULL", __func__);  \
+            return ret;                                                                 \
+        }                                                                               \
+    } while (0)
+
+int tn_ndim(const tn_tensor *t) {
+    META_CHECK(t, -1);
+    return t->ndim;
+}
+const int64_t *tn_shape(const tn_tensor *t) {
+    META_CHECK(t, NULL);
+    return t->shape;
+}
+const int64_t *tn_stride(const tn_tensor *t) {
+    META_CHECK(t, NULL);
+    return t->stride;
+}
+int64_t tn_size(const tn_tensor *t, int dim) {
+    META_CHECK(t, -1);
+    if (t->ndim == 0) {
+        tn__error(TN_ERR_INDEX, "dimension specified as %d but tensor has no dimensions", dim);
+        return -1;
+    }
+    int d = tn__wrap_dim(dim, t->ndim);
+    return d < 0 ? -1 : t->shape[d];
+}
+int64_t tn_numel(const tn_tensor *t) {
+    META_CHECK(t, -1);
+    return tn__numel(t->ndim, t->shape);
+}
+tn_dtype tn_dtype_of(const tn_tensor *t) {
+    META_CHECK(t, (tn_dtype)-1);
+    return t->dtype;
+}
+tn_device tn_device_of(const tn_tensor *t) {
+    META_CHECK(t, TN_DEVICE_CPU);
+    return t->storage->device;
+}
+void *tn_data_ptr(const tn_tensor *t) {
+    META_CHECK(t, NULL);
+    return tn__ptr(t);
+}
+bool tn_is_contiguous(const tn_tensor *t) {
+    META_CHECK(t, false);
+    return tn__is_contiguous(t);
+}
+bool tn_shares_storage(const tn_tensor *a, const tn_tensor *b) {
+    return a && b && a->storage == b->storage;
+}
+int64_t tn_version(const tn_tensor *t) {
+    META_CHECK(t, -1);
+    return (int64_t)tn__version_get(t);
+}
+bool tn_requires_grad(const tn_tensor *t) {
+    META_CHECK(t, false);
+    return tn__requires_grad(t);
+}
+bool tn_is_leaf(const tn_tensor *t) {
+    META_CHECK(t, false);
+    return !t->ag || !t->ag->grad_fn;
+}
+const char *tn_grad_fn_name(const tn_tensor *t) {
+    META_CHECK(t, NULL);
+    return t->ag && t->ag->grad_fn ? t->ag->grad_fn->fn->name : NULL;
+}
+
+tn_status tn_item(const tn_tensor *t, double *out) {
+    META_CHECK(t, TN_ERR_INVALID_ARGUMENT);
+    if (!out) return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_item: argument 'out' is NULL");
+    int64_t n = tn__numel(t->ndim, t->shape);
+    if (n != 1)
+        return tn__error(TN_ERR_SHAPE,
+                         "a Tensor with %lld elements cannot be converted to Scalar", (long long)n);
+    *out = tn__load(tn__ptr(t), t->dtype);
+    return TN_OK;
+}
+
+tn_status tn_copy_to(const tn_tensor *t, void *buffer, size_t bytes) {
+    META_CHECK(t, TN_ERR_INVALID_ARGUMENT);
+    size_t need = (size_t)tn__numel(t->ndim, t->shape) * tn__dtype_sizes[t->dtype];
+    if (!buffer && need) return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_copy_to: buffer is NULL");
+    if (bytes < need)
+        return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_copy_to: buffer of %zu bytes is too small "
+                         "for %zu bytes", bytes, need);
+    if (tn__is_contiguous(t)) {
+        if (need) memcpy(buffer, tn__ptr(t), need);
+        return TN_OK;
+    }
+    tn_tensor *c = tn__copy_as(t, t->dtype);
+    if (!c) return tn_last_status();
+    memcpy(buffer, c->storage->data, need);
+    tn_release(c);
+    return TN_OK;
+}
+
+tn_status tn_copy_to_f64(const tn_tensor *t, double *buffer, int64_t count) {
+    META_CHECK(t, TN_ERR_INVALID_ARGUMENT);
+    int64_t n = tn__numel(t->ndim, t->shape);
+    if (!buffer && n) return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_copy_to_f64: buffer is NULL");
+    if (count < n)
+        return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_copy_to_f64: buffer of %lld elements is too "
+                         "small for %lld", (long long)count, (long long)n);
+    tn_tensor *c = tn__copy_as(t, TN_F64);
+    if (!c) return tn_last_status();
+    if (n) memcpy(buffer, c->storage->data, (size_t)n * sizeof(double));
+    tn_release(c);
+    return TN_OK;
+}

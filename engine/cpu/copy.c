@@ -1,0 +1,94 @@
+/* Copy with broadcast and dtype conversion, fill: the kernels behind
+ * contiguous(), clone(), copy_(), to() and creation. */
+#include "dtype_dispatch.h"
+#include "iter.h"
+
+/* dst is (N), src is (N) or broadcast (stride 0): out[i] = (D)src[i]. */
+#define DEFINE_COPY(DID, DT, DS, SID, ST, SS)                                            \
+    static void copy_##DS##_##SS(void *ctx, int64_t n, char **p, const int64_t *s) {     \
+        (void)ctx;                                                                       \
+        if (s[0] == sizeof(DT) && s[1] == sizeof(ST)) {                                  \
+            DT *o = (DT *)p[0];                                                          \
+            const ST *x = (const ST *)p[1];                                              \
+            for (int64_t i = 0; i < n; i++) o[i] = TN_CVT(DT, x[i]);                     \
+        } else if (s[0] == sizeof(DT) && s[1] == 0) {                                   \
+            DT *o = (DT *)p[0];                                                          \
+            DT v = TN_CVT(DT, *(const ST *)p[1]);                                        \
+            for (int64_t i = 0; i < n; i++) o[i] = v;                                    \
+        } else {                                                                         \
+            char *o = p[0];                                                              \
+            const char *x = p[1];                                                        \
+            for (int64_t i = 0; i < n; i++, o += s[0], x += s[1])                        \
+                *(DT *)o = TN_CVT(DT, *(const ST *)x);                                   \
+        }                                                                                \
+    }
+
+#define DEFINE_COPY_FROM(SID, ST, SS) TN_FOR_EACH_DTYPE_D(DEFINE_COPY, SID, ST, SS)
+#define TN_FOR_EACH_DTYPE_D(M, SID, ST, SS)                                              \
+    M(TN_F32, float, f32, SID, ST, SS)                                                   \
+    M(TN_F64, double, f64, SID, ST, SS)                                                  \
+    M(TN_I16, int16_t, i16, SID, ST, SS)                                                 \
+    M(TN_I32, int32_t, i32, SID, ST, SS)                                                 \
+    M(TN_I64, int64_t, i64, SID, ST, SS)                                                 \
+    M(TN_BOOL, uint8_t, b8, SID, ST, SS)
+TN_FOR_EACH_DTYPE(DEFINE_COPY_FROM)
+
+#define COPY_ENTRY(DID, DT, DS, SID, ST, SS) [DID][SID] = copy_##DS##_##SS,
+#define COPY_ROW(SID, ST, SS) TN_FOR_EACH_DTYPE_D(COPY_ENTRY, SID, ST, SS)
+static const tn_loop_fn copy_loops[TN_DTYPE_COUNT][TN_DTYPE_COUNT] = {
+    TN_FOR_EACH_DTYPE(COPY_ROW)};
+
+tn_status tn__copy_into(tn_tensor *dst, const tn_tensor *src) {
+    int nd;
+    int64_t shape[TN_MAX_DIMS];
+    if (tn__broadcast_shape(dst->ndim, dst->shape, src->ndim, src->shape, &nd, shape) < 0)
+        return TN_ERR_SHAPE;
+    if (nd != dst->ndim || memcmp(shape, dst->shape, (size_t)nd * sizeof *shape) != 0) {
+        char a[128], b[128];
+        tn__format_shape(a, sizeof a, src->ndim, src->shape);
+        tn__format_shape(b, sizeof b, dst->ndim, dst->shape);
+        return tn__error(TN_ERR_SHAPE, "output with shape %s doesn't match the broadcast shape %s",
+                         b, a);
+    }
+    tn_iter it;
+    tn__iter_init(&it, 2, (tn_tensor *const[]){dst, (tn_tensor *)src});
+    tn__iter_run(&it, copy_loops[dst->dtype][src->dtype], NULL, true);
+    tn__storage_wrote(dst->storage);
+    return TN_OK;
+}
+
+tn_tensor *tn__copy_as(const tn_tensor *src, tn_dtype dt) {
+    tn_tensor *t = tn__empty(src->ndim, src->shape, dt);
+    if (t && tn__copy_into(t, src) < 0) {
+        tn_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+tn_tensor *tn__cast(const tn_tensor *src, tn_dtype dt) {
+    if (src->dtype == dt) return tn__retain((tn_tensor *)src);
+    return tn__copy_as(src, dt);
+}
+
+#define DEFINE_FILL(ID, T, S)                                                            \
+    static void fill_##S(void *ctx, int64_t n, char **p, const int64_t *s) {             \
+        T v = TN_CVT(T, *(const double *)ctx);                                           \
+        if (s[0] == sizeof(T)) {                                                         \
+            T *o = (T *)p[0];                                                            \
+            for (int64_t i = 0; i < n; i++) o[i] = v;                                    \
+        } else {                                                                         \
+            for (int64_t i = 0; i < n; i++) *(T *)(p[0] + i * s[0]) = v;                 \
+        }                                                                                \
+    }
+TN_FOR_EACH_DTYPE(DEFINE_FILL)
+#define FILL_ENTRY(ID, T, S) [ID] = fill_##S,
+static const tn_loop_fn fill_loops[TN_DTYPE_COUNT] = {TN_FOR_EACH_DTYPE(FILL_ENTRY)};
+
+tn_status tn__fill_into(tn_tensor *dst, double v) {
+    tn_iter it;
+    tn__iter_init(&it, 1, (tn_tensor *const[]){dst});
+    tn__iter_run(&it, fill_loops[dst->dtype], &v, true);
+    tn__storage_wrote(dst->storage);
+    return TN_OK;
+}

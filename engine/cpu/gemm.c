@@ -1,0 +1,329 @@
+/* Dense matrix products: C = A·B (+ C), see gemm.h.
+ *
+ * Floats follow the BLIS scheme: B is packed per (KC x NC) block into
+ * NR-wide micro-panels, A per (MC x KC) block into MR-tall micro-panels, and
+ * an MR x NR register tile is accumulated over KC by a plain loop that the
+ * compiler unrolls and vectorises (-O3 -march=native). Packing reads the
+ * operands through their strides, so transposed views cost no copy. Edge
+ * tiles are zero-padded in the panels and written back partially.
+ *
+ * Threads: each thread computes whole output rows (or, for short and wide
+ * products, whole columns) with its own packing buffers; every C element is
+ * summed in the same order whatever the split, so results are independent
+ * of the thread count. Batches are split across threads instead when there
+ * are more batches than row blocks.
+ */
+#include "gemm.h"
+
+#include <math.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Register tile: MR rows x NR columns of accumulators (NR = 2 vectors of
+ * 512 bits, so 2*MR accumulator registers of 32 with AVX-512). KC keeps a
+ * B micro-panel in L1, MC x KC of A in L2, KC x NC of B in L3. */
+#define F32_MR 8
+#define F32_NR 32
+#define F64_MR 8
+#define F64_NR 16
+#define GEMM_KC 256
+#define GEMM_MC 128
+#define GEMM_NC 2048
+/* Below this many multiply-adds per product, packing does not pay. */
+#define GEMM_SMALL 32768
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* c + a*b, fused where the CPU has FMA: strict C11 (-std=c11) turns off
+ * floating-point contraction, so the fusion has to be asked for. */
+#ifdef __FMA__
+#define FMADD(a, b, c)                                                                    \
+    _Generic((a), float: fmaf((float)(a), (float)(b), (float)(c)),                        \
+             double: fma((double)(a), (double)(b), (double)(c)), default: (c) + (a) * (b))
+#else
+#define FMADD(a, b, c) ((c) + (a) * (b))
+#endif
+
+/* ---- small or thin products and integers: direct loops. With more than one
+ * column the loop runs along C's rows (vectorised when B's rows are
+ * contiguous); a single column is a dot product per row, kept in 16
+ * independent partial sums so that it vectorises without reassociation.
+ * Integers accumulate in unsigned arithmetic so that overflow wraps (as
+ * PyTorch) instead of being undefined. ------------------------------------ */
+#define DOT_LANES 16
+#define DEFINE_DIRECT(SUF, T, U)                                                          \
+    static void direct_##SUF(const tn_gemm *g, int64_t i0, int64_t i1) {                  \
+        const T *a = g->a, *b = g->b;                                                      \
+        T *c = g->c;                                                                       \
+        if (g->n == 1) {                                                                   \
+            for (int64_t i = i0; i < i1; i++) {                                            \
+                const T *ar = a + i * g->rsa;                                              \
+                U s[DOT_LANES] = {0};                                                      \
+                int64_t p = 0;                                                             \
+                if (g->csa == 1 && g->rsb == 1)                                            \
+                    for (; p + DOT_LANES <= g->k; p += DOT_LANES)                          \
+                        for (int l = 0; l < DOT_LANES; l++)                                \
+                            s[l] = FMADD((U)ar[p + l], (U)b[p + l], s[l]);                 \
+                for (; p < g->k; p++)                                                      \
+                    s[p % DOT_LANES] = FMADD((U)ar[p * g->csa], (U)b[p * g->rsb], s[p % DOT_LANES]); \
+                U sum = g->accumulate ? (U)c[i * g->rsc] : (U)0;                           \
+                for (int l = 0; l < DOT_LANES; l++) sum += s[l];                           \
+                c[i * g->rsc] = (T)sum;                                                    \
+            }                                                                              \
+            return;                                                                        \
+        }                                                                                  \
+        for (int64_t i = i0; i < i1; i++) {                                                \
+            T *restrict cr = c + i * g->rsc;                                               \
+            if (!g->accumulate)                                                            \
+                for (int64_t j = 0; j < g->n; j++) cr[j] = 0;                              \
+            for (int64_t p = 0; p < g->k; p++) {                                           \
+                const U aip = (U)a[i * g->rsa + p * g->csa];                               \
+                const T *restrict br = b + p * g->rsb;                                     \
+                if (g->csb == 1) {                                                         \
+                    for (int64_t j = 0; j < g->n; j++) cr[j] = (T)FMADD(aip, (U)br[j], (U)cr[j]); \
+                } else {                                                                   \
+                    for (int64_t j = 0; j < g->n; j++)                                     \
+                        cr[j] = (T)FMADD(aip, (U)br[j * g->csb], (U)cr[j]);                \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+    }
+DEFINE_DIRECT(f32, float, float)
+DEFINE_DIRECT(f64, double, double)
+DEFINE_DIRECT(i16, int16_t, uint64_t)
+DEFINE_DIRECT(i32, int32_t, uint64_t)
+DEFINE_DIRECT(i64, int64_t, uint64_t)
+
+/* ---- packed, blocked float kernels --------------------------------------------- */
+
+#define DEFINE_BLOCKED(SUF, T, MR, NR)                                                    \
+    /* ap is (MR, kc) packed p-major: ap[p*MR + i]; bp is (kc, NR): bp[p*NR + j];  \
+     * c is the (mr <= MR, nr <= NR) corner of C. */                                     \
+    static void ukr_##SUF(int64_t kc, const T *restrict ap, const T *restrict bp,          \
+                          T *restrict c, int64_t rsc, int mr, int nr, bool acc) {          \
+        T t[MR][NR];                                                                       \
+        for (int i = 0; i < MR; i++)                                                       \
+            for (int j = 0; j < NR; j++) t[i][j] = 0;                                      \
+        for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {                             \
+            for (int i = 0; i < MR; i++) {                                                 \
+                const T ai = ap[i];                                                        \
+                for (int j = 0; j < NR; j++) t[i][j] = FMADD(ai, bp[j], t[i][j]);                        \
+            }                                                                              \
+        }                                                                                  \
+        if (mr == MR && nr == NR) {                                                        \
+            for (int i = 0; i < MR; i++) {                                                 \
+                T *restrict cr = c + i * rsc;                                              \
+                if (acc)                                                                   \
+                    for (int j = 0; j < NR; j++) cr[j] += t[i][j];                         \
+                else                                                                       \
+                    for (int j = 0; j < NR; j++) cr[j] = t[i][j];                          \
+            }                                                                              \
+            return;                                                                        \
+        }                                                                                  \
+        for (int i = 0; i < mr; i++)                                                       \
+            for (int j = 0; j < nr; j++) c[i * rsc + j] = acc ? c[i * rsc + j] + t[i][j] : t[i][j]; \
+    }                                                                                      \
+                                                                                           \
+    /* (mc, kc) block of A at a -> MR-row micro-panels, zero rows past mc. */              \
+    static void pack_a_##SUF(int64_t mc, int64_t kc, const T *a, int64_t rs, int64_t cs,   \
+                             T *restrict dst) {                                            \
+        for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {                          \
+            int mr = (int)MIN(MR, mc - i0);                                                \
+            const T *src = a + i0 * rs;                                                    \
+            if (mr == MR && rs == 1) {                                                     \
+                for (int64_t p = 0; p < kc; p++)                                           \
+                    for (int i = 0; i < MR; i++) dst[p * MR + i] = src[p * cs + i];        \
+            } else {                                                                       \
+                for (int i = 0; i < MR; i++) {                                             \
+                    const T *row = src + i * rs;                                           \
+                    if (i < mr)                                                            \
+                        for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = row[p * cs];    \
+                    else                                                                   \
+                        for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = 0;              \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+    }                                                                                      \
+                                                                                           \
+    /* (kc, nc) block of B at b -> NR-column micro-panels, zero columns past nc. */        \
+    static void pack_b_##SUF(int64_t kc, int64_t nc, const T *b, int64_t rs, int64_t cs,   \
+                             T *restrict dst) {                                            \
+        for (int64_t j0 = 0; j0 < nc; j0 += NR, dst += NR * kc) {                          \
+            int nr = (int)MIN(NR, nc - j0);                                                \
+            const T *src = b + j0 * cs;                                                    \
+            if (nr == NR && cs == 1) {                                                     \
+                for (int64_t p = 0; p < kc; p++)                                           \
+                    for (int j = 0; j < NR; j++) dst[p * NR + j] = src[p * rs + j];        \
+            } else {                                                                       \
+                for (int j = 0; j < NR; j++) {                                             \
+                    const T *col = src + j * cs;                                           \
+                    if (j < nr)                                                            \
+                        for (int64_t p = 0; p < kc; p++) dst[p * NR + j] = col[p * rs];    \
+                    else                                                                   \
+                        for (int64_t p = 0; p < kc; p++) dst[p * NR + j] = 0;              \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+    }                                                                                      \
+                                                                                           \
+    /* Rows [i0, i1) and columns [j0, j1) of C, serially, with the caller's buffers. */   \
+    static void blocked_##SUF(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0,         \
+                              int64_t j1, T *apack, T *bpack) {                            \
+        const T *a = g->a, *b = g->b;                                                      \
+        T *c = g->c;                                                                       \
+        for (int64_t jc = j0; jc < j1; jc += GEMM_NC) {                                    \
+            int64_t nc = MIN(GEMM_NC, j1 - jc);                                            \
+            for (int64_t pc = 0; pc < g->k; pc += GEMM_KC) {                               \
+                int64_t kc = MIN(GEMM_KC, g->k - pc);                                      \
+                bool acc = g->accumulate || pc > 0;                                        \
+                pack_b_##SUF(kc, nc, b + pc * g->rsb + jc * g->csb, g->rsb, g->csb, bpack); \
+                for (int64_t ic = i0; ic < i1; ic += GEMM_MC) {                            \
+                    int64_t mc = MIN(GEMM_MC, i1 - ic);                                    \
+                    pack_a_##SUF(mc, kc, a + ic * g->rsa + pc * g->csa, g->rsa, g->csa,    \
+                                 apack);                                                   \
+                    for (int64_t jr = 0; jr < nc; jr += NR)                                \
+                        for (int64_t ir = 0; ir < mc; ir += MR)                            \
+                            ukr_##SUF(kc, apack + ir * kc, bpack + jr * kc,                \
+                                      c + (ic + ir) * g->rsc + jc + jr, g->rsc,            \
+                                      (int)MIN(MR, mc - ir), (int)MIN(NR, nc - jr), acc);  \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+    }
+DEFINE_BLOCKED(f32, float, F32_MR, F32_NR)
+DEFINE_BLOCKED(f64, double, F64_MR, F64_NR)
+
+/* ---- dispatch -------------------------------------------------------------------- */
+
+typedef struct kernel {
+    int mr, nr;
+    size_t esize;
+    void (*direct)(const tn_gemm *g, int64_t i0, int64_t i1);
+    void (*blocked)(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+                    void *apack, void *bpack);
+} kernel;
+
+/* The blocked functions take T*; the casts below only adapt the pointer type. */
+static void blocked_f32_v(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+                          void *ap, void *bp) {
+    blocked_f32(g, i0, i1, j0, j1, ap, bp);
+}
+static void blocked_f64_v(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+                          void *ap, void *bp) {
+    blocked_f64(g, i0, i1, j0, j1, ap, bp);
+}
+
+static const kernel kernels[TN_DTYPE_COUNT] = {
+    [TN_F32] = {F32_MR, F32_NR, sizeof(float), direct_f32, blocked_f32_v},
+    [TN_F64] = {F64_MR, F64_NR, sizeof(double), direct_f64, blocked_f64_v},
+    [TN_I16] = {1, 1, sizeof(int16_t), direct_i16, NULL},
+    [TN_I32] = {1, 1, sizeof(int32_t), direct_i32, NULL},
+    [TN_I64] = {1, 1, sizeof(int64_t), direct_i64, NULL},
+};
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* Per-thread packing buffer sizes (elements) for a product of g's shape. */
+static void pack_sizes(const kernel *kr, const tn_gemm *g, int64_t *na, int64_t *nb) {
+    int64_t kc = MIN(GEMM_KC, g->k);
+    *na = round_up(MIN(GEMM_MC, g->m), kr->mr) * kc;
+    *nb = round_up(MIN(GEMM_NC, g->n), kr->nr) * kc;
+}
+
+/* Packing pays for products big enough, and wide enough in both m and n
+ * not to waste most of a register tile on padding. */
+static bool use_direct(const kernel *kr, const tn_gemm *g) {
+    return !kr->blocked || g->m * g->n * g->k < GEMM_SMALL || g->m < kr->mr / 2 ||
+           g->n < kr->nr / 4;
+}
+
+/* Rows [i0, i1) (all columns) of one product, serially. */
+static void run_rows(const kernel *kr, const tn_gemm *g, int64_t i0, int64_t i1, char *buf,
+                     int64_t na) {
+    if (use_direct(kr, g)) kr->direct(g, i0, i1);
+    else kr->blocked(g, i0, i1, 0, g->n, buf, buf + na * (int64_t)kr->esize);
+}
+
+/* Part t of nt of one product: a row range, or a column range when the
+ * product is too short to give each thread a few row tiles. Boundaries fall
+ * on tile edges, so each thread owns whole tiles. */
+static void run_part(const kernel *kr, const tn_gemm *g, int t, int nt, char *buf, int64_t na) {
+    int64_t mt = (g->m + kr->mr - 1) / kr->mr, ntl = (g->n + kr->nr - 1) / kr->nr;
+    if (use_direct(kr, g) || mt >= 2 * nt || mt >= ntl) {
+        int64_t r0 = MIN(g->m, mt * t / nt * kr->mr), r1 = MIN(g->m, mt * (t + 1) / nt * kr->mr);
+        if (r1 > r0) run_rows(kr, g, r0, r1, buf, na);
+        return;
+    }
+    int64_t c0 = MIN(g->n, ntl * t / nt * kr->nr), c1 = MIN(g->n, ntl * (t + 1) / nt * kr->nr);
+    if (c1 > c0) kr->blocked(g, 0, g->m, c0, c1, buf, buf + na * (int64_t)kr->esize);
+}
+
+/* The product of batch index `bi` (row-major over batch->shape). */
+static void batch_item(const tn_gemm *g, const tn_gemm_batch *bt, int64_t bi, size_t es,
+                       tn_gemm *out) {
+    *out = *g;
+    int64_t oa = 0, ob = 0, oc = 0;
+    for (int d = bt->ndim - 1; d >= 0 && bi; d--) {
+        int64_t i = bi % bt->shape[d];
+        bi /= bt->shape[d];
+        oa += i * bt->bsa[d];
+        ob += i * bt->bsb[d];
+        oc += i * bt->bsc[d];
+    }
+    out->a = (const char *)g->a + oa * (int64_t)es;
+    out->b = (const char *)g->b + ob * (int64_t)es;
+    out->c = (char *)g->c + oc * (int64_t)es;
+}
+
+static void zero_fill(const tn_gemm *g, size_t es) {
+    for (int64_t i = 0; i < g->m; i++)
+        memset((char *)g->c + i * g->rsc * (int64_t)es, 0, (size_t)g->n * es);
+}
+
+tn_status tn__gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch) {
+    const kernel *kr = &kernels[dt];
+    int64_t nbatch = batch ? tn__numel(batch->ndim, batch->shape) : 1;
+    if (nbatch == 0 || g->m == 0 || g->n == 0) return TN_OK;
+    if (g->k == 0) { /* empty sum: C = 0 (or unchanged) */
+        for (int64_t bi = 0; bi < nbatch && !g->accumulate; bi++) {
+            tn_gemm one = *g;
+            if (batch) batch_item(g, batch, bi, kr->esize, &one);
+            zero_fill(&one, kr->esize);
+        }
+        return TN_OK;
+    }
+    int64_t mnk = g->m * g->n * g->k;
+    int nt = tn__threads_for(mnk / 16 * nbatch);
+    int64_t mt = (g->m + kr->mr - 1) / kr->mr;
+    bool by_batch = nbatch > 1 && nt > 1 && nbatch >= mt;
+    int64_t na = 0, nb = 0;
+    if (!use_direct(kr, g)) pack_sizes(kr, g, &na, &nb);
+    int64_t per = (na + nb) * (int64_t)kr->esize;
+    char *buf = NULL;
+    if (per && !(buf = tn__alloc((size_t)(per * nt)))) return TN_ERR_OUT_OF_MEMORY;
+    if (by_batch) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int t = 0; t < nt; t++) {
+            tn_gemm one;
+            for (int64_t bi = nbatch * t / nt; bi < nbatch * (t + 1) / nt; bi++) {
+                batch_item(g, batch, bi, kr->esize, &one);
+                run_rows(kr, &one, 0, one.m, buf + per * t, na);
+            }
+        }
+    } else {
+        for (int64_t bi = 0; bi < nbatch; bi++) {
+            tn_gemm one = *g;
+            if (batch) batch_item(g, batch, bi, kr->esize, &one);
+            if (nt == 1) {
+                run_rows(kr, &one, 0, one.m, buf, na);
+                continue;
+            }
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (int t = 0; t < nt; t++) run_part(kr, &one, t, nt, buf + per * t, na);
+        }
+    }
+    tn__free(buf);
+    return TN_OK;
+}

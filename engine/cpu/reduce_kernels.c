@@ -1,0 +1,425 @@
+/* Reduction kernels: see reduce_kernels.h for the contract.
+ *
+ * The outputs are walked as rows of a tn_iter over the kept dims (the
+ * reduced dim set to size 1), so any strides work and contiguous dims
+ * coalesce. For each row of n outputs, with byte stride si between the
+ * slices' first elements and sr along the reduced dim:
+ *  - column mode (si smaller than sr, n >= 8; e.g. summing the rows of an
+ *    (N, C) matrix): blocks of CB columns advance together over the reduced
+ *    index, so the inner loop runs along memory and vectorises over columns;
+ *  - slice mode otherwise (e.g. the innermost dim): each output reduces its
+ *    slice with 8 independent lanes, which vectorises along the slice.
+ * Parallelism (above TN_GRAIN elements of work): over rows, else over the
+ * outputs of a row, else over the fixed blocks of the reduced range.
+ */
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include <math.h>
+#include <stdlib.h>
+
+#include "iter.h"
+#include "reduce_kernels.h"
+
+enum {
+    SLICE_BLOCK = 4096, /* slice mode: elements of a slice per block */
+    CB = 512,           /* column mode: most columns per block */
+    RB = 256,           /* column mode: reduced indices per block */
+    STACK_PARTS = 64
+};
+
+typedef struct red_ctx {
+    tn_red_op op;
+    int64_t R, sr; /* reduced size, byte stride */
+    double div;
+} red_ctx;
+
+/* One row of outputs: n of them; value / index outputs and the first input
+ * element of each slice, with byte strides. */
+typedef struct red_row {
+    int64_t n;
+    char *pv, *pj;
+    const char *pi;
+    int64_t sv, sj, si;
+} red_row;
+
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t abs64(int64_t a) { return a < 0 ? -a : a; }
+static inline bool column_mode(const red_ctx *c, const red_row *r) {
+    return r->n >= 8 && abs64(r->si) < abs64(c->sr);
+}
+
+/* Column blocks of a row: at most CB wide, and one per thread when there are
+ * enough columns. (A column's result does not depend on its block.) */
+static int64_t col_blocks(int64_t n, int nt, int64_t *width) {
+    int64_t nb = (n + CB - 1) / CB;
+    if (nb < nt && n >= 16 * nt) nb = nt;
+    *width = (n + nb - 1) / nb;
+    return (n + *width - 1) / *width;
+}
+
+/* Scratch for block partials; NULL means "run the blocks serially" (same
+ * result), so a failed allocation is not an error. */
+static void *scratch(void *stack_buf, size_t stack_bytes, size_t bytes) {
+    return bytes <= stack_bytes ? stack_buf : malloc(bytes);
+}
+static void scratch_free(void *p, void *stack_buf) {
+    if (p != stack_buf) free(p);
+}
+
+/* ---- sum ------------------------------------------------------------------------ */
+
+/* Defines the sum kernels for input T, accumulator A, output O. FIN turns the
+ * total into the output value (float: divided by div for the mean). */
+#define DEF_SUM(S, T, A, O, FIN)                                                           \
+    /* Sum of n elements (byte stride sb) in 8 lanes, combined pairwise. */                \
+    static A blk_sum_##S(const char *p, int64_t n, int64_t sb) {                           \
+        A acc[8] = {0};                                                                    \
+        int64_t i = 0;                                                                     \
+        if (sb == (int64_t)sizeof(T)) {                                                    \
+            const T *x = (const T *)p;                                                     \
+            for (; i + 8 <= n; i += 8)                                                     \
+                for (int k = 0; k < 8; k++) acc[k] += (A)x[i + k];                         \
+        } else {                                                                           \
+            for (; i + 8 <= n; i += 8)                                                     \
+                for (int k = 0; k < 8; k++) acc[k] += (A) * (const T *)(p + (i + k) * sb); \
+        }                                                                                  \
+        for (int k = 0; i < n; i++, k++) acc[k] += (A) * (const T *)(p + i * sb);          \
+        return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])); \
+    }                                                                                      \
+    /* A slice of R elements: fixed blocks, totalled in block order. */                    \
+    static A slice_sum_##S(const char *p, int64_t R, int64_t sr, int nt) {                 \
+        int64_t nb = (R + SLICE_BLOCK - 1) / SLICE_BLOCK;                                  \
+        A tot = 0, buf[STACK_PARTS];                                                       \
+        A *part = nt > 1 && nb > 1 ? scratch(buf, sizeof buf, (size_t)nb * sizeof(A)) : NULL; \
+        if (part) {                                                                        \
+            _Pragma("omp parallel for num_threads(nt) schedule(static)")                   \
+            for (int64_t b = 0; b < nb; b++)                                               \
+                part[b] = blk_sum_##S(p + b * SLICE_BLOCK * sr,                            \
+                                      min64(SLICE_BLOCK, R - b * SLICE_BLOCK), sr);        \
+            for (int64_t b = 0; b < nb; b++) tot += part[b];                               \
+            scratch_free(part, buf);                                                       \
+            return tot;                                                                    \
+        }                                                                                  \
+        for (int64_t b = 0; b < nb; b++)                                                   \
+            tot += blk_sum_##S(p + b * SLICE_BLOCK * sr, min64(SLICE_BLOCK, R - b * SLICE_BLOCK), sr); \
+        return tot;                                                                        \
+    }                                                                                      \
+    /* acc[j] = sum of column j (< n <= CB) over reduced indices [r0, r1). */              \
+    static void cols_sum_##S(A *acc, const char *p, int64_t n, int64_t si, int64_t r0,     \
+                             int64_t r1, int64_t sr) {                                     \
+        for (int64_t j = 0; j < n; j++) acc[j] = 0;                                        \
+        if (si == (int64_t)sizeof(T)) {                                                    \
+            for (int64_t r = r0; r < r1; r++) {                                            \
+                const T *x = (const T *)(p + r * sr);                                      \
+                for (int64_t j = 0; j < n; j++) acc[j] += (A)x[j];                         \
+            }                                                                              \
+        } else {                                                                           \
+            for (int64_t r = r0; r < r1; r++)                                              \
+                for (int64_t j = 0; j < n; j++) acc[j] += (A) * (const T *)(p + r * sr + j * si); \
+        }                                                                                  \
+    }                                                                                      \
+    /* Columns [j0, j0 + n) of a row (n <= CB), all reduced indices, RB at a time. */      \
+    static void colblock_sum_##S(const red_ctx *c, const red_row *w, int64_t j0, int64_t n) { \
+        A tot[CB] = {0}, blk[CB];                                                          \
+        for (int64_t r0 = 0; r0 < c->R; r0 += RB) {                                        \
+            cols_sum_##S(blk, w->pi + j0 * w->si, n, w->si, r0, min64(r0 + RB, c->R), c->sr); \
+            for (int64_t j = 0; j < n; j++) tot[j] += blk[j];                              \
+        }                                                                                  \
+        for (int64_t j = 0; j < n; j++) *(O *)(w->pv + (j0 + j) * w->sv) = FIN(tot[j]);    \
+    }                                                                                      \
+    /* Few columns, long reduction: blocks of RB indices in parallel, partials            \
+     * [block][column] combined in block order (as colblock_sum does). */                  \
+    static bool cols_parallel_sum_##S(const red_ctx *c, const red_row *w, int nt) {        \
+        int64_t nb = (c->R + RB - 1) / RB, n = w->n;                                       \
+        A *part = malloc((size_t)(nb * n) * sizeof(A));                                    \
+        if (!part) return false;                                                           \
+        _Pragma("omp parallel for num_threads(nt) schedule(static)")                       \
+        for (int64_t b = 0; b < nb; b++)                                                   \
+            for (int64_t j0 = 0; j0 < n; j0 += CB)                                         \
+                cols_sum_##S(part + b * n + j0, w->pi + j0 * w->si, min64(CB, n - j0), w->si, \
+                             b * RB, min64((b + 1) * RB, c->R), c->sr);                    \
+        for (int64_t j = 0; j < n; j++) {                                                  \
+            A tot = 0;                                                                     \
+            for (int64_t b = 0; b < nb; b++) tot += part[b * n + j];                       \
+            *(O *)(w->pv + j * w->sv) = FIN(tot);                                          \
+        }                                                                                  \
+        free(part);                                                                        \
+        return true;                                                                       \
+    }                                                                                      \
+    static void row_sum_##S(const red_ctx *c, const red_row *w, int nt) {                  \
+        if (column_mode(c, w)) {                                                           \
+            int64_t wd, ncb = col_blocks(w->n, nt, &wd);                                   \
+            bool par = nt > 1 && ncb >= nt;                                                \
+            if (nt > 1 && !par && c->R > RB && cols_parallel_sum_##S(c, w, nt)) return;    \
+            _Pragma("omp parallel for num_threads(nt) schedule(static) if (par)")          \
+            for (int64_t cb = 0; cb < ncb; cb++)                                           \
+                colblock_sum_##S(c, w, cb * wd, min64(wd, w->n - cb * wd));                \
+            return;                                                                        \
+        }                                                                                  \
+        if (nt > 1 && w->n >= nt) {                                                        \
+            _Pragma("omp parallel for num_threads(nt) schedule(static)")                   \
+            for (int64_t j = 0; j < w->n; j++)                                             \
+                *(O *)(w->pv + j * w->sv) = FIN(slice_sum_##S(w->pi + j * w->si, c->R, c->sr, 1)); \
+            return;                                                                        \
+        }                                                                                  \
+        for (int64_t j = 0; j < w->n; j++)                                                 \
+            *(O *)(w->pv + j * w->sv) = FIN(slice_sum_##S(w->pi + j * w->si, c->R, c->sr, nt)); \
+    }
+
+#define FIN_F(x) ((x) / c->div)
+#define FIN_I(x) (x)
+DEF_SUM(f32, float, double, float, (float)FIN_F)
+DEF_SUM(f64, double, double, double, FIN_F)
+DEF_SUM(i16, int16_t, int64_t, int64_t, FIN_I)
+DEF_SUM(i32, int32_t, int64_t, int64_t, FIN_I)
+DEF_SUM(i64, int64_t, int64_t, int64_t, FIN_I)
+DEF_SUM(b8, uint8_t, int64_t, int64_t, FIN_I)
+
+/* ---- max / min -------------------------------------------------------------------- */
+
+/* (x, i) replaces the running extremum (m, mi) of earlier elements when it is
+ * strictly better or the first NaN; so the first extremum / first NaN wins.
+ * For integer T, x != x is false and folds away. */
+#define BETTER(CMP, x, m) ((x)CMP(m) || ((x) != (x) && (m) == (m)))
+
+/* Defines max (CMP >) or min (CMP <) kernels for element type T. */
+#define DEF_EXT(S, T, CMP)                                                                 \
+    /* Running extremum over n elements starting at logical index i0. */                   \
+    static void blk_arg_##S(const char *p, int64_t n, int64_t sb, int64_t i0, T *m,        \
+                            int64_t *mi) {                                                 \
+        T best = *m;                                                                       \
+        int64_t bi = *mi;                                                                  \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            T x = *(const T *)(p + i * sb);                                                \
+            if (BETTER(CMP, x, best)) {                                                    \
+                best = x;                                                                  \
+                bi = i0 + i;                                                               \
+            }                                                                              \
+        }                                                                                  \
+        *m = best;                                                                         \
+        *mi = bi;                                                                          \
+    }                                                                                      \
+    /* Value only, 8 lanes (vectorises); NaN found by a flag, then rescanned. */           \
+    static T blk_val_##S(const char *p, int64_t n, int64_t sb) {                           \
+        T m[8], first = *(const T *)p;                                                     \
+        int nan = 0;                                                                       \
+        for (int k = 0; k < 8; k++) m[k] = first;                                          \
+        int64_t i = 0;                                                                     \
+        if (sb == (int64_t)sizeof(T)) {                                                    \
+            const T *x = (const T *)p;                                                     \
+            for (; i + 8 <= n; i += 8)                                                     \
+                for (int k = 0; k < 8; k++) {                                              \
+                    m[k] = x[i + k] CMP m[k] ? x[i + k] : m[k];                            \
+                    nan |= x[i + k] != x[i + k];                                           \
+                }                                                                          \
+        }                                                                                  \
+        T best = m[0];                                                                     \
+        for (int k = 1; k < 8; k++) best = m[k] CMP best ? m[k] : best;                    \
+        int64_t bi = 0;                                                                    \
+        if (nan) best = first; /* rescan from the start: the first NaN wins */             \
+        blk_arg_##S(p + (nan ? 0 : i) * sb, n - (nan ? 0 : i), sb, 0, &best, &bi);         \
+        return best;                                                                       \
+    }                                                                                      \
+    /* Extremum of a slice: fixed blocks, combined in block order. */                      \
+    static void slice_ext_##S(const char *p, int64_t R, int64_t sr, bool want_idx, int nt, \
+                              T *m, int64_t *mi) {                                         \
+        int64_t nb = (R + SLICE_BLOCK - 1) / SLICE_BLOCK;                                  \
+        T vbuf[STACK_PARTS];                                                               \
+        int64_t ibuf[STACK_PARTS];                                                         \
+        T *pv = NULL;                                                                      \
+        int64_t *pj = NULL;                                                                \
+        if (nt > 1 && nb > 1) {                                                            \
+            pv = scratch(vbuf, sizeof vbuf, (size_t)nb * sizeof(T));                       \
+            pj = scratch(ibuf, sizeof ibuf, (size_t)nb * sizeof(int64_t));                 \
+        }                                                                                  \
+        if (!pv || !pj) {                                                                  \
+            *m = *(const T *)p;                                                            \
+            *mi = 0;                                                                       \
+            if (want_idx)                                                                  \
+                blk_arg_##S(p, R, sr, 0, m, mi);                                           \
+            else                                                                           \
+                *m = blk_val_##S(p, R, sr);                                                \
+        } else {                                                                           \
+            _Pragma("omp parallel for num_threads(nt) schedule(static)")                   \
+            for (int64_t b = 0; b < nb; b++) {                                             \
+                int64_t i0 = b * SLICE_BLOCK, n = min64(SLICE_BLOCK, R - i0);              \
+                pv[b] = *(const T *)(p + i0 * sr);                                         \
+                pj[b] = i0;                                                                \
+                if (want_idx)                                                              \
+                    blk_arg_##S(p + i0 * sr, n, sr, i0, &pv[b], &pj[b]);                   \
+                else                                                                       \
+                    pv[b] = blk_val_##S(p + i0 * sr, n, sr);                               \
+            }                                                                              \
+            *m = pv[0];                                                                    \
+            *mi = pj[0];                                                                   \
+            for (int64_t b = 1; b < nb; b++)                                               \
+                if (BETTER(CMP, pv[b], *m)) {                                              \
+                    *m = pv[b];                                                            \
+                    *mi = pj[b];                                                           \
+                }                                                                          \
+        }                                                                                  \
+        if (pv) scratch_free(pv, vbuf);                                                    \
+        if (pj) scratch_free(pj, ibuf);                                                    \
+    }                                                                                      \
+    /* Columns [j0, j0 + n) of a row, n <= CB, over reduced indices [r0, r1);             \
+     * (m, mi) hold the running extrema (initialised by the caller). */                    \
+    static void cols_ext_##S(const red_row *w, const red_ctx *c, int64_t j0, int64_t n,    \
+                             int64_t r0, int64_t r1, T *m, int64_t *mi) {                  \
+        const char *p = w->pi + j0 * w->si;                                                \
+        for (int64_t r = r0; r < r1; r++)                                                  \
+            for (int64_t j = 0; j < n; j++) {                                              \
+                T x = *(const T *)(p + r * c->sr + j * w->si);                             \
+                bool b = BETTER(CMP, x, m[j]);                                             \
+                m[j] = b ? x : m[j];                                                       \
+                mi[j] = b ? r : mi[j];                                                     \
+            }                                                                              \
+    }                                                                                      \
+    static void put_##S(const red_row *w, int64_t j, T m, int64_t mi) {                    \
+        if (w->pv) *(T *)(w->pv + j * w->sv) = m;                                          \
+        if (w->pj) *(int64_t *)(w->pj + j * w->sj) = mi;                                   \
+    }                                                                                      \
+    static void colblock_ext_##S(const red_ctx *c, const red_row *w, int64_t j0, int64_t n) { \
+        T m[CB];                                                                           \
+        int64_t mi[CB];                                                                    \
+        for (int64_t j = 0; j < n; j++) {                                                  \
+            m[j] = *(const T *)(w->pi + (j0 + j) * w->si);                                 \
+            mi[j] = 0;                                                                     \
+        }                                                                                  \
+        cols_ext_##S(w, c, j0, n, 1, c->R, m, mi);                                         \
+        for (int64_t j = 0; j < n; j++) put_##S(w, j0 + j, m[j], mi[j]);                   \
+    }                                                                                      \
+    static void row_ext_##S(const red_ctx *c, const red_row *w, int nt) {                  \
+        if (column_mode(c, w)) {                                                           \
+            int64_t wd, ncb = col_blocks(w->n, nt, &wd);                                   \
+            _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")       \
+            for (int64_t cb = 0; cb < ncb; cb++)                                           \
+                colblock_ext_##S(c, w, cb * wd, min64(wd, w->n - cb * wd));                \
+            return;                                                                        \
+        }                                                                                  \
+        bool want_idx = w->pj != NULL;                                                     \
+        int inner = nt > 1 && w->n >= nt ? 1 : nt;                                         \
+        _Pragma("omp parallel for num_threads(nt) schedule(static) if (inner == 1 && nt > 1)") \
+        for (int64_t j = 0; j < w->n; j++) {                                               \
+            T m;                                                                           \
+            int64_t mi;                                                                    \
+            slice_ext_##S(w->pi + j * w->si, c->R, c->sr, want_idx, inner, &m, &mi);       \
+            put_##S(w, j, m, mi);                                                          \
+        }                                                                                  \
+    }
+
+#define DEF_EXT_BOTH(S, T) DEF_EXT(max_##S, T, >) DEF_EXT(min_##S, T, <)
+DEF_EXT_BOTH(f32, float)
+DEF_EXT_BOTH(f64, double)
+DEF_EXT_BOTH(i16, int16_t)
+DEF_EXT_BOTH(i32, int32_t)
+DEF_EXT_BOTH(i64, int64_t)
+DEF_EXT_BOTH(b8, uint8_t)
+
+typedef void (*row_fn)(const red_ctx *c, const red_row *w, int nt);
+static const row_fn sum_rows[TN_DTYPE_COUNT] = {row_sum_f32, row_sum_f64, row_sum_i16,
+                                                row_sum_i32, row_sum_i64, row_sum_b8};
+static const row_fn max_rows[TN_DTYPE_COUNT] = {row_ext_max_f32, row_ext_max_f64,
+                                                row_ext_max_i16, row_ext_max_i32,
+                                                row_ext_max_i64, row_ext_max_b8};
+static const row_fn min_rows[TN_DTYPE_COUNT] = {row_ext_min_f32, row_ext_min_f64,
+                                                row_ext_min_i16, row_ext_min_i32,
+                                                row_ext_min_i64, row_ext_min_b8};
+
+/* ---- driver ------------------------------------------------------------------------- */
+
+/* A handle-less stand-in for iterating: `src`'s storage and offset seen with
+ * the kept shape (size 1 at dim) and the given element strides. */
+static void geometry(tn_tensor *v, const tn_tensor *src, int nd, const int64_t *shape,
+                     const int64_t *stride) {
+    memset(v, 0, sizeof *v);
+    v->ndim = nd;
+    v->dtype = src->dtype;
+    v->offset = src->offset;
+    v->storage = src->storage;
+    memcpy(v->shape, shape, (size_t)nd * sizeof *shape);
+    memcpy(v->stride, stride, (size_t)nd * sizeof *stride);
+}
+
+/* Pointers of row `row` of the iterator (one division per dim per row).
+ * Operands: 0 the input, then the value output at kv and the index output
+ * at kj (-1 when absent). */
+static void row_at(const tn_iter *it, int kv, int kj, int64_t row, red_row *w) {
+    char *p[TN_ITER_MAX_OPS];
+    int d = it->ndim - 1;
+    for (int k = 0; k < it->nops; k++) p[k] = it->base[k];
+    for (int e = d - 1; e >= 0 && row; e--) {
+        int64_t i = row % it->shape[e];
+        row /= it->shape[e];
+        for (int k = 0; k < it->nops; k++) p[k] += i * it->stride[k][e];
+    }
+    w->n = it->shape[d];
+    w->pi = p[0];
+    w->si = it->stride[0][d];
+    w->pv = kv > 0 ? p[kv] : NULL;
+    w->sv = kv > 0 ? it->stride[kv][d] : 0;
+    w->pj = kj > 0 ? p[kj] : NULL;
+    w->sj = kj > 0 ? it->stride[kj][d] : 0;
+}
+
+/* Empty slices (nothing to read): sums are 0, means 0/0. */
+static void fill_empty(tn_tensor *vals, int64_t nout, double div) {
+    size_t es = tn__dtype_sizes[vals->dtype];
+    for (int64_t j = 0; j < nout; j++) tn__store(tn__ptr(vals) + (size_t)j * es, vals->dtype, 0.0 / div);
+}
+
+void tn__reduce_kernel(tn_red_op op, const tn_tensor *in, int dim, tn_tensor *vals,
+                       tn_tensor *idx, double div) {
+    /* Whole (contiguous) tensor: one slice of numel elements; 0-dim input:
+     * one slice of one element. */
+    int nd = dim < 0 || in->ndim == 0 ? 1 : in->ndim;
+    int64_t shape[TN_MAX_DIMS], istride[TN_MAX_DIMS], ostride[TN_MAX_DIMS];
+    if (dim < 0 || in->ndim == 0) {
+        shape[0] = tn__numel(in->ndim, in->shape);
+        istride[0] = 1;
+        dim = 0;
+    } else {
+        memcpy(shape, in->shape, (size_t)nd * sizeof *shape);
+        memcpy(istride, in->stride, (size_t)nd * sizeof *istride);
+    }
+    red_ctx c = {op, shape[dim], istride[dim] * (int64_t)tn__dtype_sizes[in->dtype], div};
+    shape[dim] = 1;
+    tn__contiguous_strides(nd, shape, ostride);
+    int64_t nout = tn__numel(nd, shape);
+    if (nout == 0) return;
+    if (c.R == 0) {
+        if (vals) fill_empty(vals, nout, div);
+        return;
+    }
+    /* The outputs are contiguous with `dim` dropped: seen with the kept
+     * shape, their strides are ostride. */
+    tn_tensor g[3];
+    tn_tensor *ops[3] = {&g[0], &g[1], &g[2]};
+    int nops = 1, kv = -1, kj = -1;
+    geometry(&g[0], in, nd, shape, istride);
+    if (vals) geometry(&g[kv = nops++], vals, nd, shape, ostride);
+    if (idx) geometry(&g[kj = nops++], idx, nd, shape, ostride);
+    tn_iter it;
+    tn__iter_init(&it, nops, ops);
+    row_fn fn = op == TN_RED_SUM   ? sum_rows[in->dtype]
+                : op == TN_RED_MAX ? max_rows[in->dtype]
+                                   : min_rows[in->dtype];
+    int64_t rows = nout / it.shape[it.ndim - 1];
+    int nt = tn__threads_for(nout * c.R);
+    if (nt > 1 && rows >= nt) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int t = 0; t < nt; t++) {
+            for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; r++) {
+                red_row w;
+                row_at(&it, kv, kj, r, &w);
+                fn(&c, &w, 1);
+            }
+        }
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        red_row w;
+        row_at(&it, kv, kj, r, &w);
+        fn(&c, &w, nt);
+    }
+}

@@ -1,0 +1,35 @@
+/* Intra-op thread policy: OpenMP above a grain size, serial below it. */
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "../core/internal.h"
+
+/* 0 = not set: use OpenMP's default. Relaxed: a plain setting, read at op start. */
+static _Atomic int g_num_threads;
+
+void tn_set_num_threads(int n) {
+    atomic_store_explicit(&g_num_threads, n > 0 ? n : 1, memory_order_relaxed);
+}
+
+int tn_get_num_threads(void) {
+    int n = atomic_load_explicit(&g_num_threads, memory_order_relaxed);
+#ifdef _OPENMP
+    if (n == 0) n = omp_get_max_threads();
+#else
+    if (n == 0) n = 1;
+#endif
+    return n;
+}
+
+int tn__threads_for(int64_t work) {
+#ifdef _OPENMP
+    if (work < TN_GRAIN || omp_in_parallel()) return 1;
+    int n = tn_get_num_threads();
+    int64_t by_grain = work / (TN_GRAIN / 2);
+    return by_grain < n ? (int)(by_grain > 0 ? by_grain : 1) : n;
+#else
+    (void)work;
+    return 1;
+#endif
+}

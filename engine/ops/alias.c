@@ -1,0 +1,103 @@
+/* Aliases and copies (SEMANTICS.md §1): detach, detach_, .data, clone,
+ * copy_, dtype conversion. */
+#include "pointwise_driver.h"
+
+tn_tensor *tn_detach(tn_tensor *t) {
+    TN_CHECK_NULL_ARG(t, "self");
+    return tn__ret(tn__detached_alias(t)); /* shares storage AND version counter */
+}
+
+tn_tensor *tn_detach_(tn_tensor *t) {
+    TN_CHECK_NULL_ARG(t, "self");
+    if (t->view_base) {
+        tn__error(TN_ERR_AUTOGRAD, "Can't detach views in-place. Use detach() instead.");
+        return NULL;
+    }
+    if (t->ag) {
+        tn__node_release(t->ag->grad_fn);
+        t->ag->grad_fn = NULL;
+        t->ag->output_nr = 0;
+        t->ag->requires_grad = false;
+        t->ag->retains_grad = false;
+    }
+    return t;
+}
+
+tn_tensor *tn_data(tn_tensor *t) {
+    TN_CHECK_NULL_ARG(t, "self");
+    tn_tensor *d = tn__detached_alias(t);
+    if (!d) return NULL;
+    tn_version_block *v = tn__version_new(); /* .data: a fresh counter at 0 */
+    if (!v) {
+        tn_release(d);
+        return NULL;
+    }
+    tn__version_release(d->version);
+    d->version = v;
+    return tn__ret(d);
+}
+
+static tn_status pass_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
+    gi[0] = tn__retain(go[0]);
+    return TN_OK;
+}
+static const tn_fn_info clone_fn = {"CloneBackward0", pass_bw};
+static const tn_fn_info to_copy_fn = {"ToCopyBackward0", pass_bw};
+
+/* out = copy of src (dtype dt) recorded with fn when src requires grad. */
+static tn_tensor *copy_recorded(const tn_tensor *src, tn_dtype dt, const tn_fn_info *fn) {
+    tn_tensor *out = tn__copy_as(src, dt);
+    if (!out || !tn__is_float(dt) || !tn__needs_grad(1, &src)) return out;
+    tn_node *n = tn__node_new(fn, 1, &src, 0, 1);
+    tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
+    tn__node_release(n);
+    if (st < 0) {
+        tn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+tn_tensor *tn_clone(tn_tensor *t) {
+    TN_CHECK_NULL_ARG(t, "self");
+    return tn__ret(copy_recorded(t, t->dtype, &clone_fn));
+}
+
+tn_tensor *tn__to_dtype_autograd(tn_tensor *src, tn_dtype dt) {
+    return copy_recorded(src, dt, &to_copy_fn);
+}
+
+/* copy_: the old value of dst gets no gradient; src gets g (summed back to
+ * its shape and converted to its dtype by the engine). */
+static tn_status copy_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
+    if (tn__edge_valid(&n->edges[0]) && !(gi[0] = tn__zeros_like(go[0])))
+        return tn_last_status();
+    if (tn__edge_valid(&n->edges[1])) gi[1] = tn__retain(go[0]);
+    return TN_OK;
+}
+static const tn_fn_info copy_fn = {"CopyBackwards", copy_bw};
+
+tn_status tn_copy_(tn_tensor *dst, const tn_tensor *src) {
+    TN_CHECK_NULL_ARG_ST(dst, "self");
+    TN_CHECK_NULL_ARG_ST(src, "src");
+    if (src->storage->device.type != dst->storage->device.type)
+        return tn__error(TN_ERR_DEVICE, "copy_ between these devices is not available");
+    tn_status st = tn__inplace_prepare("copy_", dst, src, dst->dtype);
+    if (st < 0) return st;
+    tn_tensor *tmp = NULL;
+    if (src->storage == dst->storage && !(tmp = tn__copy_as(src, src->dtype)))
+        return tn_last_status();
+    tn_node *n = NULL;
+    if (tn__needs_grad(2, (const tn_tensor *[]){dst, src}) && tn__is_float(dst->dtype)) {
+        n = tn__node_new(&copy_fn, 2, (const tn_tensor *[]){dst, src}, 0, 1);
+        if (!n) st = tn_last_status();
+    }
+    if (st == TN_OK) st = tn__copy_into(dst, tmp ? tmp : src);
+    tn_release(tmp);
+    if (st < 0) {
+        tn__node_release(n);
+        return st;
+    }
+    tn__version_bump(dst);
+    return n ? tn__inplace_rebase(dst, n) : TN_OK;
+}

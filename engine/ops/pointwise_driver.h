@@ -1,0 +1,38 @@
+/* engine/ops/pointwise_driver.h — shared driver of the pointwise op files:
+ * validation, dtype casting, broadcasting, output allocation, dispatch of a
+ * per-dtype loop table. */
+#ifndef TN_OPS_POINTWISE_DRIVER_H
+#define TN_OPS_POINTWISE_DRIVER_H
+
+#include "../autograd/autograd_internal.h"
+#include "../cpu/pointwise_loops.h"
+
+/* out = loops[compute](cast(a), cast(b)) with broadcasting. The output dtype
+ * is `out_dt` (compute, or TN_BOOL for comparisons). No autograd. */
+tn_tensor *tn__pw_binary(const char *op, const tn_loop_fn *loops, const tn_tensor *a,
+                         const tn_tensor *b, tn_dtype compute, tn_dtype out_dt);
+/* Same into a preallocated out (its shape must be the broadcast shape and
+ * its dtype the loop's output dtype). Bumps nothing. */
+tn_status tn__pw_binary_into(const char *op, const tn_loop_fn *loops, tn_tensor *out,
+                             const tn_tensor *a, const tn_tensor *b, tn_dtype compute);
+/* out = loops[compute](cast(a); ctx). */
+tn_tensor *tn__pw_unary(const char *op, const tn_loop_fn *loops, const tn_tensor *a,
+                        tn_dtype compute, const tn_pw_ctx *ctx);
+tn_status tn__pw_unary_into(const char *op, const tn_loop_fn *loops, tn_tensor *out,
+                            const tn_tensor *a, const tn_pw_ctx *ctx);
+/* "<op>" not implemented for '<dtype>' unless loops[dt] exists. */
+tn_status tn__pw_check_dtype(const char *op, const tn_loop_fn *loops, tn_dtype dt);
+/* Common in-place checks: NULL, leaf rules, self overlap (expanded dims),
+ * src broadcastable to self's shape, result dtype castable to self's. */
+tn_status tn__inplace_prepare(const char *op, tn_tensor *self, const tn_tensor *src,
+                              tn_dtype result_dt);
+/* Zeroes x where mask (bool, broadcastable) is true; differentiable in x. */
+tn_tensor *tn__masked_zero(const tn_tensor *x, const tn_tensor *mask);
+
+/* Backward-formula helpers: on NULL return the status (callers bail out). */
+#define TN_TRY(expr)                                                                      \
+    do {                                                                                  \
+        if (!(expr)) return tn_last_status();                                             \
+    } while (0)
+
+#endif

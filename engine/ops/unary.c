@@ -1,0 +1,296 @@
+/* Unary pointwise ops, scalar forms (tensor op number) and clamp, with
+ * backward and in-place forms.
+ * Node layout: input {a}; saved {0: a, 1: result}; d[0], d[1] = scalars. */
+#include "pointwise_driver.h"
+
+TN_UN_ALL(neg, -x)
+TN_UN_ALL(abs, x < 0 ? -x : x)
+TN_UN_ALL(relu, x > 0 ? x : 0)
+TN_UN_FLOAT(exp, TN_M(exp, x))
+TN_UN_FLOAT(log, TN_M(log, x))
+TN_UN_FLOAT(sqrt, TN_M(sqrt, x))
+TN_UN_FLOAT(sin, TN_M(sin, x))
+TN_UN_FLOAT(cos, TN_M(cos, x))
+TN_UN_FLOAT(tanh, TN_M(tanh, x))
+TN_UN_FLOAT(sigmoid, 1 / (1 + TN_M(exp, -x)))
+TN_UN_ALL(sign, (x > 0) - (x < 0))
+TN_UN_ALL(adds, x + c0)
+TN_UN_ALL(muls, x *c0)
+TN_UN_ALL(rsubs, c0 - x)
+TN_UN_FLOAT(pows, TN_POW(__typeof__(x), x, c0))
+/* NaN passes through clamp, as PyTorch */
+TN_UN_ALL(clamp, x < c0 ? c0 : (x > c1 ? c1 : x))
+TN_UN_FLOAT(clampmask, (x >= c0 && x <= c1) ? 1 : 0)
+
+const tn_loop_fn *tn__mul_scalar_loops = muls_loops;
+
+typedef struct unop {
+    const char *name;
+    const tn_loop_fn *loops;
+    bool to_float;  /* integer inputs compute in float32 */
+    const tn_fn_info *grad;
+    bool save_in, save_out;
+} unop;
+
+/* ---- backward -------------------------------------------------------------------- */
+
+/* gi[0] = g * f(saved) where f is built by `fn` from the unpacked tensor. */
+typedef tn_tensor *(*local_grad_fn)(tn_node *n, const tn_tensor *x);
+
+static tn_status chain(tn_node *n, tn_tensor *g, int slot, local_grad_fn fn, tn_tensor **gi) {
+    tn_tensor *x = tn__node_unpack(n, slot);
+    TN_TRY(x);
+    tn_tensor *d = fn(n, x);
+    tn_release(x);
+    TN_TRY(d);
+    *gi = tn_mul(g, d);
+    tn_release(d);
+    return *gi ? TN_OK : tn_last_status();
+}
+
+static tn_tensor *d_exp(tn_node *n, const tn_tensor *r) { return tn__retain((tn_tensor *)r); }
+static tn_tensor *d_log(tn_node *n, const tn_tensor *x) { return tn_pow_scalar(x, -1); }
+static tn_tensor *d_sqrt(tn_node *n, const tn_tensor *r) { /* 1 / (2 r) */
+    tn_tensor *t = tn_mul_scalar(r, 2), *d = t ? tn_pow_scalar(t, -1) : NULL;
+    tn_release(t);
+    return d;
+}
+static tn_tensor *d_sigmoid(tn_node *n, const tn_tensor *r) { /* r (1 - r) */
+    tn_tensor *t = tn_rsub_scalar(r, 1), *d = t ? tn_mul(r, t) : NULL;
+    tn_release(t);
+    return d;
+}
+static tn_tensor *d_tanh(tn_node *n, const tn_tensor *r) { /* 1 - r^2 */
+    tn_tensor *t = tn_mul(r, r), *d = t ? tn_rsub_scalar(t, 1) : NULL;
+    tn_release(t);
+    return d;
+}
+static tn_tensor *d_sin(tn_node *n, const tn_tensor *x) { return tn_cos(x); }
+static tn_tensor *d_cos(tn_node *n, const tn_tensor *x) {
+    tn_tensor *t = tn_sin(x), *d = t ? tn_neg(t) : NULL;
+    tn_release(t);
+    return d;
+}
+static tn_tensor *d_abs(tn_node *n, const tn_tensor *x) {
+    return tn__pw_unary("sign", sign_loops, x, x->dtype, NULL);
+}
+static tn_tensor *d_relu(tn_node *n, const tn_tensor *r) { /* threshold: r > 0 */
+    tn_pw_ctx c = {0, INFINITY};
+    tn_tensor *m = tn__pw_unary("relu_backward", clampmask_loops, r, r->dtype, &c);
+    if (!m) return NULL;
+    /* clampmask gives r >= 0; remove the zeros */
+    tn_tensor *z = tn__zeros(0, NULL, r->dtype), *eq = z ? tn_eq(r, z) : NULL;
+    tn_tensor *d = eq ? tn__masked_zero(m, eq) : NULL;
+    tn_release(z);
+    tn_release(eq);
+    tn_release(m);
+    return d;
+}
+static tn_tensor *d_clamp(tn_node *n, const tn_tensor *x) {
+    tn_pw_ctx c = {n->d[0], n->d[1]};
+    return tn__pw_unary("clamp_backward", clampmask_loops, x, x->dtype, &c);
+}
+static tn_tensor *d_pows(tn_node *n, const tn_tensor *x) { /* e x^(e-1), 0 when e == 0 */
+    if (n->d[0] == 0) return tn__zeros(x->ndim, x->shape, x->dtype);
+    tn_tensor *t = tn_pow_scalar(x, n->d[0] - 1), *d = t ? tn_mul_scalar(t, n->d[0]) : NULL;
+    tn_release(t);
+    return d;
+}
+
+#define CHAIN_BW(NAME, SLOT, FN)                                                          \
+    static tn_status NAME(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {             \
+        return chain(n, go[0], SLOT, FN, &gi[0]);                                         \
+    }
+CHAIN_BW(exp_bw, 1, d_exp)
+CHAIN_BW(log_bw, 0, d_log)
+CHAIN_BW(sqrt_bw, 1, d_sqrt)
+CHAIN_BW(sigmoid_bw, 1, d_sigmoid)
+CHAIN_BW(tanh_bw, 1, d_tanh)
+CHAIN_BW(sin_bw, 0, d_sin)
+CHAIN_BW(cos_bw, 0, d_cos)
+CHAIN_BW(abs_bw, 0, d_abs)
+CHAIN_BW(relu_bw, 1, d_relu)
+CHAIN_BW(clamp_bw, 0, d_clamp)
+CHAIN_BW(pows_bw, 0, d_pows)
+
+static tn_status neg_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
+    return (gi[0] = tn_neg(go[0])) ? TN_OK : tn_last_status();
+}
+static tn_status identity_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
+    gi[0] = tn__retain(go[0]);
+    return TN_OK;
+}
+static tn_status muls_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
+    return (gi[0] = tn_mul_scalar(go[0], n->d[0])) ? TN_OK : tn_last_status();
+}
+/* The old value does not reach the output: its gradient is zeros (not
+ * "none": PyTorch's formula is zeros_like(grad), so leaves still get 0). */
+static tn_status zero_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
+    return (gi[0] = tn__zeros_like(go[0])) ? TN_OK : tn_last_status();
+}
+
+static const tn_fn_info neg_fn = {"NegBackward0", neg_bw};
+static const tn_fn_info exp_fn = {"ExpBackward0", exp_bw};
+static const tn_fn_info log_fn = {"LogBackward0", log_bw};
+static const tn_fn_info sqrt_fn = {"SqrtBackward0", sqrt_bw};
+static const tn_fn_info abs_fn = {"AbsBackward0", abs_bw};
+static const tn_fn_info sigmoid_fn = {"SigmoidBackward0", sigmoid_bw};
+static const tn_fn_info tanh_fn = {"TanhBackward0", tanh_bw};
+static const tn_fn_info relu_fn = {"ReluBackward0", relu_bw};
+static const tn_fn_info sin_fn = {"SinBackward0", sin_bw};
+static const tn_fn_info cos_fn = {"CosBackward0", cos_bw};
+static const tn_fn_info clamp_fn = {"ClampBackward1", clamp_bw};
+static const tn_fn_info adds_fn = {"AddBackward0", identity_bw};
+static const tn_fn_info subs_fn = {"SubBackward0", identity_bw};
+static const tn_fn_info muls_fn = {"MulBackward0", muls_bw};
+static const tn_fn_info divs_fn = {"DivBackward0", muls_bw};
+static const tn_fn_info rsubs_fn = {"RsubBackward1", neg_bw};
+static const tn_fn_info pows_fn = {"PowBackward0", pows_bw};
+static const tn_fn_info zero_fn = {"ZeroBackward0", zero_bw};
+static const tn_fn_info fill_fn = {"FillBackward0", zero_bw};
+
+static const unop op_neg = {"neg", neg_loops, false, &neg_fn, false, false};
+static const unop op_exp = {"exp", exp_loops, true, &exp_fn, false, true};
+static const unop op_log = {"log", log_loops, true, &log_fn, true, false};
+static const unop op_sqrt = {"sqrt", sqrt_loops, true, &sqrt_fn, false, true};
+static const unop op_abs = {"abs", abs_loops, false, &abs_fn, true, false};
+static const unop op_sigmoid = {"sigmoid", sigmoid_loops, true, &sigmoid_fn, false, true};
+static const unop op_tanh = {"tanh", tanh_loops, true, &tanh_fn, false, true};
+static const unop op_relu = {"relu", relu_loops, false, &relu_fn, false, true};
+static const unop op_sin = {"sin", sin_loops, true, &sin_fn, true, false};
+static const unop op_cos = {"cos", cos_loops, true, &cos_fn, true, false};
+static const unop op_clamp = {"clamp", clamp_loops, false, &clamp_fn, true, false};
+static const unop op_adds = {"add", adds_loops, false, &adds_fn, false, false};
+static const unop op_subs = {"sub", adds_loops, false, &subs_fn, false, false};
+static const unop op_muls = {"mul", muls_loops, false, &muls_fn, false, false};
+static const unop op_divs = {"div", muls_loops, true, &divs_fn, false, false};
+static const unop op_rsubs = {"rsub", rsubs_loops, false, &rsubs_fn, false, false};
+static const unop op_pows = {"pow", pows_loops, true, &pows_fn, true, false};
+/* fills: loops unused (tn__fill_into), any dtype */
+static const unop op_zero = {"zero_", neg_loops, false, &zero_fn, false, false};
+static const unop op_fill = {"fill_", neg_loops, false, &fill_fn, false, false};
+
+/* ---- forward --------------------------------------------------------------------- */
+
+static tn_status record(const unop *op, tn_tensor *out, const tn_tensor *in_edge,
+                        const tn_tensor *in_saved, const tn_pw_ctx *c, tn_node **keep) {
+    tn_node *n = tn__node_new(op->grad, 1, &in_edge, 2, 1);
+    if (!n) return tn_last_status();
+    if (c) {
+        n->d[0] = c->c0;
+        n->d[1] = c->c1;
+    }
+    tn_status st = TN_OK;
+    if (op->save_in) st = tn__node_save(n, 0, in_saved, false);
+    if (keep) { /* in-place: the caller rebases and saves the output after */
+        *keep = n;
+        return st;
+    }
+    if (st == TN_OK) st = tn__node_set_output(n, out, 0);
+    if (st == TN_OK && op->save_out) st = tn__node_save(n, 1, out, true);
+    tn__node_release(n);
+    return st;
+}
+
+static tn_dtype out_dtype(const unop *op, tn_dtype in, double scalar) {
+    tn_dtype dt = op->loops == adds_loops || op->loops == muls_loops || op->loops == rsubs_loops
+                      ? tn__promote_scalar(in, scalar)
+                      : in;
+    if (op->to_float && !tn__is_float(dt)) dt = TN_F32;
+    return dt;
+}
+
+static tn_tensor *unary(const unop *op, const tn_tensor *a, double c0, double c1) {
+    TN_CHECK_NULL_ARG(a, "self");
+    tn_pw_ctx c = {c0, c1};
+    tn_dtype dt = out_dtype(op, a->dtype, c0);
+    if (op == &op_neg && dt == TN_BOOL) {
+        tn__error(TN_ERR_DTYPE, "Negation, the `-` operator, on a bool tensor is not supported. "
+                  "If you are trying to invert a mask, use the `~` or `logical_not()` operator "
+                  "instead.");
+        return NULL;
+    }
+    tn_tensor *out = tn__pw_unary(op->name, op->loops, a, dt, &c);
+    if (!out) return NULL;
+    if (tn__needs_grad(1, &a) && record(op, out, a, a, &c, NULL) < 0) {
+        tn_release(out);
+        return NULL;
+    }
+    return tn__ret(out);
+}
+
+tn_tensor *tn_neg(const tn_tensor *a) { return unary(&op_neg, a, 0, 0); }
+tn_tensor *tn_exp(const tn_tensor *a) { return unary(&op_exp, a, 0, 0); }
+tn_tensor *tn_log(const tn_tensor *a) { return unary(&op_log, a, 0, 0); }
+tn_tensor *tn_sqrt(const tn_tensor *a) { return unary(&op_sqrt, a, 0, 0); }
+tn_tensor *tn_abs(const tn_tensor *a) { return unary(&op_abs, a, 0, 0); }
+tn_tensor *tn_sigmoid(const tn_tensor *a) { return unary(&op_sigmoid, a, 0, 0); }
+tn_tensor *tn_tanh(const tn_tensor *a) { return unary(&op_tanh, a, 0, 0); }
+tn_tensor *tn_relu(const tn_tensor *a) { return unary(&op_relu, a, 0, 0); }
+tn_tensor *tn_sin(const tn_tensor *a) { return unary(&op_sin, a, 0, 0); }
+tn_tensor *tn_cos(const tn_tensor *a) { return unary(&op_cos, a, 0, 0); }
+tn_tensor *tn_clamp(const tn_tensor *a, double lo, double hi) {
+    if (isnan(lo) || isnan(hi) || lo > hi) {
+        tn__error(TN_ERR_INVALID_ARGUMENT, "clamp: invalid bounds [%g, %g]", lo, hi);
+        return NULL;
+    }
+    return unary(&op_clamp, a, lo, hi);
+}
+tn_tensor *tn_add_scalar(const tn_tensor *a, double s) { return unary(&op_adds, a, s, 0); }
+tn_tensor *tn_sub_scalar(const tn_tensor *a, double s) { return unary(&op_subs, a, -s, 0); }
+tn_tensor *tn_mul_scalar(const tn_tensor *a, double s) { return unary(&op_muls, a, s, 0); }
+tn_tensor *tn_div_scalar(const tn_tensor *a, double s) { return unary(&op_divs, a, 1 / s, 0); }
+tn_tensor *tn_rsub_scalar(const tn_tensor *a, double s) { return unary(&op_rsubs, a, s, 0); }
+tn_tensor *tn_pow_scalar(const tn_tensor *a, double e) { return unary(&op_pows, a, e, 0); }
+
+/* ---- in-place -------------------------------------------------------------------- */
+
+static tn_status unary_(const unop *op, tn_tensor *self, double c0, double c1) {
+    TN_CHECK_NULL_ARG_ST(self, "self");
+    tn_pw_ctx c = {c0, c1};
+    tn_dtype dt = op == &op_zero || op == &op_fill ? self->dtype : out_dtype(op, self->dtype, c0);
+    tn_status st = tn__inplace_prepare(op->name, self, NULL, dt);
+    if (st == TN_OK) st = tn__pw_check_dtype(op->name, op->loops, self->dtype);
+    if (st < 0) return st;
+    tn_node *n = NULL;
+    if (tn__needs_grad(1, (const tn_tensor *[]){self})) {
+        tn_tensor *old = op->save_in ? tn__copy_as(self, self->dtype) : NULL;
+        st = op->save_in && !old ? tn_last_status() : record(op, self, self, old, &c, &n);
+        tn_release(old);
+        if (st < 0) {
+            tn__node_release(n);
+            return st;
+        }
+    }
+    bool fill = op == &op_zero || op == &op_fill;
+    st = fill ? tn__fill_into(self, c0) : tn__pw_unary_into(op->name, op->loops, self, self, &c);
+    if (st < 0) {
+        tn__node_release(n);
+        return st;
+    }
+    tn__version_bump(self);
+    if (!n) return TN_OK;
+    if (op->save_out) { /* the result is self at its new version (relu_, exp_, ...) */
+        st = tn__node_save(n, 1, self, true);
+        n->saved[1].output_nr = 0;
+        if (st < 0) {
+            tn__node_release(n);
+            return st;
+        }
+    }
+    return tn__inplace_rebase(self, n); /* consumes n; self is now its output */
+}
+
+tn_status tn_add_scalar_(tn_tensor *a, double s) { return unary_(&op_adds, a, s, 0); }
+tn_status tn_mul_scalar_(tn_tensor *a, double s) { return unary_(&op_muls, a, s, 0); }
+tn_status tn_zero_(tn_tensor *a) { return unary_(&op_zero, a, 0, 0); }
+tn_status tn_fill_(tn_tensor *a, double v) { return unary_(&op_fill, a, v, 0); }
+tn_status tn_relu_(tn_tensor *a) { return unary_(&op_relu, a, 0, 0); }
+tn_status tn_sigmoid_(tn_tensor *a) { return unary_(&op_sigmoid, a, 0, 0); }
+tn_status tn_exp_(tn_tensor *a) { return unary_(&op_exp, a, 0, 0); }
+tn_status tn_neg_(tn_tensor *a) { return unary_(&op_neg, a, 0, 0); }
+tn_status tn_clamp_(tn_tensor *a, double lo, double hi) {
+    if (isnan(lo) || isnan(hi) || lo > hi)
+        return tn__error(TN_ERR_INVALID_ARGUMENT, "clamp: invalid bounds [%g, %g]", lo, hi);
+    return unary_(&op_clamp, a, lo, hi);
+}

@@ -1,0 +1,57 @@
+/* engine/optim/optim_internal.h — what SGD and Adam share: the parameter
+ * list, the per-step gradient snapshot and the fused update driver.
+ *
+ * A step runs in two phases so that a failing step changes nothing:
+ *   1. collect: read every .grad, check it and the parameter (phase 1 may
+ *      allocate optimiser state, which is harmless to keep on failure);
+ *   2. apply: one fused kernel pass per parameter that has a grad, then one
+ *      version bump (torch's p.add_ / p.addcdiv_ bump once per step).
+ *
+ * torch keys optimiser state by tensor, so a parameter listed twice shares
+ * one state (state_of[i] is the index of its first occurrence) and is
+ * stepped twice, as torch does (torch warns; so do we).
+ *
+ * Threads: an optimiser is not thread-safe (one optimiser per thread); the
+ * kernels themselves may use OpenMP above TN_GRAIN elements.
+ */
+#ifndef TN_OPTIM_INTERNAL_H
+#define TN_OPTIM_INTERNAL_H
+
+#include "../autograd/autograd_internal.h"
+#include "../cpu/iter.h"
+
+typedef struct tn_optim_params {
+    int n;
+    tn_tensor **params; /* n, retained */
+    int *state_of;      /* n: index of the first occurrence of params[i] */
+    tn_tensor **grads;  /* n: this step's grads (phase 1 -> 2), else NULL */
+    bool *first;        /* n: state not yet initialised when the step began */
+} tn_optim_params;
+
+/* Validates and retains the parameter list (torch's Optimizer.__init__:
+ * empty list, non-leaf). `who` names the caller in NULL-argument errors. */
+tn_status tn__optim_params_init(tn_optim_params *op, const char *who, int n,
+                                tn_tensor *const *params);
+void tn__optim_params_free(tn_optim_params *op);
+
+/* Phase 1: fills op->grads with each parameter's grad (new references,
+ * converted to the parameter's dtype; NULL = skip) and checks that each
+ * parameter can be written in place. On error every grad is released. */
+tn_status tn__optim_collect(tn_optim_params *op);
+void tn__optim_release_grads(tn_optim_params *op);
+
+/* Phase 2 for one parameter: runs `loop` over ops[0..nops) (ops[0] is the
+ * parameter, the others share its shape) and bumps the parameter's version
+ * (and its storage's write epoch). */
+void tn__optim_apply(int nops, tn_tensor *const *ops, tn_loop_fn loop, void *ctx);
+
+/* Sets every parameter's .grad to NULL (zero_grad(set_to_none=True)). */
+tn_status tn__optim_zero_grad(const tn_optim_params *op);
+
+/* A contiguous zero tensor shaped like p (optimiser state). */
+tn_tensor *tn__optim_state_like(const tn_tensor *p);
+
+/* Python's repr(float), for torch's "Invalid learning rate: -0.1" texts. */
+void tn__optim_fmt(char *buf, size_t size, double v);
+
+#endif

@@ -1,0 +1,135 @@
+/* tenet/ops.h — tensor operations, forward and backward.
+ *
+ * Every op returns a NEW reference (NULL on error, nothing changed). Binary
+ * ops broadcast like PyTorch and promote dtypes like torch.result_type.
+ * Views share storage and the version counter with their input.
+ * In-place ops (trailing underscore) return a tn_status, bump the version
+ * counter once, and follow PyTorch's leaf/view rules (SEMANTICS.md §4).
+ * Threads: ops may run concurrently on any tensors; concurrent in-place
+ * writes to the same tensor are the caller's race.
+ */
+#ifndef TENET_OPS_H
+#define TENET_OPS_H
+
+#include "types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- pointwise, binary (broadcasting) ------------------------------------ */
+tn_tensor *tn_add(const tn_tensor *a, const tn_tensor *b);
+tn_tensor *tn_sub(const tn_tensor *a, const tn_tensor *b);
+tn_tensor *tn_mul(const tn_tensor *a, const tn_tensor *b);
+/* True division: integer inputs give float32. */
+tn_tensor *tn_div(const tn_tensor *a, const tn_tensor *b);
+tn_tensor *tn_pow(const tn_tensor *a, const tn_tensor *b);
+tn_tensor *tn_maximum(const tn_tensor *a, const tn_tensor *b);
+tn_tensor *tn_minimum(const tn_tensor *a, const tn_tensor *b);
+/* a + alpha * b (torch.add(a, b, alpha=...)). */
+tn_tensor *tn_add_alpha(const tn_tensor *a, const tn_tensor *b, double alpha);
+
+/* Scalar forms: the scalar behaves like a Python number (does not promote a
+ * float tensor; makes an integer tensor float32 when not integral). */
+tn_tensor *tn_add_scalar(const tn_tensor *a, double s);
+tn_tensor *tn_sub_scalar(const tn_tensor *a, double s);
+tn_tensor *tn_mul_scalar(const tn_tensor *a, double s);
+tn_tensor *tn_div_scalar(const tn_tensor *a, double s);
+tn_tensor *tn_pow_scalar(const tn_tensor *a, double exponent);
+/* s - a */
+tn_tensor *tn_rsub_scalar(const tn_tensor *a, double s);
+
+/* Comparisons, result TN_BOOL, never require grad. */
+tn_tensor *tn_eq(const tn_tensor *a, const tn_tensor *b);
+tn_tensor *tn_ne(const tn_tensor *a, const tn_tensor *b);
+tn_tensor *tn_lt(const tn_tensor *a, const tn_tensor *b);
+tn_tensor *tn_le(const tn_tensor *a, const tn_tensor *b);
+tn_tensor *tn_gt(const tn_tensor *a, const tn_tensor *b);
+tn_tensor *tn_ge(const tn_tensor *a, const tn_tensor *b);
+
+/* ---- pointwise, unary ---------------------------------------------------- */
+tn_tensor *tn_neg(const tn_tensor *a);
+tn_tensor *tn_exp(const tn_tensor *a);
+tn_tensor *tn_log(const tn_tensor *a);
+tn_tensor *tn_sqrt(const tn_tensor *a);
+tn_tensor *tn_abs(const tn_tensor *a);
+tn_tensor *tn_sigmoid(const tn_tensor *a);
+tn_tensor *tn_tanh(const tn_tensor *a);
+tn_tensor *tn_relu(const tn_tensor *a);
+tn_tensor *tn_sin(const tn_tensor *a);
+tn_tensor *tn_cos(const tn_tensor *a);
+/* Clamp to [lo, hi]; pass -INFINITY / INFINITY for no bound. */
+tn_tensor *tn_clamp(const tn_tensor *a, double lo, double hi);
+
+/* ---- out= forms: write into a preallocated `out` of the broadcast shape.
+ * Error (PyTorch's text) when an input requires grad and grad mode is on. */
+tn_status tn_add_out(tn_tensor *out, const tn_tensor *a, const tn_tensor *b);
+tn_status tn_mul_out(tn_tensor *out, const tn_tensor *a, const tn_tensor *b);
+
+/* ---- reductions ---------------------------------------------------------- */
+/* Whole tensor to a 0-dim tensor. Integer sums are int64; mean needs floats. */
+tn_tensor *tn_sum(const tn_tensor *a);
+tn_tensor *tn_mean(const tn_tensor *a);
+tn_tensor *tn_max(const tn_tensor *a);
+tn_tensor *tn_min(const tn_tensor *a);
+tn_tensor *tn_sum_dim(const tn_tensor *a, int dim, bool keepdim);
+tn_tensor *tn_mean_dim(const tn_tensor *a, int dim, bool keepdim);
+/* Values of the max along dim (the gradient goes to the first maximum). */
+tn_tensor *tn_max_dim(const tn_tensor *a, int dim, bool keepdim);
+/* int64 index of the first maximum of the flattened tensor (0-dim). */
+tn_tensor *tn_argmax(const tn_tensor *a);
+tn_tensor *tn_argmax_dim(const tn_tensor *a, int dim, bool keepdim);
+
+/* ---- linear algebra ------------------------------------------------------ */
+/* torch.matmul: 1-D/2-D/batched with broadcast batch dims. */
+tn_tensor *tn_matmul(const tn_tensor *a, const tn_tensor *b);
+/* x @ w^T + b; x (*, in), w (out, in), b (out) or NULL. */
+tn_tensor *tn_linear(const tn_tensor *x, const tn_tensor *w, const tn_tensor *b);
+
+/* ---- nn ------------------------------------------------------------------ */
+tn_tensor *tn_softmax(const tn_tensor *a, int dim);
+tn_tensor *tn_log_softmax(const tn_tensor *a, int dim);
+/* logits (N, C), targets int64 (N) in [0, C): mean of -log_softmax[target]. */
+tn_tensor *tn_cross_entropy(const tn_tensor *logits, const tn_tensor *targets);
+/* mean((a - b)^2), broadcasting. */
+tn_tensor *tn_mse_loss(const tn_tensor *a, const tn_tensor *b);
+
+/* ---- views (share storage and version counter) ---------------------------- */
+/* shape may contain one -1. view needs compatible strides, reshape copies
+ * when it must. */
+tn_tensor *tn_view(tn_tensor *a, int ndim, const int64_t *shape);
+tn_tensor *tn_reshape(tn_tensor *a, int ndim, const int64_t *shape);
+tn_tensor *tn_transpose(tn_tensor *a, int dim0, int dim1);
+tn_tensor *tn_permute(tn_tensor *a, int ndim, const int *dims);
+tn_tensor *tn_narrow(tn_tensor *a, int dim, int64_t start, int64_t length);
+tn_tensor *tn_select(tn_tensor *a, int dim, int64_t index);
+tn_tensor *tn_expand(tn_tensor *a, int ndim, const int64_t *shape);
+/* Removes every size-1 dim / the given dim if it has size 1. */
+tn_tensor *tn_squeeze(tn_tensor *a);
+tn_tensor *tn_squeeze_dim(tn_tensor *a, int dim);
+tn_tensor *tn_unsqueeze(tn_tensor *a, int dim);
+tn_tensor *tn_flatten(tn_tensor *a, int start_dim, int end_dim);
+/* a itself (new reference) when already contiguous, else a copy. */
+tn_tensor *tn_contiguous(tn_tensor *a);
+tn_tensor *tn_cat(int n, tn_tensor *const *ts, int dim);
+tn_tensor *tn_stack(int n, tn_tensor *const *ts, int dim);
+
+/* ---- in-place (bump the version; leaf/view rules) -------------------------- */
+tn_status tn_add_(tn_tensor *a, const tn_tensor *b);
+tn_status tn_sub_(tn_tensor *a, const tn_tensor *b);
+tn_status tn_mul_(tn_tensor *a, const tn_tensor *b);
+tn_status tn_div_(tn_tensor *a, const tn_tensor *b);
+tn_status tn_add_scalar_(tn_tensor *a, double s);
+tn_status tn_mul_scalar_(tn_tensor *a, double s);
+tn_status tn_zero_(tn_tensor *a);
+tn_status tn_fill_(tn_tensor *a, double value);
+tn_status tn_clamp_(tn_tensor *a, double lo, double hi);
+tn_status tn_relu_(tn_tensor *a);
+tn_status tn_sigmoid_(tn_tensor *a);
+tn_status tn_exp_(tn_tensor *a);
+tn_status tn_neg_(tn_tensor *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

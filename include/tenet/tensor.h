@@ -1,0 +1,121 @@
+/* tenet/tensor.h — errors, lifetime, scopes, creation and metadata.
+ *
+ * Ownership: every function returning tn_tensor * returns a NEW reference
+ * that the caller owns (tn_release it), unless the comment says "borrowed".
+ * Inside a scope (tn_scope_begin) returned tensors are owned by the scope.
+ *
+ * Errors: pointer-returning functions return NULL, status-returning ones a
+ * negative tn_status; tn_last_status()/tn_last_error() (thread-local) say why.
+ * No call aborts the process; a failed call changes no tensor.
+ *
+ * Threads: all functions may be called from any thread. Reading a tensor
+ * from several threads is safe; writing one tensor from several threads at
+ * once is the caller's race (version counters stay exact).
+ */
+#ifndef TENET_TENSOR_H
+#define TENET_TENSOR_H
+
+#include <stdio.h>
+
+#include "types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors (thread-local) ---------------------------------------------- */
+
+/* Status of the last failing call on this thread (TN_OK after tn_clear_error). */
+tn_status tn_last_status(void);
+/* Message of the last failure on this thread; "" when none. Borrowed, valid
+ * until the next failing call on this thread. */
+const char *tn_last_error(void);
+void tn_clear_error(void);
+/* Static name of a status code, e.g. "TN_ERR_SHAPE". */
+const char *tn_status_string(tn_status s);
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+/* Adds a reference; returns t (NULL-safe). Thread-safe. */
+tn_tensor *tn_retain(tn_tensor *t);
+/* Drops a reference; frees the tensor when it was the last. NULL is a no-op.
+ * Do not release tensors owned by an open scope (tn_keep them first). */
+void tn_release(tn_tensor *t);
+
+/* Scopes: every tensor returned to this thread between tn_scope_begin and the
+ * matching tn_scope_end is released at tn_scope_end, except those passed to
+ * tn_keep, which move to the enclosing scope (or to the caller when none).
+ * Scopes nest, are thread-local, and autograd keeps its own references. */
+void tn_scope_begin(void);
+void tn_scope_end(void);
+/* Returns t. Error (NULL) if t is not owned by the innermost open scope. */
+tn_tensor *tn_keep(tn_tensor *t);
+
+/* ---- creation (all copy their input) ------------------------------------- */
+
+/* data: ndim-dimensional row-major array of `dtype` values (may be NULL only
+ * when the numel is 0). requires_grad needs a floating dtype. */
+tn_tensor *tn_tensor_from(const void *data, tn_dtype dtype, int ndim,
+                          const int64_t *shape, bool requires_grad);
+/* 0-dim tensor holding value converted to dtype. */
+tn_tensor *tn_scalar(double value, tn_dtype dtype);
+tn_tensor *tn_empty(int ndim, const int64_t *shape, tn_dtype dtype);
+tn_tensor *tn_zeros(int ndim, const int64_t *shape, tn_dtype dtype);
+tn_tensor *tn_ones(int ndim, const int64_t *shape, tn_dtype dtype);
+tn_tensor *tn_full(int ndim, const int64_t *shape, tn_dtype dtype, double value);
+/* 1-dim [start, end) by step (step != 0), like torch.arange. */
+tn_tensor *tn_arange(double start, double end, double step, tn_dtype dtype);
+/* Uniform [0,1) / standard normal, from this thread's generator. */
+tn_tensor *tn_rand(int ndim, const int64_t *shape, tn_dtype dtype);
+tn_tensor *tn_randn(int ndim, const int64_t *shape, tn_dtype dtype);
+/* Seeds the generator of the calling thread (and the default for new threads). */
+void tn_manual_seed(uint64_t seed);
+/* torch.Tensor.new_tensor(src): a deep copy with a fresh version counter, no
+ * history; dtype TN_DTYPE_SAME keeps src's, device type TN_DEVICE_SAME keeps src's. */
+tn_tensor *tn_new_tensor(const tn_tensor *src, tn_dtype dtype, tn_device device,
+                         bool requires_grad);
+/* Converts to dtype/device (TN_DTYPE_SAME / TN_DEVICE_KEEP keep). Returns a new
+ * reference to src itself when nothing changes (as torch's .to). Differentiable. */
+tn_tensor *tn_to(tn_tensor *src, tn_dtype dtype, tn_device device);
+
+/* ---- metadata (all thread-safe, NULL-safe: return 0/-1/false and set an error) */
+
+int tn_ndim(const tn_tensor *t);
+/* Borrowed pointer to ndim sizes; valid while t lives and is not reshaped in place. */
+const int64_t *tn_shape(const tn_tensor *t);
+const int64_t *tn_stride(const tn_tensor *t);
+/* Size of one dimension; negative dims count from the end. -1 on error. */
+int64_t tn_size(const tn_tensor *t, int dim);
+int64_t tn_numel(const tn_tensor *t);
+tn_dtype tn_dtype_of(const tn_tensor *t);
+tn_device tn_device_of(const tn_tensor *t);
+/* Name of a dtype: "float32", "int64", ... */
+const char *tn_dtype_name(tn_dtype dt);
+size_t tn_dtype_size(tn_dtype dt);
+/* Borrowed pointer to the first element (storage data + offset). Writing
+ * through it is an untracked write (no version bump). */
+void *tn_data_ptr(const tn_tensor *t);
+/* Value of a one-element tensor as double. */
+tn_status tn_item(const tn_tensor *t, double *out);
+/* Copies the elements, in row-major logical order, into buffer (bytes must
+ * be >= numel * dtype size). */
+tn_status tn_copy_to(const tn_tensor *t, void *buffer, size_t bytes);
+/* Same, converting each element to double (any dtype). */
+tn_status tn_copy_to_f64(const tn_tensor *t, double *buffer, int64_t count);
+bool tn_is_contiguous(const tn_tensor *t);
+bool tn_shares_storage(const tn_tensor *a, const tn_tensor *b);
+/* tensor._version: the shared version counter. */
+int64_t tn_version(const tn_tensor *t);
+bool tn_requires_grad(const tn_tensor *t);
+bool tn_is_leaf(const tn_tensor *t);
+/* "MulBackward0", ... ; NULL for leaves. Borrowed static string. */
+const char *tn_grad_fn_name(const tn_tensor *t);
+/* PyTorch-like text, e.g. "tensor([1., 2.], requires_grad=True)\n". */
+tn_status tn_print(const tn_tensor *t, FILE *f);
+/* Same text into buf (always NUL-terminated); returns the full length. */
+int tn_format(const tn_tensor *t, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

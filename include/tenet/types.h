@@ -1,0 +1,66 @@
+/* tenet/types.h — basic types shared by every public header.
+ *
+ * All handles are opaque. Sizes and strides are int64_t (in elements), byte
+ * counts size_t. A tensor has at most TN_MAX_DIMS dimensions.
+ */
+#ifndef TENET_TYPES_H
+#define TENET_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TN_MAX_DIMS 8
+
+/* Opaque, atomically refcounted tensor handle. */
+typedef struct tn_tensor tn_tensor;
+
+typedef enum tn_dtype {
+    TN_F32 = 0,
+    TN_F64 = 1,
+    TN_I16 = 2,
+    TN_I32 = 3,
+    TN_I64 = 4,
+    TN_BOOL = 5,
+    TN_DTYPE_COUNT,
+    /* Pseudo dtype for tn_new_tensor / tn_to: keep the source's dtype. */
+    TN_DTYPE_SAME = -1
+} tn_dtype;
+
+typedef enum tn_device_type {
+    TN_CPU = 0,
+    TN_CUDA = 1,
+    TN_DEVICE_SAME = -1 /* pseudo device type: keep the source's device */
+} tn_device_type;
+
+typedef struct tn_device {
+    tn_device_type type;
+    int index;
+} tn_device;
+
+/* Convenience device values. */
+#define TN_DEVICE_CPU ((tn_device){TN_CPU, 0})
+#define TN_DEVICE_KEEP ((tn_device){TN_DEVICE_SAME, 0})
+
+typedef enum tn_status {
+    TN_OK = 0,
+    TN_ERR_INVALID_ARGUMENT = -1, /* NULL handle, bad option value */
+    TN_ERR_SHAPE = -2,            /* shapes do not match / broadcast / overflow */
+    TN_ERR_DTYPE = -3,            /* dtype not supported or mismatched */
+    TN_ERR_DEVICE = -4,           /* device mismatch or unavailable */
+    TN_ERR_OUT_OF_MEMORY = -5,
+    TN_ERR_AUTOGRAD = -6,         /* autograd rule violated (leaf in-place, ...) */
+    TN_ERR_INPLACE_MODIFIED = -7, /* saved tensor's version moved */
+    TN_ERR_NAN = -8,              /* anomaly mode: a NaN/Inf was produced */
+    TN_ERR_INDEX = -9,            /* dimension or index out of range */
+    TN_ERR_INTERNAL = -10         /* a bug in tenet: please report it */
+} tn_status;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

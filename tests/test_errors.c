@@ -1,0 +1,576 @@
+/* tests/test_errors.c — user mistakes: NULL handles, dtypes, shapes, dims,
+ * overflow. Each failing call returns NULL / a negative status, sets the
+ * thread-local status and message (PyTorch's text where PyTorch has the same
+ * error), changes no input (values and version) and leaks nothing. */
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- helpers --------------------------------------------------------------- */
+
+/* A tensor's values and version, to check that a failed call changed nothing. */
+typedef struct {
+    const tn_tensor *t;
+    int64_t version, n;
+    double v[64];
+} snap;
+
+static snap take(const tn_tensor *t) {
+    snap s = {t, tn_version(t), tn_numel(t), {0}};
+    assert_true(s.n <= 64);
+    assert_int_equal(tn_copy_to_f64(t, s.v, s.n), TN_OK);
+    return s;
+}
+
+static void unchanged(const snap *s) {
+    assert_int_equal(tn_version(s->t), s->version);
+    tt_assert_close(s->t, s->v, s->n, 0);
+}
+
+/* st == TN_OK: any error status (PyTorch's error has no obvious code). */
+static void expect_error(const char *what, tn_status got_ret, tn_status st, const char *msg,
+                         bool exact) {
+    if (got_ret >= 0) fail_msg("%s: expected an error, got %d", what, (int)got_ret);
+    if (got_ret != tn_last_status())
+        fail_msg("%s: returned %d but tn_last_status() is %d", what, (int)got_ret,
+                 (int)tn_last_status());
+    if (st != TN_OK && tn_last_status() != st)
+        fail_msg("%s: status %s, want %s (%s)", what, tn_status_string(tn_last_status()),
+                 tn_status_string(st), tn_last_error());
+    const char *e = tn_last_error();
+    if (!e || !*e) fail_msg("%s: empty error message", what);
+    if (msg && exact && strcmp(e, msg) != 0)
+        fail_msg("%s: message\n  \"%s\"\nwant\n  \"%s\"", what, e, msg);
+    if (msg && !exact && !strstr(e, msg))
+        fail_msg("%s: message \"%s\" does not contain \"%s\"", what, e, msg);
+}
+
+/* A pointer-returning call that must fail with status st and message msg. */
+#define FAILS_PTR(call, st, msg, exact)                                                    \
+    do {                                                                                   \
+        tn_clear_error();                                                                  \
+        const void *r_ = (const void *)(call);                                             \
+        if (r_) fail_msg("%s: expected NULL", #call);                                     \
+        expect_error(#call, tn_last_status() < 0 ? tn_last_status() : (tn_status)1, st, msg, \
+                     exact);                                                               \
+    } while (0)
+/* A status-returning call. */
+#define FAILS_ST(call, st, msg, exact)                                                     \
+    do {                                                                                   \
+        tn_clear_error();                                                                  \
+        tn_status r_ = (call);                                                             \
+        expect_error(#call, r_, st, msg, exact);                                           \
+    } while (0)
+
+#define NULL_PTR(call) FAILS_PTR(call, TN_ERR_INVALID_ARGUMENT, "NULL", false)
+#define NULL_ST(call) FAILS_ST(call, TN_ERR_INVALID_ARGUMENT, "NULL", false)
+
+static const int64_t S3[] = {3}, S23[] = {2, 3}, S4[] = {4};
+
+static tn_tensor *f32(int ndim, const int64_t *shape, bool rg) {
+    float v[64];
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(i + 1) * 0.5f;
+    return tt_f32(ndim, shape, v, rg);
+}
+
+/* ---- NULL handles --------------------------------------------------------- */
+
+static void null_args_binary_and_unary(void **state) {
+    tn_scope_begin();
+    tn_tensor *a = f32(1, S3, true);
+    snap sa = take(a);
+    NULL_PTR(tn_add(NULL, a));
+    NULL_PTR(tn_add(a, NULL));
+    NULL_PTR(tn_sub(NULL, a));
+    NULL_PTR(tn_mul(a, NULL));
+    NULL_PTR(tn_div(NULL, a));
+    NULL_PTR(tn_pow(a, NULL));
+    NULL_PTR(tn_maximum(NULL, a));
+    NULL_PTR(tn_minimum(a, NULL));
+    NULL_PTR(tn_add_alpha(a, NULL, 2));
+    NULL_PTR(tn_add_scalar(NULL, 1));
+    NULL_PTR(tn_sub_scalar(NULL, 1));
+    NULL_PTR(tn_mul_scalar(NULL, 1));
+    NULL_PTR(tn_div_scalar(NULL, 1));
+    NULL_PTR(tn_pow_scalar(NULL, 2));
+    NULL_PTR(tn_rsub_scalar(NULL, 1));
+    NULL_PTR(tn_eq(NULL, a));
+    NULL_PTR(tn_ne(a, NULL));
+    NULL_PTR(tn_lt(NULL, a));
+    NULL_PTR(tn_le(a, NULL));
+    NULL_PTR(tn_gt(NULL, a));
+    NULL_PTR(tn_ge(a, NULL));
+    NULL_PTR(tn_neg(NULL));
+    NULL_PTR(tn_exp(NULL));
+    NULL_PTR(tn_log(NULL));
+    NULL_PTR(tn_sqrt(NULL));
+    NULL_PTR(tn_abs(NULL));
+    NULL_PTR(tn_sigmoid(NULL));
+    NULL_PTR(tn_tanh(NULL));
+    NULL_PTR(tn_relu(NULL));
+    NULL_PTR(tn_sin(NULL));
+    NULL_PTR(tn_cos(NULL));
+    NULL_PTR(tn_clamp(NULL, 0, 1));
+    unchanged(&sa);
+    tn_scope_end();
+}
+
+static void null_args_reductions_nn_views(void **state) {
+    tn_scope_begin();
+    tn_tensor *a = f32(2, S23, true);
+    snap sa = take(a);
+    const int64_t shp[] = {3, 2};
+    const int perm[] = {1, 0};
+    NULL_PTR(tn_sum(NULL));
+    NULL_PTR(tn_mean(NULL));
+    NULL_PTR(tn_max(NULL));
+    NULL_PTR(tn_min(NULL));
+    NULL_PTR(tn_sum_dim(NULL, 0, false));
+    NULL_PTR(tn_mean_dim(NULL, 0, true));
+    NULL_PTR(tn_max_dim(NULL, 0, false));
+    NULL_PTR(tn_argmax(NULL));
+    NULL_PTR(tn_argmax_dim(NULL, 0, false));
+    NULL_PTR(tn_matmul(NULL, a));
+    NULL_PTR(tn_matmul(a, NULL));
+    NULL_PTR(tn_linear(NULL, a, NULL));
+    NULL_PTR(tn_linear(a, NULL, NULL));
+    NULL_PTR(tn_softmax(NULL, 0));
+    NULL_PTR(tn_log_softmax(NULL, 0));
+    NULL_PTR(tn_cross_entropy(NULL, a));
+    NULL_PTR(tn_cross_entropy(a, NULL));
+    NULL_PTR(tn_mse_loss(NULL, a));
+    NULL_PTR(tn_mse_loss(a, NULL));
+    NULL_PTR(tn_view(NULL, 2, shp));
+    NULL_PTR(tn_view(a, 2, NULL));
+    NULL_PTR(tn_reshape(NULL, 2, shp));
+    NULL_PTR(tn_reshape(a, 2, NULL));
+    NULL_PTR(tn_transpose(NULL, 0, 1));
+    NULL_PTR(tn_permute(NULL, 2, perm));
+    NULL_PTR(tn_permute(a, 2, NULL));
+    NULL_PTR(tn_narrow(NULL, 0, 0, 1));
+    NULL_PTR(tn_select(NULL, 0, 0));
+    NULL_PTR(tn_expand(NULL, 2, S23));
+    NULL_PTR(tn_expand(a, 2, NULL));
+    NULL_PTR(tn_squeeze(NULL));
+    NULL_PTR(tn_squeeze_dim(NULL, 0));
+    NULL_PTR(tn_unsqueeze(NULL, 0));
+    NULL_PTR(tn_flatten(NULL, 0, 1));
+    NULL_PTR(tn_contiguous(NULL));
+    NULL_PTR(tn_cat(2, NULL, 0));
+    NULL_PTR(tn_cat(2, (tn_tensor *const[]){a, NULL}, 0));
+    NULL_PTR(tn_stack(2, NULL, 0));
+    NULL_PTR(tn_stack(2, (tn_tensor *const[]){NULL, a}, 0));
+    unchanged(&sa);
+    tn_scope_end();
+}
+
+static void null_args_inplace_and_autograd(void **state) {
+    tn_scope_begin();
+    tn_tensor *a = f32(1, S3, false), *r = f32(1, S3, true);
+    snap sa = take(a), sr = take(r);
+    NULL_ST(tn_add_(NULL, a));
+    NULL_ST(tn_add_(a, NULL));
+    NULL_ST(tn_sub_(a, NULL));
+    NULL_ST(tn_mul_(NULL, a));
+    NULL_ST(tn_div_(a, NULL));
+    NULL_ST(tn_add_scalar_(NULL, 1));
+    NULL_ST(tn_mul_scalar_(NULL, 1));
+    NULL_ST(tn_zero_(NULL));
+    NULL_ST(tn_fill_(NULL, 1));
+    NULL_ST(tn_clamp_(NULL, 0, 1));
+    NULL_ST(tn_relu_(NULL));
+    NULL_ST(tn_sigmoid_(NULL));
+    NULL_ST(tn_exp_(NULL));
+    NULL_ST(tn_neg_(NULL));
+    NULL_ST(tn_copy_(NULL, a));
+    NULL_ST(tn_copy_(a, NULL));
+    NULL_ST(tn_add_out(NULL, a, a));
+    NULL_ST(tn_add_out(a, NULL, a));
+    NULL_ST(tn_mul_out(a, a, NULL));
+    NULL_ST(tn_requires_grad_(NULL, true));
+    NULL_ST(tn_retain_grad(NULL));
+    NULL_ST(tn_backward(NULL, NULL, false));
+    NULL_ST(tn_backward_ex(NULL, NULL, false, true));
+    NULL_ST(tn_set_grad(NULL, a));
+    NULL_ST(tn_zero_grad(NULL));
+    tn_tensor *g = NULL;
+    NULL_ST(tn_autograd_grad(1, NULL, NULL, 1, &r, &g, false, false));
+    NULL_ST(tn_autograd_grad(1, &r, NULL, 1, NULL, &g, false, false));
+    NULL_ST(tn_autograd_grad(1, (tn_tensor *const[]){NULL}, NULL, 1, &r, &g, false, false));
+    NULL_ST(tn_autograd_grad(1, &r, NULL, 1, (tn_tensor *const[]){NULL}, &g, false, false));
+    NULL_PTR(tn_detach(NULL));
+    NULL_PTR(tn_detach_(NULL));
+    NULL_PTR(tn_data(NULL));
+    NULL_PTR(tn_clone(NULL));
+    NULL_PTR(tn_grad(NULL));
+    NULL_PTR(tn_new_tensor(NULL, TN_DTYPE_SAME, TN_DEVICE_KEEP, false));
+    NULL_PTR(tn_to(NULL, TN_F64, TN_DEVICE_KEEP));
+    unchanged(&sa);
+    unchanged(&sr);
+    assert_null(tn_grad(r));
+    tn_scope_end();
+}
+
+static void null_args_creation_and_metadata(void **state) {
+    tn_scope_begin();
+    tn_tensor *a = f32(1, S3, false);
+    double d;
+    char buf[16];
+    NULL_PTR(tn_tensor_from(NULL, TN_F32, 1, S3, false));
+    NULL_PTR(tn_zeros(1, NULL, TN_F32));
+    NULL_PTR(tn_ones(2, NULL, TN_F32));
+    NULL_PTR(tn_empty(1, NULL, TN_F64));
+    NULL_PTR(tn_full(1, NULL, TN_F64, 1));
+    NULL_ST(tn_item(NULL, &d));
+    NULL_ST(tn_item(tn_sum(a), NULL));
+    NULL_ST(tn_copy_to(NULL, buf, sizeof buf));
+    NULL_ST(tn_copy_to(a, NULL, 12));
+    NULL_ST(tn_copy_to_f64(NULL, &d, 1));
+    NULL_ST(tn_memory_stats(NULL));
+    NULL_ST(tn_print(NULL, stderr));
+    /* metadata: NULL-safe defaults plus an error */
+    tn_clear_error();
+    assert_int_equal(tn_ndim(NULL), -1);
+    assert_int_equal(tn_last_status(), TN_ERR_INVALID_ARGUMENT);
+    tn_clear_error();
+    assert_int_equal(tn_numel(NULL), -1);
+    assert_int_equal(tn_last_status(), TN_ERR_INVALID_ARGUMENT);
+    tn_clear_error();
+    assert_null(tn_shape(NULL));
+    assert_int_equal(tn_last_status(), TN_ERR_INVALID_ARGUMENT);
+    tn_clear_error();
+    assert_null(tn_stride(NULL));
+    assert_int_equal(tn_size(NULL, 0), -1);
+    assert_int_equal(tn_version(NULL), -1);
+    assert_false(tn_requires_grad(NULL));
+    assert_false(tn_is_leaf(NULL));
+    assert_false(tn_is_contiguous(NULL));
+    assert_false(tn_shares_storage(NULL, a));
+    assert_null(tn_grad_fn_name(NULL));
+    assert_null(tn_data_ptr(NULL));
+    assert_int_equal(tn_last_status(), TN_ERR_INVALID_ARGUMENT);
+    /* lifetime functions are NULL-safe no-ops */
+    tn_clear_error();
+    assert_null(tn_retain(NULL));
+    tn_release(NULL);
+    tn_scope_end();
+}
+
+/* ---- dtypes ------------------------------------------------------------------ */
+
+#define INT_GRAD_MSG "Only Tensors of floating point and complex dtype can require gradients"
+
+static void dtype_errors(void **state) {
+    tn_scope_begin();
+    const int64_t iv[] = {1, 2, 3};
+    FAILS_PTR(tn_tensor_from(iv, TN_I64, 1, S3, true), TN_ERR_DTYPE, INT_GRAD_MSG, true);
+    tn_tensor *i = tn_tensor_from(iv, TN_I64, 1, S3, false);
+    assert_non_null(i);
+    snap si = take(i);
+    FAILS_ST(tn_requires_grad_(i, true), TN_ERR_DTYPE, INT_GRAD_MSG, true);
+    assert_false(tn_requires_grad(i));
+    assert_int_equal(tn_requires_grad_(i, false), TN_OK);
+    FAILS_PTR(tn_zeros(1, S3, (tn_dtype)42), TN_ERR_DTYPE, NULL, false);
+    FAILS_PTR(tn_tensor_from(iv, (tn_dtype)-7, 1, S3, false), TN_ERR_DTYPE, NULL, false);
+    /* in-place / out= cannot narrow float into int */
+    tn_tensor *f = f32(1, S3, false);
+    snap sf = take(f);
+    FAILS_ST(tn_add_(i, f), TN_ERR_DTYPE, NULL, false);
+    FAILS_ST(tn_add_out(i, f, f), TN_ERR_DTYPE, NULL, false);
+    /* mean needs a floating dtype; cross_entropy needs int64 targets */
+    FAILS_PTR(tn_mean(i), TN_ERR_DTYPE, NULL, false);
+    tn_tensor *logits = f32(2, S23, false);
+    tn_tensor *ft = tt_f32(1, (const int64_t[]){2}, (const float[]){0, 1}, false);
+    FAILS_PTR(tn_cross_entropy(logits, ft), TN_ERR_DTYPE, NULL, false);
+    /* grad of another dtype */
+    tn_tensor *r = f32(1, S3, true);
+    FAILS_ST(tn_set_grad(r, tn_zeros(1, S3, TN_F64)), TN_ERR_DTYPE,
+             "assigned grad has data of a different type", true);
+    /* bool arithmetic PyTorch refuses */
+    tn_tensor *b = tn_ones(1, S3, TN_BOOL);
+    FAILS_PTR(tn_sub(b, b), TN_ERR_DTYPE,
+              "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+              "`^` or `logical_xor()` operator instead.",
+              true);
+    FAILS_PTR(tn_neg(b), TN_ERR_DTYPE,
+              "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+              "to invert a mask, use the `~` or `logical_not()` operator instead.",
+              true);
+    unchanged(&si);
+    unchanged(&sf);
+    assert_null(tn_grad(r));
+    tn_scope_end();
+}
+
+/* ---- shapes ------------------------------------------------------------------ */
+
+static void broadcast_mismatch(void **state) {
+    tn_scope_begin();
+    tn_tensor *a = f32(1, S3, true), *b = f32(1, S4, false);
+    tn_tensor *m23 = f32(2, S23, false), *m43 = f32(2, (const int64_t[]){4, 3}, false);
+    tn_tensor *m24 = f32(2, (const int64_t[]){2, 4}, false);
+    snap sa = take(a), sb = take(b), sm = take(m23);
+    FAILS_PTR(tn_add(a, b), TN_ERR_SHAPE,
+              "The size of tensor a (3) must match the size of tensor b (4) at non-singleton "
+              "dimension 0",
+              true);
+    FAILS_PTR(tn_mul(m23, m43), TN_ERR_SHAPE,
+              "The size of tensor a (2) must match the size of tensor b (4) at non-singleton "
+              "dimension 0",
+              true);
+    FAILS_PTR(tn_mul(m23, m24), TN_ERR_SHAPE,
+              "The size of tensor a (3) must match the size of tensor b (4) at non-singleton "
+              "dimension 1",
+              true);
+    FAILS_PTR(tn_sub(a, b), TN_ERR_SHAPE, "must match the size of tensor b", false);
+    FAILS_PTR(tn_div(a, b), TN_ERR_SHAPE, "must match the size of tensor b", false);
+    FAILS_PTR(tn_pow(a, b), TN_ERR_SHAPE, "must match the size of tensor b", false);
+    FAILS_PTR(tn_maximum(a, b), TN_ERR_SHAPE, "must match the size of tensor b", false);
+    FAILS_PTR(tn_eq(a, b), TN_ERR_SHAPE, "must match the size of tensor b", false);
+    FAILS_PTR(tn_mse_loss(a, b), TN_ERR_SHAPE, "must match the size of tensor b", false);
+    /* in place: the result must keep self's shape */
+    FAILS_ST(tn_add_(m23, f32(3, (const int64_t[]){4, 2, 3}, false)), TN_ERR_SHAPE,
+             "output with shape [2, 3] doesn't match the broadcast shape [4, 2, 3]", true);
+    FAILS_ST(tn_mul_(m23, m43), TN_ERR_SHAPE, NULL, false);
+    FAILS_ST(tn_copy_(m23, b), TN_ERR_SHAPE, NULL, false);
+    FAILS_ST(tn_add_out(m23, a, b), TN_ERR_SHAPE, NULL, false);
+    FAILS_ST(tn_backward(tn_mul_scalar(a, 2), b, false), TN_ERR_SHAPE, NULL, false);
+    unchanged(&sa);
+    unchanged(&sb);
+    unchanged(&sm);
+    assert_null(tn_grad(a));
+    tn_scope_end();
+}
+
+static void matmul_and_nn_shape_errors(void **state) {
+    tn_scope_begin();
+    tn_tensor *a = f32(2, S23, true), *w = f32(2, (const int64_t[]){4, 2}, true);
+    snap sa = take(a), sw = take(w);
+    FAILS_PTR(tn_matmul(a, w), TN_ERR_SHAPE,
+              "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x2)", true);
+    FAILS_PTR(tn_matmul(f32(1, S3, false), f32(1, S4, false)), TN_ERR_SHAPE, NULL, false);
+    FAILS_PTR(tn_matmul(f32(3, (const int64_t[]){3, 3, 4}, false),
+                        f32(3, (const int64_t[]){2, 4, 2}, false)),
+              TN_ERR_SHAPE, NULL, false);
+    FAILS_PTR(tn_linear(a, f32(2, (const int64_t[]){2, 4}, false), NULL), TN_ERR_SHAPE,
+              "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x2)", true);
+    FAILS_PTR(tn_linear(a, f32(2, (const int64_t[]){4, 3}, false), f32(1, S3, false)),
+              TN_ERR_SHAPE, NULL, false);
+    const int64_t tv[] = {0, 1, 2};
+    FAILS_PTR(tn_cross_entropy(a, tn_tensor_from(tv, TN_I64, 1, S3, false)), TN_ERR_SHAPE,
+              "Expected input batch_size (2) to match target batch_size (3).", true);
+    const int64_t bad[] = {0, 3};
+    FAILS_PTR(tn_cross_entropy(a, tn_tensor_from(bad, TN_I64, 1, (const int64_t[]){2}, false)),
+              TN_ERR_INDEX, "Target 3 is out of bounds.", true);
+    const int64_t neg[] = {-1, 0};
+    FAILS_PTR(tn_cross_entropy(a, tn_tensor_from(neg, TN_I64, 1, (const int64_t[]){2}, false)),
+              TN_ERR_INDEX, "Target -1 is out of bounds.", true);
+    /* cat / stack */
+    FAILS_PTR(tn_cat(2, (tn_tensor *const[]){a, f32(2, (const int64_t[]){2, 4}, false)}, 0),
+              TN_ERR_SHAPE,
+              "Sizes of tensors must match except in dimension 0. Expected size 3 but got size "
+              "4 for tensor number 1 in the list.",
+              true);
+    FAILS_PTR(tn_stack(2, (tn_tensor *const[]){a, f32(2, (const int64_t[]){2, 4}, false)}, 0),
+              TN_ERR_SHAPE,
+              "stack expects each tensor to be equal size, but got [2, 3] at entry 0 and [2, 4] "
+              "at entry 1",
+              true);
+    FAILS_PTR(tn_cat(2, (tn_tensor *const[]){a, f32(1, S3, false)}, 0), TN_ERR_SHAPE,
+              "Tensors must have same number of dimensions: got 2 and 1", true);
+    FAILS_PTR(tn_cat(0, (tn_tensor *const[]){a}, 0), TN_OK, NULL, false);
+    unchanged(&sa);
+    unchanged(&sw);
+    tn_scope_end();
+}
+
+#define DIM_MSG(lo, hi, got)                                                                \
+    "Dimension out of range (expected to be in range of [" #lo ", " #hi "], but got " #got ")"
+
+static void bad_dims(void **state) {
+    tn_scope_begin();
+    tn_tensor *a = f32(2, S23, true);
+    snap sa = take(a);
+    FAILS_PTR(tn_transpose(a, 0, 5), TN_ERR_INDEX, DIM_MSG(-2, 1, 5), true);
+    FAILS_PTR(tn_transpose(a, -3, 0), TN_ERR_INDEX, DIM_MSG(-2, 1, -3), true);
+    FAILS_PTR(tn_sum_dim(a, 2, false), TN_ERR_INDEX, DIM_MSG(-2, 1, 2), true);
+    FAILS_PTR(tn_sum_dim(a, -3, true), TN_ERR_INDEX, DIM_MSG(-2, 1, -3), true);
+    FAILS_PTR(tn_mean_dim(a, 2, false), TN_ERR_INDEX, DIM_MSG(-2, 1, 2), true);
+    FAILS_PTR(tn_max_dim(a, 2, false), TN_ERR_INDEX, DIM_MSG(-2, 1, 2), true);
+    FAILS_PTR(tn_argmax_dim(a, 2, false), TN_ERR_INDEX, DIM_MSG(-2, 1, 2), true);
+    FAILS_PTR(tn_softmax(a, 2), TN_ERR_INDEX, DIM_MSG(-2, 1, 2), true);
+    FAILS_PTR(tn_log_softmax(a, -3), TN_ERR_INDEX, DIM_MSG(-2, 1, -3), true);
+    FAILS_PTR(tn_squeeze_dim(a, 3), TN_ERR_INDEX, DIM_MSG(-2, 1, 3), true);
+    FAILS_PTR(tn_unsqueeze(a, 3), TN_ERR_INDEX, DIM_MSG(-3, 2, 3), true);
+    FAILS_PTR(tn_narrow(a, 2, 0, 1), TN_ERR_INDEX, DIM_MSG(-2, 1, 2), true);
+    FAILS_PTR(tn_select(a, 2, 0), TN_ERR_INDEX, DIM_MSG(-2, 1, 2), true);
+    FAILS_PTR(tn_cat(2, (tn_tensor *const[]){a, a}, 2), TN_ERR_INDEX, DIM_MSG(-2, 1, 2), true);
+    FAILS_PTR(tn_stack(2, (tn_tensor *const[]){a, a}, 3), TN_ERR_INDEX, DIM_MSG(-3, 2, 3), true);
+    FAILS_PTR(tn_flatten(a, 0, 2), TN_ERR_INDEX, DIM_MSG(-2, 1, 2), true);
+    FAILS_PTR(tn_flatten(a, 1, 0), TN_OK,
+              "flatten() has invalid args: start_dim cannot come after end_dim", true);
+    FAILS_PTR(tn_permute(a, 2, (const int[]){0, 0}), TN_OK,
+              "permute(): duplicate dims are not allowed.", true);
+    FAILS_PTR(tn_permute(a, 2, (const int[]){0, 2}), TN_ERR_INDEX, DIM_MSG(-2, 1, 2), true);
+    FAILS_PTR(tn_permute(a, 1, (const int[]){0}), TN_OK, NULL, false);
+    /* ranges */
+    FAILS_PTR(tn_narrow(a, 1, 2, 2), TN_ERR_INDEX, "start (2) + length (2) exceeds dimension size (3).",
+              true);
+    FAILS_PTR(tn_narrow(a, 1, 0, -1), TN_OK, NULL, false);
+    FAILS_PTR(tn_select(a, 0, 2), TN_ERR_INDEX,
+              "select(): index 2 out of range for tensor of size [2, 3] at dimension 0", true);
+    FAILS_PTR(tn_select(a, 1, -4), TN_ERR_INDEX,
+              "select(): index -4 out of range for tensor of size [2, 3] at dimension 1", true);
+    unchanged(&sa);
+    assert_int_equal(tn_size(a, 2), -1);
+    assert_int_equal(tn_last_status(), TN_ERR_INDEX);
+    tn_scope_end();
+}
+
+static void wrong_numel_in_view(void **state) {
+    tn_scope_begin();
+    tn_tensor *a = f32(2, S23, true);
+    snap sa = take(a);
+    FAILS_PTR(tn_view(a, 1, (const int64_t[]){5}), TN_ERR_SHAPE,
+              "shape '[5]' is invalid for input of size 6", true);
+    FAILS_PTR(tn_view(a, 2, (const int64_t[]){-1, 4}), TN_ERR_SHAPE,
+              "shape '[-1, 4]' is invalid for input of size 6", true);
+    FAILS_PTR(tn_view(a, 2, (const int64_t[]){-1, -1}), TN_ERR_SHAPE,
+              "only one dimension can be inferred", true);
+    FAILS_PTR(tn_view(a, 2, (const int64_t[]){-2, 3}), TN_ERR_SHAPE,
+              "invalid shape dimension -2", true);
+    FAILS_PTR(tn_reshape(a, 1, (const int64_t[]){7}), TN_ERR_SHAPE,
+              "shape '[7]' is invalid for input of size 6", true);
+    tn_tensor *t = tn_transpose(f32(3, (const int64_t[]){2, 3, 4}, false), 1, 2);
+    FAILS_PTR(tn_view(t, 1, (const int64_t[]){24}), TN_ERR_SHAPE,
+              "view size is not compatible with input tensor's size and stride (at least one "
+              "dimension spans across two contiguous subspaces). Use .reshape(...) instead.",
+              true);
+    FAILS_PTR(tn_expand(a, 2, (const int64_t[]){4, 3}), TN_ERR_SHAPE,
+              "The expanded size of the tensor (4) must match the existing size (2) at "
+              "non-singleton dimension 0.  Target sizes: [4, 3].  Tensor sizes: [2, 3]",
+              true);
+    FAILS_PTR(tn_expand(a, 1, (const int64_t[]){3}), TN_ERR_SHAPE,
+              "the number of sizes provided (1) must be greater or equal to the number of "
+              "dimensions in the tensor (2)",
+              false);
+    double d;
+    FAILS_ST(tn_item(a, &d), TN_OK, NULL, false);
+    float small[2];
+    FAILS_ST(tn_copy_to(a, small, sizeof small), TN_ERR_INVALID_ARGUMENT, NULL, false);
+    unchanged(&sa);
+    tn_scope_end();
+}
+
+static void overflow_and_negative_shapes(void **state) {
+    tn_scope_begin();
+    const int64_t huge[] = {INT64_MAX / 2, 4}, huge2[] = {INT64_MAX, INT64_MAX},
+                  big[] = {(int64_t)1 << 40, (int64_t)1 << 40}, nearly[] = {INT64_MAX / 8, 2};
+    float one = 1;
+    FAILS_PTR(tn_zeros(2, huge, TN_F32), TN_ERR_SHAPE, NULL, false);
+    FAILS_PTR(tn_ones(2, huge2, TN_F64), TN_ERR_SHAPE, NULL, false);
+    FAILS_PTR(tn_empty(2, big, TN_I64), TN_ERR_SHAPE, NULL, false);
+    FAILS_PTR(tn_full(2, nearly, TN_F64, 1), TN_ERR_SHAPE, NULL, false); /* bytes overflow */
+    FAILS_PTR(tn_tensor_from(&one, TN_F32, 2, huge, false), TN_ERR_SHAPE, NULL, false);
+    FAILS_PTR(tn_rand(2, huge, TN_F32), TN_ERR_SHAPE, NULL, false);
+    FAILS_PTR(tn_zeros(1, (const int64_t[]){-1}, TN_F32), TN_ERR_SHAPE,
+              "Trying to create tensor with negative dimension -1: [-1]", true);
+    FAILS_PTR(tn_zeros(2, (const int64_t[]){2, -3}, TN_F32), TN_ERR_SHAPE,
+              "Trying to create tensor with negative dimension -3: [2, -3]", true);
+    FAILS_PTR(tn_tensor_from(&one, TN_F32, 1, (const int64_t[]){-1}, false), TN_ERR_SHAPE,
+              "negative dimension", false);
+    FAILS_PTR(tn_zeros(TN_MAX_DIMS + 1, (const int64_t[TN_MAX_DIMS + 1]){1}, TN_F32),
+              TN_ERR_SHAPE, NULL, false);
+    FAILS_PTR(tn_zeros(-1, S3, TN_F32), TN_ERR_SHAPE, NULL, false);
+    /* views to overflowing shapes */
+    tn_tensor *a = f32(1, S3, false);
+    snap sa = take(a);
+    FAILS_PTR(tn_view(a, 2, huge), TN_ERR_SHAPE, NULL, false);
+    FAILS_PTR(tn_reshape(a, 2, huge2), TN_ERR_SHAPE, NULL, false);
+    FAILS_PTR(tn_view(a, 2, (const int64_t[]){-3, -1}), TN_ERR_SHAPE, NULL, false);
+    FAILS_PTR(tn_arange(0, 1e300, 1e-300, TN_F64), TN_ERR_SHAPE, NULL, false);
+    FAILS_PTR(tn_arange(0, 10, 0, TN_F64), TN_ERR_INVALID_ARGUMENT, NULL, false);
+    unchanged(&sa);
+    /* zero-size dims are fine */
+    tn_tensor *z = tn_zeros(2, (const int64_t[]){0, 4}, TN_F32);
+    assert_non_null(z);
+    assert_int_equal(tn_numel(z), 0);
+    tn_scope_end();
+}
+
+/* Autograd misuse (beyond SEMANTICS §4's, tested in test_autograd.c). */
+static void autograd_errors(void **state) {
+    tn_scope_begin();
+    tn_tensor *a = f32(1, S3, true), *c = f32(1, S3, false);
+    snap sa = take(a);
+    tn_tensor *h = tn_mul_scalar(a, 2);
+    FAILS_ST(tn_requires_grad_(h, false), TN_ERR_AUTOGRAD,
+             "you can only change requires_grad flags of leaf variables. If you want to use a "
+             "computed variable in a subgraph that doesn't require differentiation use "
+             "var_no_grad = var.detach().",
+             true);
+    assert_true(tn_requires_grad(h));
+    FAILS_ST(tn_retain_grad(c), TN_ERR_AUTOGRAD,
+             "can't retain_grad on Tensor that has requires_grad=False", true);
+    FAILS_ST(tn_add_out(tn_zeros(1, S3, TN_F32), a, c), TN_ERR_AUTOGRAD,
+             "add(): functions with out=... arguments don't support automatic differentiation, "
+             "but one of the arguments requires grad.",
+             true);
+    FAILS_ST(tn_mul_out(tn_zeros(1, S3, TN_F32), c, a), TN_ERR_AUTOGRAD,
+             "mul(): functions with out=... arguments don't support automatic differentiation, "
+             "but one of the arguments requires grad.",
+             true);
+    FAILS_ST(tn_set_grad(a, f32(1, S4, false)), TN_ERR_SHAPE,
+             "assigned grad has data of a different size", true);
+    tn_tensor *g = NULL, *s = tn_sum(tn_mul(c, c));
+    FAILS_ST(tn_autograd_grad(1, &s, NULL, 1, &c, &g, false, false), TN_ERR_AUTOGRAD,
+             "One of the differentiated Tensors does not require grad", true);
+    assert_null(g);
+    FAILS_ST(tn_autograd_grad(0, &s, NULL, 1, &a, &g, false, false), TN_ERR_INVALID_ARGUMENT,
+             NULL, false);
+    unchanged(&sa);
+    assert_null(tn_grad(a));
+    tn_scope_end();
+}
+
+/* A failed call leaves the previous status readable until cleared, and a
+ * later success does not reset it (errno-like). */
+static void error_state_is_sticky(void **state) {
+    tn_scope_begin();
+    tn_clear_error();
+    assert_int_equal(tn_last_status(), TN_OK);
+    assert_string_equal(tn_last_error(), "");
+    assert_null(tn_add(NULL, NULL));
+    assert_int_equal(tn_last_status(), TN_ERR_INVALID_ARGUMENT);
+    tn_tensor *a = f32(1, S3, false);
+    assert_non_null(tn_add(a, a));
+    assert_int_equal(tn_last_status(), TN_ERR_INVALID_ARGUMENT);
+    tn_clear_error();
+    assert_int_equal(tn_last_status(), TN_OK);
+    assert_string_equal(tn_status_string(TN_ERR_SHAPE), "TN_ERR_SHAPE");
+    assert_string_equal(tn_status_string(TN_OK), "TN_OK");
+    assert_non_null(tn_status_string((tn_status)-12345));
+    tn_scope_end();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        TT_TEST(null_args_binary_and_unary),
+        TT_TEST(null_args_reductions_nn_views),
+        TT_TEST(null_args_inplace_and_autograd),
+        TT_TEST(null_args_creation_and_metadata),
+        TT_TEST(dtype_errors),
+        TT_TEST(broadcast_mismatch),
+        TT_TEST(matmul_and_nn_shape_errors),
+        TT_TEST(bad_dims),
+        TT_TEST(wrong_numel_in_view),
+        TT_TEST(overflow_and_negative_shapes),
+        TT_TEST(autograd_errors),
+        TT_TEST(error_state_is_sticky),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

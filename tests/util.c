@@ -1,0 +1,79 @@
+/* tests/util.c — helpers shared by the cmocka tests. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+tn_tensor *tt_f64(int ndim, const int64_t *shape, const double *v, bool requires_grad) {
+    tn_tensor *t = tn_tensor_from(v, TN_F64, ndim, shape, requires_grad);
+    assert_non_null(t);
+    return t;
+}
+
+tn_tensor *tt_f32(int ndim, const int64_t *shape, const float *v, bool requires_grad) {
+    tn_tensor *t = tn_tensor_from(v, TN_F32, ndim, shape, requires_grad);
+    assert_non_null(t);
+    return t;
+}
+
+void tt_assert_close(const tn_tensor *t, const double *want, int64_t n, double tol) {
+    assert_non_null(t);
+    assert_int_equal(tn_numel(t), n);
+    double got[4096];
+    assert_true(n <= 4096);
+    assert_int_equal(tn_copy_to_f64(t, got, n), TN_OK);
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs(got[i] - want[i]);
+        bool ok = d <= tol * (1 + fabs(want[i])) || (isnan(got[i]) && isnan(want[i])) ||
+                  (isinf(got[i]) && got[i] == want[i]);
+        if (!ok) fail_msg("element %lld: got %.9g, want %.9g", (long long)i, got[i], want[i]);
+    }
+}
+
+void tt_assert_grad(tn_tensor *t, const double *want, int64_t n, double tol) {
+    tn_tensor *g = tn_grad(t);
+    if (!g) fail_msg("tensor has no .grad");
+    tt_assert_close(g, want, n, tol);
+    tn_release(g);
+}
+
+void tt_assert_error(tn_status st, const char *needle) {
+    assert_int_equal(tn_last_status(), st);
+    if (!strstr(tn_last_error(), needle))
+        fail_msg("error message \"%s\" does not contain \"%s\"", tn_last_error(), needle);
+}
+
+int64_t tt_live_tensors(void) {
+    tn_memory_stats_t s;
+    tn_memory_stats(&s);
+    return s.tensors_live;
+}
+
+int64_t tt_live_storages(void) {
+    tn_memory_stats_t s;
+    tn_memory_stats(&s);
+    return s.storages_live;
+}
+
+static int64_t base_tensors, base_storages;
+
+int tt_setup(void **state) {
+    (void)state;
+    tn_clear_error();
+    tn_set_grad_enabled(true);
+    base_tensors = tt_live_tensors();
+    base_storages = tt_live_storages();
+    return 0;
+}
+
+int tt_teardown(void **state) {
+    (void)state;
+    int64_t t = tt_live_tensors(), s = tt_live_storages();
+    if (t != base_tensors || s != base_storages) {
+        fprintf(stderr, "leak: %lld tensors and %lld storages more than before the test\n",
+                (long long)(t - base_tensors), (long long)(s - base_storages));
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,32 @@
+/* tests/util.h — helpers shared by the cmocka tests. Include after cmocka. */
+#ifndef TN_TEST_UTIL_H
+#define TN_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <tenet.h>
+
+/* Tensor from a float64 literal list: T64(ndim, shape..., values...) via arrays. */
+tn_tensor *tt_f64(int ndim, const int64_t *shape, const double *v, bool requires_grad);
+tn_tensor *tt_f32(int ndim, const int64_t *shape, const float *v, bool requires_grad);
+/* Asserts every element of t (any dtype) is within tol of want[i]; prints
+ * the first mismatch. */
+void tt_assert_close(const tn_tensor *t, const double *want, int64_t n, double tol);
+/* Asserts t's .grad equals want (n elements) within tol. */
+void tt_assert_grad(tn_tensor *t, const double *want, int64_t n, double tol);
+/* Asserts the last error's message contains `needle` and its status is st. */
+void tt_assert_error(tn_status st, const char *needle);
+/* Number of live tensor handles / storages (leak checks around a test). */
+int64_t tt_live_tensors(void);
+int64_t tt_live_storages(void);
+/* cmocka setup/teardown that check nothing leaked in between. */
+int tt_setup(void **state);
+int tt_teardown(void **state);
+
+#define TT_TEST(f) cmocka_unit_test_setup_teardown(f, tt_setup, tt_teardown)
+
+#endif
