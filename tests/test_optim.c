@@ -10,18 +10,24 @@ static const int64_t SHAPE1[] = {4}, SHAPE2[] = {2, 2};
 static const double P1[] = {1.0, -2.0, 3.0, 0.5}, P2[] = {0.25, -0.75, 1.5, 2.0};
 static const double G1[] = {0.1, -0.2, 0.3, 0.05}, G2[] = {0.5, -0.25, 0.125, 1.0};
 
+/* float32 or float64 tensor of v (owned by the open scope, if any). */
 static tn_tensor *make(tn_dtype dt, int ndim, const int64_t *shape, const double *v, bool rg) {
-    tn_tensor *d = tt_f64(ndim, shape, v, false);
-    tn_tensor *t = tn_new_tensor(d, dt, TN_DEVICE_KEEP, rg);
-    tn_release(d);
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    float f[64];
+    assert_true(n <= 64);
+    for (int64_t i = 0; i < n; i++) f[i] = (float)v[i];
+    tn_tensor *t = tn_tensor_from(dt == TN_F32 ? (const void *)f : (const void *)v, dt, ndim,
+                                  shape, rg);
     assert_non_null(t);
     return t;
 }
 
 static void set_grad(tn_tensor *p, const double *v) {
-    tn_tensor *g = make(tn_dtype_of(p), tn_ndim(p), tn_shape(p), v, false);
-    assert_int_equal(tn_set_grad(p, g), TN_OK);
-    tn_release(g);
+    tn_scope_begin(); /* p retains its grad; the scope drops ours */
+    assert_int_equal(tn_set_grad(p, make(tn_dtype_of(p), tn_ndim(p), tn_shape(p), v, false)),
+                     TN_OK);
+    tn_scope_end();
 }
 
 /* Step s (0-based) of torch's script: p1.grad = G1 * (s + 1); p2.grad = G2 - 0.1 s. */

@@ -392,6 +392,25 @@ static void test_double_backward(void **state) {
     tn_scope_end();
 }
 
+/* sum/mean save nothing: a second backward without retain_graph succeeds
+ * and accumulates; max saves tensors, so it fails (PyTorch's behaviour). */
+static void test_second_backward(void **state) {
+    tn_scope_begin();
+    tn_tensor *x = ties(true);
+    tn_tensor *y = tn_sum(tn_mean_dim(tn_sum_dim(x, 0, true), 1, false));
+    assert_int_equal(tn_backward(y, NULL, false), TN_OK);
+    assert_int_equal(tn_backward(y, NULL, false), TN_OK);
+    tt_assert_grad(x, (const double[]){2 / 3., 2 / 3., 2 / 3., 2 / 3., 2 / 3., 2 / 3.}, 6, 1e-6);
+    y = tn_max(x);
+    assert_int_equal(tn_backward(y, NULL, false), TN_OK);
+    assert_int_equal(tn_backward(y, NULL, false), TN_ERR_AUTOGRAD);
+    tt_assert_error(TN_ERR_AUTOGRAD, "Trying to backward through the graph a second time");
+    y = tn_sum(tn_max_dim(x, 0, false));
+    assert_int_equal(tn_backward(y, NULL, false), TN_OK);
+    assert_int_equal(tn_backward(y, NULL, false), TN_ERR_AUTOGRAD);
+    tn_scope_end();
+}
+
 /* ---- errors ---------------------------------------------------------------------- */
 
 static void test_errors(void **state) {
@@ -461,7 +480,8 @@ int main(void) {
         TT_TEST(test_whole),         TT_TEST(test_dims),       TT_TEST(test_transposed),
         TT_TEST(test_int_dtypes),    TT_TEST(test_edge_cases), TT_TEST(test_large),
         TT_TEST(test_long_slice),    TT_TEST(test_grads),      TT_TEST(test_grad_nan),
-        TT_TEST(test_double_backward), TT_TEST(test_errors),   TT_TEST(test_error_no_leak),
+        TT_TEST(test_double_backward), TT_TEST(test_second_backward), TT_TEST(test_errors),
+        TT_TEST(test_error_no_leak),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,10 +32,14 @@ void tt_assert_close(const tn_tensor *t, const double *want, int64_t n, double t
 }
 
 void tt_assert_grad(tn_tensor *t, const double *want, int64_t n, double tol) {
+    tn_scope_begin(); /* owns g whether or not the caller has a scope open */
     tn_tensor *g = tn_grad(t);
-    if (!g) fail_msg("tensor has no .grad");
+    if (!g) {
+        tn_scope_end();
+        fail_msg("tensor has no .grad");
+    }
     tt_assert_close(g, want, n, tol);
-    tn_release(g);
+    tn_scope_end();
 }
 
 void tt_assert_error(tn_status st, const char *needle) {

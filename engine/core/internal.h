@@ -74,6 +74,7 @@ struct tn_tensor {
     tn_version_block *version;
     tn_autograd_meta *ag;  /* NULL: does not require grad, no history */
     tn_tensor *view_base;  /* views: the root base (owned), else NULL */
+    _Atomic int32_t scoped; /* references owned by scopes of the creating thread */
     int64_t shape[TN_MAX_DIMS];
     int64_t stride[TN_MAX_DIMS];
 };
@@ -186,6 +187,11 @@ tn_tensor *tn__ret(tn_tensor *t);
 /* Engine code (backward, composite ops) brackets itself so that tensors it
  * creates through public functions are not registered in user scopes. */
 void tn__internal_enter(void);
+/* Called by tn_release on a tensor some scope references: when every
+ * remaining reference is a scope's, the caller can only be releasing the
+ * scope's own (a user mistake): the scope forgets it, so nothing is
+ * released twice. */
+void tn__scope_on_release(tn_tensor *t);
 void tn__internal_leave(void);
 
 /* ---- grad mode ------------------------------------------------------------- */

@@ -16,6 +16,8 @@
 #include "internal.h"
 
 enum { PRECISION = 4, THRESHOLD = 1000, EDGEITEMS = 3, LINEWIDTH = 80 };
+/* device, size, dtype, grad_fn/requires_grad; a size of 8 int64 dims fits */
+enum { MAX_SUFFIXES = 4, SUFFIX_MAX = 200 };
 
 /* ---- growable string ------------------------------------------------------------ */
 
@@ -87,8 +89,9 @@ static int fmt_double(char *out, size_t n, char conv, int prec, double v) {
     return conv == 'e' ? snprintf(out, n, "%.*e", prec, v) : snprintf(out, n, "%.*f", prec, v);
 }
 
-/* One element as torch's _Formatter.format writes it, before padding. */
-static int fmt_elem(const printer *pr, int64_t idx, char *out, size_t n) {
+/* One element as torch's _Formatter.format writes it, before padding.
+ * Fixed notation is only chosen for |values| <= 1e8, so 64 bytes hold it. */
+static int fmt_elem_raw(const printer *pr, int64_t idx, char *out, size_t n) {
     if (!pr->is_float) {
         if (pr->is_bool) return snprintf(out, n, "%s", pr->i[idx] ? "True" : "False");
         return snprintf(out, n, "%lld", (long long)pr->i[idx]);
@@ -97,10 +100,18 @@ static int fmt_elem(const printer *pr, int64_t idx, char *out, size_t n) {
     if (pr->sci_mode) return fmt_double(out, n, 'e', PRECISION, v);
     if (pr->int_mode) {
         int len = fmt_double(out, n, 'f', 0, v);
-        if (isfinite(v) && len + 1 < (int)n) out[len++] = '.', out[len] = '\0';
+        if (isfinite(v) && len + 1 < (int)n) { /* "1." says it is a float */
+            out[len++] = '.';
+            out[len] = '\0';
+        }
         return len;
     }
     return fmt_double(out, n, 'f', PRECISION, v);
+}
+
+static int fmt_elem(const printer *pr, int64_t idx, char *out, size_t n) {
+    int len = fmt_elem_raw(pr, idx, out, n);
+    return len < (int)n ? len : (int)n - 1; /* never read past a truncation */
 }
 
 typedef struct float_stats {
@@ -208,7 +219,7 @@ static void put_tensor(sbuf *b, const printer *pr, int dim, int64_t off, int ind
 
 /* ---- suffixes (torch's _str_intern and _add_suffixes) ---------------------------- */
 
-static void add_suffixes(sbuf *b, int nsuf, char suf[][96], int indent) {
+static void add_suffixes(sbuf *b, int nsuf, char suf[][SUFFIX_MAX], int indent) {
     const char *nl = NULL;
     for (size_t k = b->len; !b->oom && k > 0; k--)
         if (b->p[k - 1] == '\n') {
@@ -232,26 +243,25 @@ static void add_suffixes(sbuf *b, int nsuf, char suf[][96], int indent) {
     sb_str(b, ")");
 }
 
-static int collect_suffixes(const tn_tensor *t, int64_t numel, char suf[][96]) {
+static int collect_suffixes(const tn_tensor *t, int64_t numel, char suf[][SUFFIX_MAX]) {
     int n = 0;
     tn_device dev = t->storage->device;
-    if (dev.type == TN_CUDA) snprintf(suf[n++], 96, "device='cuda:%d'", dev.index);
+    if (dev.type == TN_CUDA) snprintf(suf[n++], SUFFIX_MAX, "device='cuda:%d'", dev.index);
     if (numel == 0) {
-        if (t->ndim != 1) { /* Python's tuple: "(0, 3)" */
-            int k = snprintf(suf[n], 96, "size=(");
-            for (int d = 0; d < t->ndim && k < 90; d++)
-                k += snprintf(suf[n] + k, (size_t)(96 - k), d ? ", %lld" : "%lld",
-                              (long long)t->shape[d]);
-            snprintf(suf[n] + k, (size_t)(96 - k), ")");
-            n++;
+        if (t->ndim != 1) { /* Python's tuple "(0, 3)" from our "[0, 3]" (ndim >= 2 here) */
+            char shape[SUFFIX_MAX - 8];
+            tn__format_shape(shape, sizeof shape, t->ndim, t->shape);
+            shape[0] = '(';
+            shape[strlen(shape) - 1] = ')';
+            snprintf(suf[n++], SUFFIX_MAX, "size=%s", shape);
         }
-        if (t->dtype != TN_F32) snprintf(suf[n++], 96, "dtype=%s", tn_dtype_name(t->dtype));
+        if (t->dtype != TN_F32) snprintf(suf[n++], SUFFIX_MAX, "dtype=%s", tn_dtype_name(t->dtype));
     } else if (t->dtype != TN_F32 && t->dtype != TN_I64 && t->dtype != TN_BOOL) {
-        snprintf(suf[n++], 96, "dtype=%s", tn_dtype_name(t->dtype));
+        snprintf(suf[n++], SUFFIX_MAX, "dtype=%s", tn_dtype_name(t->dtype));
     }
     const char *fn = tn_grad_fn_name(t);
-    if (fn) snprintf(suf[n++], 96, "grad_fn=<%s>", fn);
-    else if (t->ag && t->ag->requires_grad) snprintf(suf[n++], 96, "requires_grad=True");
+    if (fn) snprintf(suf[n++], SUFFIX_MAX, "grad_fn=<%s>", fn);
+    else if (t->ag && t->ag->requires_grad) snprintf(suf[n++], SUFFIX_MAX, "requires_grad=True");
     return n;
 }
 
@@ -278,7 +288,7 @@ static tn_status build(const tn_tensor *t, sbuf *b) {
         else put_tensor(b, &pr, 0, 0, indent);
     }
     tn_release(c);
-    char suf[4][96];
+    char suf[MAX_SUFFIXES][SUFFIX_MAX];
     add_suffixes(b, collect_suffixes(t, numel, suf), suf, indent);
     if (b->oom) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory while formatting a tensor");
     return TN_OK;

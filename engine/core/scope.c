@@ -1,5 +1,9 @@
-/* Scopes: a thread-local stack of owned tensors so that nested C expressions
- * do not leak. Frames record where each scope starts in the stack. */
+/* Scopes: a thread-local stack of owned references so that nested C
+ * expressions do not leak. Frames record where each scope starts.
+ *
+ * A tensor counts the scope references it has (`scoped`), so that
+ * tn_release of a scope-owned tensor can hand the scope's reference back
+ * explicitly: the entry becomes a hole and scope_end skips it. */
 #include <stdlib.h>
 
 #include "internal.h"
@@ -38,7 +42,23 @@ tn_tensor *tn__ret(tn_tensor *t) {
         tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory while registering a tensor in a scope");
         return NULL;
     }
+    /* relaxed: only this thread writes it; others read it as a hint */
+    atomic_fetch_add_explicit(&t->scoped, 1, memory_order_relaxed);
     return t;
+}
+
+void tn__scope_on_release(tn_tensor *t) {
+    scope_stack *s = &tls_scope;
+    if (tls_internal > 0 ||
+        atomic_load_explicit(&t->refcount, memory_order_relaxed) !=
+            atomic_load_explicit(&t->scoped, memory_order_relaxed))
+        return; /* another owner's reference: an ordinary release */
+    for (int64_t i = s->n - 1; i >= 0; i--) {
+        if (s->items[i] != t) continue;
+        s->items[i] = NULL; /* a hole: scope_end skips it */
+        atomic_fetch_sub_explicit(&t->scoped, 1, memory_order_relaxed);
+        return;
+    }
 }
 
 void tn_scope_begin(void) {
@@ -60,8 +80,14 @@ void tn_scope_end(void) {
     scope_stack *s = &tls_scope;
     if (s->depth == 0) return;
     int64_t start = s->frames[--s->depth];
-    for (int64_t i = s->n - 1; i >= start; i--) tn_release(s->items[i]);
-    s->n = start;
+    tls_internal++; /* these releases are the scope's own references */
+    while (s->n > start) {
+        tn_tensor *t = s->items[--s->n];
+        if (!t) continue;
+        atomic_fetch_sub_explicit(&t->scoped, 1, memory_order_relaxed);
+        tn_release(t);
+    }
+    tls_internal--;
     if (s->depth == 0) {
         free(s->items);
         free(s->frames);
@@ -76,17 +102,16 @@ tn_tensor *tn_keep(tn_tensor *t) {
     int64_t start = s->frames[s->depth - 1];
     for (int64_t i = s->n - 1; i >= start; i--) {
         if (s->items[i] != t) continue;
-        /* Move it below the innermost frame: into the enclosing scope, or out. */
-        memmove(&s->items[i], &s->items[i + 1], (size_t)(s->n - i - 1) * sizeof *s->items);
-        s->n--;
-        if (s->depth > 1) {
-            /* Insert at the end of the enclosing frame: shift the inner frame up. */
-            push(s, NULL);
-            memmove(&s->items[start + 1], &s->items[start],
-                    (size_t)(s->n - start - 1) * sizeof *s->items);
-            s->items[start] = t;
-            s->frames[s->depth - 1]++;
+        if (s->depth == 1) { /* leaves the last scope: the caller owns it */
+            s->items[i] = NULL;
+            atomic_fetch_sub_explicit(&t->scoped, 1, memory_order_relaxed);
+            return t;
         }
+        /* Into the enclosing scope: swap it with the inner frame's first
+         * entry, then move the frame boundary past it. */
+        s->items[i] = s->items[start];
+        s->items[start] = t;
+        s->frames[s->depth - 1]++;
         return t;
     }
     tn__error(TN_ERR_INVALID_ARGUMENT, "tn_keep: tensor is not owned by the innermost scope");

@@ -76,15 +76,19 @@ tn_tensor *tn_retain(tn_tensor *t) {
 
 void tn_release(tn_tensor *t) {
     if (!t) return;
+    if (TN_UNLIKELY(atomic_load_explicit(&t->scoped, memory_order_relaxed)))
+        tn__scope_on_release(t);
     /* acq_rel: pairs with the other owners' releases so the last one sees
      * every write made through the handle before tearing it down. */
     if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
+    tn__internal_enter(); /* teardown releases are not the user's */
     tn__meta_free(t->ag);
     tn_release(t->view_base);
     tn__storage_release(t->storage);
     tn__version_release(t->version);
     atomic_fetch_sub_explicit(&tn__tensors_live, 1, memory_order_relaxed);
     tn__free_small(t);
+    tn__internal_leave();
 }
 
 /* ---- metadata ---------------------------------------------------------------- */

@@ -108,7 +108,7 @@ static tn_status product(tn_tensor *out, const tn_tensor *a, bool a_vec, const t
 
 static tn_status check_dtypes(mm_kind kind, const tn_tensor *a, const tn_tensor *b) {
     if (a->dtype == TN_BOOL || b->dtype == TN_BOOL)
-        return tn__error(TN_ERR_DTYPE, "\"%s\" not implemented for 'Bool'",
+        return tn__error(TN_ERR_DTYPE, "\"%s\" not implemented for 'bool'",
                          kind == K_DOT ? "dot" : "addmm_impl_cpu_");
     if (a->dtype == b->dtype) return TN_OK;
     if (kind == K_DOT)
@@ -356,7 +356,7 @@ static tn_status linear_check(const tn_tensor *x, const tn_tensor *w, const tn_t
     if (check_device(x, w) < 0 || (bias && check_device(bias, w) < 0)) return tn_last_status();
     if (!tn__is_float(w->dtype))
         return tn__error(TN_ERR_DTYPE, "\"addmm_impl_cpu_\" not implemented for '%s'",
-                         scalar_name(w->dtype));
+                         tn_dtype_name(w->dtype));
     if (x->dtype != w->dtype)
         return tn__error(TN_ERR_DTYPE, "mat1 and mat2 must have the same dtype, but got %s and %s",
                          scalar_name(x->dtype), scalar_name(w->dtype));

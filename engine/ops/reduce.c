@@ -173,13 +173,16 @@ static int result_shape(const tn_tensor *a, int dim, bool keepdim, int64_t *shap
 
 static tn_status record(const reduction *r, tn_tensor *out, const tn_tensor *a, int dim,
                         bool keepdim, double div, const tn_tensor *idx) {
-    tn_node *n = tn__node_new(r->grad, 1, &a, 2, 1);
+    /* a node with saved slots counts as saving tensors (second-backward
+     * error), so sum/mean declare none */
+    bool whole_ext = r->op != TN_RED_SUM && dim < 0;
+    tn_node *n = tn__node_new(r->grad, 1, &a, whole_ext ? 2 : idx ? 1 : 0, 1);
     if (!n) return tn_last_status();
     n->i[0] = dim;
     n->i[1] = keepdim;
     n->d[0] = div;
     tn_status st = tn__node_set_output(n, out, 0);
-    if (st == TN_OK && r->op != TN_RED_SUM && dim < 0) { /* whole max/min */
+    if (st == TN_OK && whole_ext) {
         st = tn__node_save(n, 0, a, false);
         if (st == TN_OK) st = tn__node_save(n, 1, out, true);
     } else if (st == TN_OK && idx) {

@@ -1,0 +1,468 @@
+#!/usr/bin/python3
+"""Writes tests/golden/<case>.txt: PyTorch's forward and gradients for every
+differentiable op of include/tenet/ops.h, on fixed float64 inputs.
+
+Run with the system Python that has torch (Debian's python3-torch):
+    /usr/bin/python3 scripts/gen_golden.py [output_dir]
+
+Each case computes out = op(inputs) and the gradient of sum(out * w) for a
+fixed w with respect to every input that requires grad. Inputs come from a
+deterministic formula (no RNG), so the files only change when a case does.
+
+File format (whitespace-separated tokens, read by tests/test_golden.c with
+fscanf):
+    op <name>
+    params <count> <p0> <p1> ...
+    tensor <kind> <name> <dtype> <layout> <ndim> <d0> ... <d(ndim-1)>
+    <numel values, row-major>
+    ...
+    end
+kind: input (requires grad) | const (does not) | weight | output | grad
+(grad's name is the input's). dtype: f64 | i64 | bool. layout: c
+(contiguous) or t (the C test builds the leaf as a transposed view of a
+contiguous tensor, to exercise strided kernels; the values are logical).
+"""
+import math
+import os
+import sys
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    print("gen_golden.py: torch is not installed; nothing generated "
+          "(apt-get install python3-torch)")
+    sys.exit(0)
+
+torch.set_default_dtype(torch.float64)
+
+# ---- fixed inputs -----------------------------------------------------------
+
+
+def numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def vals(shape, k, kind="any"):
+    """Deterministic values for input number k: smooth, distinct, no RNG."""
+    n = numel(shape)
+    out = []
+    for i in range(n):
+        s = math.sin(1.3 * i + 0.7 * k + 0.1)
+        if kind == "pos":      # log, sqrt, pow bases: in [0.25, 2.25]
+            v = 1.25 + s
+        elif kind == "away":   # divisors: |v| in [0.5, 1.5]
+            v = (0.5 + abs(s)) * (1 if (i + k) % 3 else -1)
+        elif kind == "small":  # exp, softmax: moderate
+            v = 1.5 * s
+        else:
+            v = 2.0 * s
+        out.append(v)
+    return torch.tensor(out).reshape(shape)
+
+
+def weight(shape):
+    n = numel(shape)
+    return torch.tensor([math.cos(0.9 * i + 0.3) + 0.25 for i in range(n)]).reshape(shape)
+
+
+def T(shape, k=0, kind="any", layout="c"):
+    return {"t": vals(shape, k, kind), "layout": layout, "rg": True}
+
+
+def C(tensor):
+    """A constant input (no grad): targets, fixed tensors."""
+    return {"t": tensor, "layout": "c", "rg": False}
+
+
+def Tv(values, layout="c"):
+    return {"t": torch.tensor(values), "layout": layout, "rg": True}
+
+
+# ---- ops: name -> (fn(inputs, params)) ----------------------------------------
+
+def _inplace(name):
+    """y = a * 1 (a non-leaf), y.<op>(rest); the result is y."""
+    def f(x, p):
+        y = x[0] * 1
+        rest = x[1:]
+        if name == "add_":
+            y.add_(rest[0])
+        elif name == "sub_":
+            y.sub_(rest[0])
+        elif name == "mul_":
+            y.mul_(rest[0])
+        elif name == "div_":
+            y.div_(rest[0])
+        elif name == "add_scalar_":
+            y.add_(p[0])
+        elif name == "mul_scalar_":
+            y.mul_(p[0])
+        elif name == "zero_":
+            y.zero_()
+        elif name == "fill_":
+            y.fill_(p[0])
+        elif name == "copy_":
+            y.copy_(rest[0])
+        elif name == "clamp_":
+            y.clamp_(p[0], p[1])
+        elif name == "relu_":
+            y.relu_()
+        elif name == "sigmoid_":
+            y.sigmoid_()
+        elif name == "exp_":
+            y.exp_()
+        elif name == "neg_":
+            y.neg_()
+        else:
+            raise ValueError(name)
+        return y
+    return f
+
+
+def _inplace_view_direct(name):
+    """As _inplace_view but the op writes into the view itself (CopySlices)."""
+    def f(x, p):
+        y = x[0] * 1
+        v = y.narrow(0, 1, 2)
+        if name == "mul_":
+            v.mul_(x[1])
+        elif name == "add_scalar_":
+            v.add_(p[0])
+        elif name == "exp_":
+            v.exp_()
+        elif name == "zero_":
+            v.zero_()
+        elif name == "copy_":
+            v.copy_(x[1])
+        elif name == "select_mul_scalar_":
+            y.select(1, 2).mul_(p[0])
+        else:
+            raise ValueError(name)
+        return y
+    return f
+
+
+OPS = {
+    "add": lambda x, p: x[0] + x[1],
+    "sub": lambda x, p: x[0] - x[1],
+    "mul": lambda x, p: x[0] * x[1],
+    "div": lambda x, p: x[0] / x[1],
+    "pow": lambda x, p: torch.pow(x[0], x[1]),
+    "maximum": lambda x, p: torch.maximum(x[0], x[1]),
+    "minimum": lambda x, p: torch.minimum(x[0], x[1]),
+    "add_alpha": lambda x, p: torch.add(x[0], x[1], alpha=p[0]),
+    "add_scalar": lambda x, p: x[0] + p[0],
+    "sub_scalar": lambda x, p: x[0] - p[0],
+    "mul_scalar": lambda x, p: x[0] * p[0],
+    "div_scalar": lambda x, p: x[0] / p[0],
+    "pow_scalar": lambda x, p: x[0] ** p[0],
+    "rsub_scalar": lambda x, p: p[0] - x[0],
+    "eq": lambda x, p: x[0] == x[1],
+    "ne": lambda x, p: x[0] != x[1],
+    "lt": lambda x, p: x[0] < x[1],
+    "le": lambda x, p: x[0] <= x[1],
+    "gt": lambda x, p: x[0] > x[1],
+    "ge": lambda x, p: x[0] >= x[1],
+    "neg": lambda x, p: -x[0],
+    "exp": lambda x, p: torch.exp(x[0]),
+    "log": lambda x, p: torch.log(x[0]),
+    "sqrt": lambda x, p: torch.sqrt(x[0]),
+    "abs": lambda x, p: torch.abs(x[0]),
+    "sigmoid": lambda x, p: torch.sigmoid(x[0]),
+    "tanh": lambda x, p: torch.tanh(x[0]),
+    "relu": lambda x, p: torch.relu(x[0]),
+    "sin": lambda x, p: torch.sin(x[0]),
+    "cos": lambda x, p: torch.cos(x[0]),
+    "clamp": lambda x, p: torch.clamp(x[0], p[0], p[1]),
+    "clamp_min": lambda x, p: torch.clamp(x[0], min=p[0]),
+    "clamp_max": lambda x, p: torch.clamp(x[0], max=p[0]),
+    "sum": lambda x, p: x[0].sum(),
+    "mean": lambda x, p: x[0].mean(),
+    "max": lambda x, p: x[0].max(),
+    "min": lambda x, p: x[0].min(),
+    "sum_dim": lambda x, p: x[0].sum(int(p[0]), keepdim=bool(p[1])),
+    "mean_dim": lambda x, p: x[0].mean(int(p[0]), keepdim=bool(p[1])),
+    "max_dim": lambda x, p: x[0].max(int(p[0]), keepdim=bool(p[1]))[0],
+    "argmax": lambda x, p: torch.argmax(x[0]),
+    "argmax_dim": lambda x, p: torch.argmax(x[0], int(p[0]), keepdim=bool(p[1])),
+    "matmul": lambda x, p: torch.matmul(x[0], x[1]),
+    "linear": lambda x, p: F.linear(x[0], x[1], x[2] if len(x) > 2 else None),
+    "softmax": lambda x, p: torch.softmax(x[0], int(p[0])),
+    "log_softmax": lambda x, p: torch.log_softmax(x[0], int(p[0])),
+    "cross_entropy": lambda x, p: F.cross_entropy(x[0], x[1]),
+    "mse_loss": lambda x, p: F.mse_loss(x[0], x[1]),
+    "view": lambda x, p: x[0].view([int(s) for s in p]),
+    "reshape": lambda x, p: x[0].reshape([int(s) for s in p]),
+    "transpose": lambda x, p: x[0].transpose(int(p[0]), int(p[1])),
+    "permute": lambda x, p: x[0].permute([int(s) for s in p]),
+    "narrow": lambda x, p: x[0].narrow(int(p[0]), int(p[1]), int(p[2])),
+    "select": lambda x, p: x[0].select(int(p[0]), int(p[1])),
+    "expand": lambda x, p: x[0].expand([int(s) for s in p]),
+    "squeeze": lambda x, p: x[0].squeeze(),
+    "squeeze_dim": lambda x, p: x[0].squeeze(int(p[0])),
+    "unsqueeze": lambda x, p: x[0].unsqueeze(int(p[0])),
+    "flatten": lambda x, p: x[0].flatten(int(p[0]), int(p[1])),
+    "contiguous": lambda x, p: x[0].contiguous(),
+    "clone": lambda x, p: x[0].clone(),
+    "cat": lambda x, p: torch.cat(list(x), int(p[0])),
+    "stack": lambda x, p: torch.stack(list(x), int(p[0])),
+    # a small composite: chains several backward formulas
+    "mlp": lambda x, p: F.cross_entropy(
+        F.linear(torch.tanh(F.linear(x[0], x[1], x[2])), x[3], x[4]), x[5]),
+}
+for _n in ["add_", "sub_", "mul_", "div_", "add_scalar_", "mul_scalar_", "zero_", "fill_",
+           "copy_", "clamp_", "relu_", "sigmoid_", "exp_", "neg_"]:
+    OPS["ip_" + _n] = _inplace(_n)
+for _n in ["mul_", "add_scalar_", "exp_", "zero_", "copy_", "select_mul_scalar_"]:
+    OPS["ipv_" + _n] = _inplace_view_direct(_n)
+
+# ---- cases ---------------------------------------------------------------------
+
+CASES = []
+
+
+def case(name, op, inputs, params=()):
+    CASES.append((name, op, inputs, list(params)))
+
+
+S = (2, 3)
+BIN_SHAPES = [
+    ("same", (2, 3), (2, 3)),
+    ("bcast_row", (2, 3), (3,)),
+    ("bcast_both", (4, 1, 3), (2, 1)),
+    ("bcast_scalar", (2, 3), ()),
+    ("bcast_left", (1, 3), (2, 2, 3)),
+]
+for op, kb in [("add", "any"), ("sub", "any"), ("mul", "any"), ("div", "away"),
+               ("maximum", "any"), ("minimum", "any")]:
+    for sname, sa, sb in BIN_SHAPES:
+        case(f"{op}_{sname}", op, [T(sa, 0), T(sb, 1, kb)])
+for sname, sa, sb in BIN_SHAPES:
+    case(f"pow_{sname}", "pow", [T(sa, 0, "pos"), T(sb, 1, "small")])
+case("add_alpha", "add_alpha", [T((2, 3), 0), T((3,), 1)], [-2.5])
+case("add_transposed", "add", [T((3, 4), 0, layout="t"), T((3, 4), 1)])
+case("mul_transposed_both", "mul", [T((4, 3), 0, layout="t"), T((4, 3), 1, layout="t")])
+case("div_transposed_bcast", "div", [T((3, 4), 0, layout="t"), T((4,), 1, "away")])
+# ties: PyTorch splits the gradient in half
+case("maximum_ties", "maximum", [Tv([-1.0, 0.0, 1.0, 2.0, 3.0]), Tv([1.0, 0.0, 1.0, 5.0, -3.0])])
+case("minimum_ties", "minimum", [Tv([-1.0, 0.0, 1.0, 2.0, 3.0]), Tv([1.0, 0.0, 1.0, 5.0, -3.0])])
+for op, k in [("eq", 0), ("ne", 0), ("lt", 1), ("le", 1), ("gt", 2), ("ge", 2)]:
+    case(f"cmp_{op}", op, [C(torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])),
+                           C(torch.tensor([1.0, 5.0, 0.0]))])
+
+for op, s in [("add_scalar", 1.75), ("sub_scalar", -0.5), ("mul_scalar", -3.25),
+              ("div_scalar", 0.4), ("rsub_scalar", 2.5)]:
+    case(op, op, [T(S, 0)], [s])
+for e in [2.0, 3.0, 0.5, -1.5, 0.0, 1.0]:
+    tag = str(e).replace("-", "m").replace(".", "p")
+    case(f"pow_scalar_{tag}", "pow_scalar", [T(S, 0, "pos")], [e])
+case("pow_scalar_2_negbase", "pow_scalar", [T(S, 0)], [2.0])
+case("pow_scalar_3_negbase", "pow_scalar", [T(S, 0)], [3.0])
+
+UNARY = [("neg", "any"), ("exp", "small"), ("log", "pos"), ("sqrt", "pos"), ("abs", "any"),
+         ("sigmoid", "any"), ("tanh", "any"), ("relu", "any"), ("sin", "any"), ("cos", "any")]
+for op, kind in UNARY:
+    case(op, op, [T((3, 4), 0, kind)])
+    case(f"{op}_transposed", op, [T((3, 4), 2, kind, layout="t")])
+case("abs_at_zero", "abs", [Tv([-1.5, 0.0, 2.0])])
+case("relu_at_zero", "relu", [Tv([-1.5, 0.0, 2.0])])
+case("clamp", "clamp", [T((3, 4), 0)], [-0.5, 1.0])
+case("clamp_boundary", "clamp", [Tv([-1.0, 0.0, 1.0, 2.0, 3.0])], [0.0, 2.0])
+case("clamp_min", "clamp_min", [T((3, 4), 1)], [0.25])
+case("clamp_max", "clamp_max", [T((3, 4), 1)], [0.25])
+
+X3 = (2, 3, 4)
+for op in ["sum", "mean", "max", "min"]:
+    case(op, op, [T(X3, 0)])
+case("sum_transposed", "sum", [T((3, 4), 0, layout="t")])
+case("max_ties", "max", [Tv([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]])])
+case("min_ties", "min", [Tv([[1.0, 3.0, 3.0], [2.0, 0.0, 0.0]])])
+for op in ["sum_dim", "mean_dim", "max_dim"]:
+    for d in [0, 1, -1]:
+        for kd in [0, 1]:
+            case(f"{op}_{d if d >= 0 else 'm1'}_{'keep' if kd else 'nokeep'}", op, [T(X3, 0)],
+                 [d, kd])
+    case(f"{op}_transposed", op, [T((3, 4), 1, layout="t")], [1, 0])
+case("max_dim_ties_1", "max_dim", [Tv([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]])], [1, 0])
+case("max_dim_ties_0", "max_dim", [Tv([[1.0, 3.0, 3.0], [2.0, 3.0, 0.0]])], [0, 1])
+case("argmax", "argmax", [C(vals(X3, 0))])
+case("argmax_ties", "argmax", [C(torch.tensor([[1.0, 3.0, 3.0], [3.0, 2.0, 0.0]]))])
+case("argmax_dim_1", "argmax_dim", [C(vals(X3, 0))], [1, 0])
+case("argmax_dim_m1_keep", "argmax_dim", [C(vals(X3, 0))], [-1, 1])
+
+MM = [
+    ("1d_1d", (4,), (4,)),
+    ("2d_1d", (3, 4), (4,)),
+    ("1d_2d", (4,), (4, 2)),
+    ("2d_2d", (3, 4), (4, 2)),
+    ("3d_3d", (2, 3, 4), (2, 4, 5)),
+    ("3d_2d", (2, 3, 4), (4, 5)),
+    ("2d_3d", (3, 4), (2, 4, 5)),
+    ("3d_1d", (2, 3, 4), (4,)),
+    ("1d_3d", (4,), (2, 4, 5)),
+    ("bcast_4d_3d", (2, 1, 3, 4), (5, 4, 2)),
+    ("bcast_1_batch", (1, 3, 4), (3, 4, 2)),
+]
+for name, sa, sb in MM:
+    case(f"matmul_{name}", "matmul", [T(sa, 0), T(sb, 1)])
+case("matmul_transposed_a", "matmul", [T((3, 4), 0, layout="t"), T((4, 2), 1)])
+case("matmul_transposed_b", "matmul", [T((3, 4), 0), T((4, 2), 1, layout="t")])
+case("matmul_transposed_batched", "matmul", [T((2, 3, 4), 0, layout="t"),
+                                             T((2, 4, 5), 1, layout="t")])
+case("linear", "linear", [T((4, 3), 0), T((2, 3), 1), T((2,), 2)])
+case("linear_nobias", "linear", [T((4, 3), 0), T((2, 3), 1)])
+case("linear_3d", "linear", [T((2, 4, 3), 0), T((5, 3), 1), T((5,), 2)])
+case("linear_1d", "linear", [T((3,), 0), T((2, 3), 1), T((2,), 2)])
+case("linear_transposed_w", "linear", [T((4, 3), 0), T((2, 3), 1, layout="t"), T((2,), 2)])
+
+for op in ["softmax", "log_softmax"]:
+    case(f"{op}_dim0", op, [T((3, 4), 0, "small")], [0])
+    case(f"{op}_dim1", op, [T((3, 4), 0, "small")], [1])
+    case(f"{op}_dimm1_3d", op, [T(X3, 1, "small")], [-1])
+    case(f"{op}_dim1_3d", op, [T(X3, 1, "small")], [1])
+    case(f"{op}_transposed", op, [T((3, 4), 2, "small", layout="t")], [1])
+    case(f"{op}_large", op, [Tv([[1000.0, 1001.0, 999.0], [-1000.0, -1002.0, -1001.0]])], [1])
+case("cross_entropy", "cross_entropy",
+     [T((4, 5), 0), C(torch.tensor([1, 0, 4, 2], dtype=torch.int64))])
+case("cross_entropy_transposed", "cross_entropy",
+     [T((4, 5), 1, layout="t"), C(torch.tensor([3, 3, 0, 1], dtype=torch.int64))])
+case("cross_entropy_large", "cross_entropy",
+     [Tv([[500.0, 0.0, -500.0], [1.0, 2.0, 3.0]]), C(torch.tensor([2, 0], dtype=torch.int64))])
+case("mse_loss", "mse_loss", [T((3, 4), 0), T((3, 4), 1)])
+case("mse_loss_const_target", "mse_loss", [T((3, 4), 0), C(vals((3, 4), 5))])
+
+case("view", "view", [T(X3, 0)], [6, 4])
+case("view_infer", "view", [T(X3, 0)], [4, -1])
+case("view_flat", "view", [T(X3, 0)], [-1])
+case("reshape", "reshape", [T(X3, 0)], [3, 8])
+case("reshape_transposed", "reshape", [T((3, 4), 0, layout="t")], [2, 6])
+case("transpose", "transpose", [T(X3, 0)], [0, 2])
+case("transpose_neg", "transpose", [T(X3, 0)], [-1, -2])
+case("permute", "permute", [T(X3, 0)], [2, 0, 1])
+case("narrow", "narrow", [T(X3, 0)], [1, 1, 2])
+case("narrow_last", "narrow", [T(X3, 0)], [-1, 2, 2])
+case("select", "select", [T(X3, 0)], [1, 2])
+case("select_neg", "select", [T(X3, 0)], [0, -1])
+case("expand", "expand", [T((3, 1), 0)], [2, 3, 4])
+case("expand_keep", "expand", [T((3, 1), 0)], [-1, 5])
+case("squeeze", "squeeze", [T((2, 1, 3, 1), 0)])
+case("squeeze_dim", "squeeze_dim", [T((2, 1, 3, 1), 0)], [1])
+case("squeeze_dim_noop", "squeeze_dim", [T((2, 1, 3, 1), 0)], [0])
+case("unsqueeze", "unsqueeze", [T(S, 0)], [1])
+case("unsqueeze_end", "unsqueeze", [T(S, 0)], [-1])
+case("flatten", "flatten", [T(X3, 0)], [1, 2])
+case("flatten_all", "flatten", [T(X3, 0)], [0, -1])
+case("flatten_transposed", "flatten", [T((3, 4), 0, layout="t")], [0, 1])
+case("contiguous_transposed", "contiguous", [T((3, 4), 0, layout="t")])
+case("clone", "clone", [T(S, 0)])
+case("cat_dim0", "cat", [T((2, 3), 0), T((1, 3), 1), T((3, 3), 2)], [0])
+case("cat_dim1", "cat", [T((2, 3), 0), T((2, 1), 1), T((2, 2), 2)], [1])
+case("cat_dimm1_transposed", "cat", [T((3, 2), 0, layout="t"), T((3, 4), 1)], [-1])
+case("stack_dim0", "stack", [T(S, 0), T(S, 1), T(S, 2)], [0])
+case("stack_dim1", "stack", [T(S, 0), T(S, 1)], [1])
+case("stack_dim2", "stack", [T(S, 0), T(S, 1, layout="t")], [2])
+
+case("mlp", "mlp", [T((4, 3), 0), T((5, 3), 1), T((5,), 2), T((3, 5), 3), T((3,), 4),
+                    C(torch.tensor([2, 0, 1, 1], dtype=torch.int64))])
+
+# in-place ops on a non-leaf, and through a view (CopySlices)
+for n, extra, params in [("add_", [T(S, 1)], []), ("sub_", [T((3,), 1)], []),
+                         ("mul_", [T(S, 1)], []), ("div_", [T((3,), 1, "away")], []),
+                         ("add_scalar_", [], [1.5]), ("mul_scalar_", [], [-2.0]),
+                         ("zero_", [], []), ("fill_", [], [0.75]), ("copy_", [T((3,), 1)], []),
+                         ("clamp_", [], [-0.5, 1.0]), ("relu_", [], []), ("sigmoid_", [], []),
+                         ("exp_", [], []), ("neg_", [], [])]:
+    case("ip_" + n.rstrip("_"), "ip_" + n, [T(S, 0)] + extra, params)
+for n, extra, params in [("mul_", [T((4,), 1)], []), ("add_scalar_", [], [2.0]),
+                         ("exp_", [], []), ("zero_", [], []), ("copy_", [T((2, 4), 1)], []),
+                         ("select_mul_scalar_", [], [3.0])]:
+    case("ipv_" + n.rstrip("_"), "ipv_" + n, [T((3, 4), 0)] + extra, params)
+
+# ---- writing -----------------------------------------------------------------------
+
+
+def fmt(v):
+    return repr(float(v)) if not isinstance(v, bool) else str(int(v))
+
+
+def dtype_tag(t):
+    if t.dtype == torch.float64:
+        return "f64"
+    if t.dtype == torch.int64:
+        return "i64"
+    if t.dtype == torch.bool:
+        return "bool"
+    raise ValueError(t.dtype)
+
+
+def write_tensor(f, kind, name, t, layout="c"):
+    shape = list(t.shape)
+    f.write(f"tensor {kind} {name} {dtype_tag(t)} {layout} {len(shape)}")
+    for s in shape:
+        f.write(f" {s}")
+    f.write("\n")
+    flat = t.detach().reshape(-1).tolist()
+    if t.dtype == torch.float64:
+        items = [repr(float(v)) for v in flat]
+    else:
+        items = [str(int(v)) for v in flat]
+    for i in range(0, len(items), 6):
+        f.write(" ".join(items[i:i + 6]) + "\n")
+
+
+def run_case(name, op, inputs, params, outdir):
+    xs = []
+    for inp in inputs:
+        t = inp["t"].clone()
+        if inp["rg"]:
+            t.requires_grad_(True)
+        xs.append(t)
+    out = OPS[op](xs, params)
+    rg = [x for x, inp in zip(xs, inputs) if inp["rg"]]
+    diff = out.dtype == torch.float64 and rg and out.requires_grad
+    grads = []
+    if diff:
+        w = weight(out.shape)
+        grads = torch.autograd.grad((out * w).sum(), rg, allow_unused=True)
+    with open(os.path.join(outdir, name + ".txt"), "w") as f:
+        f.write(f"op {op}\n")
+        f.write(f"params {len(params)}" + "".join(" " + fmt(p) for p in params) + "\n")
+        for i, (x, inp) in enumerate(zip(xs, inputs)):
+            kind = "input" if inp["rg"] else "const"
+            write_tensor(f, kind, f"x{i}", x, inp["layout"])
+        if diff:
+            write_tensor(f, "weight", "w", w)
+        write_tensor(f, "output", "out", out)
+        if diff:
+            j = 0
+            for i, inp in enumerate(inputs):
+                if not inp["rg"]:
+                    continue
+                g = grads[j]
+                j += 1
+                if g is None:  # unreachable input: tenet must still give zeros
+                    print(f"gen_golden.py: note: {name}: no gradient for x{i}, writing zeros")
+                    g = torch.zeros_like(xs[i])
+                write_tensor(f, "grad", f"x{i}", g)
+        f.write("end\n")
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "tests", "golden")
+    os.makedirs(outdir, exist_ok=True)
+    names = set()
+    for name, op, inputs, params in CASES:
+        assert name not in names, name
+        names.add(name)
+        run_case(name, op, inputs, params, outdir)
+    print(f"gen_golden.py: wrote {len(CASES)} cases to {os.path.normpath(outdir)} "
+          f"(torch {torch.__version__})")
+
+
+if __name__ == "__main__":
+    main()
