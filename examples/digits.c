@@ -38,13 +38,14 @@ static int parse_row(const char *line, float *pixels, int64_t *label, char *why,
         char *end;
         errno = 0;
         long v = strtol(p, &end, 10);
-        if (end == p || errno)
-            return fail(why, whylen, "column %d is not an integer", col + 1);
+        if (end == p || errno) return fail(why, whylen, "column %d is not an integer", col + 1);
         long hi = col < DIGITS_PIXELS ? 16 : DIGITS_CLASSES - 1;
         if (v < 0 || v > hi)
             return fail(why, whylen, "column %d is %ld, outside 0..%ld", col + 1, v, hi);
-        if (col < DIGITS_PIXELS) pixels[col] = (float)v / 16.0f;
-        else *label = v;
+        if (col < DIGITS_PIXELS)
+            pixels[col] = (float)v / 16.0f;
+        else
+            *label = v;
         p = end;
         char want = col < DIGITS_PIXELS ? ',' : '\0';
         if (want == ',' && *p != ',')
@@ -52,7 +53,8 @@ static int parse_row(const char *line, float *pixels, int64_t *label, char *why,
                         DIGITS_PIXELS + 1, col + 1);
         if (want == ',') p++;
     }
-    while (*p == '\r' || *p == '\n' || *p == ' ') p++;
+    while (*p == '\r' || *p == '\n' || *p == ' ')
+        p++;
     if (*p) return fail(why, whylen, "more than %d values", DIGITS_PIXELS + 1);
     return 0;
 }
@@ -70,7 +72,8 @@ static int grow(digits *d, int64_t *cap) {
 }
 
 static bool blank(const char *s) {
-    while (*s == ' ' || *s == '\r' || *s == '\n' || *s == '\t') s++;
+    while (*s == ' ' || *s == '\r' || *s == '\n' || *s == '\t')
+        s++;
     return *s == '\0';
 }
 
@@ -84,11 +87,10 @@ static int read_rows(gzFile gz, const char *path, digits *d, char *err, size_t e
             return fail(err, errlen, "%s: line %lld is too long for a digits row", path,
                         (long long)lineno);
         if (blank(line)) continue;
-        if (d->n == cap && grow(d, &cap) < 0)
-            return fail(err, errlen, "%s: out of memory", path);
+        if (d->n == cap && grow(d, &cap) < 0) return fail(err, errlen, "%s: out of memory", path);
         char why[128];
-        if (parse_row(line, d->pixels + d->n * DIGITS_PIXELS, &d->labels[d->n], why,
-                      sizeof why) < 0) {
+        if (parse_row(line, d->pixels + d->n * DIGITS_PIXELS, &d->labels[d->n], why, sizeof why) <
+            0) {
             if (stream_error(gz, path, err, errlen) < 0) return -1;
             return fail(err, errlen, "%s: line %lld: %s", path, (long long)lineno, why);
         }

@@ -15,9 +15,9 @@
 #define DIGITS_ROWS 1797 /* rows in the shipped file */
 
 typedef struct digits {
-    int64_t n;      /* rows */
-    float *pixels;  /* n x 64, scaled by 1/16 to [0, 1] */
-    int64_t *labels;/* n, in [0, 10) */
+    int64_t n;       /* rows */
+    float *pixels;   /* n x 64, scaled by 1/16 to [0, 1] */
+    int64_t *labels; /* n, in [0, 10) */
 } digits;
 
 /* Reads every row of `path` into *out (owned: free with digits_free).

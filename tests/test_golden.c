@@ -38,7 +38,8 @@ typedef struct {
 /* ---- parsing ------------------------------------------------------------------ */
 
 static void free_case(gcase *c) {
-    for (int i = 0; i < c->nt; i++) free(c->t[i].v);
+    for (int i = 0; i < c->nt; i++)
+        free(c->t[i].v);
     c->nt = 0;
 }
 
@@ -57,8 +58,8 @@ static const char *parse_case(FILE *f, gcase *c) {
         if (strcmp(tok, "end") == 0) return NULL;
         if (strcmp(tok, "tensor") != 0 || c->nt == MAX_TENSORS) return "bad tensor line";
         gtensor *t = &c->t[c->nt++];
-        if (fscanf(f, "%15s %15s %7s %3s %d", t->kind, t->name, t->dtype, t->layout,
-                   &t->ndim) != 5 ||
+        if (fscanf(f, "%15s %15s %7s %3s %d", t->kind, t->name, t->dtype, t->layout, &t->ndim) !=
+                5 ||
             t->ndim < 0 || t->ndim > TN_MAX_DIMS)
             return "bad tensor header";
         t->n = 1;
@@ -88,7 +89,8 @@ static tn_tensor *make_tensor(const gtensor *t, bool requires_grad) {
     if (strcmp(t->dtype, "i64") == 0) {
         int64_t *iv = malloc((size_t)(t->n ? t->n : 1) * sizeof *iv);
         assert_non_null(iv);
-        for (int64_t i = 0; i < t->n; i++) iv[i] = (int64_t)t->v[i];
+        for (int64_t i = 0; i < t->n; i++)
+            iv[i] = (int64_t)t->v[i];
         tn_tensor *r = tn_tensor_from(iv, TN_I64, t->ndim, t->shape, false);
         free(iv);
         assert_non_null(r);
@@ -153,14 +155,13 @@ typedef tn_tensor *(*golden_fn)(tn_tensor **x, int n, const double *p, int np);
 
 static int64_t shape_p[MAX_PARAMS];
 static const int64_t *pshape(const double *p, int np) {
-    for (int i = 0; i < np; i++) shape_p[i] = (int64_t)p[i];
+    for (int i = 0; i < np; i++)
+        shape_p[i] = (int64_t)p[i];
     return shape_p;
 }
 
-#define BIN(name, call)                                                                 \
-    static tn_tensor *g_##name(tn_tensor **x, int n, const double *p, int np) {         \
-        return call;                                                                    \
-    }
+#define BIN(name, call)                                                                            \
+    static tn_tensor *g_##name(tn_tensor **x, int n, const double *p, int np) { return call; }
 BIN(add, tn_add(x[0], x[1]))
 BIN(sub, tn_sub(x[0], x[1]))
 BIN(mul, tn_mul(x[0], x[1]))
@@ -226,7 +227,8 @@ BIN(stack, tn_stack(n, x, (int)p[0]))
 
 static tn_tensor *g_permute(tn_tensor **x, int n, const double *p, int np) {
     int dims[TN_MAX_DIMS];
-    for (int i = 0; i < np && i < TN_MAX_DIMS; i++) dims[i] = (int)p[i];
+    for (int i = 0; i < np && i < TN_MAX_DIMS; i++)
+        dims[i] = (int)p[i];
     return tn_permute(x[0], np, dims);
 }
 
@@ -284,20 +286,72 @@ static const struct {
     const char *name;
     golden_fn f;
 } OPS[] = {
-#define E(n) {#n, g_##n}
-    E(add),        E(sub),         E(mul),        E(div),         E(pow),
-    E(maximum),    E(minimum),     E(add_alpha),  E(add_scalar),  E(sub_scalar),
-    E(mul_scalar), E(div_scalar),  E(pow_scalar), E(rsub_scalar), E(eq),
-    E(ne),         E(lt),          E(le),         E(gt),          E(ge),
-    E(neg),        E(exp),         E(log),        E(sqrt),        E(abs),
-    E(sigmoid),    E(tanh),        E(relu),       E(sin),         E(cos),
-    E(clamp),      E(clamp_min),   E(clamp_max),  E(sum),         E(mean),
-    E(max),        E(min),         E(sum_dim),    E(mean_dim),    E(max_dim),
-    E(argmax),     E(argmax_dim),  E(matmul),     E(linear),      E(softmax),
-    E(log_softmax), E(cross_entropy), E(mse_loss), E(view),       E(reshape),
-    E(transpose),  E(permute),     E(narrow),     E(select),      E(expand),
-    E(squeeze),    E(squeeze_dim), E(unsqueeze),  E(flatten),     E(contiguous),
-    E(clone),      E(cat),         E(stack),      E(mlp),
+#define E(n)                                                                                       \
+    { #n, g_##n }
+    E(add),
+    E(sub),
+    E(mul),
+    E(div),
+    E(pow),
+    E(maximum),
+    E(minimum),
+    E(add_alpha),
+    E(add_scalar),
+    E(sub_scalar),
+    E(mul_scalar),
+    E(div_scalar),
+    E(pow_scalar),
+    E(rsub_scalar),
+    E(eq),
+    E(ne),
+    E(lt),
+    E(le),
+    E(gt),
+    E(ge),
+    E(neg),
+    E(exp),
+    E(log),
+    E(sqrt),
+    E(abs),
+    E(sigmoid),
+    E(tanh),
+    E(relu),
+    E(sin),
+    E(cos),
+    E(clamp),
+    E(clamp_min),
+    E(clamp_max),
+    E(sum),
+    E(mean),
+    E(max),
+    E(min),
+    E(sum_dim),
+    E(mean_dim),
+    E(max_dim),
+    E(argmax),
+    E(argmax_dim),
+    E(matmul),
+    E(linear),
+    E(softmax),
+    E(log_softmax),
+    E(cross_entropy),
+    E(mse_loss),
+    E(view),
+    E(reshape),
+    E(transpose),
+    E(permute),
+    E(narrow),
+    E(select),
+    E(expand),
+    E(squeeze),
+    E(squeeze_dim),
+    E(unsqueeze),
+    E(flatten),
+    E(contiguous),
+    E(clone),
+    E(cat),
+    E(stack),
+    E(mlp),
 #undef E
 };
 
@@ -309,49 +363,52 @@ static golden_fn lookup(const char *op) {
     return NULL;
 }
 
+static gcase the_case;
+
 /* ---- one case ---------------------------------------------------------------- */
 
 static void run_golden(void **state) {
     const char *path = *state;
     FILE *f = fopen(path, "r");
     if (!f) fail_msg("cannot open %s", path);
-    static gcase c; /* large: not on the stack */
-    const char *perr = parse_case(f, &c);
+    gcase *c = &the_case; /* large: not on the stack */
+    free_case(c);         /* values left by a case that failed midway */
+    const char *perr = parse_case(f, c);
     fclose(f);
     if (perr) {
-        free_case(&c);
+        free_case(c);
         fail_msg("%s: %s", path, perr);
     }
-    golden_fn fn = lookup(c.op);
-    if (!fn) fail_msg("%s: unknown op %s", path, c.op);
+    golden_fn fn = lookup(c->op);
+    if (!fn) fail_msg("%s: unknown op %s", path, c->op);
 
     tn_scope_begin();
-    tn_tensor *x[MAX_TENSORS];
+    tn_tensor *x[MAX_TENSORS] = {0};
     int n = 0;
-    for (int i = 0; i < c.nt; i++) {
-        bool in = !strcmp(c.t[i].kind, "input"), cst = !strcmp(c.t[i].kind, "const");
-        if (in || cst) x[n++] = make_tensor(&c.t[i], in);
+    for (int i = 0; i < c->nt; i++) {
+        bool in = !strcmp(c->t[i].kind, "input"), cst = !strcmp(c->t[i].kind, "const");
+        if (in || cst) x[n++] = make_tensor(&c->t[i], in);
     }
     tn_tensor *x_in[MAX_TENSORS]; /* snapshot: ops must not swap handles */
     memcpy(x_in, x, sizeof x);
-    cur_op = c.op;
-    tn_tensor *out = fn(x, n, c.p, c.np);
-    if (!out) fail_msg("%s failed: %s", c.op, tn_last_error());
-    assert_matches("forward", out, find(&c, "output", NULL));
+    cur_op = c->op;
+    tn_tensor *out = fn(x, n, c->p, c->np);
+    if (!out) fail_msg("%s failed: %s", c->op, tn_last_error());
+    assert_matches("forward", out, find(c, "output", NULL));
 
-    const gtensor *w = find(&c, "weight", NULL);
+    const gtensor *w = find(c, "weight", NULL);
     if (w) {
         tn_tensor *wt = make_tensor(w, false);
         tn_tensor *loss = tn_sum(tn_mul(out, wt));
         if (!loss) fail_msg("sum(out * w) failed: %s", tn_last_error());
         if (tn_backward(loss, NULL, false) != TN_OK)
             fail_msg("backward failed: %s", tn_last_error());
-        for (int i = 0, k = 0; i < c.nt; i++) {
-            const gtensor *t = &c.t[i];
+        for (int i = 0, k = 0; i < c->nt; i++) {
+            const gtensor *t = &c->t[i];
             if (strcmp(t->kind, "input") && strcmp(t->kind, "const")) continue;
             int idx = k++;
             if (strcmp(t->kind, "input")) continue;
-            const gtensor *g = find(&c, "grad", t->name);
+            const gtensor *g = find(c, "grad", t->name);
             assert_non_null(g);
             tn_tensor *got = tn_grad(x_in[idx]);
             char what[64];
@@ -360,9 +417,10 @@ static void run_golden(void **state) {
             assert_matches(what, got, g);
         }
     }
-    for (int i = 0; i < n; i++) assert_int_equal(tn_version(x_in[i]), 0); /* inputs intact */
+    for (int i = 0; i < n; i++)
+        assert_int_equal(tn_version(x_in[i]), 0); /* inputs intact */
     tn_scope_end();
-    free_case(&c);
+    free_case(c);
 }
 
 static int by_name(const void *a, const void *b) {
@@ -412,6 +470,7 @@ int main(void) {
         tests[i].initial_state = paths[i];
     }
     int failed = _cmocka_run_group_tests("golden", tests, n, NULL, NULL);
+    free_case(&the_case);
     for (size_t i = 0; i < n; i++) {
         free(names[i]);
         free(paths[i]);

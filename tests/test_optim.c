@@ -13,12 +13,14 @@ static const double G1[] = {0.1, -0.2, 0.3, 0.05}, G2[] = {0.5, -0.25, 0.125, 1.
 /* float32 or float64 tensor of v (owned by the open scope, if any). */
 static tn_tensor *make(tn_dtype dt, int ndim, const int64_t *shape, const double *v, bool rg) {
     int64_t n = 1;
-    for (int d = 0; d < ndim; d++) n *= shape[d];
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
     float f[64];
     assert_true(n <= 64);
-    for (int64_t i = 0; i < n; i++) f[i] = (float)v[i];
-    tn_tensor *t = tn_tensor_from(dt == TN_F32 ? (const void *)f : (const void *)v, dt, ndim,
-                                  shape, rg);
+    for (int64_t i = 0; i < n; i++)
+        f[i] = (float)v[i];
+    tn_tensor *t =
+        tn_tensor_from(dt == TN_F32 ? (const void *)f : (const void *)v, dt, ndim, shape, rg);
     assert_non_null(t);
     return t;
 }
@@ -61,8 +63,10 @@ static void three_steps(tn_dtype dt, bool adam, const double *want1, const doubl
     tt_assert_close(p1, want1, 4, tol);
     tt_assert_close(p2, want2, 4, tol);
     assert_true(tn_is_leaf(p1) && tn_requires_grad(p1));
-    if (adam) tn_adam_free(opt);
-    else tn_sgd_free(opt);
+    if (adam)
+        tn_adam_free(opt);
+    else
+        tn_sgd_free(opt);
     tn_release(p1);
     tn_release(p2);
 }
@@ -107,8 +111,10 @@ static void test_adam_skips_params_without_grad(void **state) {
     assert_non_null(opt);
     for (int s = 0; s < 3; s++) {
         set_grad(p1, (const double[]){0.3, -0.1});
-        if (s == 0) assert_int_equal(tn_set_grad(p2, NULL), TN_OK);
-        else set_grad(p2, (const double[]){1.0 * s, -2.0 * s});
+        if (s == 0)
+            assert_int_equal(tn_set_grad(p2, NULL), TN_OK);
+        else
+            set_grad(p2, (const double[]){1.0 * s, -2.0 * s});
         assert_int_equal(tn_adam_step(opt), TN_OK);
         if (s == 0) assert_int_equal(tn_version(p2), 0);
     }
@@ -167,8 +173,10 @@ static void test_duplicate_params(void **state) {
         const double adam_want[] = {0.6000000080000012, -1.3999999839999995};
         tt_assert_close(p, adam ? adam_want : sgd_want, 2, 1e-12);
         assert_int_equal(tn_version(p), 4);
-        if (adam) tn_adam_free(opt);
-        else tn_sgd_free(opt);
+        if (adam)
+            tn_adam_free(opt);
+        else
+            tn_sgd_free(opt);
         tn_release(p);
     }
 }
@@ -180,7 +188,8 @@ static void test_non_contiguous_param(void **state) {
     tn_scope_begin();
     const int64_t sh[] = {3, 4};
     double v[12], g[12];
-    for (int i = 0; i < 12; i++) v[i] = 0.5 * i - 2, g[i] = 0.1 * (i % 5) - 0.2;
+    for (int i = 0; i < 12; i++)
+        v[i] = 0.5 * i - 2, g[i] = 0.1 * (i % 5) - 0.2;
     tn_tensor *src = make(TN_F32, 2, sh, v, false);
     tn_tensor *pt = tn_detach(tn_transpose(src, 0, 1)); /* (4, 3), strides (1, 4) */
     assert_int_equal(tn_requires_grad_(pt, true), TN_OK);
@@ -200,8 +209,10 @@ static void test_non_contiguous_param(void **state) {
         double b[12];
         assert_int_equal(tn_copy_to_f64(pc, b, 12), TN_OK);
         tt_assert_close(pt, b, 12, 1e-6);
-        if (adam) tn_adam_free(opt);
-        else tn_sgd_free(opt);
+        if (adam)
+            tn_adam_free(opt);
+        else
+            tn_sgd_free(opt);
     }
     assert_int_equal(tn_version(src), 6); /* pt shares src's counter */
     tn_scope_end();
@@ -256,10 +267,10 @@ static void test_backward_step_zero_grad(void **state) {
     tn_release(w);
 }
 
-#define ASSERT_NEW_FAILS(expr, needle)                                                    \
-    do {                                                                                  \
-        assert_null(expr);                                                                \
-        tt_assert_error(TN_ERR_INVALID_ARGUMENT, needle);                                 \
+#define ASSERT_NEW_FAILS(expr, needle)                                                             \
+    do {                                                                                           \
+        assert_null(expr);                                                                         \
+        tt_assert_error(TN_ERR_INVALID_ARGUMENT, needle);                                          \
     } while (0)
 
 static void test_errors(void **state) {
@@ -279,7 +290,8 @@ static void test_errors(void **state) {
                      "Invalid beta parameter at index 0: 1.0");
     ASSERT_NEW_FAILS(tn_adam_new(1, ps, 0.1, 0.9, -0.1, 1e-8, 0),
                      "Invalid beta parameter at index 1: -0.1");
-    ASSERT_NEW_FAILS(tn_adam_new(1, ps, 0.1, 0.9, 0.999, -1e-8, 0), "Invalid epsilon value: -1e-08");
+    ASSERT_NEW_FAILS(tn_adam_new(1, ps, 0.1, 0.9, 0.999, -1e-8, 0),
+                     "Invalid epsilon value: -1e-08");
     ASSERT_NEW_FAILS(tn_adam_new(1, ps, 0.1, 0.9, 0.999, 1e-8, -1e20),
                      "Invalid weight_decay value: -1e+20");
     ASSERT_NEW_FAILS(tn_sgd_new(0, ps, 0.1, 0, 0), "optimizer got an empty parameter list");

@@ -14,13 +14,14 @@ typedef struct print_case {
     tn_dtype dt;
     int ndim;
     int64_t shape[4];
-    const double *vals;  /* explicit values, or NULL */
+    const double *vals;   /* explicit values, or NULL */
     const int64_t *ivals; /* explicit int64 values, or NULL */
     double start, step;   /* otherwise start + step * i */
     bool requires_grad;
     const char *want;
 } print_case;
 
+/* clang-format off */
 static const print_case cases[] = {
     {"f32 requires_grad", TN_F32, 1, {2}, (const double[]){1.0, 2.0}, NULL, 0.0, 0.0, true,
      "tensor([1., 2.], requires_grad=True)"},
@@ -241,22 +242,37 @@ static const print_case cases[] = {
      "tensor([], dtype=bool)"},
     {"empty requires_grad", TN_F32, 2, {0, 2}, NULL, NULL, 0.0, 0.0, true,
      "tensor([], size=(0, 2), requires_grad=True)"},
+
 };
+/* clang-format on */
 
 static tn_tensor *make_case(const print_case *c) {
     int64_t n = 1;
-    for (int d = 0; d < c->ndim; d++) n *= c->shape[d];
+    for (int d = 0; d < c->ndim; d++)
+        n *= c->shape[d];
     char *buf = malloc((size_t)(n ? n : 1) * 8);
     assert_non_null(buf);
     for (int64_t i = 0; i < n; i++) {
         double v = c->vals ? c->vals[i] : c->start + c->step * (double)i;
         switch (c->dt) {
-        case TN_F32: ((float *)buf)[i] = (float)v; break;
-        case TN_F64: ((double *)buf)[i] = v; break;
-        case TN_I16: ((int16_t *)buf)[i] = (int16_t)v; break;
-        case TN_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
-        case TN_I64: ((int64_t *)buf)[i] = c->ivals ? c->ivals[i] : (int64_t)v; break;
-        default: ((uint8_t *)buf)[i] = v != 0; break;
+        case TN_F32:
+            ((float *)buf)[i] = (float)v;
+            break;
+        case TN_F64:
+            ((double *)buf)[i] = v;
+            break;
+        case TN_I16:
+            ((int16_t *)buf)[i] = (int16_t)v;
+            break;
+        case TN_I32:
+            ((int32_t *)buf)[i] = (int32_t)v;
+            break;
+        case TN_I64:
+            ((int64_t *)buf)[i] = c->ivals ? c->ivals[i] : (int64_t)v;
+            break;
+        default:
+            ((uint8_t *)buf)[i] = v != 0;
+            break;
         }
     }
     tn_tensor *t = tn_tensor_from(buf, c->dt, c->ndim, c->shape, c->requires_grad);
@@ -370,7 +386,7 @@ static void test_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        TT_TEST(test_torch_cases),   TT_TEST(test_grad_fn),          TT_TEST(test_grad_of_sigmoid),
+        TT_TEST(test_torch_cases),    TT_TEST(test_grad_fn),          TT_TEST(test_grad_of_sigmoid),
         TT_TEST(test_non_contiguous), TT_TEST(test_format_truncates), TT_TEST(test_print_to_stream),
         TT_TEST(test_errors),
     };

@@ -13,7 +13,8 @@ static const int64_t S23[] = {2, 3};
 /* x[i] = ((7 i) % 11) - 5 + 0.25 (i % 3), shape (2, 3, 4): exact in float32 */
 static tn_tensor *x234(tn_dtype dt, bool rg) {
     double v[24];
-    for (int i = 0; i < 24; i++) v[i] = ((i * 7) % 11) - 5 + 0.25 * (i % 3);
+    for (int i = 0; i < 24; i++)
+        v[i] = ((i * 7) % 11) - 5 + 0.25 * (i % 3);
     tn_tensor *d = tt_f64(3, S234, v, false);
     tn_tensor *t = dt == TN_F64 ? d : tn_to(d, dt, TN_DEVICE_KEEP);
     assert_non_null(t);
@@ -22,21 +23,21 @@ static tn_tensor *x234(tn_dtype dt, bool rg) {
 }
 
 /* [[1, 3, 3], [2, 0, 3]] float32: ties for the max */
-static tn_tensor *ties(bool rg) {
-    return tt_f32(2, S23, (const float[]){1, 3, 3, 2, 0, 3}, rg);
-}
+static tn_tensor *ties(bool rg) { return tt_f32(2, S23, (const float[]){1, 3, 3, 2, 0, 3}, rg); }
 
 static void assert_shape(const tn_tensor *t, int nd, const int64_t *shape) {
     assert_non_null(t);
     assert_int_equal(tn_ndim(t), nd);
-    for (int i = 0; i < nd; i++) assert_int_equal(tn_shape(t)[i], shape[i]);
+    for (int i = 0; i < nd; i++)
+        assert_int_equal(tn_shape(t)[i], shape[i]);
 }
 
 static void assert_i64(const tn_tensor *t, const int64_t *want, int64_t n) {
     assert_non_null(t);
     assert_int_equal(tn_dtype_of(t), TN_I64);
     double w[64];
-    for (int64_t i = 0; i < n; i++) w[i] = (double)want[i];
+    for (int64_t i = 0; i < n; i++)
+        w[i] = (double)want[i];
     tt_assert_close(t, w, n, 0);
 }
 
@@ -68,8 +69,13 @@ static void test_whole(void **state) {
 static const double SUM0[] = {-3.0, 0.5, 4.0, 6.0, -1.5, 2.0, 4.0, -3.5, 0.0, 2.0, -5.5, -2.0};
 static const double SUM1[] = {-7.25, 2.75, 1.75, 0.75, 2.75, 1.75, 0.75, -0.25};
 static const double SUM2[] = {0.75, 3.0, -5.75, 6.75, -2.0, 0.25};
-static const double MEAN1[] = {-2.4166666666666665, 0.9166666666666666, 0.5833333333333334, 0.25,
-                               0.9166666666666666,  0.5833333333333334, 0.25,
+static const double MEAN1[] = {-2.4166666666666665,
+                               0.9166666666666666,
+                               0.5833333333333334,
+                               0.25,
+                               0.9166666666666666,
+                               0.5833333333333334,
+                               0.25,
                                -0.08333333333333333};
 static const double MAX0[] = {2.0, 2.25, 5.5, 5.0, 1.25, 4.5, 4.0, 0.25, 3.5, 3.0, -0.75, 2.5};
 static const int64_t AMAX0[] = {1, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1};
@@ -93,9 +99,8 @@ static void test_dims(void **state) {
         tn_tensor *m1 = tn_mean_dim(x, 1, false);
         assert_int_equal(tn_dtype_of(m1), tn_dtype_of(x));
         tt_assert_close(m1, MEAN1, 8, 1e-6);
-        tt_assert_close(tn_mean_dim(x, 2, true), (const double[]){0.1875, 0.75, -1.4375, 1.6875,
-                                                                  -0.5, 0.0625},
-                        6, 1e-7);
+        tt_assert_close(tn_mean_dim(x, 2, true),
+                        (const double[]){0.1875, 0.75, -1.4375, 1.6875, -0.5, 0.0625}, 6, 1e-7);
         tt_assert_close(tn_max_dim(x, 0, false), MAX0, 12, 0);
         assert_i64(tn_argmax_dim(x, 0, false), AMAX0, 12);
         tn_tensor *mx1 = tn_max_dim(x, 1, true);
@@ -114,27 +119,26 @@ static void test_dims(void **state) {
 static void test_transposed(void **state) {
     tn_scope_begin();
     tn_tensor *xt = tn_transpose(x234(TN_F32, false), 0, 2);
-    tt_assert_close(tn_sum_dim(xt, 0, false),
-                    (const double[]){0.75, 6.75, 3.0, -2.0, -5.75, 0.25}, 6, 1e-6);
+    tt_assert_close(tn_sum_dim(xt, 0, false), (const double[]){0.75, 6.75, 3.0, -2.0, -5.75, 0.25},
+                    6, 1e-6);
     tt_assert_close(tn_sum_dim(xt, 1, false),
                     (const double[]){-7.25, 2.75, 2.75, 1.75, 1.75, 0.75, 0.75, -0.25}, 8, 1e-6);
-    tt_assert_close(tn_mean_dim(xt, 2, false),
-                    (const double[]){-1.5, -0.75, 0.0, 0.25, 1.0, 1.0, 2.0, 2.0, -2.75, 3.0,
-                                     -1.75, -1.0},
-                    12, 1e-6);
-    tt_assert_close(tn_max_dim(xt, 0, false), (const double[]){5.0, 5.5, 4.0, 4.5, 3.0, 3.5}, 6,
-                    0);
+    tt_assert_close(
+        tn_mean_dim(xt, 2, false),
+        (const double[]){-1.5, -0.75, 0.0, 0.25, 1.0, 1.0, 2.0, 2.0, -2.75, 3.0, -1.75, -1.0}, 12,
+        1e-6);
+    tt_assert_close(tn_max_dim(xt, 0, false), (const double[]){5.0, 5.5, 4.0, 4.5, 3.0, 3.5}, 6, 0);
     assert_i64(tn_argmax_dim(xt, 0, false), (const int64_t[]){3, 2, 2, 1, 1, 0}, 6);
     assert_i64(tn_argmax_dim(xt, 1, false), (const int64_t[]){1, 2, 2, 1, 1, 0, 0, 2}, 8);
-    assert_i64(tn_argmax_dim(xt, 2, false),
-               (const int64_t[]){1, 0, 1, 0, 1, 0, 1, 0, 0, 0, 0, 1}, 12);
+    assert_i64(tn_argmax_dim(xt, 2, false), (const int64_t[]){1, 0, 1, 0, 1, 0, 1, 0, 0, 0, 0, 1},
+               12);
     tn_scope_end();
 }
 
 static void test_int_dtypes(void **state) {
     tn_scope_begin();
-    tn_tensor *a = tn_tensor_from((const int32_t[]){1, 2, 3}, TN_I32, 1, (const int64_t[]){3},
-                                  false);
+    tn_tensor *a =
+        tn_tensor_from((const int32_t[]){1, 2, 3}, TN_I32, 1, (const int64_t[]){3}, false);
     tn_tensor *s = tn_sum(a);
     assert_int_equal(tn_dtype_of(s), TN_I64);
     tt_assert_close(s, (const double[]){6}, 1, 0);
@@ -184,8 +188,8 @@ static void test_edge_cases(void **state) {
     assert_shape(tn_max_dim(e, 0, false), 1, (const int64_t[]){0});
 
     /* NaN wins and the first NaN is the index */
-    tn_tensor *n = tt_f32(2, (const int64_t[]){2, 3}, (const float[]){1, NAN, 3, NAN, 7, NAN},
-                          false);
+    tn_tensor *n =
+        tt_f32(2, (const int64_t[]){2, 3}, (const float[]){1, NAN, 3, NAN, 7, NAN}, false);
     tt_assert_close(tn_max(n), (const double[]){NAN}, 1, 0);
     tt_assert_close(tn_min(n), (const double[]){NAN}, 1, 0);
     assert_i64(tn_argmax(n), (const int64_t[]){1}, 1);
@@ -199,7 +203,8 @@ static void test_edge_cases(void **state) {
 
 static double ref_sum(const float *v, int64_t n, int64_t stride) {
     long double s = 0;
-    for (int64_t i = 0; i < n; i++) s += v[i * stride];
+    for (int64_t i = 0; i < n; i++)
+        s += v[i * stride];
     return (double)s;
 }
 
@@ -263,8 +268,28 @@ static void test_large(void **state) {
         assert_true(fabs(s5[j] - ref_sum(v + j, R, C)) <= 1e-6 * s5[j]);
         assert_true(a5[j] == a[X + C + j]);
     }
+    /* strided slices: (10, 500, 3) seen as (3, 500, 10), reduced over 500 */
+    tn_tensor *flat = tn_narrow(tn_flatten(x, 0, 1), 0, 0, 15000);
+    tn_tensor *yp =
+        tn_permute(tn_view(flat, 3, (const int64_t[]){10, 500, 3}), 3, (const int[]){2, 1, 0});
+    assert_non_null(yp);
+    double ys[30], ym[30], ya[30];
+    read_all(tn_sum_dim(yp, 1, false), ys, 30);
+    read_all(tn_max_dim(yp, 1, false), ym, 30);
+    read_all(tn_argmax_dim(yp, 1, false), ya, 30);
+    for (int c3 = 0; c3 < 3; c3++)
+        for (int a10 = 0; a10 < 10; a10++) {
+            const float *s = v + a10 * 1500 + c3;
+            int64_t bi = 0;
+            for (int64_t r = 1; r < 500; r++)
+                if (s[r * 3] > s[bi * 3]) bi = r;
+            int o = c3 * 10 + a10;
+            assert_true(fabs(ys[o] - ref_sum(s, 500, 3)) <= 1e-6 * ys[o]);
+            assert_true(ym[o] == s[bi * 3] && ya[o] == (double)bi);
+        }
     /* the column-mode sum equals the strided slice-mode sum of the transpose */
-    for (int j = 0; j < C; j++) assert_true(fabs(a[j] - a[C + j]) <= 1e-6 * fabs(a[j]));
+    for (int j = 0; j < C; j++)
+        assert_true(fabs(a[j] - a[C + j]) <= 1e-6 * fabs(a[j]));
     /* max/argmax against a scan */
     for (int j = 0; j < C; j++) {
         int64_t bi = 0;
@@ -301,6 +326,28 @@ static void test_long_slice(void **state) {
     assert_memory_equal(r1, r2, sizeof r1);
     assert_true(fabs(r1[0] - ref_sum(v, N, 1)) <= 1e-7 * r1[0]);
     assert_true(r1[1] == 1e6 && r1[2] == 777777 && r1[3] == r1[0]);
+    tn_scope_end();
+    free(v);
+}
+
+/* Long slices take the vectorised path: ties and NaN still give the first. */
+static void test_long_ties_nan(void **state) {
+    enum { N = 10000 };
+    float *v = big_values(N);
+    v[300] = v[9000] = 1e5f;  /* tied maxima */
+    v[400] = v[8000] = -1.0f; /* tied minima */
+    tn_scope_begin();
+    tn_tensor *x = tt_f32(1, (const int64_t[]){N}, v, false);
+    assert_i64(tn_argmax(x), (const int64_t[]){300}, 1);
+    assert_i64(tn_argmax_dim(x, 0, false), (const int64_t[]){300}, 1);
+    tt_assert_close(tn_max(x), (const double[]){1e5}, 1, 0);
+    tt_assert_close(tn_min(x), (const double[]){-1}, 1, 0);
+    v[5000] = v[7000] = NAN;
+    x = tt_f32(1, (const int64_t[]){N}, v, false);
+    tt_assert_close(tn_max(x), (const double[]){NAN}, 1, 0);
+    tt_assert_close(tn_min(x), (const double[]){NAN}, 1, 0);
+    assert_i64(tn_argmax(x), (const int64_t[]){5000}, 1);
+    tt_assert_close(tn_max_dim(x, 0, false), (const double[]){NAN}, 1, 0);
     tn_scope_end();
     free(v);
 }
@@ -477,11 +524,13 @@ static void test_error_no_leak(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        TT_TEST(test_whole),         TT_TEST(test_dims),       TT_TEST(test_transposed),
-        TT_TEST(test_int_dtypes),    TT_TEST(test_edge_cases), TT_TEST(test_large),
-        TT_TEST(test_long_slice),    TT_TEST(test_grads),      TT_TEST(test_grad_nan),
-        TT_TEST(test_double_backward), TT_TEST(test_second_backward), TT_TEST(test_errors),
-        TT_TEST(test_error_no_leak),
+        TT_TEST(test_whole),           TT_TEST(test_dims),
+        TT_TEST(test_transposed),      TT_TEST(test_int_dtypes),
+        TT_TEST(test_edge_cases),      TT_TEST(test_large),
+        TT_TEST(test_long_slice),      TT_TEST(test_long_ties_nan),
+        TT_TEST(test_grads),           TT_TEST(test_grad_nan),
+        TT_TEST(test_double_backward), TT_TEST(test_second_backward),
+        TT_TEST(test_errors),          TT_TEST(test_error_no_leak),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,9 +4,9 @@
 
 #include <string.h>
 
-#define SIGMOID_MSG_PREFIX                                                                 \
-    "one of the variables needed for gradient computation has been modified by an "      \
-    "inplace operation: [float32 [3]], which is output 0 of SigmoidBackward0, is at "    \
+#define SIGMOID_MSG_PREFIX                                                                         \
+    "one of the variables needed for gradient computation has been modified by an "                \
+    "inplace operation: [float32 [3]], which is output 0 of SigmoidBackward0, is at "              \
     "version 1; expected version 0 instead."
 
 static tn_tensor *vec3(float x, float y, float z, bool rg) {
@@ -152,8 +152,8 @@ static void sigmoid_grad_reference(void **state) {
     tn_scope_begin();
     tn_tensor *a = vec3(1, 2, 3, true);
     assert_int_equal(tn_backward(tn_sum(tn_sigmoid(a)), NULL, false), TN_OK);
-    tt_assert_grad(a, (double[]){0.1966119259595871, 0.10499362647533417, 0.04517665505409241},
-                   3, 1e-6);
+    tt_assert_grad(a, (double[]){0.1966119259595871, 0.10499362647533417, 0.04517665505409241}, 3,
+                   1e-6);
     tn_scope_end();
 }
 

@@ -66,6 +66,7 @@ struct tn_node {
     const tn_fn_info *fn;
     uint64_t seq;         /* creation order: later nodes run first */
     int n_in, n_out, n_saved;
+    bool has_saved;       /* a slot holds a tensor: backward twice needs retain_graph */
     /* Saved-tensor lifetime, see engine.c: `saved_refs` counts the graph's
      * own reference (1) plus each backward currently using the tensors;
      * `claimed` is set by the first backward that will free them. */
@@ -150,5 +151,7 @@ uint64_t tn__next_seq(void);
 /* ---- conversions (engine/ops/copy.c) ---------------------------------------- */
 /* src converted to dtype with ToCopyBackward0 when src requires grad. */
 tn_tensor *tn__to_dtype_autograd(tn_tensor *src, tn_dtype dt);
+/* clone() not registered in scopes: CloneBackward0 when t requires grad. */
+tn_tensor *tn__clone_recorded(const tn_tensor *t);
 
 #endif

@@ -224,7 +224,7 @@ static void saved_put(tn_node *n) {
 }
 
 static tn_status saved_get(tn_node *n, bool retain_graph) {
-    if (n->n_saved == 0) return TN_OK;
+    if (!n->has_saved) return TN_OK;
     if (!retain_graph &&
         atomic_exchange_explicit(&n->claimed, true, memory_order_acq_rel))
         return second_time_error();
@@ -303,7 +303,13 @@ static tn_status execute(run *r, node_state *s) {
             if (st < 0) return st;
         }
     }
+    /* CopySlices runs its inner node's backward: its saved tensors too */
+    tn_node *inner = n->inner;
     st = saved_get(n, r->retain_graph);
+    if (st == TN_OK && inner && (st = saved_get(inner, r->retain_graph)) < 0 && n->has_saved) {
+        saved_put(n);
+        if (!r->retain_graph) saved_put(n);
+    }
     if (st < 0) return st;
     tn_tensor *stack_gin[8];
     tn_tensor **gin = n->n_in <= 8 ? stack_gin : calloc((size_t)n->n_in, sizeof *gin);
@@ -326,9 +332,10 @@ static tn_status execute(run *r, node_state *s) {
     }
     if (gin != stack_gin) free(gin);
 done:
-    if (n->n_saved) {
-        saved_put(n);
-        if (!r->retain_graph) saved_put(n); /* the graph's reference (claimed) */
+    for (tn_node *m = n; m; m = m == n ? inner : NULL) {
+        if (!m->has_saved) continue;
+        saved_put(m);
+        if (!r->retain_graph) saved_put(m); /* the graph's reference (claimed) */
     }
     return st;
 }

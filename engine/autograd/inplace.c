@@ -35,65 +35,70 @@ static void put_geom(int64_t *nd, int64_t *off, int64_t *shape, int64_t *stride,
     memcpy(stride, t->stride, (size_t)t->ndim * sizeof *stride);
 }
 
-/* A zero tensor laid out like the base (same strides, offset 0), and the
- * alias of it that the view covers. */
-static tn_status base_layout(tn_node *n, tn_dtype dt, tn_tensor **res, tn_tensor **slice) {
+/* A zero tensor laid out like the base (same strides, offset 0). */
+static tn_tensor *base_layout(const tn_node *n, tn_dtype dt) {
     int nd = (int)n->base_ndim;
     int64_t extent = 1;
     for (int i = 0; i < nd; i++)
         if (n->base_shape[i] == 0) extent = 0;
     for (int i = 0; i < nd && extent; i++) extent += (n->base_shape[i] - 1) * n->base_stride[i];
     tn_tensor *flat = tn__zeros(1, &extent, dt);
-    if (!flat) return tn_last_status();
-    *res = tn__alias(flat, nd, n->base_shape, n->base_stride, 0);
-    *slice = *res ? tn__alias(flat, (int)n->view_ndim, n->view_shape, n->view_stride,
-                              n->view_offset - n->base_offset)
-                  : NULL;
+    if (!flat) return NULL;
+    tn_tensor *res = tn__alias(flat, nd, n->base_shape, n->base_stride, 0);
     tn_release(flat);
-    if (!*slice) {
-        tn_release(*res);
-        return tn_last_status();
-    }
-    return TN_OK;
+    return res;
 }
 
-/* Gradient of the base from the gradient g of the view alone. */
+static const tn_fn_info as_strided_fn;
+
+/* The part of `res` (laid out like the base) that the view covers, as a
+ * tracked view so that writes into it are differentiable (create_graph). */
+static tn_tensor *view_of(const tn_node *n, tn_tensor *res) {
+    tn_node *vn;
+    tn_tensor *v = tn__make_view(res, (int)n->view_ndim, n->view_shape, n->view_stride,
+                                 n->view_offset - n->base_offset, &as_strided_fn, &vn);
+    if (vn) {
+        memcpy(&vn->view_ndim, &n->view_ndim, sizeof *vn - offsetof(tn_node, view_ndim));
+        vn->view_offset -= n->base_offset; /* relative to res, whose offset is 0 */
+        vn->base_offset = 0;
+    }
+    return v;
+}
+
+/* Gradient of the base from the gradient g of the view alone. Built from
+ * public ops, so it is itself differentiable. */
 static tn_status as_strided_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    tn_tensor *res, *slice;
-    tn_status st = base_layout(n, go[0]->dtype, &res, &slice);
-    if (st < 0) return st;
-    st = tn__copy_into(slice, go[0]);
-    tn_release(slice);
+    tn_tensor *res = base_layout(n, go[0]->dtype), *v = res ? view_of(n, res) : NULL;
+    tn_status st = v ? tn_copy_(v, go[0]) : tn_last_status();
+    tn_release(v);
     if (st < 0) tn_release(res);
     else gi[0] = res;
     return st;
 }
 
+/* grad of the base: g, except that the slice the view covers is replaced by
+ * the inner op's gradient for the view's old value. */
 static tn_status copy_slices_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    tn_tensor *res, *slice;
-    tn_status st = base_layout(n, go[0]->dtype, &res, &slice);
-    if (st < 0) return st;
-    st = tn__copy_into(res, go[0]);
     tn_node *f = n->inner;
-    tn_tensor *gslice = st == TN_OK ? tn__copy_as(slice, slice->dtype) : NULL;
-    tn_tensor *fin[8] = {0};
-    if (gslice && f->n_in <= 8) st = f->fn->backward(f, &gslice, fin);
-    else if (st == TN_OK) st = gslice ? tn__error(TN_ERR_INTERNAL, "CopySlices: too many inputs")
-                                      : tn_last_status();
+    tn_tensor *fin[8] = {0}, *g0 = NULL, *gslice = NULL, *v = NULL;
+    tn_tensor *res = base_layout(n, go[0]->dtype);
+    tn_status st = res ? tn_copy_(res, go[0]) : tn_last_status();
+    if (st == TN_OK && !(v = view_of(n, res))) st = tn_last_status();
+    if (st == TN_OK && !(gslice = tn_clone(v))) st = tn_last_status();
+    if (st == TN_OK) st = f->fn->backward(f, &gslice, fin);
     if (st == TN_OK) { /* the view's old value gets fin[0]; zero if none */
-        tn_tensor *g0 = fin[0] ? tn__sum_to(fin[0], f->in_meta[0].ndim, f->in_meta[0].shape,
-                                            slice->dtype)
-                               : NULL;
-        st = g0 ? tn__copy_into(slice, g0) : (fin[0] ? tn_last_status() : tn__fill_into(slice, 0));
-        tn_release(g0);
+        if (fin[0]) g0 = tn__sum_to(fin[0], f->in_meta[0].ndim, f->in_meta[0].shape, v->dtype);
+        else g0 = tn__zeros(v->ndim, v->shape, v->dtype);
+        st = g0 ? tn_copy_(v, g0) : tn_last_status();
     }
-    for (int i = 1; i < f->n_in && i < 8; i++) {
+    for (int i = 1; i < f->n_in; i++) {
         if (st == TN_OK) gi[i] = fin[i];
         else tn_release(fin[i]);
     }
     tn_release(fin[0]);
+    tn_release(g0);
     tn_release(gslice);
-    tn_release(slice);
+    tn_release(v);
     if (st < 0) tn_release(res);
     else gi[0] = res;
     return st;
@@ -111,6 +116,7 @@ static tn_status rebase_view(tn_tensor *self, tn_node *f) {
         return tn__error(TN_ERR_INTERNAL, "in-place op on a view with more than 8 inputs");
     }
     tn_node *cs = tn__node_new(&copy_slices_fn, f->n_in, ins, 0, 1);
+    /* f's backward runs inside CopySlices' (8 gradient slots there) */
     if (!cs) {
         tn__node_release(f);
         return tn_last_status();

@@ -57,7 +57,7 @@ tn_node *tn__node_new(const tn_fn_info *fn, int n_in, const tn_tensor *const *in
     n->n_in = n_in;
     n->n_out = n_out;
     n->n_saved = n_saved;
-    atomic_init(&n->saved_refs, n_saved > 0 ? 1 : 0);
+    atomic_init(&n->saved_refs, 1);
     atomic_init(&n->claimed, false);
     char *p = (char *)(n + 1);
     n->edges = (tn_edge *)p;
@@ -185,6 +185,7 @@ tn_status tn__node_save(tn_node *n, int slot, const tn_tensor *t, bool is_output
     tn_saved *s = &n->saved[slot];
     if (!t) return TN_OK;
     s->defined = true;
+    n->has_saved = true;
     s->version = tn__version_get(t);
     s->is_output = is_output;
     if (is_output) {

@@ -31,7 +31,8 @@ static void sb_put(sbuf *b, const char *s, size_t n) {
     if (b->oom) return;
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
-        while (b->len + n + 1 > cap) cap *= 2;
+        while (b->len + n + 1 > cap)
+            cap *= 2;
         char *q = realloc(b->p, cap);
         if (!q) {
             b->oom = true;
@@ -48,7 +49,8 @@ static void sb_put(sbuf *b, const char *s, size_t n) {
 static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
 static void sb_spaces(sbuf *b, int n) {
-    for (; n > 0; n--) sb_put(b, " ", 1);
+    for (; n > 0; n--)
+        sb_put(b, " ", 1);
 }
 
 /* ---- the tensor being printed --------------------------------------------------- */
@@ -58,8 +60,8 @@ typedef struct printer {
     const int64_t *shape;
     int64_t stride[TN_MAX_DIMS]; /* of the contiguous copy, in elements */
     bool is_float, is_bool;
-    const double *f;   /* float dtypes, as double (exact) */
-    const int64_t *i;  /* integer and bool dtypes */
+    const double *f;  /* float dtypes, as double (exact) */
+    const int64_t *i; /* integer and bool dtypes */
     bool summarize;
     /* torch's _Formatter state */
     bool int_mode, sci_mode;
@@ -115,7 +117,7 @@ static int fmt_elem(const printer *pr, int64_t idx, char *out, size_t n) {
 }
 
 typedef struct float_stats {
-    int64_t count;  /* nonzero finite values */
+    int64_t count;   /* nonzero finite values */
     double min, max; /* of their absolute values */
     bool all_int;
 } float_stats;
@@ -150,8 +152,7 @@ static void init_formatter(printer *pr) {
         visit(pr, 0, 0, stats_visit, &s);
         if (s.count == 0) return; /* only zeros, NaN, inf: "0.", "nan" */
         pr->int_mode = s.all_int;
-        pr->sci_mode = s.max / s.min > 1000.0 || s.max > 1.0e8 ||
-                       (!s.all_int && s.min < 1.0e-4);
+        pr->sci_mode = s.max / s.min > 1000.0 || s.max > 1.0e8 || (!s.all_int && s.min < 1.0e-4);
     }
     visit(pr, 0, 0, width_visit, NULL);
 }
@@ -186,8 +187,10 @@ static void put_vector(sbuf *b, const printer *pr, int64_t off, int indent) {
                 sb_str(b, ", ");
             }
         }
-        if (cut && j == EDGEITEMS) sb_str(b, " ...");
-        else put_elem(b, pr, (cut && j > EDGEITEMS ? n - (items - j) : j) * st + off);
+        if (cut && j == EDGEITEMS)
+            sb_str(b, " ...");
+        else
+            put_elem(b, pr, (cut && j > EDGEITEMS ? n - (items - j) : j) * st + off);
     }
     sb_str(b, "]");
 }
@@ -204,7 +207,8 @@ static void put_tensor(sbuf *b, const printer *pr, int dim, int64_t off, int ind
     for (int64_t k = 0; k < n; k++) {
         if (k > 0) {
             sb_str(b, ",");
-            for (int j = 0; j < newlines; j++) sb_str(b, "\n");
+            for (int j = 0; j < newlines; j++)
+                sb_str(b, "\n");
             sb_spaces(b, indent + 1);
         }
         if (cut && k == EDGEITEMS) {
@@ -260,8 +264,10 @@ static int collect_suffixes(const tn_tensor *t, int64_t numel, char suf[][SUFFIX
         snprintf(suf[n++], SUFFIX_MAX, "dtype=%s", tn_dtype_name(t->dtype));
     }
     const char *fn = tn_grad_fn_name(t);
-    if (fn) snprintf(suf[n++], SUFFIX_MAX, "grad_fn=<%s>", fn);
-    else if (t->ag && t->ag->requires_grad) snprintf(suf[n++], SUFFIX_MAX, "requires_grad=True");
+    if (fn)
+        snprintf(suf[n++], SUFFIX_MAX, "grad_fn=<%s>", fn);
+    else if (t->ag && t->ag->requires_grad)
+        snprintf(suf[n++], SUFFIX_MAX, "requires_grad=True");
     return n;
 }
 
@@ -280,12 +286,16 @@ static tn_status build(const tn_tensor *t, sbuf *b) {
         pr.is_bool = t->dtype == TN_BOOL;
         c = tn__copy_as(t, pr.is_float ? TN_F64 : TN_I64);
         if (!c) return tn_last_status();
-        if (pr.is_float) pr.f = (const double *)tn__ptr(c);
-        else pr.i = (const int64_t *)tn__ptr(c);
+        if (pr.is_float)
+            pr.f = (const double *)tn__ptr(c);
+        else
+            pr.i = (const int64_t *)tn__ptr(c);
         tn__contiguous_strides(t->ndim, t->shape, pr.stride);
         init_formatter(&pr);
-        if (t->ndim == 0) put_elem(b, &pr, 0);
-        else put_tensor(b, &pr, 0, 0, indent);
+        if (t->ndim == 0)
+            put_elem(b, &pr, 0);
+        else
+            put_tensor(b, &pr, 0, 0, indent);
     }
     tn_release(c);
     char suf[MAX_SUFFIXES][SUFFIX_MAX];
@@ -323,7 +333,8 @@ tn_status tn_print(const tn_tensor *t, FILE *f) {
     tn_status st = build(t, &b);
     if (st == TN_OK) {
         sb_str(&b, "\n");
-        if (b.oom) st = tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory while formatting a tensor");
+        if (b.oom)
+            st = tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory while formatting a tensor");
         else if (fwrite(b.p, 1, b.len, f) != b.len)
             st = tn__error(TN_ERR_INVALID_ARGUMENT, "tn_print: writing to the stream failed");
     }

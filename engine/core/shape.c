@@ -12,10 +12,12 @@ tn_status tn__check_shape(int ndim, const int64_t *shape, tn_dtype dt, int64_t *
     if (!tn__valid_dtype(dt)) return tn__error(TN_ERR_DTYPE, "invalid dtype %d", (int)dt);
     int64_t n = 1;
     for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 0)
-            return tn__error(TN_ERR_SHAPE,
-                             "Trying to create tensor with negative dimension %lld: size %d",
-                             (long long)shape[i], i);
+        if (shape[i] < 0) {
+            char buf[256];
+            tn__format_shape(buf, sizeof buf, ndim, shape);
+            return tn__error(TN_ERR_SHAPE, "Trying to create tensor with negative dimension %lld: %s",
+                             (long long)shape[i], buf);
+        }
         if (shape[i] != 0 && n > INT64_MAX / shape[i])
             return tn__error(TN_ERR_SHAPE, "tensor size overflows int64 at dimension %d", i);
         n *= shape[i];

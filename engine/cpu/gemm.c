@@ -36,8 +36,15 @@
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
+#ifdef _OPENMP
+static int thread_num(void) { return omp_get_thread_num(); }
+#else
+static int thread_num(void) { return 0; }
+#endif
+
 /* c + a*b, fused where the CPU has FMA: strict C11 (-std=c11) turns off
  * floating-point contraction, so the fusion has to be asked for. */
+// clang-format off
 #ifdef __FMA__
 #define FMADD(a, b, c)                                                                    \
     _Generic((a), float: fmaf((float)(a), (float)(b), (float)(c)),                        \
@@ -45,6 +52,7 @@
 #else
 #define FMADD(a, b, c) ((c) + (a) * (b))
 #endif
+// clang-format on
 
 /* ---- small or thin products and integers: direct loops. With more than one
  * column the loop runs along C's rows (vectorised when B's rows are
@@ -53,42 +61,46 @@
  * Integers accumulate in unsigned arithmetic so that overflow wraps (as
  * PyTorch) instead of being undefined. ------------------------------------ */
 #define DOT_LANES 16
-#define DEFINE_DIRECT(SUF, T, U)                                                          \
-    static void direct_##SUF(const tn_gemm *g, int64_t i0, int64_t i1) {                  \
-        const T *a = g->a, *b = g->b;                                                      \
-        T *c = g->c;                                                                       \
-        if (g->n == 1) {                                                                   \
-            for (int64_t i = i0; i < i1; i++) {                                            \
-                const T *ar = a + i * g->rsa;                                              \
-                U s[DOT_LANES] = {0};                                                      \
-                int64_t p = 0;                                                             \
-                if (g->csa == 1 && g->rsb == 1)                                            \
-                    for (; p + DOT_LANES <= g->k; p += DOT_LANES)                          \
-                        for (int l = 0; l < DOT_LANES; l++)                                \
-                            s[l] = FMADD((U)ar[p + l], (U)b[p + l], s[l]);                 \
-                for (; p < g->k; p++)                                                      \
-                    s[p % DOT_LANES] = FMADD((U)ar[p * g->csa], (U)b[p * g->rsb], s[p % DOT_LANES]); \
-                U sum = g->accumulate ? (U)c[i * g->rsc] : (U)0;                           \
-                for (int l = 0; l < DOT_LANES; l++) sum += s[l];                           \
-                c[i * g->rsc] = (T)sum;                                                    \
-            }                                                                              \
-            return;                                                                        \
-        }                                                                                  \
-        for (int64_t i = i0; i < i1; i++) {                                                \
-            T *restrict cr = c + i * g->rsc;                                               \
-            if (!g->accumulate)                                                            \
-                for (int64_t j = 0; j < g->n; j++) cr[j] = 0;                              \
-            for (int64_t p = 0; p < g->k; p++) {                                           \
-                const U aip = (U)a[i * g->rsa + p * g->csa];                               \
-                const T *restrict br = b + p * g->rsb;                                     \
-                if (g->csb == 1) {                                                         \
-                    for (int64_t j = 0; j < g->n; j++) cr[j] = (T)FMADD(aip, (U)br[j], (U)cr[j]); \
-                } else {                                                                   \
-                    for (int64_t j = 0; j < g->n; j++)                                     \
-                        cr[j] = (T)FMADD(aip, (U)br[j * g->csb], (U)cr[j]);                \
-                }                                                                          \
-            }                                                                              \
-        }                                                                                  \
+#define DEFINE_DIRECT(SUF, T, U)                                                                   \
+    static void direct_##SUF(const tn_gemm *g, int64_t i0, int64_t i1) {                           \
+        const T *a = g->a, *b = g->b;                                                              \
+        T *c = g->c;                                                                               \
+        if (g->n == 1) {                                                                           \
+            for (int64_t i = i0; i < i1; i++) {                                                    \
+                const T *ar = a + i * g->rsa;                                                      \
+                U s[DOT_LANES] = {0};                                                              \
+                int64_t p = 0;                                                                     \
+                if (g->csa == 1 && g->rsb == 1)                                                    \
+                    for (; p + DOT_LANES <= g->k; p += DOT_LANES)                                  \
+                        for (int l = 0; l < DOT_LANES; l++)                                        \
+                            s[l] = FMADD((U)ar[p + l], (U)b[p + l], s[l]);                         \
+                for (; p < g->k; p++)                                                              \
+                    s[p % DOT_LANES] =                                                             \
+                        FMADD((U)ar[p * g->csa], (U)b[p * g->rsb], s[p % DOT_LANES]);              \
+                U sum = g->accumulate ? (U)c[i * g->rsc] : (U)0;                                   \
+                for (int l = 0; l < DOT_LANES; l++)                                                \
+                    sum += s[l];                                                                   \
+                c[i * g->rsc] = (T)sum;                                                            \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
+        for (int64_t i = i0; i < i1; i++) {                                                        \
+            T *restrict cr = c + i * g->rsc;                                                       \
+            if (!g->accumulate)                                                                    \
+                for (int64_t j = 0; j < g->n; j++)                                                 \
+                    cr[j] = 0;                                                                     \
+            for (int64_t p = 0; p < g->k; p++) {                                                   \
+                const U aip = (U)a[i * g->rsa + p * g->csa];                                       \
+                const T *restrict br = b + p * g->rsb;                                             \
+                if (g->csb == 1) {                                                                 \
+                    for (int64_t j = 0; j < g->n; j++)                                             \
+                        cr[j] = (T)FMADD(aip, (U)br[j], (U)cr[j]);                                 \
+                } else {                                                                           \
+                    for (int64_t j = 0; j < g->n; j++)                                             \
+                        cr[j] = (T)FMADD(aip, (U)br[j * g->csb], (U)cr[j]);                        \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
     }
 DEFINE_DIRECT(f32, float, float)
 DEFINE_DIRECT(f64, double, double)
@@ -98,99 +110,109 @@ DEFINE_DIRECT(i64, int64_t, uint64_t)
 
 /* ---- packed, blocked float kernels --------------------------------------------- */
 
-#define DEFINE_BLOCKED(SUF, T, MR, NR)                                                    \
-    /* ap is (MR, kc) packed p-major: ap[p*MR + i]; bp is (kc, NR): bp[p*NR + j];  \
-     * c is the (mr <= MR, nr <= NR) corner of C. */                                     \
-    static void ukr_##SUF(int64_t kc, const T *restrict ap, const T *restrict bp,          \
-                          T *restrict c, int64_t rsc, int mr, int nr, bool acc) {          \
-        T t[MR][NR];                                                                       \
-        for (int i = 0; i < MR; i++)                                                       \
-            for (int j = 0; j < NR; j++) t[i][j] = 0;                                      \
-        for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {                             \
-            for (int i = 0; i < MR; i++) {                                                 \
-                const T ai = ap[i];                                                        \
-                for (int j = 0; j < NR; j++) t[i][j] = FMADD(ai, bp[j], t[i][j]);                        \
-            }                                                                              \
-        }                                                                                  \
-        if (mr == MR && nr == NR) {                                                        \
-            for (int i = 0; i < MR; i++) {                                                 \
-                T *restrict cr = c + i * rsc;                                              \
-                if (acc)                                                                   \
-                    for (int j = 0; j < NR; j++) cr[j] += t[i][j];                         \
-                else                                                                       \
-                    for (int j = 0; j < NR; j++) cr[j] = t[i][j];                          \
-            }                                                                              \
-            return;                                                                        \
-        }                                                                                  \
-        for (int i = 0; i < mr; i++)                                                       \
-            for (int j = 0; j < nr; j++) c[i * rsc + j] = acc ? c[i * rsc + j] + t[i][j] : t[i][j]; \
-    }                                                                                      \
-                                                                                           \
-    /* (mc, kc) block of A at a -> MR-row micro-panels, zero rows past mc. */              \
-    static void pack_a_##SUF(int64_t mc, int64_t kc, const T *a, int64_t rs, int64_t cs,   \
-                             T *restrict dst) {                                            \
-        for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {                          \
-            int mr = (int)MIN(MR, mc - i0);                                                \
-            const T *src = a + i0 * rs;                                                    \
-            if (mr == MR && rs == 1) {                                                     \
-                for (int64_t p = 0; p < kc; p++)                                           \
-                    for (int i = 0; i < MR; i++) dst[p * MR + i] = src[p * cs + i];        \
-            } else {                                                                       \
-                for (int i = 0; i < MR; i++) {                                             \
-                    const T *row = src + i * rs;                                           \
-                    if (i < mr)                                                            \
-                        for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = row[p * cs];    \
-                    else                                                                   \
-                        for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = 0;              \
-                }                                                                          \
-            }                                                                              \
-        }                                                                                  \
-    }                                                                                      \
-                                                                                           \
-    /* (kc, nc) block of B at b -> NR-column micro-panels, zero columns past nc. */        \
-    static void pack_b_##SUF(int64_t kc, int64_t nc, const T *b, int64_t rs, int64_t cs,   \
-                             T *restrict dst) {                                            \
-        for (int64_t j0 = 0; j0 < nc; j0 += NR, dst += NR * kc) {                          \
-            int nr = (int)MIN(NR, nc - j0);                                                \
-            const T *src = b + j0 * cs;                                                    \
-            if (nr == NR && cs == 1) {                                                     \
-                for (int64_t p = 0; p < kc; p++)                                           \
-                    for (int j = 0; j < NR; j++) dst[p * NR + j] = src[p * rs + j];        \
-            } else {                                                                       \
-                for (int j = 0; j < NR; j++) {                                             \
-                    const T *col = src + j * cs;                                           \
-                    if (j < nr)                                                            \
-                        for (int64_t p = 0; p < kc; p++) dst[p * NR + j] = col[p * rs];    \
-                    else                                                                   \
-                        for (int64_t p = 0; p < kc; p++) dst[p * NR + j] = 0;              \
-                }                                                                          \
-            }                                                                              \
-        }                                                                                  \
-    }                                                                                      \
-                                                                                           \
-    /* Rows [i0, i1) and columns [j0, j1) of C, serially, with the caller's buffers. */   \
-    static void blocked_##SUF(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0,         \
-                              int64_t j1, T *apack, T *bpack) {                            \
-        const T *a = g->a, *b = g->b;                                                      \
-        T *c = g->c;                                                                       \
-        for (int64_t jc = j0; jc < j1; jc += GEMM_NC) {                                    \
-            int64_t nc = MIN(GEMM_NC, j1 - jc);                                            \
-            for (int64_t pc = 0; pc < g->k; pc += GEMM_KC) {                               \
-                int64_t kc = MIN(GEMM_KC, g->k - pc);                                      \
-                bool acc = g->accumulate || pc > 0;                                        \
-                pack_b_##SUF(kc, nc, b + pc * g->rsb + jc * g->csb, g->rsb, g->csb, bpack); \
-                for (int64_t ic = i0; ic < i1; ic += GEMM_MC) {                            \
-                    int64_t mc = MIN(GEMM_MC, i1 - ic);                                    \
-                    pack_a_##SUF(mc, kc, a + ic * g->rsa + pc * g->csa, g->rsa, g->csa,    \
-                                 apack);                                                   \
-                    for (int64_t jr = 0; jr < nc; jr += NR)                                \
-                        for (int64_t ir = 0; ir < mc; ir += MR)                            \
-                            ukr_##SUF(kc, apack + ir * kc, bpack + jr * kc,                \
-                                      c + (ic + ir) * g->rsc + jc + jr, g->rsc,            \
-                                      (int)MIN(MR, mc - ir), (int)MIN(NR, nc - jr), acc);  \
-                }                                                                          \
-            }                                                                              \
-        }                                                                                  \
+#define DEFINE_BLOCKED(SUF, T, MR, NR)                                                             \
+    /* ap is (MR, kc) packed p-major: ap[p*MR + i]; bp is (kc, NR): bp[p*NR + j];                  \
+     * c is the (mr <= MR, nr <= NR) corner of C. */                                               \
+    static void ukr_##SUF(int64_t kc, const T *restrict ap, const T *restrict bp, T *restrict c,   \
+                          int64_t rsc, int mr, int nr, bool acc) {                                 \
+        T t[MR][NR];                                                                               \
+        for (int i = 0; i < MR; i++)                                                               \
+            for (int j = 0; j < NR; j++)                                                           \
+                t[i][j] = 0;                                                                       \
+        for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {                                     \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                \
+                const T ai = ap[i];                                                                \
+                for (int j = 0; j < NR; j++)                                                       \
+                    t[i][j] = FMADD(ai, bp[j], t[i][j]);                                           \
+            }                                                                                      \
+        }                                                                                          \
+        if (mr == MR && nr == NR) {                                                                \
+            for (int i = 0; i < MR; i++) {                                                         \
+                T *restrict cr = c + i * rsc;                                                      \
+                if (acc)                                                                           \
+                    for (int j = 0; j < NR; j++)                                                   \
+                        cr[j] += t[i][j];                                                          \
+                else                                                                               \
+                    for (int j = 0; j < NR; j++)                                                   \
+                        cr[j] = t[i][j];                                                           \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
+        for (int i = 0; i < mr; i++)                                                               \
+            for (int j = 0; j < nr; j++)                                                           \
+                c[i * rsc + j] = acc ? c[i * rsc + j] + t[i][j] : t[i][j];                         \
+    }                                                                                              \
+                                                                                                   \
+    /* (mc, kc) block of A at a -> MR-row micro-panels, zero rows past mc. */                      \
+    static void pack_a_##SUF(int64_t mc, int64_t kc, const T *a, int64_t rs, int64_t cs,           \
+                             T *restrict dst) {                                                    \
+        for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {                                  \
+            int mr = (int)MIN(MR, mc - i0);                                                        \
+            const T *src = a + i0 * rs;                                                            \
+            if (mr == MR && rs == 1) {                                                             \
+                for (int64_t p = 0; p < kc; p++)                                                   \
+                    for (int i = 0; i < MR; i++)                                                   \
+                        dst[p * MR + i] = src[p * cs + i];                                         \
+            } else {                                                                               \
+                for (int i = 0; i < MR; i++) {                                                     \
+                    const T *row = src + i * rs;                                                   \
+                    if (i < mr)                                                                    \
+                        for (int64_t p = 0; p < kc; p++)                                           \
+                            dst[p * MR + i] = row[p * cs];                                         \
+                    else                                                                           \
+                        for (int64_t p = 0; p < kc; p++)                                           \
+                            dst[p * MR + i] = 0;                                                   \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    /* (kc, nc) block of B at b -> NR-column micro-panels, zero columns past nc. */                \
+    static void pack_b_##SUF(int64_t kc, int64_t nc, const T *b, int64_t rs, int64_t cs,           \
+                             T *restrict dst) {                                                    \
+        for (int64_t j0 = 0; j0 < nc; j0 += NR, dst += NR * kc) {                                  \
+            int nr = (int)MIN(NR, nc - j0);                                                        \
+            const T *src = b + j0 * cs;                                                            \
+            if (nr == NR && cs == 1) {                                                             \
+                for (int64_t p = 0; p < kc; p++)                                                   \
+                    for (int j = 0; j < NR; j++)                                                   \
+                        dst[p * NR + j] = src[p * rs + j];                                         \
+            } else {                                                                               \
+                for (int j = 0; j < NR; j++) {                                                     \
+                    const T *col = src + j * cs;                                                   \
+                    if (j < nr)                                                                    \
+                        for (int64_t p = 0; p < kc; p++)                                           \
+                            dst[p * NR + j] = col[p * rs];                                         \
+                    else                                                                           \
+                        for (int64_t p = 0; p < kc; p++)                                           \
+                            dst[p * NR + j] = 0;                                                   \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    /* Rows [i0, i1) and columns [j0, j1) of C, serially, with the caller's buffers. */            \
+    static void blocked_##SUF(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1,    \
+                              T *apack, T *bpack) {                                                \
+        const T *a = g->a, *b = g->b;                                                              \
+        T *c = g->c;                                                                               \
+        for (int64_t jc = j0; jc < j1; jc += GEMM_NC) {                                            \
+            int64_t nc = MIN(GEMM_NC, j1 - jc);                                                    \
+            for (int64_t pc = 0; pc < g->k; pc += GEMM_KC) {                                       \
+                int64_t kc = MIN(GEMM_KC, g->k - pc);                                              \
+                bool acc = g->accumulate || pc > 0;                                                \
+                pack_b_##SUF(kc, nc, b + pc * g->rsb + jc * g->csb, g->rsb, g->csb, bpack);        \
+                for (int64_t ic = i0; ic < i1; ic += GEMM_MC) {                                    \
+                    int64_t mc = MIN(GEMM_MC, i1 - ic);                                            \
+                    pack_a_##SUF(mc, kc, a + ic * g->rsa + pc * g->csa, g->rsa, g->csa, apack);    \
+                    for (int64_t jr = 0; jr < nc; jr += NR)                                        \
+                        for (int64_t ir = 0; ir < mc; ir += MR)                                    \
+                            ukr_##SUF(kc, apack + ir * kc, bpack + jr * kc,                        \
+                                      c + (ic + ir) * g->rsc + jc + jr, g->rsc,                    \
+                                      (int)MIN(MR, mc - ir), (int)MIN(NR, nc - jr), acc);          \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
     }
 DEFINE_BLOCKED(f32, float, F32_MR, F32_NR)
 DEFINE_BLOCKED(f64, double, F64_MR, F64_NR)
@@ -201,11 +223,11 @@ typedef struct kernel {
     int mr, nr;
     size_t esize;
     void (*direct)(const tn_gemm *g, int64_t i0, int64_t i1);
-    void (*blocked)(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                    void *apack, void *bpack);
+    void (*blocked)(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1, void *apack,
+                    void *bpack);
 } kernel;
 
-/* The blocked functions take T*; the casts below only adapt the pointer type. */
+/* The blocked functions take T*; these only adapt the pointer type. */
 static void blocked_f32_v(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
                           void *ap, void *bp) {
     blocked_f32(g, i0, i1, j0, j1, ap, bp);
@@ -225,7 +247,7 @@ static const kernel kernels[TN_DTYPE_COUNT] = {
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-/* Per-thread packing buffer sizes (elements) for a product of g's shape. */
+/* Per-thread packing buffer sizes (elements): one A block, one B block. */
 static void pack_sizes(const kernel *kr, const tn_gemm *g, int64_t *na, int64_t *nb) {
     int64_t kc = MIN(GEMM_KC, g->k);
     *na = round_up(MIN(GEMM_MC, g->m), kr->mr) * kc;
@@ -239,25 +261,41 @@ static bool use_direct(const kernel *kr, const tn_gemm *g) {
            g->n < kr->nr / 4;
 }
 
-/* Rows [i0, i1) (all columns) of one product, serially. */
-static void run_rows(const kernel *kr, const tn_gemm *g, int64_t i0, int64_t i1, char *buf,
-                     int64_t na) {
-    if (use_direct(kr, g)) kr->direct(g, i0, i1);
-    else kr->blocked(g, i0, i1, 0, g->n, buf, buf + na * (int64_t)kr->esize);
+/* Task t of ntask of one product, serially with the buffer buf (A block,
+ * then B block): a range of whole row tiles, or of whole column tiles when
+ * the product is too short to give every thread a few row tiles. */
+static void run_task(const kernel *kr, const tn_gemm *g, bool by_cols, int64_t t, int64_t ntask,
+                     char *buf, int64_t na) {
+    int64_t tile = by_cols ? kr->nr : kr->mr, len = by_cols ? g->n : g->m;
+    int64_t tiles = (len + tile - 1) / tile;
+    int64_t lo = MIN(len, tiles * t / ntask * tile), hi = MIN(len, tiles * (t + 1) / ntask * tile);
+    if (hi <= lo) return;
+    if (use_direct(kr, g))
+        kr->direct(g, lo, hi);
+    else if (by_cols)
+        kr->blocked(g, 0, g->m, lo, hi, buf, buf + na * (int64_t)kr->esize);
+    else
+        kr->blocked(g, lo, hi, 0, g->n, buf, buf + na * (int64_t)kr->esize);
 }
 
-/* Part t of nt of one product: a row range, or a column range when the
- * product is too short to give each thread a few row tiles. Boundaries fall
- * on tile edges, so each thread owns whole tiles. */
-static void run_part(const kernel *kr, const tn_gemm *g, int t, int nt, char *buf, int64_t na) {
-    int64_t mt = (g->m + kr->mr - 1) / kr->mr, ntl = (g->n + kr->nr - 1) / kr->nr;
-    if (use_direct(kr, g) || mt >= 2 * nt || mt >= ntl) {
-        int64_t r0 = MIN(g->m, mt * t / nt * kr->mr), r1 = MIN(g->m, mt * (t + 1) / nt * kr->mr);
-        if (r1 > r0) run_rows(kr, g, r0, r1, buf, na);
+/* One product on nt threads (buffers of `per` bytes each). A few more tasks
+ * than threads, taken dynamically: a thread slowed down by another process
+ * does not hold the others back, and with no barrier inside, nobody spins
+ * waiting for it. Each task packs its own B blocks; for products big enough
+ * to be split that costs well under 1% of the multiply-adds. Every element
+ * is summed in the same order whichever task computes it. */
+static void run_one(const kernel *kr, const tn_gemm *g, int nt, char *buf, int64_t per,
+                    int64_t na) {
+    if (nt == 1) {
+        run_task(kr, g, false, 0, 1, buf, na);
         return;
     }
-    int64_t c0 = MIN(g->n, ntl * t / nt * kr->nr), c1 = MIN(g->n, ntl * (t + 1) / nt * kr->nr);
-    if (c1 > c0) kr->blocked(g, 0, g->m, c0, c1, buf, buf + na * (int64_t)kr->esize);
+    int64_t mt = (g->m + kr->mr - 1) / kr->mr, ntl = (g->n + kr->nr - 1) / kr->nr;
+    bool by_cols = !use_direct(kr, g) && mt < 2 * nt && ntl > mt;
+    int64_t ntask = MIN(by_cols ? ntl : mt, 3 * nt);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (int64_t t = 0; t < ntask; t++)
+        run_task(kr, g, by_cols, t, ntask, buf + per * thread_num(), na);
 }
 
 /* The product of batch index `bi` (row-major over batch->shape). */
@@ -295,9 +333,10 @@ tn_status tn__gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch) {
         return TN_OK;
     }
     int64_t mnk = g->m * g->n * g->k;
-    int nt = tn__threads_for(mnk / 16 * nbatch);
-    int64_t mt = (g->m + kr->mr - 1) / kr->mr;
-    bool by_batch = nbatch > 1 && nt > 1 && nbatch >= mt;
+    /* a thread is worth its fork/join (~2 us) from ~4M multiply-adds on */
+    int nt = tn__threads_for(mnk / 128 * nbatch);
+    /* many products: one per thread at a time; few: each on all threads */
+    bool by_batch = nbatch > 1 && nt > 1 && nbatch >= (g->m + kr->mr - 1) / kr->mr;
     int64_t na = 0, nb = 0;
     if (!use_direct(kr, g)) pack_sizes(kr, g, &na, &nb);
     int64_t per = (na + nb) * (int64_t)kr->esize;
@@ -309,19 +348,14 @@ tn_status tn__gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch) {
             tn_gemm one;
             for (int64_t bi = nbatch * t / nt; bi < nbatch * (t + 1) / nt; bi++) {
                 batch_item(g, batch, bi, kr->esize, &one);
-                run_rows(kr, &one, 0, one.m, buf + per * t, na);
+                run_one(kr, &one, 1, buf + per * t, per, na);
             }
         }
     } else {
         for (int64_t bi = 0; bi < nbatch; bi++) {
             tn_gemm one = *g;
             if (batch) batch_item(g, batch, bi, kr->esize, &one);
-            if (nt == 1) {
-                run_rows(kr, &one, 0, one.m, buf, na);
-                continue;
-            }
-#pragma omp parallel for num_threads(nt) schedule(static)
-            for (int t = 0; t < nt; t++) run_part(kr, &one, t, nt, buf + per * t, na);
+            run_one(kr, &one, nt, buf, per, na);
         }
     }
     tn__free(buf);

@@ -22,7 +22,7 @@ typedef enum tn_red_op { TN_RED_SUM, TN_RED_MAX, TN_RED_MIN } tn_red_op;
  * extreme value (in's dtype) and/or the int64 index of its first occurrence;
  * NaN wins (the first NaN), as PyTorch. The reduced size must be > 0 for
  * MAX/MIN unless there is nothing to compute. */
-void tn__reduce_kernel(tn_red_op op, const tn_tensor *in, int dim, tn_tensor *vals,
-                       tn_tensor *idx, double div);
+void tn__reduce_kernel(tn_red_op op, const tn_tensor *in, int dim, tn_tensor *vals, tn_tensor *idx,
+                       double div);
 
 #endif

@@ -63,6 +63,10 @@ tn_tensor *tn_clone(tn_tensor *t) {
     return tn__ret(copy_recorded(t, t->dtype, &clone_fn));
 }
 
+tn_tensor *tn__clone_recorded(const tn_tensor *t) {
+    return copy_recorded(t, t->dtype, &clone_fn);
+}
+
 tn_tensor *tn__to_dtype_autograd(tn_tensor *src, tn_dtype dt) {
     return copy_recorded(src, dt, &to_copy_fn);
 }

@@ -346,8 +346,9 @@ static tn_status binary_(const binop *op, tn_tensor *self, const tn_tensor *b) {
     if (tn__needs_grad(2, (const tn_tensor *[]){self, b})) {
         n = tn__node_new(op->grad, 2, (const tn_tensor *[]){self, b}, 3, 1);
         if (!n) st = tn_last_status();
+        else n->d[0] = 1; /* alpha */
         if (n && op->save_a && tn__requires_grad(b)) {
-            tn_tensor *old = tn__copy_as(self, self->dtype);
+            tn_tensor *old = tn__clone_recorded(self); /* with history: double backward */
             st = old ? tn__node_save(n, 0, old, false) : tn_last_status();
             tn_release(old);
         }

@@ -28,12 +28,13 @@ static mm_kind kind_of(int na, int nb) {
 /* PyTorch's names in its dtype messages: "Float" (ScalarType) and "float"
  * (the C++ type). */
 static const char *scalar_name(tn_dtype d) {
-    static const char *const n[TN_DTYPE_COUNT] = {"Float", "Double", "Short", "Int", "Long", "Bool"};
+    static const char *const n[TN_DTYPE_COUNT] = {"Float", "Double", "Short",
+                                                  "Int",   "Long",   "Bool"};
     return n[d];
 }
 static const char *cpp_name(tn_dtype d) {
-    static const char *const n[TN_DTYPE_COUNT] = {"float", "double", "short int", "int",
-                                                  "long int", "bool"};
+    static const char *const n[TN_DTYPE_COUNT] = {"float", "double",   "short int",
+                                                  "int",   "long int", "bool"};
     return n[d];
 }
 
@@ -73,10 +74,18 @@ static tn_status product(tn_tensor *out, const tn_tensor *a, bool a_vec, const t
     int64_t n = a_vec ? 1 : a->shape[a->ndim - 2], k = a->shape[a->ndim - 1];
     int64_t m = b_vec ? 1 : b->shape[b->ndim - 1];
     tn_gemm g = {
-        .m = n, .n = m, .k = k, .a = tn__ptr(a), .b = tn__ptr(b), .c = tn__ptr(out),
-        .rsa = a_vec ? 0 : a->stride[a->ndim - 2], .csa = a->stride[a->ndim - 1],
-        .rsb = b->stride[b->ndim - (b_vec ? 1 : 2)], .csb = b_vec ? 1 : b->stride[b->ndim - 1],
-        .rsc = m, .accumulate = accumulate,
+        .m = n,
+        .n = m,
+        .k = k,
+        .a = tn__ptr(a),
+        .b = tn__ptr(b),
+        .c = tn__ptr(out),
+        .rsa = a_vec ? 0 : a->stride[a->ndim - 2],
+        .csa = a->stride[a->ndim - 1],
+        .rsb = b->stride[b->ndim - (b_vec ? 1 : 2)],
+        .csb = b_vec ? 1 : b->stride[b->ndim - 1],
+        .rsc = m,
+        .accumulate = accumulate,
     };
     tn_gemm_batch bt = {.ndim = nbd};
     memcpy(bt.shape, bshape, (size_t)nbd * sizeof *bshape);
@@ -94,7 +103,8 @@ static tn_status product(tn_tensor *out, const tn_tensor *a, bool a_vec, const t
         shape[nbd] = n;
         st[nbd] = g.rsa;
         bool bcast = false;
-        for (int d = 0; d < nbd; d++) bcast |= bshape[d] != 1 && bt.bsa[d] == 0;
+        for (int d = 0; d < nbd; d++)
+            bcast |= bshape[d] != 1 && bt.bsa[d] == 0;
         if (!bcast && folds(nbd + 1, shape, st, &rs)) {
             g.m = n * tn__numel(nbd, bshape);
             g.rsa = rs;
@@ -119,14 +129,13 @@ static tn_status check_dtypes(mm_kind kind, const tn_tensor *a, const tn_tensor 
         return tn__error(TN_ERR_DTYPE,
                          "expected m1 and m2 to have the same dtype, but got: %s != %s",
                          cpp_name(a->dtype), cpp_name(b->dtype));
-    return tn__error(TN_ERR_DTYPE, "expected scalar type %s but found %s",
-                     scalar_name(a->dtype), scalar_name(b->dtype));
+    return tn__error(TN_ERR_DTYPE, "expected scalar type %s but found %s", scalar_name(a->dtype),
+                     scalar_name(b->dtype));
 }
 
 /* Inner sizes must agree; the message is the one of the ATen op matmul
  * lowers to (mm/mv/dot/bmm, with the batch folded into rows as PyTorch). */
-static tn_status check_inner(mm_kind kind, const tn_tensor *a, const tn_tensor *b,
-                             int64_t batch) {
+static tn_status check_inner(mm_kind kind, const tn_tensor *a, const tn_tensor *b, int64_t batch) {
     int64_t k = a->shape[a->ndim - 1], k2 = b->shape[b->ndim == 1 ? 0 : b->ndim - 2];
     if (k == k2) return TN_OK;
     int64_t n = a->ndim == 1 ? 1 : a->shape[a->ndim - 2];
@@ -138,7 +147,8 @@ static tn_status check_inner(mm_kind kind, const tn_tensor *a, const tn_tensor *
                          "the same number of elements, but got %lld and %lld elements respectively",
                          (long long)k, (long long)k2, (long long)k, (long long)k2);
     case K_MV:
-        return tn__error(TN_ERR_SHAPE, "size mismatch, got input (%lld), mat (%lldx%lld), vec (%lld)",
+        return tn__error(TN_ERR_SHAPE,
+                         "size mismatch, got input (%lld), mat (%lldx%lld), vec (%lld)",
                          (long long)n, (long long)n, (long long)k, (long long)k2);
     case K_BATCHED:
         if (b->ndim <= 2) { /* folded into mm / mv */
@@ -211,8 +221,9 @@ static tn_tensor *grad_b_folded(tn_tensor *a, tn_tensor *g2) {
 static tn_status matmul_grads(tn_tensor *a, tn_tensor *b, int nda, int ndb, tn_tensor *g,
                               tn_tensor **ga, tn_tensor **gb) {
     bool av = nda == 1, bv = ndb == 1;
-    tn_tensor *g2 = av ? tn_unsqueeze(g, g->ndim - 1) : bv ? tn_unsqueeze(g, g->ndim)
-                                                         : tn__retain(g);
+    tn_tensor *g2 = av   ? tn_unsqueeze(g, g->ndim - 1)
+                    : bv ? tn_unsqueeze(g, g->ndim)
+                         : tn__retain(g);
     tn_status st = g2 ? TN_OK : tn_last_status();
     if (st == TN_OK && b) {
         tn_tensor *b2 = bv ? tn_unsqueeze(b, 1) : tn__retain(b);
@@ -250,15 +261,14 @@ static tn_status matmul_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
 }
 
 static const tn_fn_info matmul_fns[] = {
-    {"DotBackward0", matmul_bw},     {"MvBackward0", matmul_bw},
-    {"SqueezeBackward4", matmul_bw}, {"MmBackward0", matmul_bw},
-    {"CloneBackward0", matmul_bw},   {"UnsafeViewBackward0", matmul_bw},
+    {"DotBackward0", matmul_bw}, {"MvBackward0", matmul_bw},    {"SqueezeBackward4", matmul_bw},
+    {"MmBackward0", matmul_bw},  {"CloneBackward0", matmul_bw}, {"UnsafeViewBackward0", matmul_bw},
 };
 
 /* Records a two/three-input product node saving x (slot 0) when y needs its
  * gradient and y (slot 1) when x does. */
-static tn_status record(const tn_fn_info *fn, tn_tensor *out, int nin,
-                        const tn_tensor *const *in, int64_t param) {
+static tn_status record(const tn_fn_info *fn, tn_tensor *out, int nin, const tn_tensor *const *in,
+                        int64_t param) {
     tn_node *n = tn__node_new(fn, nin, in, 2, 1);
     if (!n) return tn_last_status();
     n->i[0] = param;
@@ -349,10 +359,13 @@ static tn_status linear_check(const tn_tensor *x, const tn_tensor *w, const tn_t
     if (x->ndim == 0 || w->ndim == 0)
         return tn__error(TN_ERR_SHAPE,
                          "both arguments to linear need to be at least 1D, but they are %dD and "
-                         "%dD", x->ndim, w->ndim);
+                         "%dD",
+                         x->ndim, w->ndim);
     if (w->ndim != 2)
-        return tn__error(TN_ERR_SHAPE, "linear: weight must be 2-D (out_features, in_features), "
-                         "got %dD", w->ndim);
+        return tn__error(TN_ERR_SHAPE,
+                         "linear: weight must be 2-D (out_features, in_features), "
+                         "got %dD",
+                         w->ndim);
     if (check_device(x, w) < 0 || (bias && check_device(bias, w) < 0)) return tn_last_status();
     if (!tn__is_float(w->dtype))
         return tn__error(TN_ERR_DTYPE, "\"addmm_impl_cpu_\" not implemented for '%s'",
@@ -365,28 +378,29 @@ static tn_status linear_check(const tn_tensor *x, const tn_tensor *w, const tn_t
                          scalar_name(bias->dtype), scalar_name(w->dtype));
     int64_t in = x->shape[x->ndim - 1], rows = tn__numel(x->ndim - 1, x->shape);
     if (in != w->shape[1])
-        return tn__error(TN_ERR_SHAPE,
-                         "mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
-                         (long long)rows, (long long)in, (long long)w->shape[1],
-                         (long long)w->shape[0]);
+        return tn__error(
+            TN_ERR_SHAPE, "mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
+            (long long)rows, (long long)in, (long long)w->shape[1], (long long)w->shape[0]);
     if (!bias) return TN_OK;
     int64_t target[2] = {rows, w->shape[0]};
-    bool ok = bias->ndim <= 2;
-    for (int i = 0; ok && i < bias->ndim; i++) {
-        int64_t s = bias->shape[bias->ndim - 1 - i], want_s = target[1 - i];
-        ok = s == 1 || s == want_s;
-    }
-    if (ok) return TN_OK;
     char ts[64], bs[160];
     tn__format_shape(ts, sizeof ts, 2, target);
     tn__format_shape(bs, sizeof bs, bias->ndim, bias->shape);
-    int d = bias->ndim >= 1 && bias->shape[bias->ndim - 1] != 1 &&
-                    bias->shape[bias->ndim - 1] != target[1] ? 1 : 0;
-    int64_t bad = bias->ndim > 2 ? bias->shape[0] : bias->shape[bias->ndim - 2 + d];
-    return tn__error(TN_ERR_SHAPE,
-                     "The expanded size of the tensor (%lld) must match the existing size (%lld) "
-                     "at non-singleton dimension %d.  Target sizes: %s.  Tensor sizes: %s",
-                     (long long)target[d], (long long)bad, d, ts, bs);
+    if (bias->ndim > 2) /* addmm expands the bias to (rows, out) */
+        return tn__error(TN_ERR_SHAPE,
+                         "expand([%s %s], size=%s): the number of sizes provided (2) must be "
+                         "greater or equal to the number of dimensions in the tensor (%d)",
+                         tn_dtype_name(bias->dtype), bs, ts, bias->ndim);
+    for (int d = 1; d >= 2 - bias->ndim; d--) { /* right-aligned against (rows, out) */
+        int64_t s = bias->shape[bias->ndim - 2 + d];
+        if (s != 1 && s != target[d])
+            return tn__error(TN_ERR_SHAPE,
+                             "The expanded size of the tensor (%lld) must match the existing size "
+                             "(%lld) at non-singleton dimension %d.  Target sizes: %s.  Tensor "
+                             "sizes: %s",
+                             (long long)target[d], (long long)s, d, ts, bs);
+    }
+    return TN_OK;
 }
 
 tn_tensor *tn_linear(const tn_tensor *x, const tn_tensor *w, const tn_tensor *bias) {

@@ -25,9 +25,12 @@ typedef struct sm_geom {
 static sm_geom geom_of(const tn_tensor *t, int dim) {
     sm_geom g = {1, 1, 1, 1};
     for (int i = 0; i < t->ndim; i++) {
-        if (i < dim) g.outer *= t->shape[i];
-        else if (i == dim) g.d = t->shape[i];
-        else g.inner *= t->shape[i];
+        if (i < dim)
+            g.outer *= t->shape[i];
+        else if (i == dim)
+            g.d = t->shape[i];
+        else
+            g.inner *= t->shape[i];
     }
     g.chunks = (g.inner + CHUNK - 1) / CHUNK;
     return g;
@@ -39,49 +42,53 @@ enum { SM_FWD, LSM_FWD, SM_BWD, LSM_BWD };
  * over one row of g->d values spaced `inner` apart, for w <= CHUNK
  * adjacent inner positions at once (the inner loops vectorise over them).
  *   softmax:      y = e / sum(e), e = exp(x - max)
- *   log_softmax:  y = x - max - log(sum(e))
+ *   log_softmax:  y = (x - max) - log(sum(e))
  *   backward:     softmax gx = y (g - sum(g y)); log_softmax gx = g - exp(y) sum(g) */
-#define DEFINE_SM_ROW(SUF, T)                                                             \
-    static void sm_row_##SUF(int mode, const T *x, const T *y, T *out, int64_t dn,          \
-                             int64_t inner, int64_t w) {                                   \
-        T m[CHUNK], s[CHUNK];                                                              \
-        for (int64_t i = 0; i < w; i++) {                                                  \
-            m[i] = mode == SM_FWD || mode == LSM_FWD ? x[i] : 0;                           \
-            s[i] = 0;                                                                      \
-        }                                                                                  \
-        if (mode == SM_FWD || mode == LSM_FWD) {                                           \
-            for (int64_t d = 1; d < dn; d++)                                               \
-                for (int64_t i = 0; i < w; i++) {                                          \
-                    T v = x[d * inner + i];                                                \
-                    m[i] = v > m[i] || v != v ? v : m[i];                                  \
-                }                                                                          \
-            for (int64_t d = 0; d < dn; d++)                                               \
-                for (int64_t i = 0; i < w; i++) {                                          \
-                    T e = TN_M(exp, x[d * inner + i] - m[i]);                              \
-                    if (mode == SM_FWD) out[d * inner + i] = e;                            \
-                    s[i] += e;                                                             \
-                }                                                                          \
-            if (mode == SM_FWD) {                                                          \
-                for (int64_t i = 0; i < w; i++) s[i] = 1 / s[i];                           \
-                for (int64_t d = 0; d < dn; d++)                                           \
-                    for (int64_t i = 0; i < w; i++) out[d * inner + i] *= s[i];            \
-            } else {                                                                       \
-                for (int64_t i = 0; i < w; i++) m[i] += TN_M(log, s[i]);                   \
-                for (int64_t d = 0; d < dn; d++)                                           \
-                    for (int64_t i = 0; i < w; i++)                                        \
-                        out[d * inner + i] = x[d * inner + i] - m[i];                      \
-            }                                                                              \
-            return;                                                                        \
-        }                                                                                  \
-        /* backward: x is the incoming gradient g */                                      \
-        for (int64_t d = 0; d < dn; d++)                                                   \
-            for (int64_t i = 0; i < w; i++)                                                \
-                s[i] += mode == SM_BWD ? x[d * inner + i] * y[d * inner + i] : x[d * inner + i]; \
-        for (int64_t d = 0; d < dn; d++)                                                   \
-            for (int64_t i = 0; i < w; i++) {                                              \
-                int64_t k = d * inner + i;                                                 \
-                out[k] = mode == SM_BWD ? y[k] * (x[k] - s[i]) : x[k] - TN_M(exp, y[k]) * s[i]; \
-            }                                                                              \
+#define DEFINE_SM_ROW(SUF, T)                                                                      \
+    static void sm_row_##SUF(int mode, const T *x, const T *y, T *out, int64_t dn, int64_t inner,  \
+                             int64_t w) {                                                          \
+        T m[CHUNK], s[CHUNK];                                                                      \
+        for (int64_t i = 0; i < w; i++) {                                                          \
+            m[i] = mode == SM_FWD || mode == LSM_FWD ? x[i] : 0;                                   \
+            s[i] = 0;                                                                              \
+        }                                                                                          \
+        if (mode == SM_FWD || mode == LSM_FWD) {                                                   \
+            for (int64_t d = 1; d < dn; d++)                                                       \
+                for (int64_t i = 0; i < w; i++) {                                                  \
+                    T v = x[d * inner + i];                                                        \
+                    m[i] = v > m[i] || v != v ? v : m[i];                                          \
+                }                                                                                  \
+            for (int64_t d = 0; d < dn; d++)                                                       \
+                for (int64_t i = 0; i < w; i++) {                                                  \
+                    T e = TN_M(exp, x[d * inner + i] - m[i]);                                      \
+                    if (mode == SM_FWD) out[d * inner + i] = e;                                    \
+                    s[i] += e;                                                                     \
+                }                                                                                  \
+            if (mode == SM_FWD) {                                                                  \
+                for (int64_t i = 0; i < w; i++)                                                    \
+                    s[i] = 1 / s[i];                                                               \
+                for (int64_t d = 0; d < dn; d++)                                                   \
+                    for (int64_t i = 0; i < w; i++)                                                \
+                        out[d * inner + i] *= s[i];                                                \
+            } else {                                                                               \
+                /* (x - max) - log(sum) keeps the precision of small differences */                \
+                for (int64_t i = 0; i < w; i++)                                                    \
+                    s[i] = TN_M(log, s[i]);                                                        \
+                for (int64_t d = 0; d < dn; d++)                                                   \
+                    for (int64_t i = 0; i < w; i++)                                                \
+                        out[d * inner + i] = (x[d * inner + i] - m[i]) - s[i];                     \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
+        /* backward: x is the incoming gradient g */                                               \
+        for (int64_t d = 0; d < dn; d++)                                                           \
+            for (int64_t i = 0; i < w; i++)                                                        \
+                s[i] += mode == SM_BWD ? x[d * inner + i] * y[d * inner + i] : x[d * inner + i];   \
+        for (int64_t d = 0; d < dn; d++)                                                           \
+            for (int64_t i = 0; i < w; i++) {                                                      \
+                int64_t k = d * inner + i;                                                         \
+                out[k] = mode == SM_BWD ? y[k] * (x[k] - s[i]) : x[k] - TN_M(exp, y[k]) * s[i];    \
+            }                                                                                      \
     }
 DEFINE_SM_ROW(f32, float)
 DEFINE_SM_ROW(f64, double)
@@ -91,6 +98,7 @@ static void sm_run(int mode, tn_dtype dt, const tn_tensor *x, const tn_tensor *y
                    sm_geom g) {
     int64_t rows = g.outer * g.chunks;
     int nt = tn__threads_for(g.outer * g.d * g.inner);
+    (void)nt; /* only read by OpenMP */
     size_t es = tn__dtype_sizes[dt];
     const char *xp = tn__ptr(x), *yp = y ? tn__ptr(y) : NULL;
     char *op = tn__ptr(out);
@@ -125,8 +133,10 @@ static tn_status softmax_family_bw(tn_node *n, tn_tensor *g, tn_tensor **gi, boo
     tn_status st = TN_OK;
     if (!tn__grad_enabled()) {
         tn_tensor *gc = contig(g), *out = gc ? tn__empty_like(y) : NULL;
-        if (out) sm_run(log ? LSM_BWD : SM_BWD, y->dtype, gc, y, out, geom_of(y, dim));
-        else st = tn_last_status();
+        if (out)
+            sm_run(log ? LSM_BWD : SM_BWD, y->dtype, gc, y, out, geom_of(y, dim));
+        else
+            st = tn_last_status();
         tn_release(gc);
         gi[0] = out;
     } else if (log) { /* g - exp(y) * sum(g, dim) */
@@ -163,12 +173,12 @@ static tn_tensor *softmax_family(const tn_tensor *a, int dim, bool log) {
     if (!tn__is_float(a->dtype)) {
         bool last = d >= a->ndim - 1;
         tn__error(TN_ERR_DTYPE, "\"%s%s_kernel_impl\" not implemented for '%s'",
-                  log ? "log_softmax" : "softmax", last ? "_lastdim" : "",
-                  tn_dtype_name(a->dtype));
+                  log ? "log_softmax" : "softmax", last ? "_lastdim" : "", tn_dtype_name(a->dtype));
         return NULL;
     }
     tn_tensor *x = contig(a), *out = x ? tn__empty_like(a) : NULL;
-    if (out && tn_numel(a) > 0) sm_run(log ? LSM_FWD : SM_FWD, a->dtype, x, NULL, out, geom_of(a, d));
+    if (out && tn_numel(a) > 0)
+        sm_run(log ? LSM_FWD : SM_FWD, a->dtype, x, NULL, out, geom_of(a, d));
     tn_release(x);
     if (!out) return NULL;
     if (tn__needs_grad(1, &a)) {
@@ -235,8 +245,10 @@ static tn_status nll_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
         double v = -(direct ? gv : 1.0) / (double)n->d[0];
         for (int64_t i = 0; i < nt; i++)
             if (vals[i] != IGNORE_INDEX) tn__store(p + (size_t)(i * c + vals[i]) * es, m->dtype, v);
-        if (direct) gi[0] = s;
-        else if (!(gi[0] = tn_mul(s, go[0]))) st = tn_last_status();
+        if (direct)
+            gi[0] = s;
+        else if (!(gi[0] = tn_mul(s, go[0])))
+            st = tn_last_status();
         if (!direct) tn_release(s);
     } else if (st == TN_OK) {
         st = tn_last_status();
@@ -253,7 +265,8 @@ static tn_status ce_check(const tn_tensor *logits, const tn_tensor *targets) {
                          "cross_entropy: expected logits of shape (C) or (N, C), got %d dims",
                          logits->ndim);
     if (!tn__is_float(logits->dtype))
-        return tn__error(TN_ERR_DTYPE, "\"log_softmax_lastdim_kernel_impl\" not implemented for '%s'",
+        return tn__error(TN_ERR_DTYPE,
+                         "\"log_softmax_lastdim_kernel_impl\" not implemented for '%s'",
                          tn_dtype_name(logits->dtype));
     if (targets->dtype != TN_I64) {
         static const char *const names[TN_DTYPE_COUNT] = {"Float", "Double", "Short",
@@ -262,19 +275,24 @@ static tn_status ce_check(const tn_tensor *logits, const tn_tensor *targets) {
                          names[targets->dtype]);
     }
     if (targets->ndim > 1)
-        return tn__error(TN_ERR_SHAPE, "0D or 1D target tensor expected, multi-target not supported");
+        return tn__error(TN_ERR_SHAPE,
+                         "0D or 1D target tensor expected, multi-target not supported");
+    if (logits->ndim == 1 && targets->ndim == 1 && targets->shape[0] != 1)
+        return tn__error(TN_ERR_SHAPE, "size mismatch (got input: [%lld], target: [%lld])",
+                         (long long)logits->shape[0], (long long)targets->shape[0]);
     int64_t batch = logits->ndim == 2 ? logits->shape[0] : 1;
     int64_t tb = targets->ndim == 1 ? targets->shape[0] : 1;
     if (logits->ndim == 2 && targets->ndim == 0) tb = 0; /* a batch needs a 1-D target */
     if (batch != tb)
-        return tn__error(TN_ERR_SHAPE, "Expected input batch_size (%lld) to match target "
-                         "batch_size (%lld).", (long long)batch, (long long)tb);
+        return tn__error(TN_ERR_SHAPE,
+                         "Expected input batch_size (%lld) to match target "
+                         "batch_size (%lld).",
+                         (long long)batch, (long long)tb);
     return TN_OK;
 }
 
 /* loss = -mean over counted targets of log_probs[i, t_i] (NaN when none). */
-static tn_tensor *nll_forward(const tn_tensor *lp, const int64_t *vals, int64_t nt,
-                              int64_t count) {
+static tn_tensor *nll_forward(const tn_tensor *lp, const int64_t *vals, int64_t nt, int64_t count) {
     int64_t c = lp->shape[lp->ndim - 1];
     double sum = 0;
     const char *p = tn__ptr(lp);
@@ -321,11 +339,12 @@ TN_BIN_FLOAT(sqdiff, (x - y) * (x - y))
 /* Sum of a contiguous float buffer in fixed blocks (partial sums in block
  * order), so the result does not depend on the thread count. */
 #define SUM_BLOCK 4096
-static double sum_contig(const tn_tensor *t) {
+static tn_status sum_contig(const tn_tensor *t, double *out) {
     int64_t n = tn_numel(t), nb = (n + SUM_BLOCK - 1) / SUM_BLOCK;
     double stack[64], *part = nb <= 64 ? stack : tn__alloc((size_t)nb * sizeof *part);
-    if (!part) return NAN;
+    if (!part) return TN_ERR_OUT_OF_MEMORY;
     int nt = tn__threads_for(n);
+    (void)nt; /* only read by OpenMP */
     const void *p = tn__ptr(t);
     bool f32 = t->dtype == TN_F32;
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
@@ -335,13 +354,16 @@ static double sum_contig(const tn_tensor *t) {
         for (int64_t i = i0; i < i1; i++)
             s[i % 16] += f32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
         double acc = 0;
-        for (int l = 0; l < 16; l++) acc += s[l];
+        for (int l = 0; l < 16; l++)
+            acc += s[l];
         part[b] = acc;
     }
     double total = 0;
-    for (int64_t b = 0; b < nb; b++) total += part[b];
+    for (int64_t b = 0; b < nb; b++)
+        total += part[b];
     if (part != stack) tn__free(part);
-    return total;
+    *out = total;
+    return TN_OK;
 }
 
 /* d/da = 2 (a - b) g / numel, d/db = the negation; the engine sums the
@@ -373,7 +395,9 @@ tn_tensor *tn_mse_loss(const tn_tensor *a, const tn_tensor *b) {
     tn_tensor *sq = tn__pw_binary("mse_loss", sqdiff_loops, a, b, dt, dt);
     if (!sq) return NULL;
     int64_t numel = tn_numel(sq);
-    tn_tensor *out = tn__full(0, NULL, dt, sum_contig(sq) / (double)numel);
+    double sum = 0;
+    tn_tensor *out =
+        sum_contig(sq, &sum) == TN_OK ? tn__full(0, NULL, dt, sum / (double)numel) : NULL;
     tn_release(sq);
     if (out && tn__needs_grad(2, (const tn_tensor *[]){a, b})) {
         tn_node *n = tn__node_new(&mse_fn, 2, (const tn_tensor *[]){a, b}, 2, 1);

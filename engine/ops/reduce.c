@@ -81,7 +81,8 @@ static tn_tensor *unselected_mask(const tn_input_meta *m, int dim, const tn_tens
     uint8_t *mk = (uint8_t *)tn__ptr(mask);
     const int64_t *ix = (const int64_t *)tn__ptr(ic);
     for (int64_t o = 0; o < O; o++)
-        for (int64_t i = 0; i < I; i++) mk[(o * R + ix[o * I + i]) * I + i] = 0;
+        for (int64_t i = 0; i < I; i++)
+            mk[(o * R + ix[o * I + i]) * I + i] = 0;
     tn_release(ic);
     return mask;
 }
@@ -95,8 +96,7 @@ static tn_status extreme_dim_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi
     tn_tensor *other = unselected_mask(m, (int)n->i[0], idx);
     tn_release(idx);
     TN_TRY(other);
-    tn_tensor *gk = !n->i[1] && m->ndim > 0 ? tn_unsqueeze(go[0], (int)n->i[0])
-                                            : tn__retain(go[0]);
+    tn_tensor *gk = !n->i[1] && m->ndim > 0 ? tn_unsqueeze(go[0], (int)n->i[0]) : tn__retain(go[0]);
     gi[0] = gk ? tn__masked_zero(gk, other) : NULL;
     tn_release(gk);
     tn_release(other);
@@ -202,7 +202,8 @@ static double mean_div(const tn_tensor *a, int dim) {
 static int innermost_dim(const tn_tensor *a) {
     int best = 0;
     for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] > 1 && (a->shape[best] <= 1 || llabs(a->stride[d]) < llabs(a->stride[best])))
+        if (a->shape[d] > 1 &&
+            (a->shape[best] <= 1 || llabs(a->stride[d]) < llabs(a->stride[best])))
             best = d;
     return best;
 }
@@ -232,8 +233,7 @@ static tn_status reduce_strided(const reduction *r, const tn_tensor *a, tn_tenso
 
 /* Runs the kernel into new outputs (the values and/or the indices). */
 static tn_status compute(const reduction *r, const tn_tensor *a, int dim, int nd,
-                         const int64_t *shape, bool need_idx, tn_tensor **vals,
-                         tn_tensor **idx) {
+                         const int64_t *shape, bool need_idx, tn_tensor **vals, tn_tensor **idx) {
     tn_dtype vdt = r->op == TN_RED_SUM && !tn__is_float(a->dtype) ? TN_I64 : a->dtype;
     if (r->want_vals && !(*vals = tn__empty(nd, shape, vdt))) return tn_last_status();
     if (need_idx && !(*idx = tn__empty(nd, shape, TN_I64))) return tn_last_status();

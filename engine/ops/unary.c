@@ -254,7 +254,7 @@ static tn_status unary_(const unop *op, tn_tensor *self, double c0, double c1) {
     if (st < 0) return st;
     tn_node *n = NULL;
     if (tn__needs_grad(1, (const tn_tensor *[]){self})) {
-        tn_tensor *old = op->save_in ? tn__copy_as(self, self->dtype) : NULL;
+        tn_tensor *old = op->save_in ? tn__clone_recorded(self) : NULL;
         st = op->save_in && !old ? tn_last_status() : record(op, self, self, old, &c, &n);
         tn_release(old);
         if (st < 0) {

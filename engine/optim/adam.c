@@ -22,33 +22,34 @@ typedef struct adam_ctx {
  *   d = g + wd p;  m = beta1 m + (1-beta1) d;  v = beta2 v + (1-beta2) d d;
  *   p += -lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps)
  * in torch's operation order (mul_/add_, addcmul_, addcdiv_). Called with
- * constant strides for contiguous rows so it vectorises. */
-#define ADAM_KERNEL(T, SFX, SQRT)                                                         \
-    static inline void adam_row_##SFX(const adam_ctx *c, int64_t n, char *pp,             \
-                                      const char *gp, char *mp, char *vp, int64_t s0,     \
-                                      int64_t s1, int64_t s2, int64_t s3) {               \
-        const T b1 = (T)c->beta1, b2 = (T)c->beta2, a1 = (T)c->one_minus_beta1;           \
-        const T a2 = (T)c->one_minus_beta2, wd = (T)c->wd, eps = (T)c->eps;               \
-        const T bc2s = (T)c->bc2_sqrt, neg_step = (T)c->neg_step_size;                    \
-        const bool use_wd = c->wd != 0;                                                   \
-        for (int64_t i = 0; i < n; i++) {                                                 \
-            T *p = (T *)(pp + i * s0), *m = (T *)(mp + i * s2), *v = (T *)(vp + i * s3);  \
-            T g = *(const T *)(gp + i * s1);                                              \
-            T d = use_wd ? g + wd * *p : g;                                               \
-            T mi = *m * b1 + a1 * d;                                                      \
-            T vi = *v * b2 + a2 * d * d;                                                  \
-            *m = mi;                                                                      \
-            *v = vi;                                                                      \
-            T denom = SQRT(vi) / bc2s + eps;                                              \
-            *p = *p + neg_step * mi / denom;                                              \
-        }                                                                                 \
-    }                                                                                     \
-    static void adam_loop_##SFX(void *ctx, int64_t n, char **ptr, const int64_t *s) {     \
-        const int64_t e = (int64_t)sizeof(T);                                             \
-        if (s[0] == e && s[1] == e && s[2] == e && s[3] == e)                             \
-            adam_row_##SFX(ctx, n, ptr[0], ptr[1], ptr[2], ptr[3], e, e, e, e);           \
-        else                                                                              \
-            adam_row_##SFX(ctx, n, ptr[0], ptr[1], ptr[2], ptr[3], s[0], s[1], s[2], s[3]); \
+ * constant strides for contiguous rows so it vectorises (with GCC, only
+ * under -fno-math-errno: errno-setting sqrt blocks it). */
+#define ADAM_KERNEL(T, SFX, SQRT)                                                                  \
+    static inline void adam_row_##SFX(const adam_ctx *c, int64_t n, char *pp, const char *gp,      \
+                                      char *mp, char *vp, int64_t s0, int64_t s1, int64_t s2,      \
+                                      int64_t s3) {                                                \
+        const T b1 = (T)c->beta1, b2 = (T)c->beta2, a1 = (T)c->one_minus_beta1;                    \
+        const T a2 = (T)c->one_minus_beta2, wd = (T)c->wd, eps = (T)c->eps;                        \
+        const T bc2s = (T)c->bc2_sqrt, neg_step = (T)c->neg_step_size;                             \
+        const bool use_wd = c->wd != 0;                                                            \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            T *p = (T *)(pp + i * s0), *m = (T *)(mp + i * s2), *v = (T *)(vp + i * s3);           \
+            T g = *(const T *)(gp + i * s1);                                                       \
+            T d = use_wd ? g + wd * *p : g;                                                        \
+            T mi = *m * b1 + a1 * d;                                                               \
+            T vi = *v * b2 + a2 * d * d;                                                           \
+            *m = mi;                                                                               \
+            *v = vi;                                                                               \
+            T denom = SQRT(vi) / bc2s + eps;                                                       \
+            *p = *p + neg_step * mi / denom;                                                       \
+        }                                                                                          \
+    }                                                                                              \
+    static void adam_loop_##SFX(void *ctx, int64_t n, char **ptr, const int64_t *s) {              \
+        const int64_t e = (int64_t)sizeof(T);                                                      \
+        if (s[0] == e && s[1] == e && s[2] == e && s[3] == e)                                      \
+            adam_row_##SFX(ctx, n, ptr[0], ptr[1], ptr[2], ptr[3], e, e, e, e);                    \
+        else                                                                                       \
+            adam_row_##SFX(ctx, n, ptr[0], ptr[1], ptr[2], ptr[3], s[0], s[1], s[2], s[3]);        \
     }
 
 ADAM_KERNEL(float, f32, sqrtf)
@@ -61,18 +62,23 @@ static tn_status check_hyper(double lr, double beta1, double beta2, double eps, 
     char v[40];
     const char *what = NULL;
     double bad = 0;
-    if (!(0.0 <= lr)) what = "Invalid learning rate", bad = lr;
-    else if (!(0.0 <= eps)) what = "Invalid epsilon value", bad = eps;
-    else if (!(0.0 <= beta1 && beta1 < 1.0)) what = "Invalid beta parameter at index 0", bad = beta1;
-    else if (!(0.0 <= beta2 && beta2 < 1.0)) what = "Invalid beta parameter at index 1", bad = beta2;
-    else if (!(0.0 <= wd)) what = "Invalid weight_decay value", bad = wd;
+    if (!(0.0 <= lr))
+        what = "Invalid learning rate", bad = lr;
+    else if (!(0.0 <= eps))
+        what = "Invalid epsilon value", bad = eps;
+    else if (!(0.0 <= beta1 && beta1 < 1.0))
+        what = "Invalid beta parameter at index 0", bad = beta1;
+    else if (!(0.0 <= beta2 && beta2 < 1.0))
+        what = "Invalid beta parameter at index 1", bad = beta2;
+    else if (!(0.0 <= wd))
+        what = "Invalid weight_decay value", bad = wd;
     if (!what) return TN_OK;
     tn__optim_fmt(v, sizeof v, bad);
     return tn__error(TN_ERR_INVALID_ARGUMENT, "%s: %s", what, v);
 }
 
-tn_adam *tn_adam_new(int n, tn_tensor *const *params, double lr, double beta1,
-                     double beta2, double eps, double weight_decay) {
+tn_adam *tn_adam_new(int n, tn_tensor *const *params, double lr, double beta1, double beta2,
+                     double eps, double weight_decay) {
     if (check_hyper(lr, beta1, beta2, eps, weight_decay) < 0) return NULL;
     tn_adam *o = tn__calloc_small(sizeof *o);
     if (!o) return NULL;

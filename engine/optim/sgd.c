@@ -24,7 +24,8 @@ static int cmp_ptr_index(const void *a, const void *b) {
  * Sorting keeps construction O(n log n) for models with many parameters. */
 static bool find_duplicates(tn_optim_params *op, ptr_index *tmp) {
     bool dup = false;
-    for (int i = 0; i < op->n; i++) tmp[i] = (ptr_index){(uintptr_t)op->params[i], i};
+    for (int i = 0; i < op->n; i++)
+        tmp[i] = (ptr_index){(uintptr_t)op->params[i], i};
     qsort(tmp, (size_t)op->n, sizeof *tmp, cmp_ptr_index);
     for (int k = 0; k < op->n; k++) {
         bool same = k > 0 && tmp[k].p == tmp[k - 1].p;
@@ -64,7 +65,8 @@ tn_status tn__optim_params_init(tn_optim_params *op, const char *who, int n,
         return TN_ERR_OUT_OF_MEMORY;
     }
     op->n = n;
-    for (int i = 0; i < n; i++) op->params[i] = tn__retain(params[i]);
+    for (int i = 0; i < n; i++)
+        op->params[i] = tn__retain(params[i]);
     if (find_duplicates(op, tmp))
         tn__warn("optimizer contains a parameter group with duplicate parameters; in future, "
                  "this will cause an error; see github.com/pytorch/pytorch/issues/40967 for "
@@ -75,7 +77,8 @@ tn_status tn__optim_params_init(tn_optim_params *op, const char *who, int n,
 
 void tn__optim_params_free(tn_optim_params *op) {
     if (op->params)
-        for (int i = 0; i < op->n; i++) tn_release(op->params[i]);
+        for (int i = 0; i < op->n; i++)
+            tn_release(op->params[i]);
     tn__free_small(op->params);
     tn__free_small(op->state_of);
     tn__free_small(op->grads);
@@ -97,13 +100,17 @@ static tn_status collect_one(int i, tn_tensor *p, tn_tensor **out) {
     if (!g) return TN_OK;
     if (!tn__is_float(p->dtype)) {
         tn_release(g);
-        return tn__error(TN_ERR_DTYPE, "optimizer step: parameter %d has dtype %s; only floating "
-                         "point parameters can be optimized", i, tn_dtype_name(p->dtype));
+        return tn__error(TN_ERR_DTYPE,
+                         "optimizer step: parameter %d has dtype %s; only floating "
+                         "point parameters can be optimized",
+                         i, tn_dtype_name(p->dtype));
     }
     if (!tn__same_shape(p, g)) {
         tn_release(g);
-        return tn__error(TN_ERR_SHAPE, "optimizer step: the grad of parameter %d does not have "
-                         "the parameter's shape", i);
+        return tn__error(TN_ERR_SHAPE,
+                         "optimizer step: the grad of parameter %d does not have "
+                         "the parameter's shape",
+                         i);
     }
     tn_tensor *c = tn__cast(g, p->dtype);
     tn_release(g);
@@ -174,13 +181,15 @@ void tn__optim_fmt(char *buf, size_t size, double v) {
     int nd = 0;
     for (; *s && *s != 'e'; s++)
         if (*s != '.') digits[nd++] = *s;
-    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
     int exp10 = atoi(s + 1), decpt = exp10 + 1, k = 0;
     if (signbit(v)) out[k++] = '-';
     if (decpt <= -4 || decpt > 16) { /* d[.ddd]e-05 */
         out[k++] = digits[0];
         if (nd > 1) out[k++] = '.';
-        for (int i = 1; i < nd; i++) out[k++] = digits[i];
+        for (int i = 1; i < nd; i++)
+            out[k++] = digits[i];
         snprintf(out + k, sizeof out - (size_t)k, "e%c%02d", exp10 < 0 ? '-' : '+', abs(exp10));
     } else { /* digits around the point, zero-padded on either side */
         int lo = decpt <= 0 ? decpt - 1 : 0, hi = decpt >= nd ? decpt + 1 : nd;
@@ -209,33 +218,33 @@ typedef struct sgd_ctx {
 /* p, g, buf are one row of n elements with byte strides s0, s1, s2:
  *   d = g + wd p;  buf = first ? d : momentum buf + d;  p += -lr (buf or d).
  * Called with constant strides for contiguous rows so it vectorises. */
-#define SGD_KERNEL(T, SFX)                                                                \
-    static inline void sgd_row_##SFX(const sgd_ctx *c, int64_t n, char *pp, const char *gp, \
-                                     char *bp, int64_t s0, int64_t s1, int64_t s2) {      \
-        const T neg_lr = (T)(-c->lr), mom = (T)c->momentum, wd = (T)c->wd;                \
-        const bool use_wd = c->wd != 0, use_buf = c->momentum != 0, first = c->first;     \
-        for (int64_t i = 0; i < n; i++) {                                                 \
-            T *p = (T *)(pp + i * s0);                                                    \
-            T g = *(const T *)(gp + i * s1);                                              \
-            T d = use_wd ? g + wd * *p : g;                                               \
-            if (use_buf) {                                                                \
-                T *b = (T *)(bp + i * s2);                                                \
-                d = first ? d : *b * mom + d;                                             \
-                *b = d;                                                                   \
-            }                                                                             \
-            *p = *p + neg_lr * d;                                                         \
-        }                                                                                 \
-    }                                                                                     \
-    static void sgd_loop_##SFX(void *ctx, int64_t n, char **ptr, const int64_t *s) {      \
-        const sgd_ctx *c = ctx;                                                           \
-        const int64_t e = (int64_t)sizeof(T);                                             \
-        bool use_buf = c->momentum != 0;                                                  \
-        char *bp = use_buf ? ptr[2] : NULL;                                               \
-        int64_t s2 = use_buf ? s[2] : e;                                                  \
-        if (s[0] == e && s[1] == e && s2 == e)                                            \
-            sgd_row_##SFX(c, n, ptr[0], ptr[1], bp, e, e, e);                             \
-        else                                                                              \
-            sgd_row_##SFX(c, n, ptr[0], ptr[1], bp, s[0], s[1], s2);                      \
+#define SGD_KERNEL(T, SFX)                                                                         \
+    static inline void sgd_row_##SFX(const sgd_ctx *c, int64_t n, char *pp, const char *gp,        \
+                                     char *bp, int64_t s0, int64_t s1, int64_t s2) {               \
+        const T neg_lr = (T)(-c->lr), mom = (T)c->momentum, wd = (T)c->wd;                         \
+        const bool use_wd = c->wd != 0, use_buf = c->momentum != 0, first = c->first;              \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            T *p = (T *)(pp + i * s0);                                                             \
+            T g = *(const T *)(gp + i * s1);                                                       \
+            T d = use_wd ? g + wd * *p : g;                                                        \
+            if (use_buf) {                                                                         \
+                T *b = (T *)(bp + i * s2);                                                         \
+                d = first ? d : *b * mom + d;                                                      \
+                *b = d;                                                                            \
+            }                                                                                      \
+            *p = *p + neg_lr * d;                                                                  \
+        }                                                                                          \
+    }                                                                                              \
+    static void sgd_loop_##SFX(void *ctx, int64_t n, char **ptr, const int64_t *s) {               \
+        const sgd_ctx *c = ctx;                                                                    \
+        const int64_t e = (int64_t)sizeof(T);                                                      \
+        bool use_buf = c->momentum != 0;                                                           \
+        char *bp = use_buf ? ptr[2] : NULL;                                                        \
+        int64_t s2 = use_buf ? s[2] : e;                                                           \
+        if (s[0] == e && s[1] == e && s2 == e)                                                     \
+            sgd_row_##SFX(c, n, ptr[0], ptr[1], bp, e, e, e);                                      \
+        else                                                                                       \
+            sgd_row_##SFX(c, n, ptr[0], ptr[1], bp, s[0], s[1], s2);                               \
     }
 
 SGD_KERNEL(float, f32)
@@ -337,7 +346,8 @@ void tn_sgd_set_lr(tn_sgd *o, double lr) {
 void tn_sgd_free(tn_sgd *o) {
     if (!o) return;
     if (o->buf)
-        for (int i = 0; i < o->ps.n; i++) tn_release(o->buf[i]);
+        for (int i = 0; i < o->ps.n; i++)
+            tn_release(o->buf[i]);
     tn__free_small(o->buf);
     tn__optim_params_free(&o->ps);
     tn__free_small(o);
