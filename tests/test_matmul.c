@@ -396,28 +396,28 @@ static void matmul_big_blocked(void **state) {
     check_big(131, 300, 70, true, false, TN_F64);
     check_big(200, 520, 2100, false, true, TN_F32); /* several KC and NC blocks */
     check_big(3, 400, 300, false, false, TN_F32);   /* short: thin path */
-    check_big(300, 400, 1, false, false, TN_F64);   /* one column: dot products */
-    check_big(9, 300, 300, true, false, TN_F32);    /* split by columns across threads */
+    check_big(3000, 1500, 1, false, false, TN_F64); /* one column: dot products */
+    check_big(9, 2000, 600, true, false, TN_F32);   /* split by columns across threads */
 }
 
 /* Many small products: split by batch across threads; same bits as serial. */
 static void matmul_many_batches(void **state) {
     tn_scope_begin();
     tn_manual_seed(3);
-    tn_tensor *a = tn_randn(3, S(64, 20, 30), TN_F32), *b = tn_randn(3, S(64, 30, 10), TN_F32);
+    tn_tensor *a = tn_randn(3, S(128, 40, 50), TN_F32), *b = tn_randn(3, S(128, 50, 30), TN_F32);
     int old = tn_get_num_threads();
     tn_set_num_threads(1);
     tn_tensor *c1 = tn_matmul(a, b);
     tn_set_num_threads(2);
     tn_tensor *c2 = tn_matmul(a, b);
     tn_set_num_threads(old);
-    assert_memory_equal(tn_data_ptr(c1), tn_data_ptr(c2), 64 * 20 * 10 * sizeof(float));
+    assert_memory_equal(tn_data_ptr(c1), tn_data_ptr(c2), 128 * 40 * 30 * sizeof(float));
     /* spot check batch 17 against select + 2-D matmul */
     tn_tensor *ref = tn_matmul(tn_select(a, 0, 17), tn_select(b, 0, 17));
-    double r[200], g[200];
-    assert_int_equal(tn_copy_to_f64(ref, r, 200), TN_OK);
-    assert_int_equal(tn_copy_to_f64(tn_select(c1, 0, 17), g, 200), TN_OK);
-    for (int i = 0; i < 200; i++)
+    double r[1200], g[1200];
+    assert_int_equal(tn_copy_to_f64(ref, r, 1200), TN_OK);
+    assert_int_equal(tn_copy_to_f64(tn_select(c1, 0, 17), g, 1200), TN_OK);
+    for (int i = 0; i < 1200; i++)
         assert_true(fabs(r[i] - g[i]) <= 1e-5 * (1 + fabs(r[i])));
     tn_scope_end();
 }

@@ -312,7 +312,9 @@ static void test_long_slice(void **state) {
     v[777777] = 1e6f; /* the max */
     tn_scope_begin();
     tn_tensor *x = tt_f32(1, (const int64_t[]){N}, v, false);
-    double r1[4], r2[4];
+    /* (N / 5, 5) summed over rows: few columns, blocks of rows in parallel */
+    tn_tensor *x5 = tn_view(tn_narrow(x, 0, 0, N / 5 * 5), 2, (const int64_t[]){N / 5, 5});
+    double r1[9], r2[9];
     int saved_threads = tn_get_num_threads();
     for (int threads = 1; threads <= 2; threads++) {
         tn_set_num_threads(threads);
@@ -321,11 +323,14 @@ static void test_long_slice(void **state) {
         read_all(tn_max(x), o + 1, 1);
         read_all(tn_argmax(x), o + 2, 1);
         read_all(tn_sum_dim(x, 0, false), o + 3, 1);
+        read_all(tn_sum_dim(x5, 0, false), o + 4, 5);
     }
     tn_set_num_threads(saved_threads);
     assert_memory_equal(r1, r2, sizeof r1);
     assert_true(fabs(r1[0] - ref_sum(v, N, 1)) <= 1e-7 * r1[0]);
     assert_true(r1[1] == 1e6 && r1[2] == 777777 && r1[3] == r1[0]);
+    for (int j = 0; j < 5; j++)
+        assert_true(fabs(r1[4 + j] - ref_sum(v + j, N / 5, 5)) <= 1e-6 * r1[4 + j]);
     tn_scope_end();
     free(v);
 }

@@ -59,19 +59,11 @@ static tn_status extreme_all_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi
 }
 
 /* mask (bool, input shape): false only at the selected index of each slice
- * along dim. idx holds one int64 per slice, row-major over the other dims. */
+ * along dim. idx is the forward's own contiguous int64 output: one index per
+ * slice, row-major over the other dims. */
 static tn_tensor *unselected_mask(const tn_input_meta *m, int dim, const tn_tensor *idx) {
     tn_tensor *mask = tn__full(m->ndim, m->shape, TN_BOOL, 1);
-    tn_tensor *ic = mask ? tn__cast(idx, TN_I64) : NULL; /* contiguous copy if needed */
-    if (ic && !tn__is_contiguous(ic)) {
-        tn_tensor *c = tn__copy_as(ic, TN_I64);
-        tn_release(ic);
-        ic = c;
-    }
-    if (!ic) {
-        tn_release(mask);
-        return NULL;
-    }
+    if (!mask) return NULL;
     // mask is (O, R, I), idx is (O, I)
     int64_t O = 1, R = m->ndim ? m->shape[dim] : 1, I = 1;
     for (int d = 0; d < m->ndim; d++) {
@@ -79,11 +71,10 @@ static tn_tensor *unselected_mask(const tn_input_meta *m, int dim, const tn_tens
         if (d > dim) I *= m->shape[d];
     }
     uint8_t *mk = (uint8_t *)tn__ptr(mask);
-    const int64_t *ix = (const int64_t *)tn__ptr(ic);
+    const int64_t *ix = (const int64_t *)tn__ptr(idx);
     for (int64_t o = 0; o < O; o++)
         for (int64_t i = 0; i < I; i++)
             mk[(o * R + ix[o * I + i]) * I + i] = 0;
-    tn_release(ic);
     return mask;
 }
 
