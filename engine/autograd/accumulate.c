@@ -59,6 +59,7 @@ tn_status tn__cell_accumulate(tn_grad_cell *c, tn_tensor *g, bool create_graph) 
                 tn_release(g);
                 g = old;
                 if (st < 0) return st;
+                tn__version_bump(old, "AccumulateGrad"); /* in place, as PyTorch */
             }
         }
         tn_tensor *expected = NULL;

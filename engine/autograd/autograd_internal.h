@@ -37,6 +37,7 @@ typedef struct tn_saved {
     tn_tensor *t;       /* inputs: the tensor itself (owned); outputs: a
                          * detached alias (shares storage + version, no meta) */
     uint64_t version;   /* version at save time */
+    uint64_t epoch;     /* storage write epoch at save time (untracked writes) */
     bool defined;
     bool is_output;
     bool had_grad_fn;   /* input was a non-leaf when saved (detach_ check) */
@@ -80,6 +81,8 @@ struct tn_node {
     double d[4];              /* op parameters */
     int64_t i[TN_NODE_MAX_I];
     tn_node *inner;           /* CopySlices: the wrapped in-place node */
+    struct tn_backtrace *trace; /* anomaly mode: forward backtrace (owned) */
+    tn_node *parent;          /* anomaly + create_graph: node whose backward made this */
     int64_t view_ndim;        /* CopySlices / AsStrided: view geometry */
     int64_t view_offset;
     int64_t view_shape[TN_MAX_DIMS], view_stride[TN_MAX_DIMS];
@@ -147,6 +150,35 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
                            bool retain_graph, bool create_graph, int n_inputs,
                            tn_tensor *const *inputs, tn_tensor **grads_out);
 uint64_t tn__next_seq(void);
+
+/* ---- anomaly hooks (debug/anomaly.c) ----------------------------------------- */
+static inline bool tn__anomaly_enabled(void) {
+    return atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed) & 1u;
+}
+static inline bool tn__anomaly_nan(void) {
+    return atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed) & 2u;
+}
+void tn__anomaly_on_node(tn_node *n);   /* capture the forward trace, parent */
+void tn__anomaly_node_free(tn_node *n);
+tn_node *tn__anomaly_set_running(tn_node *n); /* returns the previous one */
+/* Builds the report of a version mismatch; returns the first culprit
+ * ("fn (file:line)") or NULL. */
+const char *tn__anomaly_inplace_report(tn_node *n, const tn_saved *s, uint64_t cur);
+/* Untracked write to a saved tensor: warning + report, or the error. */
+tn_status tn__anomaly_check_untracked(tn_node *n, const tn_saved *s);
+/* Any other backward failure of n: attach the node's report. */
+void tn__anomaly_backward_error(tn_node *n, tn_status st);
+/* check_nan: a backward output non-finite from finite gradients -> TN_ERR_NAN. */
+tn_status tn__anomaly_check_backward(tn_node *n, tn_tensor *const *go, tn_tensor *const *gi);
+/* check_nan: warn + report when `out` is non-finite and every input finite. */
+void tn__anomaly_check_forward(const char *op, const tn_tensor *out, int n_in,
+                               const tn_tensor *const *in);
+/* The forward hook every producing op calls on its result (cheap when off). */
+static inline void tn__anomaly_forward(const char *op, const tn_tensor *out, int n_in,
+                                       const tn_tensor *const *in) {
+    if (TN_UNLIKELY(tn__anomaly_nan()) && out && !tn__in_engine())
+        tn__anomaly_check_forward(op, out, n_in, in);
+}
 
 /* ---- conversions (engine/ops/copy.c) ---------------------------------------- */
 /* src converted to dtype with ToCopyBackward0 when src requires grad. */

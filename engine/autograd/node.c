@@ -69,6 +69,7 @@ tn_node *tn__node_new(const tn_fn_info *fn, int n_in, const tn_tensor *const *in
     n->saved = (tn_saved *)p;
     p += (size_t)n_saved * sizeof(tn_saved);
     n->retained = (_Atomic(tn_grad_cell *) *)p;
+    if (TN_UNLIKELY(tn__anomaly_enabled())) tn__anomaly_on_node(n);
     for (int i = 0; i < n_in; i++) {
         const tn_tensor *t = inputs ? inputs[i] : NULL;
         if (!t) continue;
@@ -133,6 +134,7 @@ void tn__node_release(tn_node *n) {
                 if (top == cap) tn__node_release(n->inner);
                 else work[top++] = n->inner;
             }
+            if (n->trace || n->parent) tn__anomaly_node_free(n);
             tn__free_small(n);
         }
         n = top ? work[--top] : NULL;
@@ -187,6 +189,7 @@ tn_status tn__node_save(tn_node *n, int slot, const tn_tensor *t, bool is_output
     s->defined = true;
     n->has_saved = true;
     s->version = tn__version_get(t);
+    s->epoch = atomic_load_explicit(&t->storage->write_epoch, memory_order_relaxed);
     s->is_output = is_output;
     if (is_output) {
         s->t = tn__detached_alias(t);
@@ -206,20 +209,35 @@ static void type_string(char *buf, size_t n, const tn_tensor *t) {
 }
 
 static tn_status version_error(tn_node *n, const tn_saved *s, uint64_t cur) {
-    char type[200], which[200] = "";
+    char type[200], which[200] = "", hint[600];
     type_string(type, sizeof type, s->t);
     if (s->is_output)
         snprintf(which, sizeof which, ", which is output %d of %s,", s->output_nr, n->fn->name);
     else if (s->t->ag && s->t->ag->grad_fn)
         snprintf(which, sizeof which, ", which is output %d of %s,", s->t->ag->output_nr,
                  s->t->ag->grad_fn->fn->name);
+    if (tn__anomaly_enabled()) {
+        /* PyTorch ends with "Good luck!"; we name the write instead. */
+        const char *who = tn__anomaly_inplace_report(n, s, cur);
+        if (who)
+            snprintf(hint, sizeof hint,
+                     "the variable was modified in place by %s. tn_last_anomaly() lists every "
+                     "write since the save with its thread and backtrace.", who);
+        else
+            snprintf(hint, sizeof hint,
+                     "the write that modified it was not recorded (made with anomaly mode off, "
+                     "or dropped). tn_last_anomaly() has the forward backtrace of %s.",
+                     n->fn->name);
+    } else {
+        snprintf(hint, sizeof hint,
+                 "enable anomaly detection to find the operation that failed to compute its "
+                 "gradient, with tn_set_detect_anomaly(true, false) or TENET_DETECT_ANOMALY=1.");
+    }
     return tn__error(TN_ERR_INPLACE_MODIFIED,
                      "one of the variables needed for gradient computation has been modified "
                      "by an inplace operation: %s%s is at version %llu; expected version %llu "
-                     "instead. Hint: enable anomaly detection to find the operation that failed "
-                     "to compute its gradient, with tn_set_detect_anomaly(true, false) or "
-                     "TENET_DETECT_ANOMALY=1.",
-                     type, which, (unsigned long long)cur, (unsigned long long)s->version);
+                     "instead. Hint: %s",
+                     type, which, (unsigned long long)cur, (unsigned long long)s->version, hint);
 }
 
 tn_tensor *tn__node_unpack(tn_node *n, int slot) {
@@ -245,6 +263,8 @@ tn_tensor *tn__node_unpack(tn_node *n, int slot) {
         version_error(n, s, cur);
         return NULL;
     }
+    if (TN_UNLIKELY(tn__anomaly_enabled()) && tn__anomaly_check_untracked(n, s) < 0)
+        return NULL;
     if (!s->is_output || !tn__grad_enabled()) return tn__retain(s->t);
     /* create_graph: the saved output must carry its history (this node). */
     tn_tensor *r = tn__detached_alias(s->t);

@@ -41,6 +41,10 @@ typedef struct tn_storage {
     size_t nbytes;
     tn_device device;
     bool owns_data;
+    /* anomaly mode: ring of the last writes (debug/anomaly.c), made lazily */
+    _Atomic(struct tn_write_ring *) ring;
+    /* race detector: in-flight accesses (debug/race.c), made lazily */
+    _Atomic(struct tn_race_state *) race;
 } tn_storage;
 
 typedef struct tn_version_block {
@@ -115,10 +119,19 @@ tn_version_block *tn__version_new(void);
 void tn__version_retain(tn_version_block *v);
 void tn__version_release(tn_version_block *v);
 /* Bumps the version (release: pairs with the acquire load in saved-tensor
- * unpack, so a reader that sees the new version sees the write). */
-static inline uint64_t tn__version_bump(tn_tensor *t) {
+ * unpack, so a reader that sees the new version sees the write) and, in
+ * anomaly mode, records the write with `op` (a static string). */
+/* Anomaly switches (debug/anomaly.c); relaxed: a plain setting. */
+extern _Atomic unsigned tn__anomaly_flags;
+void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *op);
+void tn__ring_free(tn_storage *s);
+void tn__race_free(tn_storage *s);
+static inline uint64_t tn__version_bump(tn_tensor *t, const char *op) {
     tn__storage_wrote(t->storage);
-    return atomic_fetch_add_explicit(&t->version->version, 1, memory_order_release) + 1;
+    uint64_t v = atomic_fetch_add_explicit(&t->version->version, 1, memory_order_release) + 1;
+    if (TN_UNLIKELY(atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed) & 1u))
+        tn__anomaly_record_write(t, v, op);
+    return v;
 }
 static inline uint64_t tn__version_get(const tn_tensor *t) {
     return atomic_load_explicit(&t->version->version, memory_order_acquire);
@@ -187,6 +200,7 @@ tn_tensor *tn__ret(tn_tensor *t);
 /* Engine code (backward, composite ops) brackets itself so that tensors it
  * creates through public functions are not registered in user scopes. */
 void tn__internal_enter(void);
+bool tn__in_engine(void); /* inside backward or a composite op */
 /* Called by tn_release on a tensor some scope references: when every
  * remaining reference is a scope's, the caller can only be releasing the
  * scope's own (a user mistake): the scope forgets it, so nothing is

@@ -19,6 +19,7 @@ static _Thread_local scope_stack tls_scope;
 static _Thread_local int tls_internal; /* > 0 inside engine code */
 
 void tn__internal_enter(void) { tls_internal++; }
+bool tn__in_engine(void) { return tls_internal > 0; }
 void tn__internal_leave(void) { tls_internal--; }
 
 static bool push(scope_stack *s, tn_tensor *t) {

@@ -4,6 +4,7 @@
 #endif
 
 #include "iter.h"
+#include "../../debug/race.h"
 
 void tn__iter_init(tn_iter *it, int nops, tn_tensor *const *ops) {
     const tn_tensor *out = ops[0];
@@ -55,6 +56,7 @@ void tn__iter_init(tn_iter *it, int nops, tn_tensor *const *ops) {
         it->shape[d] = shape[d];
         for (int k = 0; k < nops; k++) it->stride[k][d] = stride[k][d];
     }
+    tn__race_note(it, nops, (const tn_tensor *const *)ops); /* race detector */
 }
 
 /* Pointers of row `row` (outer linear index); one division per dim per row. */
@@ -94,11 +96,80 @@ static void run_rows(const tn_iter *it, tn_loop_fn loop, void *ctx, int64_t r0, 
     }
 }
 
-void tn__iter_run(const tn_iter *it, tn_loop_fn loop, void *ctx, bool parallel) {
+/* Transposed operands: an input that steps a cache line or more along the
+ * inner dim but is dense along another (x.T) makes a row-by-row walk touch a
+ * new line, often a new page, per element. Tiles of TILE x TILE over those
+ * two dims use each line fully while it is in L1. Only when every output
+ * element is written once (no stride 0 in operand 0), so order is free. */
+#ifndef TILE_A
+#define TILE_A 64
+#endif
+#ifndef TILE_B
+#define TILE_B 64
+#endif
+#define TILE 64
+
+static int64_t iabs64(int64_t x) { return x < 0 ? -x : x; }
+
+/* The dim to tile with the inner one, or -1 for the plain walk. */
+static int tile_dim(const tn_iter *it) {
+    int in = it->ndim - 1;
+    if (it->ndim < 2 || it->shape[in] < TILE) return -1;
+    for (int d = 0; d <= in; d++)
+        if (it->stride[0][d] == 0) return -1;
+    for (int k = 1; k < it->nops; k++) {
+        int64_t si = iabs64(it->stride[k][in]);
+        int best = -1;
+        for (int d = 0; d < in && si >= TN_CACHELINE; d++) {
+            int64_t sd = iabs64(it->stride[k][d]);
+            if (sd && sd < si && it->shape[d] >= 8 &&
+                (best < 0 || sd < iabs64(it->stride[k][best])))
+                best = d;
+        }
+        if (best >= 0) return best;
+    }
+    return -1;
+}
+
+/* Work unit u: rows b0..b0+TILE of dim jb, all of the inner dim, at one
+ * index of the other dims (one division per dim per unit). */
+static void run_tile_strip(const tn_iter *it, tn_loop_fn loop, void *ctx, int jb, int64_t u,
+                           int64_t strips) {
+    int in = it->ndim - 1, nops = it->nops;
+    int64_t o = u / strips, b0 = (u % strips) * TILE_B, nb = it->shape[jb], na = it->shape[in];
+    int64_t b1 = b0 + TILE_B < nb ? b0 + TILE_B : nb, s[TN_ITER_MAX_OPS];
+    char *p[TN_ITER_MAX_OPS], *q[TN_ITER_MAX_OPS];
+    for (int k = 0; k < nops; k++) p[k] = it->base[k], s[k] = it->stride[k][in];
+    for (int d = in - 1; d >= 0 && o; d--) {
+        if (d == jb) continue;
+        int64_t i = o % it->shape[d];
+        o /= it->shape[d];
+        for (int k = 0; k < nops; k++) p[k] += i * it->stride[k][d];
+    }
+    for (int64_t a0 = 0; a0 < na; a0 += TILE_A)
+        for (int64_t b = b0; b < b1; b++) {
+            for (int k = 0; k < nops; k++) q[k] = p[k] + b * it->stride[k][jb] + a0 * s[k];
+            loop(ctx, na - a0 < TILE_A ? na - a0 : TILE_A, q, s);
+        }
+}
+
+static void run_tiled(const tn_iter *it, tn_loop_fn loop, void *ctx, int jb, int nt) {
+    int64_t nb = it->shape[jb], strips = (nb + TILE_B - 1) / TILE_B;
+    int64_t units = it->numel / (it->shape[it->ndim - 1] * nb) * strips;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && units > 1)
+    for (int64_t u = 0; u < units; u++) run_tile_strip(it, loop, ctx, jb, u, strips);
+}
+
+static void iter_run(const tn_iter *it, tn_loop_fn loop, void *ctx, bool parallel) {
     if (it->numel == 0) return;
     int64_t inner = it->shape[it->ndim - 1];
     int64_t rows = it->numel / inner;
     int nt = parallel ? tn__threads_for(it->numel) : 1;
+    int jb = tile_dim(it);
+    if (jb >= 0) {
+        run_tiled(it, loop, ctx, jb, nt);
+        return;
+    }
     if (nt <= 1) {
         run_rows(it, loop, ctx, 0, rows);
         return;
@@ -125,4 +196,11 @@ void tn__iter_run(const tn_iter *it, tn_loop_fn loop, void *ctx, bool parallel) 
             if (b > a) loop(ctx, b - a, p, s);
         }
     }
+}
+
+void tn__iter_run(const tn_iter *it, tn_loop_fn loop, void *ctx, bool parallel) {
+    tn_race_access ra; /* race detector: operand 0 written, the others read */
+    tn__race_begin(&ra, it, "elementwise");
+    iter_run(it, loop, ctx, parallel);
+    tn__race_end(&ra);
 }

@@ -102,6 +102,6 @@ tn_status tn_copy_(tn_tensor *dst, const tn_tensor *src) {
         tn__node_release(n);
         return st;
     }
-    tn__version_bump(dst);
+    tn__version_bump(dst, "copy_");
     return n ? tn__inplace_rebase(dst, n) : TN_OK;
 }

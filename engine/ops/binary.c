@@ -316,7 +316,7 @@ static tn_status binary_out(const binop *op, tn_tensor *out, const tn_tensor *a,
         return tn__error(TN_ERR_DTYPE, "%s(): expected out dtype %s, got %s", op->name,
                          tn_dtype_name(dt), tn_dtype_name(out->dtype));
     st = tn__pw_binary_into(op->name, op->loops, out, a, b, dt);
-    if (st == TN_OK) tn__version_bump(out);
+    if (st == TN_OK) tn__version_bump(out, op->name);
     return st;
 }
 
@@ -331,7 +331,7 @@ tn_status tn_mul_out(tn_tensor *out, const tn_tensor *a, const tn_tensor *b) {
 
 /* self op= b. With autograd, the node takes self's old history as input 0;
  * mul_/div_ keep a copy of self's old value when b needs its gradient. */
-static tn_status binary_(const binop *op, tn_tensor *self, const tn_tensor *b) {
+static tn_status binary_(const binop *op, const char *name, tn_tensor *self, const tn_tensor *b) {
     TN_CHECK_NULL_ARG_ST(self, "self");
     TN_CHECK_NULL_ARG_ST(b, "other");
     tn_dtype dt = compute_dtype(op, self, b);
@@ -362,14 +362,14 @@ static tn_status binary_(const binop *op, tn_tensor *self, const tn_tensor *b) {
         tn__node_release(n);
         return st;
     }
-    tn__version_bump(self);
+    tn__version_bump(self, name);
     return n ? tn__inplace_rebase(self, n) : TN_OK;
 }
 
-tn_status tn_add_(tn_tensor *a, const tn_tensor *b) { return binary_(&op_add, a, b); }
-tn_status tn_sub_(tn_tensor *a, const tn_tensor *b) { return binary_(&op_sub, a, b); }
-tn_status tn_mul_(tn_tensor *a, const tn_tensor *b) { return binary_(&op_mul, a, b); }
-tn_status tn_div_(tn_tensor *a, const tn_tensor *b) { return binary_(&op_div, a, b); }
+tn_status tn_add_(tn_tensor *a, const tn_tensor *b) { return binary_(&op_add, "add_", a, b); }
+tn_status tn_sub_(tn_tensor *a, const tn_tensor *b) { return binary_(&op_sub, "sub_", a, b); }
+tn_status tn_mul_(tn_tensor *a, const tn_tensor *b) { return binary_(&op_mul, "mul_", a, b); }
+tn_status tn_div_(tn_tensor *a, const tn_tensor *b) { return binary_(&op_div, "div_", a, b); }
 
 /* dst += src, no autograd, no version bump (gradient accumulation). */
 tn_status tn__add_into(tn_tensor *dst, const tn_tensor *src) {

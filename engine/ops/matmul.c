@@ -310,6 +310,7 @@ tn_tensor *tn_matmul(const tn_tensor *a, const tn_tensor *b) {
         tn_release(out);
         return NULL;
     }
+    tn__anomaly_forward("matmul", out, 2, (const tn_tensor *[]){a, b});
     return tn__ret(out);
 }
 
@@ -432,5 +433,6 @@ tn_tensor *tn_linear(const tn_tensor *x, const tn_tensor *w, const tn_tensor *bi
         tn_release(out);
         return NULL;
     }
+    tn__anomaly_forward("linear", out, bias ? 3 : 2, in);
     return tn__ret(out);
 }

@@ -329,6 +329,7 @@ tn_tensor *tn_cross_entropy(const tn_tensor *logits, const tn_tensor *targets) {
         }
     }
     tn_release(lp);
+    tn__anomaly_forward("cross_entropy", out, 1, &logits);
     return tn__ret(out);
 }
 
@@ -413,5 +414,6 @@ tn_tensor *tn_mse_loss(const tn_tensor *a, const tn_tensor *b) {
             out = NULL;
         }
     }
+    tn__anomaly_forward("mse_loss", out, 2, (const tn_tensor *[]){a, b});
     return tn__ret(out);
 }

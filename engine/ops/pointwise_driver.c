@@ -46,6 +46,7 @@ tn_tensor *tn__pw_binary(const char *op, const tn_loop_fn *loops, const tn_tenso
         tn_release(out);
         return NULL;
     }
+    tn__anomaly_forward(op, out, 2, (const tn_tensor *[]){a, b});
     return out;
 }
 
@@ -71,6 +72,7 @@ tn_tensor *tn__pw_unary(const char *op, const tn_loop_fn *loops, const tn_tensor
         tn_release(out);
         return NULL;
     }
+    tn__anomaly_forward(op, out, 1, (const tn_tensor *[]){a});
     return out;
 }
 

@@ -260,6 +260,7 @@ static tn_tensor *reduce(const reduction *r, const tn_tensor *a, bool whole, int
         tn_release(res);
         return NULL;
     }
+    tn__anomaly_forward(r->name, res, 1, &a);
     return tn__ret(res);
 }
 

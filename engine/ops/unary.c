@@ -245,7 +245,7 @@ tn_tensor *tn_pow_scalar(const tn_tensor *a, double e) { return unary(&op_pows, 
 
 /* ---- in-place -------------------------------------------------------------------- */
 
-static tn_status unary_(const unop *op, tn_tensor *self, double c0, double c1) {
+static tn_status unary_(const unop *op, const char *name, tn_tensor *self, double c0, double c1) {
     TN_CHECK_NULL_ARG_ST(self, "self");
     tn_pw_ctx c = {c0, c1};
     tn_dtype dt = op == &op_zero || op == &op_fill ? self->dtype : out_dtype(op, self->dtype, c0);
@@ -268,7 +268,7 @@ static tn_status unary_(const unop *op, tn_tensor *self, double c0, double c1) {
         tn__node_release(n);
         return st;
     }
-    tn__version_bump(self);
+    tn__version_bump(self, name);
     if (!n) return TN_OK;
     if (op->save_out) { /* the result is self at its new version (relu_, exp_, ...) */
         st = tn__node_save(n, 1, self, true);
@@ -281,16 +281,16 @@ static tn_status unary_(const unop *op, tn_tensor *self, double c0, double c1) {
     return tn__inplace_rebase(self, n); /* consumes n; self is now its output */
 }
 
-tn_status tn_add_scalar_(tn_tensor *a, double s) { return unary_(&op_adds, a, s, 0); }
-tn_status tn_mul_scalar_(tn_tensor *a, double s) { return unary_(&op_muls, a, s, 0); }
-tn_status tn_zero_(tn_tensor *a) { return unary_(&op_zero, a, 0, 0); }
-tn_status tn_fill_(tn_tensor *a, double v) { return unary_(&op_fill, a, v, 0); }
-tn_status tn_relu_(tn_tensor *a) { return unary_(&op_relu, a, 0, 0); }
-tn_status tn_sigmoid_(tn_tensor *a) { return unary_(&op_sigmoid, a, 0, 0); }
-tn_status tn_exp_(tn_tensor *a) { return unary_(&op_exp, a, 0, 0); }
-tn_status tn_neg_(tn_tensor *a) { return unary_(&op_neg, a, 0, 0); }
+tn_status tn_add_scalar_(tn_tensor *a, double s) { return unary_(&op_adds, "add_scalar_", a, s, 0); }
+tn_status tn_mul_scalar_(tn_tensor *a, double s) { return unary_(&op_muls, "mul_scalar_", a, s, 0); }
+tn_status tn_zero_(tn_tensor *a) { return unary_(&op_zero, "zero_", a, 0, 0); }
+tn_status tn_fill_(tn_tensor *a, double v) { return unary_(&op_fill, "fill_", a, v, 0); }
+tn_status tn_relu_(tn_tensor *a) { return unary_(&op_relu, "relu_", a, 0, 0); }
+tn_status tn_sigmoid_(tn_tensor *a) { return unary_(&op_sigmoid, "sigmoid_", a, 0, 0); }
+tn_status tn_exp_(tn_tensor *a) { return unary_(&op_exp, "exp_", a, 0, 0); }
+tn_status tn_neg_(tn_tensor *a) { return unary_(&op_neg, "neg_", a, 0, 0); }
 tn_status tn_clamp_(tn_tensor *a, double lo, double hi) {
     if (isnan(lo) || isnan(hi) || lo > hi)
         return tn__error(TN_ERR_INVALID_ARGUMENT, "clamp: invalid bounds [%g, %g]", lo, hi);
-    return unary_(&op_clamp, a, lo, hi);
+    return unary_(&op_clamp, "clamp_", a, lo, hi);
 }

@@ -150,7 +150,7 @@ tn_status tn_adam_step(tn_adam *o) {
         tn_tensor *p = ps->params[i];
         adam_ctx c = adam_scalars(o, ++o->steps[s]);
         tn_tensor *ops[4] = {p, ps->grads[i], o->exp_avg[s], o->exp_avg_sq[s]};
-        tn__optim_apply(4, ops, adam_loops[p->dtype], &c);
+        tn__optim_apply("Adam.step", 4, ops, adam_loops[p->dtype], &c);
     }
     tn__optim_release_grads(ps);
     tn_set_grad_enabled(prev);

@@ -43,7 +43,10 @@ void tn__optim_release_grads(tn_optim_params *op);
 /* Phase 2 for one parameter: runs `loop` over ops[0..nops) (ops[0] is the
  * parameter, the others share its shape) and bumps the parameter's version
  * (and its storage's write epoch). */
-void tn__optim_apply(int nops, tn_tensor *const *ops, tn_loop_fn loop, void *ctx);
+/* Runs loop over ops (ops[0] the parameter, written) and bumps its version;
+ * `name` labels the write in anomaly reports. */
+void tn__optim_apply(const char *name, int nops, tn_tensor *const *ops, tn_loop_fn loop,
+                     void *ctx);
 
 /* Sets every parameter's .grad to NULL (zero_grad(set_to_none=True)). */
 tn_status tn__optim_zero_grad(const tn_optim_params *op);

@@ -144,11 +144,12 @@ tn_status tn__optim_collect(tn_optim_params *op) {
     return TN_OK;
 }
 
-void tn__optim_apply(int nops, tn_tensor *const *ops, tn_loop_fn loop, void *ctx) {
+void tn__optim_apply(const char *name, int nops, tn_tensor *const *ops, tn_loop_fn loop,
+                     void *ctx) {
     tn_iter it;
     tn__iter_init(&it, nops, ops);
     tn__iter_run(&it, loop, ctx, true);
-    tn__version_bump(ops[0]);
+    tn__version_bump(ops[0], name);
 }
 
 tn_status tn__optim_zero_grad(const tn_optim_params *op) {
@@ -323,7 +324,7 @@ tn_status tn_sgd_step(tn_sgd *o) {
         tn_tensor *p = ps->params[i];
         sgd_ctx c = {o->lr, o->momentum, o->weight_decay, ps->first[i]};
         tn_tensor *ops[3] = {p, ps->grads[i], o->buf[ps->state_of[i]]};
-        tn__optim_apply(o->momentum != 0 ? 3 : 2, ops, sgd_loops[p->dtype], &c);
+        tn__optim_apply("SGD.step", o->momentum != 0 ? 3 : 2, ops, sgd_loops[p->dtype], &c);
     }
     tn__optim_release_grads(ps);
     tn_set_grad_enabled(prev);

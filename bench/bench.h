@@ -1,0 +1,97 @@
+/* bench/bench.h — the harness shared by tenet-bench's case files.
+ *
+ * A case sets up its data, times a body with bench_time() (calibration,
+ * warm-up, R timed runs), converts each run's time into the unit people read
+ * (GB/s, GFLOP/s, µs/op, ms/step) and emits one result per figure with
+ * bench_emit(). A result carries the median, min and max over the runs and
+ * optional extra fields (JSON key/value pairs) such as the raw time.
+ */
+#ifndef TENET_BENCH_H
+#define TENET_BENCH_H
+
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, pthread_barrier */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tenet.h>
+
+#define BENCH_MAX_RUNS 1000
+
+typedef struct bench_opts {
+    int threads;      /* tn_set_num_threads and OpenMP threads of the raw kernels */
+    int repeat;       /* timed runs per figure (>= 1) */
+    int warmup;       /* untimed runs after calibration */
+    bool quick;       /* small sizes and short runs: a smoke test, not a measurement */
+    int max_user_threads; /* mlp_threads goes 1..this */
+    int64_t iters;    /* > 0: fixed iterations per run, no calibration (for profilers) */
+    const char *data; /* digits.csv.gz */
+} bench_opts;
+
+typedef struct bench_result {
+    char name[64];
+    const char *unit;
+    bool higher_is_better;
+    double median, min, max;
+    int runs;
+    char extra[1024]; /* ", \"key\": value" pairs, JSON */
+} bench_result;
+
+/* Runs the timed body `iters` times; returns 0, or -1 after printing why. */
+typedef int (*bench_fn)(void *state, int64_t iters);
+
+double bench_now(void);
+/* Calibrates the iteration count so that one run lasts >= min_run_s (quick
+ * mode divides it by 20), warms up, then times o->repeat runs. secs[i] is
+ * the time of ONE iteration in run i. Returns the iteration count, or -1. */
+int64_t bench_time(const bench_opts *o, bench_fn fn, void *state, double min_run_s,
+                   double *secs);
+/* As bench_time for two modes of the same body (set_mode(false/true)):
+ * runs alternate off/on so that load drift hits both alike. */
+int bench_time_pair(const bench_opts *o, bench_fn fn, void *state, double min_run_s,
+                    void (*set_mode)(bool), double *secs_off, double *secs_on);
+/* Anomaly mode's cost on body: emits `name` as the median on/off ratio, with
+ * the medians of both (per `per` units, in unit_off: "us" or "ms") as extras. */
+int bench_anomaly_ratio(const bench_opts *o, const char *name, bench_fn body, void *state,
+                        double min_run_s, double per, const char *unit_off);
+/* Fills r's statistics from the per-run values v[0..n) (already in r->unit). */
+void bench_stats(bench_result *r, const double *v, int n);
+/* Appends `"key": value` to r->extra. */
+void bench_extra(bench_result *r, const char *key, double value);
+void bench_extra_str(bench_result *r, const char *key, const char *value);
+/* Prints the result (JSON line or table row, as the options say). */
+void bench_emit(const bench_result *r);
+/* Prints "tenet-bench: <case>: <what> failed: <tenet's error>" and returns -1. */
+int bench_fail(const char *case_name, const char *what);
+
+/* Converters from one iteration's seconds. */
+static inline double bench_gbps(double bytes, double s) { return bytes / s * 1e-9; }
+static inline double bench_gflops(double flops, double s) { return flops / s * 1e-9; }
+
+/* Cases. Each returns 0, or -1 after printing the failure. */
+typedef struct bench_case {
+    const char *name;
+    const char *help;
+    int (*run)(const bench_opts *o);
+} bench_case;
+
+int bench_triad(const bench_opts *o);
+int bench_fma_peak(const bench_opts *o);
+int bench_add64(const bench_opts *o);
+int bench_sum64(const bench_opts *o);
+int bench_copy_t(const bench_opts *o);
+int bench_add16(const bench_opts *o);
+int bench_tiny(const bench_opts *o);
+int bench_chain100(const bench_opts *o);
+int bench_add_inplace(const bench_opts *o);
+int bench_tiny_anomaly(const bench_opts *o);
+int bench_chain100_anomaly(const bench_opts *o);
+int bench_sgemm1024(const bench_opts *o);
+int bench_sgemm2048(const bench_opts *o);
+int bench_mlp(const bench_opts *o);
+int bench_mlp_anomaly(const bench_opts *o);
+int bench_mlp_threads(const bench_opts *o);
+int bench_digits(const bench_opts *o);
+
+#endif

@@ -1,0 +1,207 @@
+/* Bandwidth-bound cases and the machine's limits measured in the same run:
+ * triad (memory bandwidth), fma_peak (float32 FLOPs), add64, sum64, copy_t. */
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifdef __x86_64__
+#include <immintrin.h>
+#endif
+
+static int64_t big_n(const bench_opts *o) { return o->quick ? (1 << 20) : (64 << 20); }
+
+/* ---- triad: a = b + s*c, the STREAM kernel, one array per operand ---------- */
+
+typedef struct triad {
+    float *a, *b, *c;
+    int64_t n;
+    int threads;
+} triad;
+
+static int triad_body(void *st, int64_t iters) {
+    triad *t = st;
+    float *restrict a = t->a;
+    const float *restrict b = t->b, *restrict c = t->c;
+    const float s = 3.0f;
+    int64_t n = t->n;
+    for (int64_t it = 0; it < iters; it++) {
+#pragma omp parallel for num_threads(t->threads) schedule(static)
+        for (int64_t i = 0; i < n; i++) a[i] = b[i] + s * c[i];
+    }
+    return 0;
+}
+
+int bench_triad(const bench_opts *o) {
+    triad t = {.n = big_n(o), .threads = o->threads};
+    size_t bytes = (size_t)t.n * sizeof(float);
+    t.a = aligned_alloc(64, bytes);
+    t.b = aligned_alloc(64, bytes);
+    t.c = aligned_alloc(64, bytes);
+    if (!t.a || !t.b || !t.c) {
+        fprintf(stderr, "tenet-bench: triad: out of memory\n");
+        free(t.a), free(t.b), free(t.c);
+        return -1;
+    }
+    /* First touch by the threads that will use each page, as STREAM does. */
+#pragma omp parallel for num_threads(t.threads) schedule(static)
+    for (int64_t i = 0; i < t.n; i++) t.a[i] = 0, t.b[i] = 1, t.c[i] = 2;
+    double secs[BENCH_MAX_RUNS], v[BENCH_MAX_RUNS];
+    bench_time(o, triad_body, &t, 0.05, secs);
+    bench_result r = {.name = "triad", .unit = "GB/s", .higher_is_better = true};
+    for (int i = 0; i < o->repeat; i++) v[i] = bench_gbps(3.0 * (double)bytes, secs[i]);
+    bench_stats(&r, v, o->repeat);
+    bench_extra(&r, "ms", 1e3 * bytes * 3.0 * 1e-9 / r.median);
+    bench_emit(&r);
+    free(t.a), free(t.b), free(t.c);
+    return 0;
+}
+
+/* ---- fma_peak: independent fused multiply-adds, every thread --------------- */
+
+#if defined(__AVX512F__)
+typedef __m512 vf;
+#define VF_LANES 16
+#define VF_SET1 _mm512_set1_ps
+#define VF_FMA _mm512_fmadd_ps
+#define VF_ADD _mm512_add_ps
+#define VF_SUM _mm512_reduce_add_ps
+#elif defined(__FMA__)
+typedef __m256 vf;
+#define VF_LANES 8
+#define VF_SET1 _mm256_set1_ps
+#define VF_FMA _mm256_fmadd_ps
+#define VF_ADD _mm256_add_ps
+static float VF_SUM(__m256 x) {
+    float f[8];
+    _mm256_storeu_ps(f, x);
+    return f[0] + f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7];
+}
+#else
+typedef float vf;
+#define VF_LANES 1
+#define VF_SET1(x) (x)
+#define VF_FMA(a, b, c) ((a) * (b) + (c))
+#define VF_ADD(a, b) ((a) + (b))
+#define VF_SUM(x) (x)
+#endif
+/* Enough independent chains to cover FMA latency x FMA pipes. */
+#define FMA_CHAINS 16
+#define FMA_INNER 4096
+
+typedef struct fma_state {
+    int threads;
+    volatile float sink;
+} fma_state;
+
+static int fma_body(void *st, int64_t iters) {
+    fma_state *f = st;
+    float total = 0;
+#pragma omp parallel num_threads(f->threads) reduction(+ : total)
+    {
+        vf acc[FMA_CHAINS];
+        vf x = VF_SET1(0.999999f), y = VF_SET1(1e-7f);
+        for (int k = 0; k < FMA_CHAINS; k++) acc[k] = VF_SET1((float)k);
+        for (int64_t it = 0; it < iters * FMA_INNER; it++)
+            for (int k = 0; k < FMA_CHAINS; k++) acc[k] = VF_FMA(acc[k], x, y);
+        vf s = acc[0];
+        for (int k = 1; k < FMA_CHAINS; k++) s = VF_ADD(s, acc[k]);
+        total += VF_SUM(s);
+    }
+    f->sink = total;
+    return 0;
+}
+
+int bench_fma_peak(const bench_opts *o) {
+    fma_state f = {.threads = o->threads};
+    double secs[BENCH_MAX_RUNS], v[BENCH_MAX_RUNS];
+    if (bench_time(o, fma_body, &f, 0.05, secs) < 0) return -1;
+    double flops = 2.0 * VF_LANES * FMA_CHAINS * FMA_INNER * o->threads;
+    bench_result r = {.name = "fma_peak", .unit = "GFLOP/s", .higher_is_better = true};
+    for (int i = 0; i < o->repeat; i++) v[i] = bench_gflops(flops, secs[i]);
+    bench_stats(&r, v, o->repeat);
+    bench_extra(&r, "lanes", VF_LANES);
+    bench_emit(&r);
+    return 0;
+}
+
+/* ---- tenet's bandwidth-bound ops --------------------------------------------- */
+
+typedef struct big {
+    tn_tensor *a, *b, *out;
+} big;
+
+static int add64_body(void *st, int64_t iters) {
+    big *s = st;
+    for (int64_t i = 0; i < iters; i++)
+        if (tn_add_out(s->out, s->a, s->b) < 0) return bench_fail("add64", "tn_add_out");
+    return 0;
+}
+
+static int sum64_body(void *st, int64_t iters) {
+    big *s = st;
+    for (int64_t i = 0; i < iters; i++) {
+        tn_tensor *r = tn_sum(s->a);
+        if (!r) return bench_fail("sum64", "tn_sum");
+        tn_release(r);
+    }
+    return 0;
+}
+
+static int copy_t_body(void *st, int64_t iters) {
+    big *s = st;
+    for (int64_t i = 0; i < iters; i++) {
+        tn_tensor *r = tn_contiguous(s->b);
+        if (!r) return bench_fail("copy_t", "tn_contiguous");
+        tn_release(r);
+    }
+    return 0;
+}
+
+/* Times body over the tensors in s; `bytes` is the traffic of one call. */
+static int bandwidth_case(const bench_opts *o, const char *name, bench_fn body, big *s,
+                          double bytes) {
+    double secs[BENCH_MAX_RUNS], v[BENCH_MAX_RUNS];
+    if (bench_time(o, body, s, 0.05, secs) < 0) return -1;
+    bench_result r = {.unit = "GB/s", .higher_is_better = true};
+    snprintf(r.name, sizeof r.name, "%s", name);
+    for (int i = 0; i < o->repeat; i++) v[i] = bench_gbps(bytes, secs[i]);
+    bench_stats(&r, v, o->repeat);
+    bench_extra(&r, "ms", 1e3 * bytes * 1e-9 / r.median);
+    bench_emit(&r);
+    return 0;
+}
+
+static void big_free(big *s) {
+    tn_release(s->a);
+    tn_release(s->b);
+    tn_release(s->out);
+}
+
+int bench_add64(const bench_opts *o) {
+    int64_t n = big_n(o);
+    big s = {tn_full(1, &n, TN_F32, 1.0), tn_full(1, &n, TN_F32, 2.0), tn_empty(1, &n, TN_F32)};
+    int rc = s.a && s.b && s.out ? bandwidth_case(o, "add64", add64_body, &s, 3.0 * 4 * n)
+                                 : bench_fail("add64", "allocation");
+    big_free(&s);
+    return rc;
+}
+
+int bench_sum64(const bench_opts *o) {
+    int64_t n = big_n(o);
+    big s = {tn_full(1, &n, TN_F32, 1.0), NULL, NULL};
+    int rc = s.a ? bandwidth_case(o, "sum64", sum64_body, &s, 4.0 * n)
+                 : bench_fail("sum64", "allocation");
+    big_free(&s);
+    return rc;
+}
+
+int bench_copy_t(const bench_opts *o) {
+    int64_t side = o->quick ? 1024 : 8192;
+    big s = {tn_full(2, (int64_t[]){side, side}, TN_F32, 1.0), NULL, NULL};
+    s.b = s.a ? tn_transpose(s.a, 0, 1) : NULL;
+    int rc = s.b ? bandwidth_case(o, "copy_t", copy_t_body, &s, 2.0 * 4 * side * side)
+                 : bench_fail("copy_t", "allocation");
+    big_free(&s);
+    return rc;
+}

@@ -1,0 +1,125 @@
+/* Per-op overhead: ops on tiny tensors, where the time is the engine's
+ * bookkeeping (allocation, dispatch, autograd nodes), not arithmetic. */
+#include "bench.h"
+
+#include <stdio.h>
+
+/* Per-op cases loop until one run lasts this long. */
+#define SMALL_RUN_S 0.05
+
+typedef struct small {
+    tn_tensor *x, *a, *b;
+} small;
+
+static void small_free(small *s) {
+    tn_release(s->x);
+    tn_release(s->a);
+    tn_release(s->b);
+}
+
+/* x: n elements (a leaf requiring grad when rg), a and b: n constants. */
+static bool small_init(small *s, int64_t n, bool rg) {
+    tn_manual_seed(1);
+    *s = (small){tn_randn(1, &n, TN_F32), tn_rand(1, &n, TN_F32), tn_randn(1, &n, TN_F32)};
+    return s->x && s->a && s->b && (!rg || tn_requires_grad_(s->x, true) == TN_OK);
+}
+
+/* Emits one figure in µs per `per` units of work from per-iteration seconds. */
+static void emit_us(const bench_opts *o, const char *name, const double *secs, double per) {
+    double v[BENCH_MAX_RUNS];
+    bench_result r = {.unit = "us/op", .higher_is_better = false};
+    snprintf(r.name, sizeof r.name, "%s", name);
+    for (int i = 0; i < o->repeat; i++) v[i] = 1e6 * secs[i] / per;
+    bench_stats(&r, v, o->repeat);
+    bench_emit(&r);
+}
+
+/* ---- bodies ------------------------------------------------------------------ */
+
+static int add16_body(void *st, int64_t iters) {
+    small *s = st;
+    for (int64_t i = 0; i < iters; i++) {
+        tn_tensor *y = tn_add(s->a, s->b);
+        if (!y) return bench_fail("add16", "tn_add");
+        tn_release(y);
+    }
+    return 0;
+}
+
+static int add_inplace_body(void *st, int64_t iters) {
+    small *s = st;
+    for (int64_t i = 0; i < iters; i++)
+        if (tn_add_(s->a, s->b) < 0) return bench_fail("add_1000", "tn_add_");
+    return 0;
+}
+
+/* y = sigmoid(x*2).sum(); y.backward() — x.grad accumulates, as in PyTorch's loop. */
+static int tiny_body(void *st, int64_t iters) {
+    small *s = st;
+    for (int64_t i = 0; i < iters; i++) {
+        tn_scope_begin();
+        tn_tensor *y = tn_sum(tn_sigmoid(tn_mul_scalar(s->x, 2.0)));
+        tn_status rc = y ? tn_backward(y, NULL, false) : tn_last_status();
+        tn_scope_end();
+        if (rc < 0) return bench_fail("tiny", "forward/backward");
+    }
+    return 0;
+}
+
+enum { CHAIN = 100 };
+
+static int chain_body(void *st, int64_t iters) {
+    small *s = st;
+    for (int64_t i = 0; i < iters; i++) {
+        tn_scope_begin();
+        tn_tensor *y = s->x;
+        for (int k = 0; k < CHAIN && y; k++) y = tn_add(tn_mul(y, s->a), s->b);
+        tn_tensor *loss = y ? tn_sum(y) : NULL;
+        tn_status rc = loss ? tn_backward(loss, NULL, false) : tn_last_status();
+        tn_scope_end();
+        if (rc < 0) return bench_fail("chain100", "forward/backward");
+    }
+    return 0;
+}
+
+/* ---- cases ---------------------------------------------------------------------- */
+
+static int small_case(const bench_opts *o, const char *name, bench_fn body, int64_t n, bool rg,
+                      double per) {
+    small s;
+    double secs[BENCH_MAX_RUNS];
+    int rc = small_init(&s, n, rg) ? 0 : bench_fail(name, "setup");
+    if (rc == 0 && bench_time(o, body, &s, SMALL_RUN_S, secs) < 0) rc = -1;
+    if (rc == 0) emit_us(o, name, secs, per);
+    small_free(&s);
+    return rc;
+}
+
+int bench_add16(const bench_opts *o) { return small_case(o, "add16", add16_body, 16, false, 1); }
+
+int bench_add_inplace(const bench_opts *o) {
+    return small_case(o, "add_1000", add_inplace_body, 1000, false, 1);
+}
+
+int bench_tiny(const bench_opts *o) { return small_case(o, "tiny", tiny_body, 16, true, 1); }
+
+int bench_chain100(const bench_opts *o) {
+    return small_case(o, "chain100", chain_body, 16, true, CHAIN);
+}
+
+int bench_tiny_anomaly(const bench_opts *o) {
+    small s;
+    int rc = small_init(&s, 16, true) ? 0 : bench_fail("tiny_anomaly", "setup");
+    if (rc == 0) rc = bench_anomaly_ratio(o, "tiny_anomaly", tiny_body, &s, SMALL_RUN_S, 1, "us");
+    small_free(&s);
+    return rc;
+}
+
+int bench_chain100_anomaly(const bench_opts *o) {
+    small s;
+    int rc = small_init(&s, 16, true) ? 0 : bench_fail("chain100_anomaly", "setup");
+    if (rc == 0)
+        rc = bench_anomaly_ratio(o, "chain100_anomaly", chain_body, &s, SMALL_RUN_S, CHAIN, "us");
+    small_free(&s);
+    return rc;
+}

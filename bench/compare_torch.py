@@ -1,0 +1,470 @@
+#!/usr/bin/python3
+"""Runs tenet-bench and the same cases in PyTorch, side by side, and prints one table.
+
+    /usr/bin/python3 bench/compare_torch.py --bench BUILD/bench/tenet-bench [--threads N]
+        [--repeat R] [--case NAME,...] [--markdown] [--json-out FILE]
+
+Cases run one at a time, tenet then PyTorch, so that load changes on a shared machine hit both
+alike. Both sides use the same thread count (tn_set_num_threads / torch.set_num_threads), the
+same sizes, warm-up and number of timed runs, and report the median with the min-max spread.
+
+ratio = tenet's time / PyTorch's time for the same work (below 1: tenet is faster); for rates
+(GB/s, GFLOP/s, steps/s) that is PyTorch's rate / tenet's rate. For the anomaly-mode cases each
+side's figure is its own slowdown (on / off) and the ratio compares the times with anomaly mode on.
+"% of limit" relates a rate to the limits measured in the same run by tenet-bench: the
+STREAM-style triad (GB/s) and the FMA peak (GFLOP/s). Without torch, tenet's numbers print alone.
+"""
+import argparse
+import gzip
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # tenet's numbers alone
+    torch = None
+
+CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "tiny", "chain100",
+         "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "chain100_anomaly",
+         "mlp_anomaly", "mlp_threads", "digits"]
+RATE_UNITS = {"GB/s", "GFLOP/s", "steps/s"}
+
+
+# ---- timing: the same protocol as bench/bench.c -------------------------------------------
+
+class Opts:
+    def __init__(self, a):
+        self.repeat, self.warmup, self.quick = a.repeat, a.warmup, a.quick
+        self.threads, self.max_user_threads, self.data = a.threads, a.max_user_threads, a.data
+
+
+def time_body(o, body, min_run_s):
+    """Per-iteration seconds of o.repeat runs, after calibration and warm-up."""
+    if o.quick:
+        min_run_s /= 20
+    iters = 1
+    while True:
+        t0 = time.perf_counter()
+        body(iters)
+        t = time.perf_counter() - t0
+        if t >= min_run_s:
+            break
+        grow = 1.3 * min_run_s / t if t > 0 else 1000
+        iters = int(iters * min(max(grow, 2), 1000))
+    for _ in range(o.warmup):
+        body(iters)
+    secs = []
+    for _ in range(o.repeat):
+        t0 = time.perf_counter()
+        body(iters)
+        secs.append((time.perf_counter() - t0) / iters)
+    return secs, iters
+
+
+def time_pair(o, body, min_run_s, set_mode):
+    """Alternating off/on runs (see bench_time_pair in bench/bench.c)."""
+    one = Opts.__new__(Opts)
+    one.__dict__.update(o.__dict__, repeat=1)
+    set_mode(True)
+    time_body(one, body, min_run_s)
+    set_mode(False)
+    _, iters = time_body(one, body, min_run_s)
+    off, on = [], []
+    for _ in range(o.repeat):
+        for mode, out in ((False, off), (True, on)):
+            set_mode(mode)
+            t0 = time.perf_counter()
+            body(iters)
+            out.append((time.perf_counter() - t0) / iters)
+    set_mode(False)
+    return off, on
+
+
+def median(v):
+    s = sorted(v)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def result(name, unit, values, **extra):
+    r = {"name": name, "unit": unit, "median": median(values), "min": min(values),
+         "max": max(values), "runs": len(values)}
+    r.update(extra)
+    return r
+
+
+# ---- the PyTorch side of each case ----------------------------------------------------------
+
+def big_n(o):
+    return 1 << 20 if o.quick else 64 << 20
+
+
+def t_bandwidth(o, name, body, nbytes):
+    secs, _ = time_body(o, body, 0.05)
+    return [result(name, "GB/s", [nbytes / s * 1e-9 for s in secs])]
+
+
+def t_add64(o):
+    n = big_n(o)
+    a, b, out = torch.ones(n), torch.full((n,), 2.0), torch.empty(n)
+
+    def body(it):
+        for _ in range(it):
+            torch.add(a, b, out=out)
+    return t_bandwidth(o, "add64", body, 12.0 * n)
+
+
+def t_sum64(o):
+    n = big_n(o)
+    a = torch.ones(n)
+
+    def body(it):
+        for _ in range(it):
+            a.sum()
+    return t_bandwidth(o, "sum64", body, 4.0 * n)
+
+
+def t_copy_t(o):
+    side = 1024 if o.quick else 8192
+    t = torch.ones(side, side).t()
+
+    def body(it):
+        for _ in range(it):
+            t.contiguous()
+    return t_bandwidth(o, "copy_t", body, 8.0 * side * side)
+
+
+def t_us(o, name, body, per=1, min_run_s=0.05):
+    secs, _ = time_body(o, body, min_run_s)
+    return [result(name, "us/op", [1e6 * s / per for s in secs])]
+
+
+def small(n, rg):
+    torch.manual_seed(1)
+    x = torch.randn(n, requires_grad=rg)
+    return x, torch.rand(n), torch.randn(n)
+
+
+def tiny_body(x):
+    def body(it):
+        for _ in range(it):
+            torch.sigmoid(x * 2).sum().backward()
+    return body
+
+
+def chain_body(x, a, b):
+    def body(it):
+        for _ in range(it):
+            y = x
+            for _ in range(100):
+                y = y * a + b
+            y.sum().backward()
+    return body
+
+
+def t_add16(o):
+    _, a, b = small(16, False)
+
+    def body(it):
+        for _ in range(it):
+            torch.add(a, b)
+    return t_us(o, "add16", body)
+
+
+def t_add_1000(o):
+    _, a, b = small(1000, False)
+
+    def body(it):
+        for _ in range(it):
+            a.add_(b)
+    return t_us(o, "add_1000", body)
+
+
+def t_tiny(o):
+    x, _, _ = small(16, True)
+    return t_us(o, "tiny", tiny_body(x))
+
+
+def t_chain100(o):
+    x, a, b = small(16, True)
+    return t_us(o, "chain100", chain_body(x, a, b), per=100)
+
+
+def anomaly_ratio(o, name, body, min_run_s, per, unit):
+    off, on = time_pair(o, body, min_run_s, lambda m: torch.autograd.set_detect_anomaly(m))
+    scale = 1e3 if unit == "ms" else 1e6
+    return [result(name, "x slower", [b / a for a, b in zip(off, on)],
+                   **{"off_" + unit: scale * median(off) / per,
+                      "on_" + unit: scale * median(on) / per})]
+
+
+def t_tiny_anomaly(o):
+    x, _, _ = small(16, True)
+    return anomaly_ratio(o, "tiny_anomaly", tiny_body(x), 0.05, 1, "us")
+
+
+def t_chain100_anomaly(o):
+    x, a, b = small(16, True)
+    return anomaly_ratio(o, "chain100_anomaly", chain_body(x, a, b), 0.05, 100, "us")
+
+
+def t_sgemm(o, name, n):
+    if o.quick:
+        n //= 8
+    torch.manual_seed(2)
+    a, b = torch.randn(n, n), torch.randn(n, n)
+
+    def body(it):
+        for _ in range(it):
+            torch.matmul(a, b)
+    secs, _ = time_body(o, body, 0.2)
+    return [result(name, "GFLOP/s", [2.0 * n ** 3 / s * 1e-9 for s in secs])]
+
+
+def mlp_model(n_in, hidden, n_out, lr, momentum, seed):
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(n_in, hidden), torch.nn.ReLU(),
+                                torch.nn.Linear(hidden, n_out))
+    return model, torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+
+
+def mlp_step(model, opt, x, y):
+    opt.zero_grad(set_to_none=True)
+    F.cross_entropy(model(x), y).backward()
+    opt.step()
+
+
+def mlp_case(seed=3):
+    model, opt = mlp_model(784, 256, 10, 0.01, 0.0, seed)
+    x = torch.randn(256, 784)
+    y = torch.tensor([(i * 7) % 10 for i in range(256)])
+
+    def body(it):
+        for _ in range(it):
+            mlp_step(model, opt, x, y)
+    return body
+
+
+def t_mlp(o):
+    secs, _ = time_body(o, mlp_case(), 0.1)
+    return [result("mlp", "ms/step", [1e3 * s for s in secs])]
+
+
+def t_mlp_anomaly(o):
+    return anomaly_ratio(o, "mlp_anomaly", mlp_case(), 0.1, 1, "ms")
+
+
+def t_mlp_threads(o):
+    steps = 1 if o.quick else 20
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+
+    def run(nt):
+        go = threading.Barrier(nt + 1)
+
+        def worker(seed):
+            body = mlp_case(seed)
+            body(1)
+            go.wait()
+            body(steps)
+        ts = [threading.Thread(target=worker, args=(100 + i,)) for i in range(nt)]
+        for t in ts:
+            t.start()
+        go.wait()
+        t0 = time.perf_counter()
+        for t in ts:
+            t.join()
+        return time.perf_counter() - t0
+
+    out, base = [], None
+    for nt in range(1, o.max_user_threads + 1):
+        for _ in range(o.warmup):
+            run(nt)
+        v = [nt * steps / run(nt) for _ in range(o.repeat)]
+        r = result("mlp_threads_t%d" % nt, "steps/s", v, user_threads=nt)
+        base = base or r["median"]
+        r["speedup"] = r["median"] / base
+        out.append(r)
+    torch.set_num_threads(prev)
+    return out
+
+
+def splitmix_shuffle(a, state):
+    """Fisher-Yates with splitmix64, as examples/demo.c; returns the new state."""
+    m = (1 << 64) - 1
+    for i in range(len(a) - 1, 0, -1):
+        state = (state + 0x9e3779b97f4a7c15) & m
+        z = state
+        z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & m
+        z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & m
+        z ^= z >> 31
+        j = z % (i + 1)
+        a[i], a[j] = a[j], a[i]
+    return state
+
+
+def t_digits(o):
+    rows = []
+    with gzip.open(o.data, "rt") as f:
+        for line in f:
+            if line.strip():
+                rows.append([int(v) for v in line.split(",")])
+    data = torch.tensor(rows)
+    pixels, labels = data[:, :64].float() / 16, data[:, 64].clone()
+    split = list(range(len(rows)))
+    splitmix_shuffle(split, 3)
+    train, test = split[:1500], torch.tensor(split[1500:])
+    epochs = 1 if o.quick else 30
+    acc = [0.0]
+
+    def body(it):
+        for _ in range(it):
+            model, opt = mlp_model(64, 128, 10, 0.1, 0.9, 0)
+            order, rng = list(train), 0x5eed
+            for _ in range(epochs):
+                rng = splitmix_shuffle(order, rng)
+                for s in range(0, 1500, 64):
+                    idx = torch.tensor(order[s:s + 64])
+                    mlp_step(model, opt, pixels[idx], labels[idx])
+            with torch.no_grad():
+                pred = model(pixels[test]).argmax(1)
+            acc[0] = (pred == labels[test]).float().mean().item()
+    one = Opts.__new__(Opts)
+    one.__dict__.update(o.__dict__, warmup=0)
+    secs, _ = time_body(one, body, 0)
+    return [result("digits", "s", secs, accuracy=acc[0], epochs=epochs)]
+
+
+TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add16,
+         "tiny": t_tiny, "chain100": t_chain100, "add_1000": t_add_1000,
+         "sgemm1024": lambda o: t_sgemm(o, "sgemm1024", 1024),
+         "sgemm2048": lambda o: t_sgemm(o, "sgemm2048", 2048), "mlp": t_mlp,
+         "tiny_anomaly": t_tiny_anomaly, "chain100_anomaly": t_chain100_anomaly,
+         "mlp_anomaly": t_mlp_anomaly, "mlp_threads": t_mlp_threads, "digits": t_digits}
+
+
+# ---- tenet's side and the table ---------------------------------------------------------------
+
+def run_tenet(a, case):
+    cmd = [a.bench, "--json", "--case", case, "--threads", str(a.threads), "--repeat",
+           str(a.repeat), "--warmup", str(a.warmup), "--max-user-threads",
+           str(a.max_user_threads), "--data", a.data] + (["--quick"] if a.quick else [])
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, universal_newlines=True)
+    if p.returncode != 0:
+        print("tenet-bench failed on %s (exit %d)" % (case, p.returncode), file=sys.stderr)
+    return [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+
+
+def fmt(r):
+    if not r:
+        return "—"
+    v = r["median"]
+    digits = 3 if abs(v) < 10 else 1 if abs(v) < 1000 else 0
+    s = "%.*f %s [%.*f–%.*f]" % (digits, v, r["unit"], digits, r["min"], digits, r["max"])
+    if "accuracy" in r:
+        s += ", acc %.3f" % r["accuracy"]
+    if "speedup" in r:
+        s += ", x%.2f" % r["speedup"]
+    return s
+
+
+def ratio(tn, pt):
+    """tenet time / PyTorch time (see the module docstring)."""
+    if not tn or not pt:
+        return None
+    if tn["unit"] == "x slower":
+        key = "on_us" if "on_us" in tn else "on_ms"
+        return tn[key] / pt[key] if pt.get(key) else None
+    if tn["unit"] in RATE_UNITS:
+        return pt["median"] / tn["median"]
+    return tn["median"] / pt["median"]
+
+
+def limit_pct(r, limits):
+    lim = limits.get(r["unit"]) if r else None
+    if not lim or r["name"] in ("triad", "fma_peak"):
+        return ""
+    return "%.0f%%" % (100.0 * r["median"] / lim)
+
+
+def print_table(rows, limits, markdown, threads):
+    head = ["case", "tenet", "PyTorch", "ratio (time)", "tenet % of limit", "PyTorch % of limit"]
+    body = []
+    for name, tn, pt in rows:
+        q = ratio(tn, pt)
+        body.append([name, fmt(tn), fmt(pt), "" if q is None else "%.2f" % q,
+                     limit_pct(tn, limits), limit_pct(pt, limits)])
+    if markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for b in body:
+            print("| " + " | ".join(b) + " |")
+    else:
+        w = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
+        for r in [head] + body:
+            print("  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip())
+    print("\n%d thread(s); ratio = tenet time / PyTorch time (< 1: tenet faster); anomaly rows: "
+          "each side's on/off slowdown, ratio of the on-times; limits: triad %s GB/s, "
+          "FMA peak %s GFLOP/s (measured by tenet-bench in this run)."
+          % (threads, "%.1f" % limits["GB/s"] if "GB/s" in limits else "?",
+             "%.0f" % limits["GFLOP/s"] if "GFLOP/s" in limits else "?"))
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--bench", required=True, help="path to the tenet-bench executable")
+    p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--case", action="append", help="cases (repeatable or comma list)")
+    p.add_argument("--max-user-threads", type=int, default=2 * (os.cpu_count() or 1))
+    p.add_argument("--data", default=os.path.join(here, "..", "data", "digits.csv.gz"))
+    p.add_argument("--quick", action="store_true", help="tiny runs: a smoke test")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    p.add_argument("--json-out", help="also write every result to this file (JSON)")
+    a = p.parse_args()
+    cases = CASES
+    if a.case:
+        cases = [c for arg in a.case for c in arg.split(",")]
+        bad = [c for c in cases if c not in CASES]
+        if bad:
+            p.error("unknown case(s): %s" % ", ".join(bad))
+    if torch is None:
+        print("torch is not installed: tenet's numbers alone", file=sys.stderr)
+    else:
+        torch.set_num_threads(a.threads)
+    o = Opts(a)
+    rows, limits, record = [], {}, []
+    for case in cases:
+        print("running %s ..." % case, file=sys.stderr, flush=True)
+        tn = run_tenet(a, case)
+        pt = TORCH[case](o) if torch is not None and case in TORCH else []
+        if torch is not None:
+            torch.set_num_threads(a.threads)
+        for r in tn:
+            if r["name"] == "triad":
+                limits["GB/s"] = r["median"]
+            if r["name"] == "fma_peak":
+                limits["GFLOP/s"] = r["median"]
+        names = [r["name"] for r in tn] + [r["name"] for r in pt if r["name"] not in
+                                           {t["name"] for t in tn}]
+        for n in names:
+            t = next((r for r in tn if r["name"] == n), None)
+            q = next((r for r in pt if r["name"] == n), None)
+            rows.append((n, t, q))
+            record.append({"name": n, "tenet": t, "torch": q, "ratio": ratio(t, q)})
+    print_table(rows, limits, a.markdown, a.threads)
+    if a.json_out:
+        with open(a.json_out, "w") as f:
+            json.dump({"threads": a.threads, "limits": limits, "rows": record}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

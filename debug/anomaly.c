@@ -1,0 +1,309 @@
+/* Anomaly mode: the switches, the per-storage write ring, and the hooks the
+ * engine calls (node creation, version bumps, saved-tensor unpack, backward
+ * and forward NaN checks).
+ *
+ * The write ring (one per storage, made on the first write recorded in
+ * anomaly mode) keeps the last TN_RING writes through ANY alias of the
+ * storage: {op, version reached, write epoch, thread, version-counter
+ * identity, backtrace}. Keeping it with the storage rather than with the
+ * version counter lets one ring answer both questions: which tracked writes
+ * moved a saved tensor's version (same counter), and which untracked writes
+ * (.data: another counter) changed its bytes.
+ *
+ * Ring protocol (multi-producer, lock-free): a writer takes a ticket with
+ * fetch_add on `head`; its slot is ticket % TN_RING. Each slot has a
+ * sequence word: 0 = empty, odd = being written, 2*(ticket+1) = complete
+ * for that ticket. A writer CASes the slot's sequence from an even value to
+ * odd; if the slot is mid-write (odd: a writer a whole ring behind) or the
+ * CAS loses, the write is counted in `dropped` instead of corrupting the
+ * slot. The fields are relaxed atomics; the final release store of the
+ * sequence publishes them, and a reader validates a slot seqlock-style
+ * (acquire load, copy, acquire fence, reload).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../engine/autograd/autograd_internal.h"
+#include "anomaly_internal.h"
+
+_Atomic unsigned tn__anomaly_flags;
+
+void tn_set_detect_anomaly(bool enabled, bool check_nan) {
+    unsigned keep = tn__anomaly() & TN_ANOMALY_UNTRACKED_ERR;
+    unsigned f = keep | (enabled ? TN_ANOMALY_ON : 0) | (enabled && check_nan ? TN_ANOMALY_NAN : 0);
+    atomic_store_explicit(&tn__anomaly_flags, f, memory_order_relaxed);
+}
+
+bool tn_is_anomaly_enabled(void) { return tn__anomaly() & TN_ANOMALY_ON; }
+bool tn_is_anomaly_check_nan_enabled(void) { return tn__anomaly() & TN_ANOMALY_NAN; }
+
+void tn_set_anomaly_untracked_error(bool as_error) {
+    if (as_error)
+        atomic_fetch_or_explicit(&tn__anomaly_flags, TN_ANOMALY_UNTRACKED_ERR,
+                                 memory_order_relaxed);
+    else
+        atomic_fetch_and_explicit(&tn__anomaly_flags, ~TN_ANOMALY_UNTRACKED_ERR,
+                                  memory_order_relaxed);
+}
+
+__attribute__((constructor)) static void read_environment(void) {
+    const char *e = getenv("TENET_DETECT_ANOMALY");
+    if (!e || !*e || !strcmp(e, "0")) return;
+    tn_set_detect_anomaly(true, !strcmp(e, "nan"));
+}
+
+/* ---- the write ring ------------------------------------------------------------ */
+
+#define TN_RING 16
+
+typedef struct ring_slot {
+    _Atomic uint64_t seq;
+    _Atomic(const char *) op;
+    _Atomic uint64_t version, epoch, tid;
+    _Atomic(const void *) vblock;
+    _Atomic int n;
+    _Atomic(void *) pc[TN_BT_MAX];
+} ring_slot;
+
+typedef struct tn_write_ring {
+    _Atomic uint64_t head;
+    _Atomic uint64_t dropped;
+    ring_slot slot[TN_RING];
+} tn_write_ring;
+
+static tn_write_ring *ring_get(tn_storage *s) {
+    /* acquire: pairs with the release CAS that installed it (zeroed memory
+     * must be visible before the pointer). */
+    tn_write_ring *r = atomic_load_explicit(&s->ring, memory_order_acquire);
+    if (r) return r;
+    tn_write_ring *fresh = calloc(1, sizeof *fresh);
+    if (!fresh) return NULL;
+    if (atomic_compare_exchange_strong_explicit(&s->ring, &r, fresh, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return fresh;
+    free(fresh); /* another writer installed one first */
+    return r;
+}
+
+void tn__ring_free(tn_storage *s) { free(atomic_load_explicit(&s->ring, memory_order_acquire)); }
+
+void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *op) {
+    tn_backtrace bt;
+    tn__bt_capture(&bt);
+    tn_write_ring *r = ring_get(t->storage);
+    if (!r) return;
+    uint64_t ticket = atomic_fetch_add_explicit(&r->head, 1, memory_order_relaxed);
+    ring_slot *sl = &r->slot[ticket % TN_RING];
+    uint64_t seq = atomic_load_explicit(&sl->seq, memory_order_relaxed);
+    if ((seq & 1) || !atomic_compare_exchange_strong_explicit(&sl->seq, &seq, seq | 1,
+                                                              memory_order_acquire,
+                                                              memory_order_relaxed)) {
+        atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+        return;
+    }
+    atomic_store_explicit(&sl->op, op, memory_order_relaxed);
+    atomic_store_explicit(&sl->version, version, memory_order_relaxed);
+    atomic_store_explicit(&sl->epoch,
+                          atomic_load_explicit(&t->storage->write_epoch, memory_order_relaxed),
+                          memory_order_relaxed);
+    atomic_store_explicit(&sl->tid, tn__thread_id(), memory_order_relaxed);
+    atomic_store_explicit(&sl->vblock, (const void *)t->version, memory_order_relaxed);
+    atomic_store_explicit(&sl->n, bt.n, memory_order_relaxed);
+    for (int i = 0; i < bt.n; i++) atomic_store_explicit(&sl->pc[i], bt.pc[i], memory_order_relaxed);
+    /* release: publishes the fields above to readers that acquire seq. */
+    atomic_store_explicit(&sl->seq, 2 * (ticket + 1), memory_order_release);
+}
+
+static bool read_slot(ring_slot *sl, tn_write_snap *w, uint64_t *ticket) {
+    uint64_t s1 = atomic_load_explicit(&sl->seq, memory_order_acquire);
+    if (s1 == 0 || (s1 & 1)) return false;
+    w->op = atomic_load_explicit(&sl->op, memory_order_relaxed);
+    w->version = atomic_load_explicit(&sl->version, memory_order_relaxed);
+    w->epoch = atomic_load_explicit(&sl->epoch, memory_order_relaxed);
+    w->tid = atomic_load_explicit(&sl->tid, memory_order_relaxed);
+    w->vblock = atomic_load_explicit(&sl->vblock, memory_order_relaxed);
+    int n = atomic_load_explicit(&sl->n, memory_order_relaxed);
+    w->bt.n = n < 0 ? 0 : n > TN_BT_MAX ? TN_BT_MAX : n;
+    for (int i = 0; i < w->bt.n; i++)
+        w->bt.pc[i] = atomic_load_explicit(&sl->pc[i], memory_order_relaxed);
+    /* acquire fence: orders the field loads before the re-check (seqlock). */
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&sl->seq, memory_order_relaxed) != s1) return false;
+    *ticket = s1 / 2 - 1;
+    return true;
+}
+
+int tn__ring_snapshot(const tn_storage *s, uint64_t since_epoch, tn_write_snap *out, int max,
+                      uint64_t *dropped) {
+    tn_write_ring *r = atomic_load_explicit(&((tn_storage *)s)->ring, memory_order_acquire);
+    *dropped = 0;
+    if (!r) return 0;
+    uint64_t tickets[TN_RING];
+    int n = 0;
+    for (int i = 0; i < TN_RING && n < max; i++) {
+        if (!read_slot(&r->slot[i], &out[n], &tickets[n]) || out[n].epoch <= since_epoch)
+            continue;
+        n++;
+    }
+    for (int i = 1; i < n; i++) /* oldest first: insertion sort on tickets */
+        for (int j = i; j > 0 && tickets[j - 1] > tickets[j]; j--) {
+            tn_write_snap w = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = w;
+            uint64_t t = tickets[j];
+            tickets[j] = tickets[j - 1];
+            tickets[j - 1] = t;
+        }
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    *dropped = atomic_load_explicit(&r->dropped, memory_order_relaxed) +
+               (head > TN_RING ? head - TN_RING : 0);
+    return n;
+}
+
+/* ---- node creation ----------------------------------------------------------------- */
+
+/* The node whose backward is running on this thread (create_graph chains). */
+static _Thread_local tn_node *tls_running;
+
+tn_node *tn__anomaly_set_running(tn_node *n) {
+    tn_node *prev = tls_running;
+    tls_running = n;
+    return prev;
+}
+
+void tn__anomaly_on_node(tn_node *n) {
+    tn_backtrace *bt = malloc(sizeof *bt);
+    if (bt) tn__bt_capture(bt);
+    n->trace = bt;
+    if (tls_running) {
+        n->parent = tls_running;
+        tn__node_retain(n->parent);
+    }
+}
+
+void tn__anomaly_node_free(tn_node *n) {
+    free(n->trace);
+    if (n->parent) tn__node_release(n->parent);
+}
+
+/* ---- reports ------------------------------------------------------------------------- */
+
+static tn_anomaly_report *node_report(tn_anomaly_kind kind, tn_node *n) {
+    tn_anomaly_report *r = tn__report_begin(kind, n->fn->name);
+    tn__report_set_forward(r, n->trace);
+    for (tn_node *p = n->parent; p; p = p->parent) tn__report_add_parent(r, p->fn->name, p->trace);
+    return r;
+}
+
+/* Lists the ring's writes since the save: same counter (tracked) or, for
+ * untracked reports, other counters. Returns how many were listed. */
+static int add_writes(tn_anomaly_report *r, const tn_saved *s, bool tracked) {
+    tn_write_snap w[TN_RING];
+    uint64_t dropped;
+    int n = tn__ring_snapshot(s->t->storage, s->epoch, w, TN_RING, &dropped), listed = 0;
+    for (int i = 0; i < n; i++) {
+        bool same = w[i].vblock == (const void *)s->t->version;
+        if (same != tracked) continue;
+        if (tracked && (w[i].version <= s->version)) continue;
+        tn__report_add_write(r, &w[i], tracked);
+        listed++;
+    }
+    tn__report_set_dropped(r, dropped);
+    return listed;
+}
+
+const char *tn__anomaly_inplace_report(tn_node *n, const tn_saved *s, uint64_t cur) {
+    tn_anomaly_report *r = node_report(TN_ANOMALY_INPLACE, n);
+    tn__report_set_saved(r, s->t, s->is_output ? s->output_nr : -1, s->version, cur);
+    add_writes(r, s, true);
+    return tn__report_first_culprit(r);
+}
+
+tn_status tn__anomaly_check_untracked(tn_node *n, const tn_saved *s) {
+    uint64_t now = atomic_load_explicit(&s->t->storage->write_epoch, memory_order_relaxed);
+    if (now == s->epoch) return TN_OK;
+    /* Build into a scratch check first: only a write through another
+     * counter is an untracked write (tracked ones moved the version). */
+    tn_write_snap w[TN_RING];
+    uint64_t dropped;
+    int n_w = tn__ring_snapshot(s->t->storage, s->epoch, w, TN_RING, &dropped), other = 0;
+    for (int i = 0; i < n_w; i++) other += w[i].vblock != (const void *)s->t->version;
+    if (!other) return TN_OK;
+    tn_anomaly_report *r = node_report(TN_ANOMALY_UNTRACKED, n);
+    uint64_t v = tn__version_get(s->t);
+    tn__report_set_saved(r, s->t, s->is_output ? s->output_nr : -1, s->version, v);
+    add_writes(r, s, false);
+    const char *who = tn__report_first_culprit(r);
+    char type[200];
+    tn__format_shape(type, sizeof type, s->t->ndim, s->t->shape);
+    const char *msg = "a variable needed for gradient computation was modified through an alias "
+                      "that autograd does not track (e.g. .data)";
+    if (tn__anomaly() & TN_ANOMALY_UNTRACKED_ERR)
+        return tn__error(TN_ERR_INPLACE_MODIFIED, "%s: [%s %s], saved by %s, written by %s.", msg,
+                         tn_dtype_name(s->t->dtype), type, n->fn->name, who ? who : "(unknown)");
+    tn__warn("%s: [%s %s], saved by %s, written by %s. The gradient may be silently wrong; "
+             "tn_anomaly_report_print(tn_last_anomaly(), stderr) shows every write.",
+             msg, tn_dtype_name(s->t->dtype), type, n->fn->name, who ? who : "(unknown)");
+    return TN_OK;
+}
+
+void tn__anomaly_backward_error(tn_node *n, tn_status st) {
+    /* version, untracked and NaN failures built their report already */
+    if (st == TN_ERR_AUTOGRAD) node_report(TN_ANOMALY_SECOND_BACKWARD, n);
+    /* As PyTorch's warning "Error detected in MulBackward0 ...": the whole
+     * report, forward trace included, on stderr. */
+    const tn_anomaly_report *r = tn_last_anomaly();
+    if (r && !strcmp(tn_anomaly_report_node(r), n->fn->name)) {
+        fprintf(stderr, "tenet: warning: Error detected in %s.\n", n->fn->name);
+        tn_anomaly_report_print(r, stderr);
+    }
+}
+
+/* ---- NaN / Inf checks ------------------------------------------------------------------ */
+
+/* 0: all finite; 1: NaN present; 2: Inf (and no NaN). */
+static int nonfinite(const tn_tensor *t) {
+    if (!t || !tn__is_float(t->dtype)) return 0;
+    int64_t n = tn__numel(t->ndim, t->shape);
+    tn_tensor *c = tn__is_contiguous(t) ? tn__retain((tn_tensor *)t) : tn__copy_as(t, t->dtype);
+    if (!c) return 0;
+    int res = 0;
+    const char *p = tn__ptr(c);
+    for (int64_t i = 0; i < n && res != 1; i++) {
+        double v = t->dtype == TN_F32 ? ((const float *)p)[i] : ((const double *)p)[i];
+        if (v != v) res = 1;
+        else if (v - v != 0) res = 2;
+    }
+    tn_release(c);
+    return res;
+}
+
+tn_status tn__anomaly_check_backward(tn_node *n, tn_tensor *const *go, tn_tensor *const *gi) {
+    for (int k = 0; k < n->n_out; k++)
+        if (nonfinite(go[k])) return TN_OK; /* propagation: not this node's doing */
+    for (int i = 0; i < n->n_in; i++) {
+        int bad = nonfinite(gi[i]);
+        if (!bad) continue;
+        tn_anomaly_report *r = node_report(TN_ANOMALY_NAN_BACKWARD, n);
+        tn__report_set_output_index(r, i);
+        return tn__error(TN_ERR_NAN, "Function '%s' returned %s values in its %dth output.",
+                         n->fn->name, bad == 1 ? "nan" : "inf", i);
+    }
+    return TN_OK;
+}
+
+void tn__anomaly_check_forward(const char *op, const tn_tensor *out, int n_in,
+                               const tn_tensor *const *in) {
+    int bad = nonfinite(out);
+    if (!bad) return;
+    for (int i = 0; i < n_in; i++)
+        if (nonfinite(in[i])) return; /* propagation */
+    tn_anomaly_report *r = tn__report_begin(TN_ANOMALY_NAN_FORWARD, op);
+    tn_backtrace bt;
+    tn__bt_capture(&bt);
+    tn__report_set_forward(r, &bt);
+    tn__report_set_output_index(r, 0);
+    const char *who = tn__report_first_culprit(r);
+    tn__warn("Function '%s' returned %s values in its 0th output (forward, from finite inputs)%s%s.",
+             op, bad == 1 ? "nan" : "inf", who ? ", called from " : "", who ? who : "");
+}

@@ -1,0 +1,95 @@
+/* debug/anomaly_internal.h — anomaly mode inside the engine.
+ *
+ * Capture is cheap and allocation-free beyond fixed-size records: program
+ * counters only (unw_backtrace). Everything symbolic happens in report.c
+ * when a report is read or printed.
+ *
+ *   anomaly.c     switches (relaxed atomic flags, TENET_DETECT_ANOMALY), the
+ *                 per-storage write ring, the hooks the engine calls
+ *   backtrace.c   tn__bt_capture, tn__thread_id
+ *   symbolize.c   pc -> function, file:line (libdw), dladdr fallback
+ *   report.c      the thread's report object, accessors, printing
+ *   graph_dot.c   tn_graph_dot
+ */
+#ifndef TN_DEBUG_ANOMALY_INTERNAL_H
+#define TN_DEBUG_ANOMALY_INTERNAL_H
+
+#include "../engine/core/internal.h"
+#include "tenet/debug.h"
+
+#define TN_ANOMALY_ON 1u
+#define TN_ANOMALY_NAN 2u
+#define TN_ANOMALY_UNTRACKED_ERR 4u
+
+/* Process-wide switches. Relaxed: a plain setting read on hot paths; no
+ * data is published with it. */
+extern _Atomic unsigned tn__anomaly_flags;
+static inline unsigned tn__anomaly(void) {
+    return atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed);
+}
+
+/* ---- backtraces (backtrace.c) ------------------------------------------------ */
+#define TN_BT_MAX 32
+typedef struct tn_backtrace {
+    int n;
+    void *pc[TN_BT_MAX];
+} tn_backtrace;
+/* Program counters of the caller's stack, innermost first (this function's
+ * own frame skipped). No allocation, no locks, async-signal-unsafe-free. */
+void tn__bt_capture(tn_backtrace *bt);
+/* A small number naming the calling thread (1, 2, ... in order of first use). */
+uint64_t tn__thread_id(void);
+
+/* ---- the write ring (anomaly.c) ---------------------------------------------- */
+/* One write to a storage as the ring returns it. */
+typedef struct tn_write_snap {
+    const char *op;       /* static string */
+    uint64_t version;     /* version its counter reached */
+    uint64_t epoch;       /* storage write epoch after the write */
+    uint64_t tid;
+    const void *vblock;   /* identity of the writer's version counter */
+    tn_backtrace bt;
+} tn_write_snap;
+/* Records an in-place write of `t` (after its version bump) when anomaly
+ * mode is on. Lock-free; a write that cannot get a slot is counted as dropped. */
+void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *op);
+/* Writes still in the ring with epoch > since_epoch, oldest first. */
+int tn__ring_snapshot(const tn_storage *s, uint64_t since_epoch, tn_write_snap *out, int max,
+                      uint64_t *dropped);
+void tn__ring_free(tn_storage *s);
+
+/* ---- reports (report.c) ------------------------------------------------------ */
+/* Starts this thread's new report (replacing the previous one). Never NULL:
+ * on OOM a static fallback report is used. */
+tn_anomaly_report *tn__report_begin(tn_anomaly_kind kind, const char *node_name);
+/* The node's forward trace; NULL: recorded with anomaly mode off. */
+void tn__report_set_forward(tn_anomaly_report *r, const tn_backtrace *bt);
+/* create_graph: the node that was running backward when this one was made
+ * (PyTorch's "Previous calculation was induced by ..."), outermost last. */
+void tn__report_add_parent(tn_anomaly_report *r, const char *node_name, const tn_backtrace *bt);
+void tn__report_set_saved(tn_anomaly_report *r, const tn_tensor *t, int output_nr,
+                          uint64_t saved_version, uint64_t current_version);
+void tn__report_add_write(tn_anomaly_report *r, const tn_write_snap *w, bool tracked);
+void tn__report_set_dropped(tn_anomaly_report *r, uint64_t dropped);
+void tn__report_set_output_index(tn_anomaly_report *r, int index);
+/* "fn (file:line)" of the first write listed (symbolises it), or NULL. The
+ * string lives as long as the report. */
+const char *tn__report_first_culprit(tn_anomaly_report *r);
+
+/* ---- symbols (symbolize.c) --------------------------------------------------- */
+/* Resolves pc into f (strings copied into buf of size n). Returns false when
+ * nothing is known (f->function = NULL). Thread-safe. pc is looked up as
+ * given: for a return address (every captured pc) pass pc - 1, so the line
+ * is the call's. Without line info, f->file names the shared object. */
+bool tn__symbolize(void *pc, tn_frame *f, char *buf, size_t n);
+/* True for frames inside tenet itself (trimmed from reports). */
+bool tn__frame_is_engine(const tn_frame *f);
+/* file relative to tenet's source tree or the working directory when under
+ * one of them (for printing), else file itself. */
+const char *tn__short_path(const char *file);
+/* Tests: force the fallbacks. FULL: libdw then dladdr (default); DLADDR:
+ * dladdr only (no debug info); NONE: nothing (a stripped binary). */
+typedef enum tn_sym_mode { TN_SYM_FULL = 0, TN_SYM_DLADDR = 1, TN_SYM_NONE = 2 } tn_sym_mode;
+void tn__symbolize_set_mode(tn_sym_mode m);
+
+#endif

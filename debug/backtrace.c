@@ -1,0 +1,63 @@
+/* Backtrace capture for anomaly mode: program counters only.
+ *
+ * This runs on hot paths (every node creation and every in-place write while
+ * anomaly mode is on), so it does nothing but walk the stack into the
+ * caller's fixed-size record: no symbol lookup, no allocation, no lock.
+ * Symbols are resolved at report time (symbolize.c).
+ */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "anomaly_internal.h"
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TN_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define TN_TSAN 1
+#endif
+
+#ifdef TN_TSAN
+/* unw_backtrace keeps a per-thread cache whose TSD destructor re-queues
+ * itself to run after ThreadSanitizer has torn the exiting thread down, and
+ * crashes there. Under TSan walk with unw_step, which keeps no cache. Inlined
+ * so that, as with unw_backtrace, the first pc is in tn__bt_capture. */
+static inline __attribute__((always_inline)) int walk_stack(void **pc, int max) {
+    unw_context_t ctx;
+    unw_cursor_t cur;
+    if (unw_getcontext(&ctx) != 0 || unw_init_local(&cur, &ctx) != 0) return 0;
+    int n = 0;
+    do {
+        unw_word_t ip;
+        if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+        pc[n++] = (void *)(uintptr_t)ip;
+    } while (n < max && unw_step(&cur) > 0);
+    return n;
+}
+#else
+#define walk_stack unw_backtrace
+#endif
+
+/* noinline: the frame skipped below must be this function's own. */
+__attribute__((noinline)) void tn__bt_capture(tn_backtrace *bt) {
+    void *pc[TN_BT_MAX + 1];
+    /* The first entry is this function (the return address of the
+     * unw_backtrace call); the caller's frames start at pc[1]. */
+    int n = walk_stack(pc, TN_BT_MAX + 1);
+    bt->n = n > 1 ? n - 1 : 0;
+    for (int i = 0; i < bt->n; i++)
+        bt->pc[i] = pc[i + 1];
+}
+
+/* 0 = not assigned yet. Relaxed: the counter only hands out distinct
+ * numbers; nothing is published with it. */
+static _Atomic uint64_t next_thread_id = 1;
+static _Thread_local uint64_t tls_thread_id;
+
+uint64_t tn__thread_id(void) {
+    if (TN_UNLIKELY(!tls_thread_id))
+        tls_thread_id = atomic_fetch_add_explicit(&next_thread_id, 1, memory_order_relaxed);
+    return tls_thread_id;
+}

@@ -1,0 +1,106 @@
+/* tenet/debug.h — anomaly detection that names the culprit.
+ *
+ * In anomaly mode tenet records, cheaply (program counters only):
+ *   - the forward backtrace of every autograd node created;
+ *   - every in-place write to a storage (op, new version, thread, backtrace),
+ *     in a small lock-free ring kept with the storage;
+ * and reports, as a structured object returned with the error:
+ *   - a saved tensor modified in place: the failing node, the forward
+ *     backtrace of the op that saved it, and every in-place op that moved
+ *     the version since, each with its thread and backtrace;
+ *   - a write through an untracked alias (.data) to a saved tensor's storage,
+ *     which PyTorch lets corrupt gradients silently (a warning by default,
+ *     an error with tn_set_anomaly_untracked_error(true));
+ *   - with check_nan, the first op that PRODUCES NaN/Inf from finite inputs,
+ *     in backward (an error, as PyTorch) or in forward (a warning + report).
+ * Symbols (function, file:line through libdw; dladdr names without debug
+ * info) are resolved only when a report is read or printed.
+ *
+ * Threads: the switches are process-wide and may change at any time from any
+ * thread (relaxed atomics). Reports are per thread.
+ */
+#ifndef TENET_DEBUG_H
+#define TENET_DEBUG_H
+
+#include <stdio.h>
+
+#include "types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* torch.autograd.set_detect_anomaly(enabled, check_nan). Also read at start
+ * from TENET_DETECT_ANOMALY: "1" = on, "nan" = on with NaN/Inf checks. */
+void tn_set_detect_anomaly(bool enabled, bool check_nan);
+bool tn_is_anomaly_enabled(void);
+bool tn_is_anomaly_check_nan_enabled(void);
+/* Untracked writes to a saved tensor fail backward (TN_ERR_INPLACE_MODIFIED)
+ * instead of warning. Default false. */
+void tn_set_anomaly_untracked_error(bool as_error);
+
+typedef enum tn_anomaly_kind {
+    TN_ANOMALY_INPLACE = 1,   /* saved tensor's version moved */
+    TN_ANOMALY_UNTRACKED = 2, /* saved tensor's storage written behind autograd */
+    TN_ANOMALY_NAN_BACKWARD = 3,
+    TN_ANOMALY_NAN_FORWARD = 4,
+    TN_ANOMALY_SECOND_BACKWARD = 5 /* saved tensors already freed */
+} tn_anomaly_kind;
+
+/* One stack frame, symbolised lazily. function/file may be NULL when
+ * unknown; line is 0 then. Strings live as long as the report. */
+typedef struct tn_frame {
+    void *pc;
+    const char *function;
+    const char *file;
+    int line;
+} tn_frame;
+
+/* A write (in-place op) that moved a saved tensor's storage. */
+typedef struct tn_write_event {
+    const char *op;       /* "add_", "zero_", "copy_", ... */
+    uint64_t version;     /* the version it produced (its own counter's) */
+    uint64_t thread_id;   /* a number per thread, stable for its lifetime */
+    bool tracked;         /* false: through an alias with another counter (.data) */
+    int n_frames;
+    const tn_frame *frames; /* innermost first; engine frames trimmed */
+} tn_write_event;
+
+typedef struct tn_anomaly_report tn_anomaly_report;
+
+/* The report of the last anomaly on this thread (borrowed; valid until the
+ * next anomaly on this thread), or NULL when none. */
+const tn_anomaly_report *tn_last_anomaly(void);
+/* Forgets this thread's report. */
+void tn_anomaly_clear(void);
+
+tn_anomaly_kind tn_anomaly_report_kind(const tn_anomaly_report *r);
+/* Name of the failing backward node ("MulBackward0") or forward op ("sqrt"). */
+const char *tn_anomaly_report_node(const tn_anomaly_report *r);
+/* Forward backtrace of the failing node (the op that saved the tensor).
+ * *n_frames = 0 when the graph was recorded with anomaly mode off. */
+const tn_frame *tn_anomaly_report_forward_trace(const tn_anomaly_report *r, int *n_frames);
+/* The saved tensor: dtype, shape, output index (-1 for an input), versions. */
+tn_status tn_anomaly_report_saved(const tn_anomaly_report *r, tn_dtype *dtype, int *ndim,
+                                  const int64_t **shape, int *output_nr,
+                                  uint64_t *saved_version, uint64_t *current_version);
+/* The writes that moved the version (or the untracked writes), oldest first. */
+int tn_anomaly_report_n_writes(const tn_anomaly_report *r);
+const tn_write_event *tn_anomaly_report_write(const tn_anomaly_report *r, int i);
+/* Writes the ring dropped or overwrote before they could be listed. */
+uint64_t tn_anomaly_report_dropped(const tn_anomaly_report *r);
+/* NaN reports: index of the non-finite output. */
+int tn_anomaly_report_output_index(const tn_anomaly_report *r);
+/* Human-readable report with every backtrace as function (file:line). */
+tn_status tn_anomaly_report_print(const tn_anomaly_report *r, FILE *f);
+
+/* The autograd graph that produces root, as Graphviz DOT: nodes with their
+ * names, saved tensors with shapes and versions (stale ones in red), the
+ * node of the last anomaly on this thread highlighted. Render with
+ * `dot -Tsvg graph.dot > graph.svg`. */
+tn_status tn_graph_dot(const tn_tensor *root, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,322 @@
+/* tests/test_threads.c — the concurrency contract (include/tenet/threads.h,
+ * docs/threads.md) at small scale: exact concurrent accumulation, one of N
+ * backward calls through a graph without retain_graph, thread-local grad
+ * mode, and the race detector (API, a planted overlap caught
+ * deterministically, silence where nothing overlaps). Workers never call
+ * cmocka: they record results and the main thread asserts. The long runs
+ * are the stress/ programs. */
+#define _POSIX_C_SOURCE 200809L /* pthread barriers */
+#include "util.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "debug/race.h"
+#include "engine/cpu/gemm.h"
+
+#define NT 4
+#define SECOND_TIME "Trying to backward through the graph a second time"
+
+typedef struct job {
+    pthread_barrier_t *bar;
+    tn_tensor *w, *loss;
+    int passes;
+    bool retain;
+    tn_status st[64];
+    char err[128];
+    bool flag;
+} job;
+
+static void run_threads(void *(*fn)(void *), job *jobs, int n) {
+    pthread_t th[NT];
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, (unsigned)n);
+    for (int i = 0; i < n; i++) {
+        jobs[i].bar = &bar;
+        assert_int_equal(pthread_create(&th[i], NULL, fn, &jobs[i]), 0);
+    }
+    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&bar);
+}
+
+static void assert_all(const tn_tensor *t, double want) {
+    int64_t n = tn_numel(t), bad = -1;
+    double *v = malloc((size_t)n * sizeof *v), got = 0;
+    assert_non_null(v);
+    assert_int_equal(tn_copy_to_f64(t, v, n), TN_OK);
+    for (int64_t i = 0; i < n && bad < 0; i++)
+        if (v[i] != want) got = v[bad = i];
+    free(v);
+    if (bad >= 0) fail_msg("element %lld: %.17g, want exactly %.17g", (long long)bad, got, want);
+}
+
+/* ---- exact concurrent accumulation ------------------------------------------ */
+
+static void *accumulate_thread(void *p) {
+    job *j = p;
+    pthread_barrier_wait(j->bar);
+    for (int i = 0; i < j->passes; i++) {
+        tn_scope_begin();
+        tn_tensor *loss = tn_sum(tn_mul_scalar(j->w, 2.0));
+        j->st[i] = loss ? tn_backward(loss, NULL, false) : tn_last_status();
+        tn_scope_end();
+    }
+    return NULL;
+}
+
+static void accumulation_is_exact(int64_t n, tn_dtype dt) {
+    int64_t shape[] = {n};
+    tn_tensor *w = tn_full(1, shape, dt, 0.25);
+    assert_int_equal(tn_requires_grad_(w, true), TN_OK);
+    job jobs[NT];
+    for (int i = 0; i < NT; i++) jobs[i] = (job){.w = w, .passes = 50};
+    run_threads(accumulate_thread, jobs, NT);
+    for (int i = 0; i < NT; i++)
+        for (int k = 0; k < 50; k++) assert_int_equal(jobs[i].st[k], TN_OK);
+    tn_tensor *g = tn_grad(w);
+    assert_non_null(g);
+    assert_all(g, 2.0 * NT * 50); /* N threads x M passes x 2 */
+    tn_release(g);
+    tn_release(w);
+}
+
+static void concurrent_accumulation_small(void **state) { accumulation_is_exact(37, TN_F32); }
+/* above the OpenMP grain: the adds fork inside each user thread */
+static void concurrent_accumulation_large(void **state) { accumulation_is_exact(40000, TN_F64); }
+
+/* ---- one shared graph -------------------------------------------------------- */
+
+static void *shared_graph_thread(void *p) {
+    job *j = p;
+    pthread_barrier_wait(j->bar);
+    j->st[0] = tn_backward(j->loss, NULL, j->retain);
+    snprintf(j->err, sizeof j->err, "%s", tn_last_error());
+    return NULL;
+}
+
+static void shared_graph_round(bool retain) {
+    int64_t shape[] = {5};
+    tn_tensor *w = tn_full(1, shape, TN_F64, 0.5);
+    assert_int_equal(tn_requires_grad_(w, true), TN_OK);
+    tn_scope_begin();
+    tn_tensor *loss = tn_keep(tn_sum(tn_mul(w, w))); /* mul saves w twice */
+    tn_scope_end();
+    job jobs[NT];
+    for (int i = 0; i < NT; i++) jobs[i] = (job){.loss = loss, .retain = retain};
+    run_threads(shared_graph_thread, jobs, NT);
+    int ok = 0;
+    for (int i = 0; i < NT; i++) {
+        if (jobs[i].st[0] == TN_OK) ok++;
+        else if (!strstr(jobs[i].err, SECOND_TIME)) fail_msg("unexpected error: %s", jobs[i].err);
+    }
+    assert_int_equal(ok, retain ? NT : 1);
+    tn_tensor *g = tn_grad(w);
+    assert_all(g, retain ? NT : 1.0); /* d(w*w)/dw = 2w = 1 per successful pass */
+    tn_release(g);
+    tn_release(loss);
+    tn_release(w);
+}
+
+static void one_of_n_without_retain_graph(void **state) {
+    for (int r = 0; r < 20; r++) shared_graph_round(false);
+}
+
+static void all_of_n_with_retain_graph(void **state) {
+    for (int r = 0; r < 5; r++) shared_graph_round(true);
+}
+
+/* ---- grad mode --------------------------------------------------------------- */
+
+static void *grad_mode_thread(void *p) {
+    job *j = p;
+    j->flag = tn_is_grad_enabled(); /* a new thread starts enabled */
+    tn_scope_begin();
+    tn_tensor *y = tn_mul_scalar(j->w, 3.0);
+    j->st[0] = y && tn_requires_grad(y) ? TN_OK : TN_ERR_INTERNAL;
+    tn_set_grad_enabled(false); /* does not leak to the main thread */
+    tn_scope_end();
+    return NULL;
+}
+
+static void grad_mode_is_per_thread(void **state) {
+    int64_t shape[] = {2};
+    tn_tensor *w = tn_ones(1, shape, TN_F32);
+    assert_int_equal(tn_requires_grad_(w, true), TN_OK);
+    bool prev = tn_set_grad_enabled(false);
+    job j = {.w = w};
+    run_threads(grad_mode_thread, &j, 1);
+    assert_true(j.flag);
+    assert_int_equal(j.st[0], TN_OK);
+    assert_false(tn_is_grad_enabled());
+    tn_set_grad_enabled(true);
+    run_threads(grad_mode_thread, &j, 1);
+    assert_true(tn_is_grad_enabled());
+    tn_set_grad_enabled(prev);
+    tn_release(w);
+}
+
+/* ---- race detector ------------------------------------------------------------ */
+
+static void race_api(void **state) {
+    bool was = tn_is_detect_races_enabled();
+    tn_set_detect_races(true);
+    assert_true(tn_is_detect_races_enabled());
+    tn_race_reports_reset();
+    assert_int_equal(tn_race_reports(), 0);
+    char buf[16] = "x";
+    assert_int_equal(tn_race_last_report(buf, sizeof buf), 0);
+    assert_string_equal(buf, "");
+    tn_set_detect_races(false);
+    assert_false(tn_is_detect_races_enabled());
+    tn_set_detect_races(was);
+}
+
+/* A thread that holds an access to t open (as a kernel in flight) until
+ * the main thread has made its own access. */
+typedef struct holder {
+    pthread_barrier_t *bar;
+    tn_tensor *t;
+    bool write;
+} holder;
+
+static void *hold_access(void *p) {
+    holder *h = p;
+    tn_race_access ra;
+    const tn_tensor *ops[2] = {h->t, h->t};
+    /* operand 0 is the write; a read-only access passes t as operand 1 of a
+     * scratch output */
+    tn_tensor *scratch = h->write ? NULL : tn_empty(0, NULL, TN_F32);
+    if (!h->write) ops[0] = scratch;
+    tn__race_note(h, 2, ops);
+    /* the out-of-line half, so that this frame (not an inlined helper) is
+     * the one the report shows */
+    ra.n = 0;
+    tn__race_begin_slow(&ra, h, "test");
+    pthread_barrier_wait(h->bar); /* in flight */
+    pthread_barrier_wait(h->bar); /* the main thread's access is done */
+    tn__race_end(&ra);
+    tn_release(scratch);
+    return NULL;
+}
+
+/* Runs `access` on the main thread while another thread holds a (write or
+ * read) access to held; returns the number of reports it caused. */
+static uint64_t overlap(tn_tensor *held, bool held_write, void (*access)(void *), void *arg,
+                        char *report, size_t n) {
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, 2);
+    holder h = {&bar, held, held_write};
+    tn_race_reports_reset();
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, hold_access, &h), 0);
+    pthread_barrier_wait(&bar);
+    access(arg);
+    pthread_barrier_wait(&bar);
+    pthread_join(th, NULL);
+    pthread_barrier_destroy(&bar);
+    tn_race_last_report(report, n);
+    return tn_race_reports();
+}
+
+static void add_one_(void *t) { assert_int_equal(tn_add_scalar_(t, 1.0), TN_OK); }
+static void read_sum(void *t) {
+    tn_tensor *y = tn_mul_scalar(t, 2.0);
+    assert_non_null(y);
+    tn_release(y);
+}
+
+static void race_detector_catches_planted_overlap(void **state) {
+    int64_t shape[] = {64};
+    tn_tensor *x = tn_zeros(1, shape, TN_F32);
+    tn_set_race_report_stream(NULL);
+    tn_set_detect_races(true);
+    char rep[8192];
+    /* write while another thread writes */
+    assert_int_equal(overlap(x, true, add_one_, x, rep, sizeof rep), 1);
+    assert_non_null(strstr(rep, "race detected"));
+    assert_non_null(strstr(rep, "write by thread"));
+    assert_non_null(strstr(rep, "hold_access"));  /* the other thread's stack */
+    assert_non_null(strstr(rep, "add_one_"));     /* ours */
+    assert_non_null(strstr(rep, "test_threads.c:"));
+    /* read while another thread writes, write while another reads */
+    assert_int_equal(overlap(x, true, read_sum, x, rep, sizeof rep), 1);
+    assert_non_null(strstr(rep, "read by thread"));
+    assert_int_equal(overlap(x, false, add_one_, x, rep, sizeof rep), 1);
+    /* through views: an overlapping narrow of the held tensor */
+    tn_tensor *v = tn_narrow(x, 0, 10, 20);
+    assert_int_equal(overlap(x, true, add_one_, v, rep, sizeof rep), 1);
+    tn_set_detect_races(false);
+    tn_set_race_report_stream(stderr);
+    tn_race_reports_reset();
+    tn_release(v);
+    tn_release(x);
+}
+
+static void race_detector_silent_without_overlap(void **state) {
+    int64_t shape[] = {64};
+    tn_tensor *x = tn_zeros(1, shape, TN_F32);
+    tn_tensor *lo = tn_narrow(x, 0, 0, 32), *hi = tn_narrow(x, 0, 32, 32);
+    tn_set_race_report_stream(NULL);
+    tn_set_detect_races(true);
+    char rep[256];
+    assert_int_equal(overlap(x, false, read_sum, x, rep, sizeof rep), 0);   /* read / read */
+    assert_int_equal(overlap(lo, true, add_one_, hi, rep, sizeof rep), 0);  /* disjoint */
+    add_one_(x); /* alone */
+    assert_int_equal(tn_race_reports(), 0);
+    tn_set_detect_races(false); /* off: nothing is tracked */
+    assert_int_equal(overlap(x, true, add_one_, x, rep, sizeof rep), 0);
+    tn_set_race_report_stream(stderr);
+    tn_release(lo);
+    tn_release(hi);
+    tn_release(x);
+}
+
+/* The matmul hook: C written, A and B read (the driver notes its tensors). */
+typedef struct mm_args {
+    tn_tensor *a, *b, *c;
+} mm_args;
+
+static void gemm_into(void *p) {
+    mm_args *m = p;
+    tn_gemm g = {.m = 2, .n = 2, .k = 3, .a = tn_data_ptr(m->a), .rsa = 3, .csa = 1,
+                 .b = tn_data_ptr(m->b), .rsb = 2, .csb = 1, .c = tn_data_ptr(m->c), .rsc = 2};
+    tn__race_note(g.c, 3, (const tn_tensor *const[]){m->c, m->a, m->b});
+    assert_int_equal(tn__gemm(TN_F32, &g, NULL), TN_OK);
+}
+
+static void race_detector_matmul_hook(void **state) {
+    int64_t sa[] = {2, 3}, sb[] = {3, 2}, sc[] = {2, 2};
+    mm_args m = {tn_ones(2, sa, TN_F32), tn_ones(2, sb, TN_F32), tn_zeros(2, sc, TN_F32)};
+    tn_set_race_report_stream(NULL);
+    tn_set_detect_races(true);
+    char rep[8192];
+    assert_int_equal(overlap(m.b, true, gemm_into, &m, rep, sizeof rep), 1); /* B read */
+    assert_non_null(strstr(rep, "[matmul kernel]"));
+    assert_int_equal(overlap(m.c, false, gemm_into, &m, rep, sizeof rep), 1); /* C written */
+    assert_int_equal(overlap(m.a, false, gemm_into, &m, rep, sizeof rep), 0); /* both read */
+    tn_set_detect_races(false);
+    tn_set_race_report_stream(stderr);
+    tn_race_reports_reset();
+    assert_all(m.c, 3.0);
+    tn_release(m.a);
+    tn_release(m.b);
+    tn_release(m.c);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        TT_TEST(concurrent_accumulation_small),
+        TT_TEST(concurrent_accumulation_large),
+        TT_TEST(one_of_n_without_retain_graph),
+        TT_TEST(all_of_n_with_retain_graph),
+        TT_TEST(grad_mode_is_per_thread),
+        TT_TEST(race_api),
+        TT_TEST(race_detector_catches_planted_overlap),
+        TT_TEST(race_detector_silent_without_overlap),
+        TT_TEST(race_detector_matmul_hook),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
