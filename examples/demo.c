@@ -318,6 +318,61 @@ static bool lesson_data(void) {
     return good;
 }
 
+/* ---- the same corruptions with anomaly mode on ------------------------------------- */
+
+/* Named functions so that the report's backtraces point at them. */
+static tn_tensor *forward_pass(tn_tensor *a) { return tn_sigmoid(a); }
+static void corrupt_through_detach(tn_tensor *out) { tn_zero_(tn_detach(out)); }
+static void corrupt_through_data(tn_tensor *out) { tn_zero_(tn_data(out)); }
+
+static const char *DOT_PATH = "/tmp/tenet-demo-graph.dot";
+
+static bool lesson_anomaly(void) {
+    bool good = true;
+    tn_set_detect_anomaly(true, false);
+    tn_scope_begin();
+    tn_tensor *a = tn_tensor_from((float[]){1, 2, 3}, TN_F32, 1, (int64_t[]){3}, true);
+    tn_tensor *out = forward_pass(a);
+    corrupt_through_detach(out);
+    tn_tensor *loss = tn_sum(out);
+    printf("(3) tn_set_detect_anomaly(true, false): the same two writes, named\n");
+    tn_status st = tn_backward(loss, NULL, false);
+    const tn_anomaly_report *r = tn_last_anomaly();
+    if (st == TN_ERR_INPLACE_MODIFIED && r && strstr(tn_last_error(), "corrupt_through_detach")) {
+        printf("    the error now ends with the write's function and file:line:\n");
+        print_wrapped(tn_last_error(), "      ", 96);
+        printf("    and tn_anomaly_report_print(tn_last_anomaly(), f) shows both backtraces:\n");
+        tn_anomaly_report_print(r, stdout);
+        FILE *f = fopen(DOT_PATH, "w");
+        if (f && tn_graph_dot(loss, f) == TN_OK)
+            printf("    the graph, failing node highlighted: %s (render: dot -Tsvg %s > "
+                   "graph.svg)\n", DOT_PATH, DOT_PATH);
+        if (f) fclose(f);
+    } else {
+        printf("    UNEXPECTED: %s: %s\n", tn_status_string(st), tn_last_error());
+        good = false;
+    }
+    /* .data: PyTorch passes silently; anomaly mode reports the write. */
+    tn_tensor *out2 = forward_pass(a);
+    corrupt_through_data(out2);
+    tn_anomaly_clear();
+    fflush(stdout); /* the warning goes to stderr: keep the two in order */
+    st = tn_backward(tn_sum(out2), NULL, false);
+    r = tn_last_anomaly();
+    if (st == TN_OK && r && tn_anomaly_report_kind(r) == TN_ANOMALY_UNTRACKED) {
+        printf("    out.data.zero_() is no longer silent (a warning, or an error with\n"
+               "    tn_set_anomaly_untracked_error(true)):\n");
+        tn_anomaly_report_print(r, stdout);
+    } else {
+        printf("    UNEXPECTED: the .data write was not reported (%s)\n", tn_status_string(st));
+        good = false;
+    }
+    tn_scope_end();
+    tn_set_detect_anomaly(false, false);
+    tn_anomaly_clear();
+    return good;
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 
 static const char *data_path(int argc, char **argv) {
@@ -397,6 +452,7 @@ int main(int argc, char **argv) {
            "(sigmoid saves out for backward)\n");
     bool detach_ok = lesson_detach();
     bool data_ok = lesson_data();
+    bool anomaly_ok = lesson_anomaly();
 
     /* Scopes released every temporary: nothing may be left alive. */
     tn_memory_stats_t ms = {0};
@@ -405,7 +461,7 @@ int main(int argc, char **argv) {
            (long long)ms.tensors_live, (double)ms.bytes_peak / 1024.0);
     if (!no_leak) printf("UNEXPECTED: tensors were leaked\n");
 
-    bool all = trained && detach_ok && data_ok && no_leak;
+    bool all = trained && detach_ok && data_ok && anomaly_ok && no_leak;
     printf("\n%s\n", all ? "demo: all checks passed" : "demo: FAILED (see above)");
     return all ? 0 : 1;
 }

@@ -25,6 +25,7 @@
 #include "tenet/ops.h"
 #include "tenet/optim.h"
 #include "tenet/runtime.h"
+#include "tenet/debug.h"
 #include "tenet/threads.h"
 
 #define TENET_VERSION_MAJOR 0

@@ -15,6 +15,13 @@
             DT *o = (DT *)p[0];                                                          \
             DT v = TN_CVT(DT, *(const ST *)p[1]);                                        \
             for (int64_t i = 0; i < n; i++) o[i] = v;                                    \
+        } else if (s[0] == sizeof(DT) && s[1] % (int64_t)sizeof(ST) == 0) {             \
+            /* a transposed source (iter.c tiles it): indexed, so it vectorises      \
+             * as a gather */                                                        \
+            DT *o = (DT *)p[0];                                                          \
+            const ST *x = (const ST *)p[1];                                              \
+            int64_t xs = s[1] / (int64_t)sizeof(ST);                                     \
+            for (int64_t i = 0; i < n; i++) o[i] = TN_CVT(DT, x[i * xs]);                \
         } else {                                                                         \
             char *o = p[0];                                                              \
             const char *x = p[1];                                                        \
