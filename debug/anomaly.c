@@ -68,6 +68,7 @@ typedef struct ring_slot {
 typedef struct tn_write_ring {
     _Atomic uint64_t head;
     _Atomic uint64_t dropped;
+    _Atomic uint64_t evicted_epoch; /* newest epoch among overwritten records */
     ring_slot slot[TN_RING];
 } tn_write_ring;
 
@@ -100,6 +101,14 @@ void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *
                                                               memory_order_relaxed)) {
         atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
         return;
+    }
+    if (seq) { /* overwriting a complete record: remember how recent it was */
+        uint64_t e = atomic_load_explicit(&sl->epoch, memory_order_relaxed);
+        uint64_t cur = atomic_load_explicit(&r->evicted_epoch, memory_order_relaxed);
+        while (e > cur && !atomic_compare_exchange_weak_explicit(&r->evicted_epoch, &cur, e,
+                                                                 memory_order_relaxed,
+                                                                 memory_order_relaxed)) {
+        }
     }
     atomic_store_explicit(&sl->op, op, memory_order_relaxed);
     atomic_store_explicit(&sl->version, version, memory_order_relaxed);
@@ -154,9 +163,10 @@ int tn__ring_snapshot(const tn_storage *s, uint64_t since_epoch, tn_write_snap *
             tickets[j] = tickets[j - 1];
             tickets[j - 1] = t;
         }
-    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    /* Writes lost to contention, plus (at least) one when a record newer
+     * than the save has been overwritten by later writes. */
     *dropped = atomic_load_explicit(&r->dropped, memory_order_relaxed) +
-               (head > TN_RING ? head - TN_RING : 0);
+               (atomic_load_explicit(&r->evicted_epoch, memory_order_relaxed) > since_epoch);
     return n;
 }
 

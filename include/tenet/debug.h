@@ -87,7 +87,8 @@ tn_status tn_anomaly_report_saved(const tn_anomaly_report *r, tn_dtype *dtype, i
 /* The writes that moved the version (or the untracked writes), oldest first. */
 int tn_anomaly_report_n_writes(const tn_anomaly_report *r);
 const tn_write_event *tn_anomaly_report_write(const tn_anomaly_report *r, int i);
-/* Writes the ring dropped or overwrote before they could be listed. */
+/* Writes since the save that could not be listed: lost to contention, plus
+ * one when older records were overwritten by newer writes (a lower bound). */
 uint64_t tn_anomaly_report_dropped(const tn_anomaly_report *r);
 /* NaN reports: index of the non-finite output. */
 int tn_anomaly_report_output_index(const tn_anomaly_report *r);
