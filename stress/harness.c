@@ -154,6 +154,8 @@ int64_t st_violations(void) { return atomic_load_explicit(&g_violations, memory_
 
 void st_count(int64_t ops) { atomic_fetch_add_explicit(&g_ops, ops, memory_order_relaxed); }
 
+int64_t st_ops(void) { return atomic_load_explicit(&g_ops, memory_order_relaxed); }
+
 uint64_t st_rand(st_worker *w) { /* xorshift64* */
     uint64_t x = w->rng;
     x ^= x >> 12;

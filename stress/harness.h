@@ -65,6 +65,8 @@ void st_fail(const st_worker *w, const char *fmt, ...) __attribute__((format(pri
 int64_t st_violations(void);
 /* Adds to the operation count from the main thread. */
 void st_count(int64_t ops);
+/* The operation count so far (main thread, between rounds). */
+int64_t st_ops(void);
 
 uint64_t st_rand(st_worker *w);
 /* Uniform in [0, n). */

@@ -31,32 +31,57 @@ static tn_tensor *own(tn_tensor *g) {
 
 tn_status tn__add_into(tn_tensor *dst, const tn_tensor *src); /* pointwise.c */
 
+/* Readers and retirement. A reader announces itself (readers++), loads the
+ * pointer, retains it, and leaves. A thread that took tensor t out of the
+ * cell (exchange, seq_cst) releases it only after seeing readers == 0
+ * (seq_cst): a reader that loaded t did so before the exchange, hence
+ * announced itself before it, so it is either counted or done retaining.
+ * Readers never wait; a retiring accumulator waits at most for a reader's
+ * three instructions (one pointer load and one increment). */
+tn_tensor *tn__cell_load(tn_grad_cell *c) {
+    atomic_fetch_add_explicit(&c->readers, 1, memory_order_seq_cst);
+    tn_tensor *g = atomic_load_explicit(&c->grad, memory_order_seq_cst);
+    if (g) tn__retain(g);
+    /* release: our retain happens before a retirer's free */
+    atomic_fetch_sub_explicit(&c->readers, 1, memory_order_release);
+    return g;
+}
+
+void tn__cell_release_taken(tn_grad_cell *c, tn_tensor *t) {
+    if (!t) return;
+    /* acquire pairs with the readers' release decrement */
+    while (atomic_load_explicit(&c->readers, memory_order_seq_cst) != 0) {
+    }
+    atomic_thread_fence(memory_order_acquire);
+    tn_release(t);
+}
+
 tn_status tn__cell_accumulate(tn_grad_cell *c, tn_tensor *g, bool create_graph) {
     if (!create_graph) {
         g = own(g);
         if (!g) return tn_last_status();
     }
     for (;;) {
-        /* acq_rel: acquire the previous installer's writes to the tensor we
-         * take; release nothing of ours yet (the CAS below publishes). */
-        tn_tensor *old = atomic_exchange_explicit(&c->grad, NULL, memory_order_acq_rel);
+        /* seq_cst: acquires the previous installer's writes to the tensor we
+         * take, and orders the take before our readers check (retirement). */
+        tn_tensor *old = atomic_exchange_explicit(&c->grad, NULL, memory_order_seq_cst);
         if (old) {
             if (create_graph) { /* differentiable: out of place */
                 tn_tensor *sum = tn_add(old, g);
-                tn_release(g);
+                tn__cell_release_taken(c, g); /* g may have been installed before */
                 if (!sum) {
                     tn_tensor *expected = NULL;
                     if (!atomic_compare_exchange_strong_explicit(
                             &c->grad, &expected, old, memory_order_acq_rel,
                             memory_order_acquire))
-                        tn_release(old);
+                        tn__cell_release_taken(c, old);
                     return tn_last_status();
                 }
-                tn_release(old);
+                tn__cell_release_taken(c, old);
                 g = sum;
             } else {
                 tn_status st = tn__add_into(old, g);
-                tn_release(g);
+                tn__cell_release_taken(c, g); /* g may have been installed before */
                 g = old;
                 if (st < 0) return st;
                 tn__version_bump(old, "AccumulateGrad"); /* in place, as PyTorch */

@@ -144,9 +144,8 @@ tn_tensor *tn_grad(tn_tensor *t) {
         return NULL;
     }
     if (!m->cell) return NULL;
-    /* acquire: pairs with the release CAS that installed it. */
-    tn_tensor *g = atomic_load_explicit(&m->cell->grad, memory_order_acquire);
-    return g ? tn__ret(tn__retain(g)) : NULL;
+    tn_tensor *g = tn__cell_load(m->cell);
+    return g ? tn__ret(g) : NULL;
 }
 
 tn_status tn_set_grad(tn_tensor *t, tn_tensor *g) {
@@ -166,7 +165,8 @@ tn_status tn_set_grad(tn_tensor *t, tn_tensor *g) {
         if (!m->cell) return TN_ERR_OUT_OF_MEMORY;
     }
     if (g) tn__retain(g);
-    tn_release(atomic_exchange_explicit(&m->cell->grad, g, memory_order_acq_rel));
+    tn__cell_release_taken(m->cell,
+                           atomic_exchange_explicit(&m->cell->grad, g, memory_order_seq_cst));
     return TN_OK;
 }
 

@@ -120,6 +120,12 @@ void tn__meta_free(tn_autograd_meta *m);
 tn_grad_cell *tn__cell_new(void);
 void tn__cell_retain(tn_grad_cell *c);
 void tn__cell_release(tn_grad_cell *c);
+/* Releases t, which was installed in c and has been taken out of it, once
+ * no tn_grad reader can still be about to retain it. */
+void tn__cell_release_taken(tn_grad_cell *c, tn_tensor *t);
+/* A new reference to c's gradient or NULL, safe against concurrent
+ * accumulation and tn_set_grad. */
+tn_tensor *tn__cell_load(tn_grad_cell *c);
 /* Lock-free accumulation of g (a new reference, consumed) into c. */
 tn_status tn__cell_accumulate(tn_grad_cell *c, tn_tensor *g, bool create_graph);
 

@@ -58,6 +58,10 @@ typedef struct tn_version_block {
 typedef struct tn_grad_cell {
     _Atomic int64_t refcount;
     _Atomic(tn_tensor *) grad;
+    /* Threads between loading `grad` and retaining it (tn_grad). A tensor
+     * that was ever installed is released only when this is 0, so a reader
+     * never retains a freed tensor (accumulate.c). */
+    _Atomic int64_t readers;
 } tn_grad_cell;
 
 typedef struct tn_autograd_meta {
