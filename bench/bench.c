@@ -52,8 +52,7 @@ double bench_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int64_t bench_time(const bench_opts *o, bench_fn fn, void *state, double min_run_s,
-                   double *secs) {
+int64_t bench_time(const bench_opts *o, bench_fn fn, void *state, double min_run_s, double *secs) {
     if (o->quick) min_run_s /= 20;
     int64_t iters = o->iters > 0 ? o->iters : 1;
     while (o->iters <= 0) { /* calibration doubles as the first warm-up */
@@ -103,8 +102,8 @@ void bench_emit(const bench_result *r) {
     if (g_json)
         printf("{\"name\": \"%s\", \"unit\": \"%s\", \"higher_is_better\": %s, \"median\": %.6g, "
                "\"min\": %.6g, \"max\": %.6g, \"runs\": %d, \"threads\": %d%s}\n",
-               r->name, r->unit, r->higher_is_better ? "true" : "false", r->median, r->min,
-               r->max, r->runs, tn_get_num_threads(), r->extra);
+               r->name, r->unit, r->higher_is_better ? "true" : "false", r->median, r->min, r->max,
+               r->runs, tn_get_num_threads(), r->extra);
     else
         printf("%-22s %12.4g %-10s  [%.4g .. %.4g]  runs %d%s\n", r->name, r->median, r->unit,
                r->min, r->max, r->runs, r->extra);
@@ -152,12 +151,15 @@ int bench_anomaly_ratio(const bench_opts *o, const char *name, bench_fn body, vo
     if (rc < 0) return -1;
     bench_result r = {.unit = "x slower", .higher_is_better = false};
     snprintf(r.name, sizeof r.name, "%s", name);
-    for (int i = 0; i < o->repeat; i++) v[i] = on[i] / off[i];
+    for (int i = 0; i < o->repeat; i++)
+        v[i] = on[i] / off[i];
     bench_stats(&r, v, o->repeat);
     bench_result t_off = r, t_on = r; /* medians of the raw times, for the record */
-    for (int i = 0; i < o->repeat; i++) v[i] = off[i] / per;
+    for (int i = 0; i < o->repeat; i++)
+        v[i] = off[i] / per;
     bench_stats(&t_off, v, o->repeat);
-    for (int i = 0; i < o->repeat; i++) v[i] = on[i] / per;
+    for (int i = 0; i < o->repeat; i++)
+        v[i] = on[i] / per;
     bench_stats(&t_on, v, o->repeat);
     double scale = !strcmp(unit_off, "ms") ? 1e3 : 1e6;
     char key[32];
@@ -204,7 +206,8 @@ static bool select_cases(const char *list, bool *sel) {
     snprintf(buf, sizeof buf, "%s", list);
     for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int i = 0;
-        while (i < N_CASES && strcmp(CASES[i].name, tok)) i++;
+        while (i < N_CASES && strcmp(CASES[i].name, tok))
+            i++;
         if (i == N_CASES) {
             fprintf(stderr, "tenet-bench: unknown case '%s' (--list shows them)\n", tok);
             return false;
@@ -233,13 +236,14 @@ static bool parse_option(int argc, char **argv, int *i, bench_opts *o, bool *sel
 
 int main(int argc, char **argv) {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    bench_opts o = {.threads = ncpu > 0 ? (int)ncpu : 1, .repeat = 7, .warmup = 2,
-                    .data = TENET_BENCH_DATA};
+    bench_opts o = {
+        .threads = ncpu > 0 ? (int)ncpu : 1, .repeat = 7, .warmup = 2, .data = TENET_BENCH_DATA};
     o.max_user_threads = 2 * o.threads;
     bool sel[N_CASES] = {0}, any = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--list")) {
-            for (int c = 0; c < N_CASES; c++) printf("%-18s %s\n", CASES[c].name, CASES[c].help);
+            for (int c = 0; c < N_CASES; c++)
+                printf("%-18s %s\n", CASES[c].name, CASES[c].help);
             return 0;
         }
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -256,8 +260,8 @@ int main(int argc, char **argv) {
     }
     tn_set_num_threads(o.threads);
     if (!g_json)
-        printf("tenet-bench: %d op thread(s), %d timed run(s) per figure%s\n", o.threads,
-               o.repeat, o.quick ? " (quick: not a measurement)" : "");
+        printf("tenet-bench: %d op thread(s), %d timed run(s) per figure%s\n", o.threads, o.repeat,
+               o.quick ? " (quick: not a measurement)" : "");
     int failed = 0;
     for (int c = 0; c < N_CASES; c++) {
         if (any && !sel[c]) continue;

@@ -20,13 +20,13 @@
 #define BENCH_MAX_RUNS 1000
 
 typedef struct bench_opts {
-    int threads;      /* tn_set_num_threads and OpenMP threads of the raw kernels */
-    int repeat;       /* timed runs per figure (>= 1) */
-    int warmup;       /* untimed runs after calibration */
-    bool quick;       /* small sizes and short runs: a smoke test, not a measurement */
+    int threads;          /* tn_set_num_threads and OpenMP threads of the raw kernels */
+    int repeat;           /* timed runs per figure (>= 1) */
+    int warmup;           /* untimed runs after calibration */
+    bool quick;           /* small sizes and short runs: a smoke test, not a measurement */
     int max_user_threads; /* mlp_threads goes 1..this */
-    int64_t iters;    /* > 0: fixed iterations per run, no calibration (for profilers) */
-    const char *data; /* digits.csv.gz */
+    int64_t iters;        /* > 0: fixed iterations per run, no calibration (for profilers) */
+    const char *data;     /* digits.csv.gz */
 } bench_opts;
 
 typedef struct bench_result {
@@ -45,8 +45,7 @@ double bench_now(void);
 /* Calibrates the iteration count so that one run lasts >= min_run_s (quick
  * mode divides it by 20), warms up, then times o->repeat runs. secs[i] is
  * the time of ONE iteration in run i. Returns the iteration count, or -1. */
-int64_t bench_time(const bench_opts *o, bench_fn fn, void *state, double min_run_s,
-                   double *secs);
+int64_t bench_time(const bench_opts *o, bench_fn fn, void *state, double min_run_s, double *secs);
 /* As bench_time for two modes of the same body (set_mode(false/true)):
  * runs alternate off/on so that load drift hits both alike. */
 int bench_time_pair(const bench_opts *o, bench_fn fn, void *state, double min_run_s,

@@ -27,7 +27,8 @@ static int triad_body(void *st, int64_t iters) {
     int64_t n = t->n;
     for (int64_t it = 0; it < iters; it++) {
 #pragma omp parallel for num_threads(t->threads) schedule(static)
-        for (int64_t i = 0; i < n; i++) a[i] = b[i] + s * c[i];
+        for (int64_t i = 0; i < n; i++)
+            a[i] = b[i] + s * c[i];
     }
     return 0;
 }
@@ -45,11 +46,13 @@ int bench_triad(const bench_opts *o) {
     }
     /* First touch by the threads that will use each page, as STREAM does. */
 #pragma omp parallel for num_threads(t.threads) schedule(static)
-    for (int64_t i = 0; i < t.n; i++) t.a[i] = 0, t.b[i] = 1, t.c[i] = 2;
+    for (int64_t i = 0; i < t.n; i++)
+        t.a[i] = 0, t.b[i] = 1, t.c[i] = 2;
     double secs[BENCH_MAX_RUNS], v[BENCH_MAX_RUNS];
     bench_time(o, triad_body, &t, 0.05, secs);
     bench_result r = {.name = "triad", .unit = "GB/s", .higher_is_better = true};
-    for (int i = 0; i < o->repeat; i++) v[i] = bench_gbps(3.0 * (double)bytes, secs[i]);
+    for (int i = 0; i < o->repeat; i++)
+        v[i] = bench_gbps(3.0 * (double)bytes, secs[i]);
     bench_stats(&r, v, o->repeat);
     bench_extra(&r, "ms", 1e3 * bytes * 3.0 * 1e-9 / r.median);
     bench_emit(&r);
@@ -101,11 +104,14 @@ static int fma_body(void *st, int64_t iters) {
     {
         vf acc[FMA_CHAINS];
         vf x = VF_SET1(0.999999f), y = VF_SET1(1e-7f);
-        for (int k = 0; k < FMA_CHAINS; k++) acc[k] = VF_SET1((float)k);
+        for (int k = 0; k < FMA_CHAINS; k++)
+            acc[k] = VF_SET1((float)k);
         for (int64_t it = 0; it < iters * FMA_INNER; it++)
-            for (int k = 0; k < FMA_CHAINS; k++) acc[k] = VF_FMA(acc[k], x, y);
+            for (int k = 0; k < FMA_CHAINS; k++)
+                acc[k] = VF_FMA(acc[k], x, y);
         vf s = acc[0];
-        for (int k = 1; k < FMA_CHAINS; k++) s = VF_ADD(s, acc[k]);
+        for (int k = 1; k < FMA_CHAINS; k++)
+            s = VF_ADD(s, acc[k]);
         total += VF_SUM(s);
     }
     f->sink = total;
@@ -118,7 +124,8 @@ int bench_fma_peak(const bench_opts *o) {
     if (bench_time(o, fma_body, &f, 0.05, secs) < 0) return -1;
     double flops = 2.0 * VF_LANES * FMA_CHAINS * FMA_INNER * o->threads;
     bench_result r = {.name = "fma_peak", .unit = "GFLOP/s", .higher_is_better = true};
-    for (int i = 0; i < o->repeat; i++) v[i] = bench_gflops(flops, secs[i]);
+    for (int i = 0; i < o->repeat; i++)
+        v[i] = bench_gflops(flops, secs[i]);
     bench_stats(&r, v, o->repeat);
     bench_extra(&r, "lanes", VF_LANES);
     bench_emit(&r);
@@ -165,7 +172,8 @@ static int bandwidth_case(const bench_opts *o, const char *name, bench_fn body, 
     if (bench_time(o, body, s, 0.05, secs) < 0) return -1;
     bench_result r = {.unit = "GB/s", .higher_is_better = true};
     snprintf(r.name, sizeof r.name, "%s", name);
-    for (int i = 0; i < o->repeat; i++) v[i] = bench_gbps(bytes, secs[i]);
+    for (int i = 0; i < o->repeat; i++)
+        v[i] = bench_gbps(bytes, secs[i]);
     bench_stats(&r, v, o->repeat);
     bench_extra(&r, "ms", 1e3 * bytes * 1e-9 / r.median);
     bench_emit(&r);

@@ -29,7 +29,8 @@ static void emit_us(const bench_opts *o, const char *name, const double *secs, d
     double v[BENCH_MAX_RUNS];
     bench_result r = {.unit = "us/op", .higher_is_better = false};
     snprintf(r.name, sizeof r.name, "%s", name);
-    for (int i = 0; i < o->repeat; i++) v[i] = 1e6 * secs[i] / per;
+    for (int i = 0; i < o->repeat; i++)
+        v[i] = 1e6 * secs[i] / per;
     bench_stats(&r, v, o->repeat);
     bench_emit(&r);
 }
@@ -73,7 +74,8 @@ static int chain_body(void *st, int64_t iters) {
     for (int64_t i = 0; i < iters; i++) {
         tn_scope_begin();
         tn_tensor *y = s->x;
-        for (int k = 0; k < CHAIN && y; k++) y = tn_add(tn_mul(y, s->a), s->b);
+        for (int k = 0; k < CHAIN && y; k++)
+            y = tn_add(tn_mul(y, s->a), s->b);
         tn_tensor *loss = y ? tn_sum(y) : NULL;
         tn_status rc = loss ? tn_backward(loss, NULL, false) : tn_last_status();
         tn_scope_end();

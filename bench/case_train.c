@@ -37,7 +37,8 @@ static int sgemm_case(const bench_opts *o, const char *name, int64_t n) {
     if (rc == 0) {
         bench_result r = {.unit = "GFLOP/s", .higher_is_better = true};
         snprintf(r.name, sizeof r.name, "%s", name);
-        for (int i = 0; i < o->repeat; i++) v[i] = bench_gflops(2.0 * n * n * n, secs[i]);
+        for (int i = 0; i < o->repeat; i++)
+            v[i] = bench_gflops(2.0 * n * n * n, secs[i]);
         bench_stats(&r, v, o->repeat);
         bench_extra(&r, "ms", 2e-6 * n * n * n / r.median);
         bench_emit(&r);
@@ -82,7 +83,8 @@ static bool mlp_new(mlp *m, int64_t in, int64_t hidden, int64_t out, double lr, 
                     uint64_t seed) {
     tn_manual_seed(seed);
     *m = (mlp){uniform_leaf(2, (int64_t[]){hidden, in}, in), uniform_leaf(1, &hidden, in),
-               uniform_leaf(2, (int64_t[]){out, hidden}, hidden), uniform_leaf(1, &out, hidden), NULL};
+               uniform_leaf(2, (int64_t[]){out, hidden}, hidden), uniform_leaf(1, &out, hidden),
+               NULL};
     if (m->w1 && m->b1 && m->w2 && m->b2)
         m->opt = tn_sgd_new(4, (tn_tensor *[]){m->w1, m->b1, m->w2, m->b2}, lr, momentum, 0.0);
     if (m->opt) return true;
@@ -121,7 +123,8 @@ static void mlp_case_free(mlp_case *c) {
 
 static bool mlp_case_new(mlp_case *c, uint64_t seed) {
     int64_t labels[MLP_BATCH], n = MLP_BATCH;
-    for (int i = 0; i < MLP_BATCH; i++) labels[i] = (i * 7) % MLP_OUT;
+    for (int i = 0; i < MLP_BATCH; i++)
+        labels[i] = (i * 7) % MLP_OUT;
     *c = (mlp_case){0};
     if (!mlp_new(&c->m, MLP_IN, MLP_HIDDEN, MLP_OUT, 0.01, 0.0, seed)) return false;
     c->x = tn_randn(2, (int64_t[]){MLP_BATCH, MLP_IN}, TN_F32);
@@ -145,7 +148,8 @@ int bench_mlp(const bench_opts *o) {
     int rc = bench_time(o, mlp_body, &c, 0.1, secs) < 0 ? -1 : 0;
     if (rc == 0) {
         bench_result r = {.name = "mlp", .unit = "ms/step", .higher_is_better = false};
-        for (int i = 0; i < o->repeat; i++) v[i] = 1e3 * secs[i];
+        for (int i = 0; i < o->repeat; i++)
+            v[i] = 1e3 * secs[i];
         bench_stats(&r, v, o->repeat);
         bench_emit(&r);
     }
@@ -290,10 +294,12 @@ static double digits_accuracy(digits_state *s, const mlp *m) {
     tn_scope_begin();
     bool prev = tn_set_grad_enabled(false);
     tn_tensor *x, *y, *pred = NULL;
-    if (gather(s, s->rows + D_TRAIN, n, &x, &y) && (pred = tn_argmax_dim(mlp_forward(m, x), 1, false)) &&
+    if (gather(s, s->rows + D_TRAIN, n, &x, &y) &&
+        (pred = tn_argmax_dim(mlp_forward(m, x), 1, false)) &&
         tn_copy_to(pred, s->pred, (size_t)n * sizeof *s->pred) == TN_OK) {
         correct = 0;
-        for (int64_t i = 0; i < n; i++) correct += s->pred[i] == s->by[i];
+        for (int64_t i = 0; i < n; i++)
+            correct += s->pred[i] == s->by[i];
     }
     tn_set_grad_enabled(prev);
     tn_scope_end();
@@ -347,7 +353,8 @@ int bench_digits(const bench_opts *o) {
     double secs[BENCH_MAX_RUNS];
     if (rc == 0) {
         uint64_t rng = 3; /* the demo's split seed */
-        for (int64_t i = 0; i < s.d.n; i++) s.rows[i] = i;
+        for (int64_t i = 0; i < s.d.n; i++)
+            s.rows[i] = i;
         shuffle(s.rows, s.d.n, &rng);
         /* A training is long enough to time alone: the calibration run is the warm-up. */
         bench_opts once = *o;

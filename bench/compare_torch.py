@@ -13,6 +13,11 @@ ratio = tenet's time / PyTorch's time for the same work (below 1: tenet is faste
 side's figure is its own slowdown (on / off) and the ratio compares the times with anomaly mode on.
 "% of limit" relates a rate to the limits measured in the same run by tenet-bench: the
 STREAM-style triad (GB/s) and the FMA peak (GFLOP/s). Without torch, tenet's numbers print alone.
+
+Debian's torch calls whatever libblas.so.3 the system alternative points to: the netlib
+reference BLAS (~7 GFLOP/s) unless OpenBLAS is installed. --torch-blas DIR runs PyTorch with the
+libblas.so.3 in DIR (e.g. libopenblas0-openmp unpacked with `apt-get download` + `dpkg -x`,
+which changes nothing on the system); the footer names the BLAS library PyTorch actually loaded.
 """
 import argparse
 import gzip
@@ -416,6 +421,24 @@ def print_table(rows, limits, markdown, threads):
              "%.0f" % limits["GFLOP/s"] if "GFLOP/s" in limits else "?"))
 
 
+def blas_loaded():
+    """The BLAS library mapped into this process (PyTorch's), or '?'."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "blas" in line.split()[-1]}
+    except OSError:
+        return "?"
+    return ", ".join(sorted(paths)) or "none mapped"
+
+
+def loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "?"
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -429,7 +452,14 @@ def main():
     p.add_argument("--quick", action="store_true", help="tiny runs: a smoke test")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.add_argument("--json-out", help="also write every result to this file (JSON)")
+    p.add_argument("--torch-blas", metavar="DIR",
+                   help="run PyTorch with the libblas.so.3 found in DIR (see the module docstring)")
     a = p.parse_args()
+    if a.torch_blas and os.environ.get("TENET_COMPARE_BLAS") != a.torch_blas:
+        # The dynamic loader reads LD_LIBRARY_PATH at start: run again with it set.
+        env = dict(os.environ, TENET_COMPARE_BLAS=a.torch_blas,
+                   LD_LIBRARY_PATH=a.torch_blas + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)
     cases = CASES
     if a.case:
         cases = [c for arg in a.case for c in arg.split(",")]
@@ -442,6 +472,7 @@ def main():
         torch.set_num_threads(a.threads)
     o = Opts(a)
     rows, limits, record = [], {}, []
+    load_before = loadavg()
     for case in cases:
         print("running %s ..." % case, file=sys.stderr, flush=True)
         tn = run_tenet(a, case)
@@ -461,9 +492,15 @@ def main():
             rows.append((n, t, q))
             record.append({"name": n, "tenet": t, "torch": q, "ratio": ratio(t, q)})
     print_table(rows, limits, a.markdown, a.threads)
+    load_after = loadavg()
+    print("load average (1, 5, 15 min) before: %s, after: %s" % (load_before, load_after))
+    if torch is not None:
+        print("PyTorch %s, BLAS: %s" % (torch.__version__, blas_loaded()))
     if a.json_out:
         with open(a.json_out, "w") as f:
-            json.dump({"threads": a.threads, "limits": limits, "rows": record}, f, indent=1)
+            json.dump({"threads": a.threads, "limits": limits, "rows": record,
+                       "loadavg": [load_before, load_after],
+                       "torch_blas": blas_loaded() if torch is not None else None}, f, indent=1)
 
 
 if __name__ == "__main__":

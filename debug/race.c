@@ -71,13 +71,14 @@ struct tn_race_state {
 };
 
 _Atomic unsigned tn__race_flag;
-/* Bumped at each switch-on, so a note made before a switch-off is never
- * consumed after the next switch-on. Relaxed: compared on this thread only. */
+/* Bumped at each switch-on; a note carries the value it saw, so a note left
+ * unconsumed when the detector went off is never applied after it comes back
+ * on. Relaxed: a plain counter, no data is published with it. */
 static _Atomic uint64_t g_gen;
-static _Atomic uint64_t g_reports;   /* relaxed: a statistic */
-static _Atomic uint64_t g_overflow;  /* accesses not tracked: no free slot */
+static _Atomic uint64_t g_reports;  /* relaxed: a statistic */
+static _Atomic uint64_t g_overflow; /* accesses not tracked: no free slot */
 static atomic_flag g_overflow_warned = ATOMIC_FLAG_INIT;
-static _Atomic(FILE *) g_stream;     /* NULL: stderr */
+static _Atomic(FILE *) g_stream; /* NULL: stderr */
 static _Atomic bool g_quiet;
 
 static pthread_mutex_t g_report_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -158,8 +159,8 @@ static tn_race_rec *my_rec(void) {
     for (; r; r = r->next) {
         bool used = false;
         if (!atomic_load_explicit(&r->in_use, memory_order_relaxed) &&
-            atomic_compare_exchange_strong_explicit(&r->in_use, &used, true,
-                                                    memory_order_acquire, memory_order_relaxed))
+            atomic_compare_exchange_strong_explicit(&r->in_use, &used, true, memory_order_acquire,
+                                                    memory_order_relaxed))
             break;
     }
     if (!r) {
@@ -167,7 +168,8 @@ static tn_race_rec *my_rec(void) {
         if (!r) return NULL;
         atomic_init(&r->in_use, true);
         tn_race_rec *head = atomic_load_explicit(&g_recs, memory_order_relaxed);
-        do r->next = head; /* release: publishes r's initialised fields */
+        do
+            r->next = head; /* release: publishes r's initialised fields */
         while (!atomic_compare_exchange_weak_explicit(&g_recs, &head, r, memory_order_release,
                                                       memory_order_relaxed));
     }
@@ -187,7 +189,8 @@ static void rec_fill(tn_race_rec *r, uint64_t id, const char *kind, const char *
     atomic_store_explicit(&r->kind, kind, memory_order_release);
     atomic_store_explicit(&r->op, op, memory_order_release);
     atomic_store_explicit(&r->n, bt->n, memory_order_release);
-    for (int i = 0; i < bt->n; i++) atomic_store_explicit(&r->pc[i], bt->pc[i], memory_order_release);
+    for (int i = 0; i < bt->n; i++)
+        atomic_store_explicit(&r->pc[i], bt->pc[i], memory_order_release);
     /* release: pairs with the reader's first (acquire) load of id. */
     atomic_store_explicit(&r->id, id, memory_order_release);
 }
@@ -209,7 +212,8 @@ static snap rec_read(const tn_race_rec *r, uint64_t id) {
     s.op = atomic_load_explicit(&r->op, memory_order_acquire);
     s.bt.n = atomic_load_explicit(&r->n, memory_order_acquire);
     if (s.bt.n < 0 || s.bt.n > TN_BT_MAX) s.bt.n = 0;
-    for (int i = 0; i < s.bt.n; i++) s.bt.pc[i] = atomic_load_explicit(&r->pc[i], memory_order_acquire);
+    for (int i = 0; i < s.bt.n; i++)
+        s.bt.pc[i] = atomic_load_explicit(&r->pc[i], memory_order_acquire);
     s.ok = atomic_load_explicit(&r->id, memory_order_relaxed) == id;
     return s;
 }
@@ -230,15 +234,18 @@ static void extent(const tn_tensor *t, uintptr_t *lo, uintptr_t *hi) {
     int64_t es = (int64_t)tn__dtype_sizes[t->dtype], a = 0, b = es;
     for (int d = 0; d < t->ndim; d++) {
         int64_t e = (t->shape[d] - 1) * t->stride[d] * es;
-        if (e < 0) a += e;
-        else b += e;
+        if (e < 0)
+            a += e;
+        else
+            b += e;
     }
     uintptr_t p = (uintptr_t)tn__ptr(t);
     *lo = p + (uintptr_t)a; /* a <= 0: modular arithmetic subtracts */
     *hi = p + (uintptr_t)b;
 }
 
-void tn__race_note_slow(const void *key, int nops, const tn_tensor *const *ops) {
+void tn__race_note_slow(const void *key, int nops, const tn_tensor *const *ops,
+                        unsigned write_mask) {
     tls_note.key = key;
     tls_note.gen = atomic_load_explicit(&g_gen, memory_order_relaxed);
     int n = 0;
@@ -250,18 +257,19 @@ void tn__race_note_slow(const void *key, int nops, const tn_tensor *const *ops) 
         uintptr_t lo, hi;
         extent(t, &lo, &hi);
         int j = 0;
-        while (j < n && tls_note.s[j] != t->storage) j++;
+        while (j < n && tls_note.s[j] != t->storage)
+            j++;
         if (j == n) { /* a new storage */
             tls_note.s[n] = t->storage;
             tls_note.lo[n] = lo;
             tls_note.hi[n] = hi;
-            tls_note.write[n++] = k == 0;
+            tls_note.write[n++] = (write_mask >> k) & 1u;
             continue;
         }
         /* the same storage as an earlier operand (in place): one access */
         if (lo < tls_note.lo[j]) tls_note.lo[j] = lo;
         if (hi > tls_note.hi[j]) tls_note.hi[j] = hi;
-        tls_note.write[j] |= k == 0;
+        tls_note.write[j] |= (write_mask >> k) & 1u;
     }
     tls_note.n = n;
 }
@@ -328,8 +336,8 @@ static bool is_public(const char *fn) {
  * the call itself in any case). */
 static void put_side(char *buf, size_t *len, const side *sd) {
     size_t n = *len;
-#define PUT(...)                                                                          \
-    (n += (size_t)snprintf(buf + n, n < REPORT_MAX ? REPORT_MAX - n : 0, __VA_ARGS__), \
+#define PUT(...)                                                                                   \
+    (n += (size_t)snprintf(buf + n, n < REPORT_MAX ? REPORT_MAX - n : 0, __VA_ARGS__),             \
      n = n < REPORT_MAX ? n : REPORT_MAX - 1)
     tn_frame f[TN_BT_MAX];
     char names[TN_BT_MAX][256];
@@ -346,7 +354,11 @@ static void put_side(char *buf, size_t *len, const side *sd) {
         if (f[i].function) outer = f[i].function;
     }
     PUT("  %s by thread %llu in %s [%s kernel]%s%s\n", sd->write ? "write" : "read",
-        (unsigned long long)sd->tid, sd->s.op ? sd->s.op : op ? op : outer ? outer : "?",
+        (unsigned long long)sd->tid,
+        sd->s.op ? sd->s.op
+        : op     ? op
+        : outer  ? outer
+                 : "?",
         sd->s.ok && sd->s.kind ? sd->s.kind : "?", sd->how,
         sd->s.ok ? ", called from:" : ": it ended before its stack could be read");
     for (int i = first_user >= 0 ? first_user : 0, k = 0; i < nf && k < USER_FRAMES; i++, k++) {
@@ -370,8 +382,8 @@ static void report(const tn_storage *s, uintptr_t lo, uintptr_t hi, const side *
         "tenet: race detected (TENET_DETECT_RACES): a %s overlaps another thread's %s of the "
         "same tensor memory (bytes %llu..%llu of storage %p)\n",
         me->write ? "write" : "read", peer->write ? "write" : "read",
-        (unsigned long long)(lo - (uintptr_t)s->data), (unsigned long long)(hi - (uintptr_t)s->data),
-        (const void *)s);
+        (unsigned long long)(lo - (uintptr_t)s->data),
+        (unsigned long long)(hi - (uintptr_t)s->data), (const void *)s);
     if (n >= REPORT_MAX) n = REPORT_MAX - 1;
     put_side(g_last, &n, me);
     put_side(g_last, &n, peer);
@@ -387,15 +399,14 @@ static void report(const tn_storage *s, uintptr_t lo, uintptr_t hi, const side *
 
 /* Our access `id` (bytes [lo,hi), write?) overlaps the in-flight access
  * `pid` of record prec: report the pair unless its other side did. */
-static void conflict(const tn_storage *s, uint64_t id, tn_race_rec *rec, bool write,
-                     uint64_t pid, tn_race_rec *prec, bool pwrite, uintptr_t lo, uintptr_t hi) {
+static void conflict(const tn_storage *s, uint64_t id, tn_race_rec *rec, bool write, uint64_t pid,
+                     tn_race_rec *prec, bool pwrite, uintptr_t lo, uintptr_t hi) {
     uint64_t lower = id < pid ? id : pid;
     tn_race_rec *lr = lower == id ? rec : prec;
     uint64_t r = atomic_load_explicit(&lr->reported, memory_order_relaxed);
     /* relaxed: the CAS only elects one reporter; nothing is published. */
-    if (r == lower || !atomic_compare_exchange_strong_explicit(&lr->reported, &r, lower,
-                                                               memory_order_relaxed,
-                                                               memory_order_relaxed))
+    if (r == lower || !atomic_compare_exchange_strong_explicit(
+                          &lr->reported, &r, lower, memory_order_relaxed, memory_order_relaxed))
         return;
     side me = {id >> TID_SHIFT, write, "", rec_read(rec, id)};
     side peer = {pid >> TID_SHIFT, pwrite, " (in flight)", rec_read(prec, pid)};

@@ -9,8 +9,8 @@
  *     kernel();
  *     tn__race_end(&ra);
  *
- * ops[0] is written, the others read (an operand on the same storage as
- * ops[0], as in an in-place op, is part of the write). The note is kept in a
+ * ops[0] is written, the others read (an operand on the same storage as a
+ * written one, as in an in-place op, is part of the write). The note is kept in a
  * thread-local until the next begin on this thread consumes it; `key`
  * (the tn_iter, the gemm's C pointer) ties the two together, so a note that
  * no kernel consumed (a driver that returned early) is never applied to
@@ -37,9 +37,17 @@ typedef struct tn_race_access {
     struct tn_race_slot *slot[TN_RACE_MAX_OPS];
 } tn_race_access;
 
-void tn__race_note_slow(const void *key, int nops, const tn_tensor *const *ops);
+/* write_mask: bit k set = operand k is written. */
+void tn__race_note_slow(const void *key, int nops, const tn_tensor *const *ops,
+                        unsigned write_mask);
 static inline void tn__race_note(const void *key, int nops, const tn_tensor *const *ops) {
-    if (TN_UNLIKELY(tn__races_on())) tn__race_note_slow(key, nops, ops);
+    if (TN_UNLIKELY(tn__races_on())) tn__race_note_slow(key, nops, ops, 1u);
+}
+/* For drivers whose written operands are not just ops[0] (a reduction
+ * writing values and indices from input ops[0]: mask ~1u). */
+static inline void tn__race_note_mask(const void *key, int nops, const tn_tensor *const *ops,
+                                      unsigned write_mask) {
+    if (TN_UNLIKELY(tn__races_on())) tn__race_note_slow(key, nops, ops, write_mask);
 }
 /* Optional: names the op of the next kernel on this thread (a static
  * string, e.g. the driver's "add_"), shown in reports instead of the name

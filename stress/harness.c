@@ -121,7 +121,8 @@ void st_run(const st_opts *o, int nthreads, void (*fn)(st_worker *w), void *arg)
             exit(2);
         }
     }
-    for (int i = 0; i < nthreads; i++) pthread_join(tids[i], NULL);
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(tids[i], NULL);
     pthread_barrier_destroy(&ctx.barrier);
     free(ctx.workers);
     free(tids);
@@ -146,8 +147,10 @@ void st_fail(const st_worker *w, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    if (w) fprintf(stderr, "VIOLATION [thread %d]: %s\n", w->id, buf);
-    else fprintf(stderr, "VIOLATION: %s\n", buf);
+    if (w)
+        fprintf(stderr, "VIOLATION [thread %d]: %s\n", w->id, buf);
+    else
+        fprintf(stderr, "VIOLATION: %s\n", buf);
 }
 
 int64_t st_violations(void) { return atomic_load_explicit(&g_violations, memory_order_relaxed); }

@@ -72,7 +72,8 @@ static void round_once(const st_opts *o, shared *s, int64_t numel, tn_dtype dt) 
     }
     st_run(o, o->threads, worker, s);
     int64_t total = 0;
-    for (int i = 0; i < o->threads; i++) total += s->backward_passes[i];
+    for (int i = 0; i < o->threads; i++)
+        total += s->backward_passes[i];
     tn_tensor *g = tn_grad(s->w);
     double bad = 0;
     if (total == 0 && g) st_fail(NULL, "w.grad set but no backward ran");
@@ -85,10 +86,16 @@ static void round_once(const st_opts *o, shared *s, int64_t numel, tn_dtype dt) 
 }
 
 int main(int argc, char **argv) {
-    st_opts o = {.threads = 8, .seconds = 30, .iterations = 2000, .seed = 1,
-                 .quick_seconds = 3, .quick_iterations = 300, .quick_threads = 4};
-    st_parse(argc, argv, &o, "N threads x M passes of (w*2).sum() into one leaf: "
-                             "w.grad must be 2*N*M exactly");
+    st_opts o = {.threads = 8,
+                 .seconds = 30,
+                 .iterations = 2000,
+                 .seed = 1,
+                 .quick_seconds = 2,
+                 .quick_iterations = 300,
+                 .quick_threads = 4};
+    st_parse(argc, argv, &o,
+             "N threads x M passes of (w*2).sum() into one leaf: "
+             "w.grad must be 2*N*M exactly");
     if (o.threads > MAX_THREADS) o.threads = MAX_THREADS;
     tn_memory_stats_t base;
     st_mem_snapshot(&base);

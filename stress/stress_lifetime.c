@@ -89,8 +89,8 @@ static void handoff(st_worker *w, shared *s) {
     /* The scope still owns its reference; the mailbox owns the retained one.
      * acq_rel: we publish t to the thread that will release it, and acquire
      * the tensor we take from the one that put it there. */
-    tn_tensor *old = atomic_exchange_explicit(&s->mailbox[st_randint(w, MAILBOXES)], t,
-                                              memory_order_acq_rel);
+    tn_tensor *old =
+        atomic_exchange_explicit(&s->mailbox[st_randint(w, MAILBOXES)], t, memory_order_acq_rel);
     tn_release(old);
 }
 
@@ -118,10 +118,16 @@ static void worker(st_worker *w) {
 }
 
 int main(int argc, char **argv) {
-    st_opts o = {.threads = 8, .seconds = 30, .iterations = 0, .seed = 3,
-                 .quick_seconds = 2, .quick_iterations = 0, .quick_threads = 4};
-    st_parse(argc, argv, &o, "create/release views, graphs and references from many threads: "
-                             "no leak");
+    st_opts o = {.threads = 8,
+                 .seconds = 30,
+                 .iterations = 0,
+                 .seed = 3,
+                 .quick_seconds = 2,
+                 .quick_iterations = 0,
+                 .quick_threads = 4};
+    st_parse(argc, argv, &o,
+             "create/release views, graphs and references from many threads: "
+             "no leak");
     tn_memory_stats_t base;
     st_mem_snapshot(&base);
     static shared s;

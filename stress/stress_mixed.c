@@ -82,9 +82,10 @@ static tn_tensor *step(prog *p, const shared *s, tn_tensor *a, int64_t rows) {
     case 6:
         return ok(p, tn_sub(a, ok(p, tn_mean_dim(a, 1, true), "mean_dim")), "sub");
     default:
-        return ok(p, tn_mul_scalar(ok(p, tn_narrow(tn_cat(2, (tn_tensor *[]){a, a}, 1), 1, 16, 32),
-                                      "cat/narrow"),
-                                   0.75),
+        return ok(p,
+                  tn_mul_scalar(ok(p, tn_narrow(tn_cat(2, (tn_tensor *[]){a, a}, 1), 1, 16, 32),
+                                   "cat/narrow"),
+                                0.75),
                   "mul_scalar");
     }
 }
@@ -99,9 +100,10 @@ static double run_program(const shared *s, uint64_t seed, prog *p) {
     tn_tensor *h = ok(p, tn_narrow(s->X, 0, start, rows), "narrow X");
     if (pick(p, 2)) h = ok(p, tn_transpose(ok(p, tn_transpose(h, 0, 1), "t"), 0, 1), "t");
     tn_tensor *a = ok(p, tn_matmul(h, s->W1), "matmul W1");
-    for (int i = 0, n = 1 + pick(p, 6); i < n && !p->err[0]; i++) a = step(p, s, a, rows);
+    for (int i = 0, n = 1 + pick(p, 6); i < n && !p->err[0]; i++)
+        a = step(p, s, a, rows);
     tn_tensor *o = p->err[0] ? NULL : ok(p, tn_matmul(a, s->W2), "matmul W2");
-    tn_tensor *loss = !o ? NULL
+    tn_tensor *loss = !o           ? NULL
                       : pick(p, 2) ? ok(p, tn_mean(ok(p, tn_mul(o, o), "mul")), "mean")
                                    : ok(p, tn_sum(ok(p, tn_tanh(o), "tanh")), "sum");
     if (loss) {
@@ -117,9 +119,8 @@ static double run_program(const shared *s, uint64_t seed, prog *p) {
         if (P && tn_requires_grad_(P, true) == TN_OK &&
             tn_backward(ok(p, tn_sum(ok(p, tn_mul(P, P), "mul")), "sum"), NULL, false) == TN_OK) {
             tn_tensor *gp = tn_grad(P);
-            tn_tensor *diff = gp ? ok(p, tn_sum(ok(p, tn_ne(gp, tn_mul_scalar(P, 2.0)), "ne")),
-                                      "sum")
-                                 : NULL;
+            tn_tensor *diff =
+                gp ? ok(p, tn_sum(ok(p, tn_ne(gp, tn_mul_scalar(P, 2.0)), "ne")), "sum") : NULL;
             double bad = diff ? total(p, diff) : 1;
             if (bad != 0 && !p->err[0])
                 snprintf(p->err, sizeof p->err, "private leaf: grad != 2P in %g elements", bad);
@@ -178,16 +179,23 @@ static double digest(const tn_tensor *t) {
     int64_t n = tn_numel(t);
     double *v = malloc((size_t)n * sizeof *v), d = 0;
     if (v && tn_copy_to_f64(t, v, n) == TN_OK)
-        for (int64_t i = 0; i < n; i++) d = d * 1.0000001 + v[i];
+        for (int64_t i = 0; i < n; i++)
+            d = d * 1.0000001 + v[i];
     free(v);
     return d;
 }
 
 int main(int argc, char **argv) {
-    st_opts o = {.threads = 8, .seconds = 30, .iterations = 0, .seed = 6,
-                 .quick_seconds = 4, .quick_iterations = 0, .quick_threads = 4};
-    st_parse(argc, argv, &o, "random ops, views, in-place ops and backward from many threads on "
-                             "private and shared read-only tensors");
+    st_opts o = {.threads = 8,
+                 .seconds = 30,
+                 .iterations = 0,
+                 .seed = 6,
+                 .quick_seconds = 4,
+                 .quick_iterations = 0,
+                 .quick_threads = 4};
+    st_parse(argc, argv, &o,
+             "random ops, views, in-place ops and backward from many threads on "
+             "private and shared read-only tensors");
     if (o.threads > MAX_THREADS) o.threads = MAX_THREADS;
     tn_memory_stats_t base;
     st_mem_snapshot(&base);
@@ -199,7 +207,8 @@ int main(int argc, char **argv) {
     s.B = randn2(32, 0, true);
     tn_tensor *sh[4] = {s.X, s.W1, s.W2, s.B};
     double d0[4];
-    for (int i = 0; i < 4; i++) d0[i] = digest(sh[i]);
+    for (int i = 0; i < 4; i++)
+        d0[i] = digest(sh[i]);
 
     st_set_deadline(o.seconds / 2);
     st_run(&o, o.threads, worker, &s);

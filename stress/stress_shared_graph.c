@@ -66,10 +66,13 @@ static void call(st_worker *w, shared *s, bool retain) {
         st = tn_backward(s->loss, NULL, retain);
     }
     w->ops++;
-    if (st == TN_OK) s->ok[w->id]++;
-    else if (strstr(tn_last_error(), second_time)) s->refused[w->id]++;
-    else st_fail(w, "%s: unexpected error %s: %s", mode_names[s->mode], tn_status_string(st),
-                 tn_last_error());
+    if (st == TN_OK)
+        s->ok[w->id]++;
+    else if (strstr(tn_last_error(), second_time))
+        s->refused[w->id]++;
+    else
+        st_fail(w, "%s: unexpected error %s: %s", mode_names[s->mode], tn_status_string(st),
+                tn_last_error());
 }
 
 static void check(shared *s, int n) {
@@ -82,7 +85,8 @@ static void check(shared *s, int n) {
     tn_tensor *g = tn_grad(s->w);
     switch (s->mode) {
     case MODE_RETAIN:
-        if (ok != n * PASSES) st_fail(NULL, "retain: %d of %d backward calls succeeded", ok, n * PASSES);
+        if (ok != n * PASSES)
+            st_fail(NULL, "retain: %d of %d backward calls succeeded", ok, n * PASSES);
         if (!grad_is(g, (double)ok)) st_fail(NULL, "retain: w.grad != %d after %d passes", ok, ok);
         break;
     default:
@@ -127,10 +131,16 @@ static void worker(st_worker *w) {
 }
 
 int main(int argc, char **argv) {
-    st_opts o = {.threads = 8, .seconds = 30, .iterations = 0, .seed = 4,
-                 .quick_seconds = 2, .quick_iterations = 3000, .quick_threads = 4};
-    st_parse(argc, argv, &o, "threads backward through one shared graph, with and without "
-                             "retain_graph");
+    st_opts o = {.threads = 8,
+                 .seconds = 30,
+                 .iterations = 0,
+                 .seed = 4,
+                 .quick_seconds = 2,
+                 .quick_iterations = 30000,
+                 .quick_threads = 4};
+    st_parse(argc, argv, &o,
+             "threads backward through one shared graph, with and without "
+             "retain_graph");
     if (o.threads > MAX_THREADS) o.threads = MAX_THREADS;
     if (o.threads < 2) o.threads = 2;
     tn_memory_stats_t base;

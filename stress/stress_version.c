@@ -75,7 +75,8 @@ static void round_once(const st_opts *o, shared *s) {
     }
     st_run(o, o->threads, worker, s);
     int64_t total = 0;
-    for (int i = 0; i < o->threads; i++) total += s->writes[i];
+    for (int i = 0; i < o->threads; i++)
+        total += s->writes[i];
     if (tn_version(s->x) != total)
         st_fail(NULL, "version(x) == %lld after %lld writes", (long long)tn_version(s->x),
                 (long long)total);
@@ -93,10 +94,16 @@ static void round_once(const st_opts *o, shared *s) {
 }
 
 int main(int argc, char **argv) {
-    st_opts o = {.threads = 8, .seconds = 30, .iterations = 20000, .seed = 2,
-                 .quick_seconds = 2, .quick_iterations = 2000, .quick_threads = 4};
-    st_parse(argc, argv, &o, "in-place writes through views/detach aliases of one tensor: "
-                             "final version == number of writes");
+    st_opts o = {.threads = 8,
+                 .seconds = 30,
+                 .iterations = 20000,
+                 .seed = 2,
+                 .quick_seconds = 2,
+                 .quick_iterations = 2000,
+                 .quick_threads = 4};
+    st_parse(argc, argv, &o,
+             "in-place writes through views/detach aliases of one tensor: "
+             "final version == number of writes");
     if (o.threads > MAX_THREADS) o.threads = MAX_THREADS;
     tn_memory_stats_t base;
     st_mem_snapshot(&base);

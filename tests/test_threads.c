@@ -38,7 +38,8 @@ static void run_threads(void *(*fn)(void *), job *jobs, int n) {
         jobs[i].bar = &bar;
         assert_int_equal(pthread_create(&th[i], NULL, fn, &jobs[i]), 0);
     }
-    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
     pthread_barrier_destroy(&bar);
 }
 
@@ -72,10 +73,12 @@ static void accumulation_is_exact(int64_t n, tn_dtype dt) {
     tn_tensor *w = tn_full(1, shape, dt, 0.25);
     assert_int_equal(tn_requires_grad_(w, true), TN_OK);
     job jobs[NT];
-    for (int i = 0; i < NT; i++) jobs[i] = (job){.w = w, .passes = 50};
+    for (int i = 0; i < NT; i++)
+        jobs[i] = (job){.w = w, .passes = 50};
     run_threads(accumulate_thread, jobs, NT);
     for (int i = 0; i < NT; i++)
-        for (int k = 0; k < 50; k++) assert_int_equal(jobs[i].st[k], TN_OK);
+        for (int k = 0; k < 50; k++)
+            assert_int_equal(jobs[i].st[k], TN_OK);
     tn_tensor *g = tn_grad(w);
     assert_non_null(g);
     assert_all(g, 2.0 * NT * 50); /* N threads x M passes x 2 */
@@ -105,12 +108,15 @@ static void shared_graph_round(bool retain) {
     tn_tensor *loss = tn_keep(tn_sum(tn_mul(w, w))); /* mul saves w twice */
     tn_scope_end();
     job jobs[NT];
-    for (int i = 0; i < NT; i++) jobs[i] = (job){.loss = loss, .retain = retain};
+    for (int i = 0; i < NT; i++)
+        jobs[i] = (job){.loss = loss, .retain = retain};
     run_threads(shared_graph_thread, jobs, NT);
     int ok = 0;
     for (int i = 0; i < NT; i++) {
-        if (jobs[i].st[0] == TN_OK) ok++;
-        else if (!strstr(jobs[i].err, SECOND_TIME)) fail_msg("unexpected error: %s", jobs[i].err);
+        if (jobs[i].st[0] == TN_OK)
+            ok++;
+        else if (!strstr(jobs[i].err, SECOND_TIME))
+            fail_msg("unexpected error: %s", jobs[i].err);
     }
     assert_int_equal(ok, retain ? NT : 1);
     tn_tensor *g = tn_grad(w);
@@ -121,11 +127,13 @@ static void shared_graph_round(bool retain) {
 }
 
 static void one_of_n_without_retain_graph(void **state) {
-    for (int r = 0; r < 20; r++) shared_graph_round(false);
+    for (int r = 0; r < 20; r++)
+        shared_graph_round(false);
 }
 
 static void all_of_n_with_retain_graph(void **state) {
-    for (int r = 0; r < 5; r++) shared_graph_round(true);
+    for (int r = 0; r < 5; r++)
+        shared_graph_round(true);
 }
 
 /* ---- grad mode --------------------------------------------------------------- */
@@ -238,8 +246,8 @@ static void race_detector_catches_planted_overlap(void **state) {
     assert_int_equal(overlap(x, true, add_one_, x, rep, sizeof rep), 1);
     assert_non_null(strstr(rep, "race detected"));
     assert_non_null(strstr(rep, "write by thread"));
-    assert_non_null(strstr(rep, "hold_access"));  /* the other thread's stack */
-    assert_non_null(strstr(rep, "add_one_"));     /* ours */
+    assert_non_null(strstr(rep, "hold_access")); /* the other thread's stack */
+    assert_non_null(strstr(rep, "add_one_"));    /* ours */
     assert_non_null(strstr(rep, "test_threads.c:"));
     /* read while another thread writes, write while another reads */
     assert_int_equal(overlap(x, true, read_sum, x, rep, sizeof rep), 1);
@@ -262,9 +270,9 @@ static void race_detector_silent_without_overlap(void **state) {
     tn_set_race_report_stream(NULL);
     tn_set_detect_races(true);
     char rep[256];
-    assert_int_equal(overlap(x, false, read_sum, x, rep, sizeof rep), 0);   /* read / read */
-    assert_int_equal(overlap(lo, true, add_one_, hi, rep, sizeof rep), 0);  /* disjoint */
-    add_one_(x); /* alone */
+    assert_int_equal(overlap(x, false, read_sum, x, rep, sizeof rep), 0);  /* read / read */
+    assert_int_equal(overlap(lo, true, add_one_, hi, rep, sizeof rep), 0); /* disjoint */
+    add_one_(x);                                                           /* alone */
     assert_int_equal(tn_race_reports(), 0);
     tn_set_detect_races(false); /* off: nothing is tracked */
     assert_int_equal(overlap(x, true, add_one_, x, rep, sizeof rep), 0);
@@ -281,8 +289,17 @@ typedef struct mm_args {
 
 static void gemm_into(void *p) {
     mm_args *m = p;
-    tn_gemm g = {.m = 2, .n = 2, .k = 3, .a = tn_data_ptr(m->a), .rsa = 3, .csa = 1,
-                 .b = tn_data_ptr(m->b), .rsb = 2, .csb = 1, .c = tn_data_ptr(m->c), .rsc = 2};
+    tn_gemm g = {.m = 2,
+                 .n = 2,
+                 .k = 3,
+                 .a = tn_data_ptr(m->a),
+                 .rsa = 3,
+                 .csa = 1,
+                 .b = tn_data_ptr(m->b),
+                 .rsb = 2,
+                 .csb = 1,
+                 .c = tn_data_ptr(m->c),
+                 .rsc = 2};
     tn__race_note(g.c, 3, (const tn_tensor *const[]){m->c, m->a, m->b});
     assert_int_equal(tn__gemm(TN_F32, &g, NULL), TN_OK);
 }

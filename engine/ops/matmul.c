@@ -11,6 +11,7 @@
  * Node layout (linear): inputs {x, w, bias}; saved {0: x, 1: w}; i[0] = bias ndim.
  * As PyTorch, a is saved only when b needs its gradient and b only when a does.
  */
+#include "../../debug/race.h"
 #include "../cpu/gemm.h"
 #include "pointwise_driver.h"
 
@@ -96,6 +97,8 @@ static tn_status product(tn_tensor *out, const tn_tensor *a, bool a_vec, const t
         bt.bsc[d] = d == nbd - 1 ? n * m : bt.bsc[d + 1] * bshape[d + 1];
         if (bt.bsb[d] != 0) b_shared = false;
     }
+    /* race detector: out is written, a and b read (one relaxed load when off) */
+    tn__race_note(g.c, 3, (const tn_tensor *const[]){out, a, b});
     if (nbd > 0 && b_shared && !a_vec) { /* fold the batch into A's rows */
         int64_t shape[TN_MAX_DIMS + 1], st[TN_MAX_DIMS + 1], rs = g.rsa;
         memcpy(shape, bshape, (size_t)nbd * sizeof *shape);
