@@ -323,6 +323,69 @@ static void race_detector_matmul_hook(void **state) {
     tn_release(m.c);
 }
 
+/* ---- parallel backward: identical to serial, errors reach the caller ---------- */
+
+/* loss = sum_i sum(sin(x * (i+1)) * w_i): 12 independent branches meeting at
+ * x (a fan-in of 12 gradients summed in a fixed order) and w_i. */
+static tn_tensor *branchy_loss(tn_tensor *x, tn_tensor **w, int nb) {
+    tn_tensor *loss = NULL;
+    for (int i = 0; i < nb; i++) {
+        tn_tensor *b = tn_sum(tn_mul(tn_sin(tn_mul_scalar(x, i + 1)), w[i]));
+        loss = loss ? tn_add(loss, b) : b;
+    }
+    return loss;
+}
+
+static void grads_of(bool parallel, double *gx, double *gw, int nb, int64_t n) {
+    tn_scope_begin();
+    int64_t shape[] = {n};
+    tn_manual_seed(7);
+    tn_tensor *x = tn_randn(1, shape, TN_F64), *w[16];
+    assert_int_equal(tn_requires_grad_(x, true), TN_OK);
+    for (int i = 0; i < nb; i++) {
+        w[i] = tn_randn(1, shape, TN_F64);
+        assert_int_equal(tn_requires_grad_(w[i], true), TN_OK);
+    }
+    tn_set_parallel_backward(parallel);
+    assert_int_equal(tn_backward(branchy_loss(x, w, nb), NULL, false), TN_OK);
+    tn_set_parallel_backward(false);
+    assert_int_equal(tn_copy_to_f64(tn_grad(x), gx, n), TN_OK);
+    for (int i = 0; i < nb; i++)
+        assert_int_equal(tn_copy_to_f64(tn_grad(w[i]), gw + i * n, n), TN_OK);
+    tn_scope_end();
+}
+
+static void parallel_backward_matches_serial(void **state) {
+    enum { NB = 12, N = 4096 };
+    static double sx[N], sw[NB * N], px[N], pw[NB * N];
+    grads_of(false, sx, sw, NB, N);
+    for (int rep = 0; rep < 5; rep++) {
+        grads_of(true, px, pw, NB, N);
+        assert_memory_equal(sx, px, sizeof sx); /* bit-identical */
+        assert_memory_equal(sw, pw, sizeof sw);
+    }
+}
+
+static void parallel_backward_reports_errors(void **state) {
+    tn_scope_begin();
+    int64_t shape[] = {64};
+    tn_tensor *x = tn_ones(1, shape, TN_F64), *w[4];
+    assert_int_equal(tn_requires_grad_(x, true), TN_OK);
+    for (int i = 0; i < 4; i++) {
+        w[i] = tn_ones(1, shape, TN_F64);
+        assert_int_equal(tn_requires_grad_(w[i], true), TN_OK);
+    }
+    tn_tensor *h = tn_mul_scalar(x, 2);
+    tn_tensor *loss = tn_add(branchy_loss(h, w, 4), tn_sum(tn_mul(h, h)));
+    assert_int_equal(tn_mul_scalar_(h, 3), TN_OK); /* h was saved by mul */
+    tn_set_parallel_backward(true);
+    assert_int_equal(tn_backward(loss, NULL, false), TN_ERR_INPLACE_MODIFIED);
+    tn_set_parallel_backward(false);
+    tt_assert_error(TN_ERR_INPLACE_MODIFIED,
+                    "one of the variables needed for gradient computation has been modified");
+    tn_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(concurrent_accumulation_small),
@@ -334,6 +397,8 @@ int main(void) {
         TT_TEST(race_detector_catches_planted_overlap),
         TT_TEST(race_detector_silent_without_overlap),
         TT_TEST(race_detector_matmul_hook),
+        TT_TEST(parallel_backward_matches_serial),
+        TT_TEST(parallel_backward_reports_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,17 +17,36 @@
  * claimant drops the graph's reference after use. Whoever drops the count to
  * 0 frees the tensors, so a concurrent retain_graph reader never sees them
  * freed under it.
+ *
+ * Gradients travel through inboxes (inbox.h): each node output and each
+ * leaf cell reached gets one, summed in a fixed order when its consumer
+ * runs, so results do not depend on which thread delivered first. With
+ * tn_set_parallel_backward(true), independent branches of one graph run as
+ * OpenMP tasks: dependency counts are atomics, the thread that brings a
+ * node's count to zero runs it, and the results are bit-identical to the
+ * serial order. Leaf gradients are accumulated once per run, at its end.
  */
 #include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
-#include "autograd_internal.h"
+#include "inbox.h"
 
 typedef struct node_state {
     tn_node *node;
-    int deps, tmp;
+    _Atomic int deps;
+    int tmp;
     bool needed;
-    tn_tensor **inbuf; /* n_out gradients */
+    tn_tensor **inbuf; /* n_out gradients, summed from the inboxes */
+    tn_inbox *inbox;   /* n_out */
 } node_state;
+
+/* A leaf cell reached by this run: its contributions wait here. */
+typedef struct cell_state {
+    tn_grad_cell *cell;
+    tn_inbox inbox;
+} cell_state;
 
 typedef struct run {
     node_state *tab;
@@ -35,10 +54,15 @@ typedef struct run {
     size_t count;
     tn_node **heap; /* ready nodes, max-heap on seq */
     size_t heap_n;
+    cell_state *cells; /* open addressing, cell_cap a power of two */
+    size_t cell_cap, cell_count;
     bool retain_graph, create_graph, functional;
     int n_inputs;
     tn_tensor *const *inputs;
     tn_tensor **grads_out;
+    /* parallel runs: the first error, its message copied from the worker */
+    _Atomic int status;
+    char message[1024];
 } run;
 
 static size_t hash_ptr(const void *p) {
@@ -78,7 +102,8 @@ static node_state *insert(run *r, tn_node *n, bool *fresh) {
     *fresh = s->node == NULL;
     if (*fresh) {
         s->node = n;
-        s->inbuf = calloc((size_t)n->n_out, sizeof *s->inbuf);
+        s->inbuf = calloc((size_t)n->n_out, sizeof *s->inbuf + sizeof *s->inbox);
+        s->inbox = s->inbuf ? (tn_inbox *)(s->inbuf + n->n_out) : NULL;
         if (!s->inbuf) {
             s->node = NULL;
             tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
@@ -87,6 +112,32 @@ static node_state *insert(run *r, tn_node *n, bool *fresh) {
         r->count++;
     }
     return s;
+}
+
+static cell_state *cell_lookup(run *r, const tn_grad_cell *c) {
+    size_t i = hash_ptr(c) & (r->cell_cap - 1);
+    while (r->cells[i].cell && r->cells[i].cell != c) i = (i + 1) & (r->cell_cap - 1);
+    return &r->cells[i];
+}
+
+/* Registers a leaf cell (discovery only: the table is frozen before nodes run). */
+static tn_status cell_insert(run *r, tn_grad_cell *c) {
+    if ((r->cell_count + 1) * 2 > r->cell_cap) {
+        size_t ncap = r->cell_cap ? r->cell_cap * 2 : 16, ocap = r->cell_cap;
+        cell_state *old = r->cells, *nt = calloc(ncap, sizeof *nt);
+        if (!nt) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
+        r->cells = nt;
+        r->cell_cap = ncap;
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i].cell) *cell_lookup(r, old[i].cell) = old[i];
+        free(old);
+    }
+    cell_state *cs = cell_lookup(r, c);
+    if (!cs->cell) {
+        cs->cell = c;
+        r->cell_count++;
+    }
+    return TN_OK;
 }
 
 /* Discovery: every node reachable from the roots, with dependency counts. */
@@ -103,6 +154,7 @@ static tn_status discover(run *r, int n_roots, tn_node *const *roots) {
     while (top) {
         tn_node *n = stack[--top];
         for (int i = 0; i < n->n_in; i++) {
+            if (n->edges[i].cell && cell_insert(r, n->edges[i].cell) < 0) goto oom;
             tn_node *c = n->edges[i].node;
             if (!c) continue;
             bool fresh;
@@ -238,7 +290,7 @@ static tn_status saved_get(tn_node *n, bool retain_graph) {
     return TN_OK;
 }
 
-/* Adds g (consumed) into a gradient buffer slot. */
+/* Adds g (consumed) into a gradient buffer slot (single consumer). */
 static tn_status buffer_add(tn_tensor **slot, tn_tensor *g) {
     if (!*slot) {
         *slot = g;
@@ -260,24 +312,39 @@ static int capture_index_cell(const run *r, const tn_grad_cell *c) {
     return -1;
 }
 
-/* Sends gradient g (consumed) along edge e. */
-static tn_status send(run *r, const tn_edge *e, tn_tensor *g) {
-    if (e->cell) {
-        if (!r->functional) return tn__cell_accumulate(e->cell, g, r->create_graph);
-        int k = capture_index_cell(r, e->cell);
-        if (k < 0) {
-            tn_release(g);
-            return TN_OK;
-        }
-        return buffer_add(&r->grads_out[k], g);
-    }
+/* Sends gradient g (consumed) along edge e; seq/edge order the delivery. */
+static tn_status send(run *r, const tn_edge *e, tn_tensor *g, uint64_t seq, int edge) {
+    if (e->cell) return tn__inbox_push(&cell_lookup(r, e->cell)->inbox, g, seq, edge);
     node_state *s = lookup(r, e->node);
-    return buffer_add(&s->inbuf[e->input_nr], g);
+    return tn__inbox_push(&s->inbox[e->input_nr], g, seq, edge);
+}
+
+/* End of a run: each leaf's gradient, summed in order, into its .grad (or
+ * into grads_out for tn_autograd_grad). */
+static tn_status deliver_cells(run *r) {
+    tn_status st = TN_OK;
+    for (size_t i = 0; i < r->cell_cap; i++) {
+        cell_state *cs = &r->cells[i];
+        if (!cs->cell) continue;
+        tn_tensor *g = NULL;
+        if (st == TN_OK) st = tn__inbox_take(&cs->inbox, &g);
+        if (!g) continue;
+        if (!r->functional) {
+            st = tn__cell_accumulate(cs->cell, g, r->create_graph);
+            continue;
+        }
+        int k = capture_index_cell(r, cs->cell);
+        if (k < 0) tn_release(g);
+        else st = buffer_add(&r->grads_out[k], g);
+    }
+    return st;
 }
 
 static tn_status execute(run *r, node_state *s) {
     tn_node *n = s->node;
     tn_status st = TN_OK;
+    for (int k = 0; k < n->n_out; k++)
+        if ((st = tn__inbox_take(&s->inbox[k], &s->inbuf[k])) < 0) return st;
     /* functional: capture gradients of non-leaf inputs at their grad_fn */
     for (int k = 0; r->functional && k < r->n_inputs; k++) {
         const tn_tensor *t = r->inputs[k];
@@ -332,7 +399,7 @@ static tn_status execute(run *r, node_state *s) {
             tn_input_meta *m = &n->in_meta[i];
             tn_tensor *h = tn__sum_to(g, m->ndim, m->shape, m->dtype);
             if (!h) st = tn_last_status();
-            else st = send(r, &n->edges[i], h);
+            else st = send(r, &n->edges[i], h, n->seq, i);
         }
         tn_release(g);
     }
@@ -350,14 +417,111 @@ static void run_free(run *r) {
     for (size_t i = 0; i < r->cap; i++) {
         node_state *s = &r->tab[i];
         if (!s->node) continue;
-        for (int k = 0; k < s->node->n_out; k++) tn_release(s->inbuf[k]);
+        for (int k = 0; k < s->node->n_out; k++) {
+            tn_release(s->inbuf[k]);
+            tn__inbox_clear(&s->inbox[k]);
+        }
         free(s->inbuf);
     }
+    for (size_t i = 0; i < r->cell_cap; i++)
+        if (r->cells[i].cell) tn__inbox_clear(&r->cells[i].inbox);
+    free(r->cells);
     free(r->tab);
     free(r->heap);
 }
 
+/* Gradients of n's outputs are consumed: free them to bound peak memory. */
+static void drop_buffers(node_state *s) {
+    for (int k = 0; k < s->node->n_out; k++) {
+        tn_release(s->inbuf[k]);
+        s->inbuf[k] = NULL;
+    }
+}
+
+/* ---- parallel runs ------------------------------------------------------------- */
+
+/* Off by default: most graphs are chains whose big ops use OpenMP inside,
+ * and an op inside a task runs on one thread. Relaxed: a plain setting. */
+static _Atomic bool g_parallel_backward;
+
+void tn_set_parallel_backward(bool enabled) {
+    atomic_store_explicit(&g_parallel_backward, enabled, memory_order_relaxed);
+}
+bool tn_is_parallel_backward(void) {
+    return atomic_load_explicit(&g_parallel_backward, memory_order_relaxed);
+}
+
+static void fail(run *r, tn_status st) {
+    int expected = 0;
+    if (atomic_compare_exchange_strong_explicit(&r->status, &expected, (int)st,
+                                                memory_order_acq_rel, memory_order_acquire))
+        snprintf(r->message, sizeof r->message, "%s", tn_last_error());
+}
+
+#ifdef _OPENMP
+/* One node as a task, on whichever thread: it sets the run's thread-local
+ * modes, runs the node, and spawns each child whose count it brings to 0. */
+static void task_run(run *r, node_state *s) {
+    if (atomic_load_explicit(&r->status, memory_order_acquire) < 0) return;
+    bool prev = tn_set_grad_enabled(r->create_graph);
+    tn__internal_enter();
+    tn_status st = execute(r, s);
+    drop_buffers(s);
+    tn__internal_leave();
+    tn_set_grad_enabled(prev);
+    if (st < 0) {
+        fail(r, st);
+        return;
+    }
+    tn_node *n = s->node;
+    for (int i = 0; i < n->n_in; i++) {
+        tn_node *c = n->edges[i].node;
+        if (!c) continue;
+        node_state *cs = lookup(r, c);
+        /* acq_rel: our sends into c's inboxes happen before c runs */
+        if (atomic_fetch_sub_explicit(&cs->deps, 1, memory_order_acq_rel) == 1) {
+#pragma omp task firstprivate(cs)
+            task_run(r, cs);
+        }
+    }
+}
+
+static tn_status run_parallel(run *r, int nt) {
+#pragma omp parallel num_threads(nt)
+#pragma omp single
+    {
+        for (size_t i = 0; i < r->cap; i++) {
+            node_state *s = &r->tab[i];
+            if (s->node && atomic_load_explicit(&s->deps, memory_order_relaxed) == 0) {
+#pragma omp task firstprivate(s)
+                task_run(r, s);
+            }
+        }
+    }
+    tn_status st = (tn_status)atomic_load_explicit(&r->status, memory_order_acquire);
+    return st < 0 ? tn__error(st, "%s", r->message) : TN_OK;
+}
+#endif
+
+static bool use_parallel(const run *r, int *nt) {
+#ifdef _OPENMP
+    *nt = tn_get_num_threads();
+    return tn_is_parallel_backward() && !tn__anomaly_enabled() && r->count > 1 && *nt > 1 &&
+           !omp_in_parallel();
+#else
+    (void)r;
+    *nt = 1;
+    return false;
+#endif
+}
+
 static tn_status run_graph(run *r) {
+    int nt;
+#ifdef _OPENMP
+    if (use_parallel(r, &nt)) return run_parallel(r, nt);
+#else
+    (void)use_parallel(r, &nt);
+#endif
     r->heap = malloc((r->count + 1) * sizeof *r->heap);
     if (!r->heap) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
     for (size_t i = 0; i < r->cap; i++)
@@ -366,11 +530,7 @@ static tn_status run_graph(run *r) {
         tn_node *n = heap_pop(r);
         node_state *s = lookup(r, n);
         tn_status st = execute(r, s);
-        /* Its buffers are consumed: free them now to bound peak memory. */
-        for (int k = 0; k < n->n_out; k++) {
-            tn_release(s->inbuf[k]);
-            s->inbuf[k] = NULL;
-        }
+        drop_buffers(s);
         if (st < 0) return st;
         for (int i = 0; i < n->n_in; i++) {
             tn_node *c = n->edges[i].node;
@@ -399,16 +559,18 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
     /* Seed the roots' gradients. */
     for (int i = 0; st == TN_OK && i < n_roots; i++) {
         tn_tensor *g = tn__retain(grads[i]);
-        if (rn[i]) {
-            st = buffer_add(&lookup(&r, rn[i])->inbuf[roots[i]->ag->output_nr], g);
-        } else { /* a leaf root: its gradient is the seed itself */
-            tn_edge e = {.cell = roots[i]->ag->cell};
-            tn_tensor *h = tn__copy_as(g, roots[i]->dtype);
+        tn_edge e = {.node = rn[i], .cell = rn[i] ? NULL : roots[i]->ag->cell,
+                     .input_nr = rn[i] ? roots[i]->ag->output_nr : 0};
+        if (!rn[i]) { /* a leaf root: its gradient is the seed itself */
+            st = cell_insert(&r, e.cell);
+            tn_tensor *h = st == TN_OK ? tn__copy_as(g, roots[i]->dtype) : NULL;
             tn_release(g);
-            st = h ? send(&r, &e, h) : tn_last_status();
+            if (!(g = h)) st = tn_last_status();
         }
+        if (st == TN_OK) st = send(&r, &e, g, UINT64_MAX, i);
     }
     if (st == TN_OK) st = run_graph(&r);
+    if (st == TN_OK) st = deliver_cells(&r);
     run_free(&r);
     if (rn != stack_roots) free(rn);
     tn__internal_leave();

@@ -44,6 +44,15 @@
 extern "C" {
 #endif
 
+/* Parallel backward (process-wide, off by default): independent branches of
+ * one graph run as OpenMP tasks on up to tn_get_num_threads() threads, with
+ * results bit-identical to the serial order (gradients are summed in a
+ * fixed order). Off by default because most graphs are chains whose large
+ * ops already use every thread inside the op; an op inside a task runs on
+ * one thread. Ignored in anomaly mode and inside an OpenMP region. */
+void tn_set_parallel_backward(bool enabled);
+bool tn_is_parallel_backward(void);
+
 /* Switches the race detector on or off, process-wide. Also switched on at
  * start by the environment variable TENET_DETECT_RACES=1. Accesses already
  * in flight when it is switched on are not seen. */
