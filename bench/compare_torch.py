@@ -399,12 +399,13 @@ def limit_pct(r, limits):
 
 
 def print_table(rows, limits, markdown, threads):
-    head = ["case", "tenet", "PyTorch", "ratio (time)", "tenet % of limit", "PyTorch % of limit"]
+    head = ["case", "tenet", "PyTorch", "ratio (time)", "tenet % of limit", "PyTorch % of limit",
+            "load"]
     body = []
-    for name, tn, pt in rows:
+    for name, tn, pt, load in rows:
         q = ratio(tn, pt)
         body.append([name, fmt(tn), fmt(pt), "" if q is None else "%.2f" % q,
-                     limit_pct(tn, limits), limit_pct(pt, limits)])
+                     limit_pct(tn, limits), limit_pct(pt, limits), load])
     if markdown:
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
@@ -416,7 +417,8 @@ def print_table(rows, limits, markdown, threads):
             print("  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip())
     print("\n%d thread(s); ratio = tenet time / PyTorch time (< 1: tenet faster); anomaly rows: "
           "each side's on/off slowdown, ratio of the on-times; limits: triad %s GB/s, "
-          "FMA peak %s GFLOP/s (measured by tenet-bench in this run)."
+          "FMA peak %s GFLOP/s (measured by tenet-bench in this run); load: the 1-minute load average "
+          "when the row started (2 CPUs: above ~0.5 someone else is running)."
           % (threads, "%.1f" % limits["GB/s"] if "GB/s" in limits else "?",
              "%.0f" % limits["GFLOP/s"] if "GFLOP/s" in limits else "?"))
 
@@ -475,6 +477,7 @@ def main():
     load_before = loadavg()
     for case in cases:
         print("running %s ..." % case, file=sys.stderr, flush=True)
+        load = loadavg().split()[0]
         tn = run_tenet(a, case)
         pt = TORCH[case](o) if torch is not None and case in TORCH else []
         if torch is not None:
@@ -489,8 +492,8 @@ def main():
         for n in names:
             t = next((r for r in tn if r["name"] == n), None)
             q = next((r for r in pt if r["name"] == n), None)
-            rows.append((n, t, q))
-            record.append({"name": n, "tenet": t, "torch": q, "ratio": ratio(t, q)})
+            rows.append((n, t, q, load))
+            record.append({"name": n, "tenet": t, "torch": q, "ratio": ratio(t, q), "load": load})
     print_table(rows, limits, a.markdown, a.threads)
     load_after = loadavg()
     print("load average (1, 5, 15 min) before: %s, after: %s" % (load_before, load_after))

@@ -131,30 +131,21 @@ static adam_ctx adam_scalars(const tn_adam *o, int64_t step) {
                       .neg_step_size = -(o->lr / bc1)};
 }
 
+static tn_status adam_prepare(void *opt) { return adam_prepare_state(opt); }
+
+static void adam_update(void *opt, int i) {
+    tn_adam *o = opt;
+    tn_optim_params *ps = &o->ps;
+    int s = ps->state_of[i];
+    tn_tensor *p = ps->params[i];
+    adam_ctx c = adam_scalars(o, ++o->steps[s]);
+    tn_tensor *ops[4] = {p, ps->grads[i], o->exp_avg[s], o->exp_avg_sq[s]};
+    tn__optim_apply("Adam.step", 4, ops, adam_loops[p->dtype], &c);
+}
+
 tn_status tn_adam_step(tn_adam *o) {
     TN_CHECK_NULL_ARG_ST(o, "opt");
-    tn_optim_params *ps = &o->ps;
-    bool prev = tn_set_grad_enabled(false);
-    tn_status st = tn__optim_collect(ps);
-    if (st >= 0) {
-        st = adam_prepare_state(o);
-        if (st < 0) tn__optim_release_grads(ps);
-    }
-    if (st < 0) {
-        tn_set_grad_enabled(prev);
-        return st;
-    }
-    for (int i = 0; i < ps->n; i++) {
-        if (!ps->grads[i]) continue;
-        int s = ps->state_of[i];
-        tn_tensor *p = ps->params[i];
-        adam_ctx c = adam_scalars(o, ++o->steps[s]);
-        tn_tensor *ops[4] = {p, ps->grads[i], o->exp_avg[s], o->exp_avg_sq[s]};
-        tn__optim_apply("Adam.step", 4, ops, adam_loops[p->dtype], &c);
-    }
-    tn__optim_release_grads(ps);
-    tn_set_grad_enabled(prev);
-    return TN_OK;
+    return tn__optim_step(&o->ps, adam_prepare, adam_update, o);
 }
 
 tn_status tn_adam_zero_grad(tn_adam *o) {

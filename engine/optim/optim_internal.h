@@ -43,6 +43,14 @@ void tn__optim_release_grads(tn_optim_params *op);
 /* Phase 2 for one parameter: runs `loop` over ops[0..nops) (ops[0] is the
  * parameter, the others share its shape) and bumps the parameter's version
  * (and its storage's write epoch). */
+/* One optimiser step under no-grad: collects the grads, lets `prepare` make
+ * the state buffers, calls `update(opt, i)` for every parameter i that has
+ * a grad, releases the grads. Changes nothing when collect/prepare fail. */
+typedef tn_status (*tn_optim_prepare_fn)(void *opt);
+typedef void (*tn_optim_update_fn)(void *opt, int i);
+tn_status tn__optim_step(tn_optim_params *ps, tn_optim_prepare_fn prepare,
+                         tn_optim_update_fn update, void *opt);
+
 /* Runs loop over ops (ops[0] the parameter, written) and bumps its version;
  * `name` labels the write in anomaly reports. */
 void tn__optim_apply(const char *name, int nops, tn_tensor *const *ops, tn_loop_fn loop,

@@ -144,6 +144,24 @@ tn_status tn__optim_collect(tn_optim_params *op) {
     return TN_OK;
 }
 
+tn_status tn__optim_step(tn_optim_params *ps, tn_optim_prepare_fn prepare,
+                         tn_optim_update_fn update, void *opt) {
+    bool prev = tn_set_grad_enabled(false);
+    tn_status st = tn__optim_collect(ps);
+    if (st >= 0) {
+        st = prepare(opt);
+        if (st < 0) tn__optim_release_grads(ps);
+    }
+    if (st >= 0) {
+        for (int i = 0; i < ps->n; i++)
+            if (ps->grads[i]) update(opt, i);
+        tn__optim_release_grads(ps);
+        st = TN_OK;
+    }
+    tn_set_grad_enabled(prev);
+    return st;
+}
+
 void tn__optim_apply(const char *name, int nops, tn_tensor *const *ops, tn_loop_fn loop,
                      void *ctx) {
     tn_iter it;
@@ -306,29 +324,20 @@ static tn_status sgd_prepare_buffers(tn_sgd *o) {
     return TN_OK;
 }
 
+static tn_status sgd_prepare(void *opt) { return sgd_prepare_buffers(opt); }
+
+static void sgd_update(void *opt, int i) {
+    tn_sgd *o = opt;
+    tn_optim_params *ps = &o->ps;
+    tn_tensor *p = ps->params[i];
+    sgd_ctx c = {o->lr, o->momentum, o->weight_decay, ps->first[i]};
+    tn_tensor *ops[3] = {p, ps->grads[i], o->buf[ps->state_of[i]]};
+    tn__optim_apply("SGD.step", o->momentum != 0 ? 3 : 2, ops, sgd_loops[p->dtype], &c);
+}
+
 tn_status tn_sgd_step(tn_sgd *o) {
     TN_CHECK_NULL_ARG_ST(o, "opt");
-    tn_optim_params *ps = &o->ps;
-    bool prev = tn_set_grad_enabled(false);
-    tn_status st = tn__optim_collect(ps);
-    if (st >= 0) {
-        st = sgd_prepare_buffers(o);
-        if (st < 0) tn__optim_release_grads(ps);
-    }
-    if (st < 0) {
-        tn_set_grad_enabled(prev);
-        return st;
-    }
-    for (int i = 0; i < ps->n; i++) {
-        if (!ps->grads[i]) continue;
-        tn_tensor *p = ps->params[i];
-        sgd_ctx c = {o->lr, o->momentum, o->weight_decay, ps->first[i]};
-        tn_tensor *ops[3] = {p, ps->grads[i], o->buf[ps->state_of[i]]};
-        tn__optim_apply("SGD.step", o->momentum != 0 ? 3 : 2, ops, sgd_loops[p->dtype], &c);
-    }
-    tn__optim_release_grads(ps);
-    tn_set_grad_enabled(prev);
-    return TN_OK;
+    return tn__optim_step(&o->ps, sgd_prepare, sgd_update, o);
 }
 
 tn_status tn_sgd_zero_grad(tn_sgd *o) {
