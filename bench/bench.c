@@ -2,7 +2,10 @@
  *
  *   tenet-bench [--case NAME[,NAME...]]... [--threads N] [--repeat R]
  *               [--warmup W] [--json] [--quick] [--list] [--data PATH]
- *               [--max-user-threads T]
+ *               [--max-user-threads T] [--iters N]
+ *
+ * docs/performance.md describes the cases, the last table and how to
+ * reproduce it.
  *
  * Every figure: calibration (small cases loop until a run lasts long enough
  * to time), W warm-up runs, R timed runs, then median and min-max in a unit

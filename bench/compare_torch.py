@@ -418,7 +418,8 @@ def print_table(rows, limits, markdown, threads):
     print("\n%d thread(s); ratio = tenet time / PyTorch time (< 1: tenet faster); anomaly rows: "
           "each side's on/off slowdown, ratio of the on-times; limits: triad %s GB/s, "
           "FMA peak %s GFLOP/s (measured by tenet-bench in this run); load: the 1-minute load average "
-          "when the row started (2 CPUs: above ~0.5 someone else is running)."
+          "when the row started (this run itself adds about 1 with 2 threads; much more than that: "
+          "someone else is running, rerun)."
           % (threads, "%.1f" % limits["GB/s"] if "GB/s" in limits else "?",
              "%.0f" % limits["GFLOP/s"] if "GFLOP/s" in limits else "?"))
 

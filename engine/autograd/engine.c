@@ -79,8 +79,12 @@ static node_state *lookup(run *r, tn_node *n) {
     return &r->tab[i];
 }
 
+/* This thread's last run size: the next table starts there, so a training
+ * loop's backward never rehashes. */
+static _Thread_local size_t tls_cap_hint;
+
 static tn_status grow(run *r) {
-    size_t ncap = r->cap ? r->cap * 2 : 64;
+    size_t ncap = r->cap ? r->cap * 2 : (tls_cap_hint ? tls_cap_hint : 64);
     node_state *old = r->tab;
     size_t ocap = r->cap;
     r->tab = calloc(ncap, sizeof *r->tab);
@@ -428,6 +432,8 @@ static void run_free(run *r) {
     free(r->cells);
     free(r->tab);
     free(r->heap);
+    tls_cap_hint = r->cap <= 4096 ? r->cap : 4096; /* bounded: a small graph after a
+                                                      * huge one stays cheap */
 }
 
 /* Gradients of n's outputs are consumed: free them to bound peak memory. */

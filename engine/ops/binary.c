@@ -28,6 +28,13 @@ TN_BIN_CMP(ge, x >= y)
 #define MZ(T)                                                                             \
     static void mz_##T(void *c, int64_t n, char **p, const int64_t *s) {                  \
         (void)c;                                                                          \
+        if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == 1) { /* vectorised */       \
+            T *o = (T *)p[0];                                                             \
+            const T *x = (const T *)p[1];                                                 \
+            const uint8_t *m = (const uint8_t *)p[2];                                     \
+            for (int64_t i = 0; i < n; i++) o[i] = m[i] ? (T)0 : x[i];                    \
+            return;                                                                       \
+        }                                                                                 \
         for (int64_t i = 0; i < n; i++)                                                   \
             *(T *)(p[0] + i * s[0]) =                                                     \
                 *(const uint8_t *)(p[2] + i * s[2]) ? (T)0 : *(const T *)(p[1] + i * s[1]); \
