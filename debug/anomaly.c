@@ -260,13 +260,20 @@ tn_status tn__anomaly_check_untracked(tn_node *n, const tn_saved *s) {
 void tn__anomaly_backward_error(tn_node *n, tn_status st) {
     /* version, untracked and NaN failures built their report already */
     if (st == TN_ERR_AUTOGRAD) node_report(TN_ANOMALY_SECOND_BACKWARD, n);
-    /* As PyTorch's warning "Error detected in MulBackward0 ...": the whole
-     * report, forward trace included, on stderr. */
+    /* As PyTorch's warning "Error detected in MulBackward0 ...": one line on
+     * stderr naming the forward call; the report object has the rest. */
     const tn_anomaly_report *r = tn_last_anomaly();
-    if (r && !strcmp(tn_anomaly_report_node(r), n->fn->name)) {
-        fprintf(stderr, "tenet: warning: Error detected in %s.\n", n->fn->name);
-        tn_anomaly_report_print(r, stderr);
-    }
+    if (!r || strcmp(tn_anomaly_report_node(r), n->fn->name)) return;
+    int nf = 0;
+    const tn_frame *f = tn_anomaly_report_forward_trace(r, &nf);
+    if (nf > 0 && f[0].function)
+        tn__warn("Error detected in %s, created by %s (%s:%d). "
+                 "tn_anomaly_report_print(tn_last_anomaly(), f) prints the whole report.",
+                 n->fn->name, f[0].function, f[0].file ? tn__short_path(f[0].file) : "?",
+                 f[0].line);
+    else
+        tn__warn("Error detected in %s. No forward pass information available. Enable detect "
+                 "anomaly during forward pass for more information.", n->fn->name);
 }
 
 /* ---- NaN / Inf checks ------------------------------------------------------------------ */

@@ -336,6 +336,7 @@ static bool lesson_anomaly(void) {
     corrupt_through_detach(out);
     tn_tensor *loss = tn_sum(out);
     printf("(3) tn_set_detect_anomaly(true, false): the same two writes, named\n");
+    fflush(stdout); /* the engine's one-line warning goes to stderr: keep the order */
     tn_status st = tn_backward(loss, NULL, false);
     const tn_anomaly_report *r = tn_last_anomaly();
     if (st == TN_ERR_INPLACE_MODIFIED && r && strstr(tn_last_error(), "corrupt_through_detach")) {
