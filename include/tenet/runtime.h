@@ -18,7 +18,8 @@ int tn_get_num_threads(void);
 
 typedef struct tn_memory_stats_t {
     size_t bytes_live;      /* tensor storage bytes currently allocated */
-    size_t bytes_peak;      /* high-water mark of bytes_live */
+    size_t bytes_peak;      /* high-water mark of bytes_live, sampled at each allocation
+                             * of 64 KiB or more and at each call of tn_memory_stats */
     int64_t storages_live;  /* storages currently allocated */
     int64_t tensors_live;   /* tensor handles currently alive */
     size_t allocator_active;/* jemalloc's stats.active (0 when unavailable) */
