@@ -62,6 +62,15 @@ typedef struct tn_fn_info {
 
 #define TN_NODE_MAX_I 24
 
+/* Where a view sits in its base's storage (CopySlices / AsStridedBackward0);
+ * kept out of tn_node so that ordinary nodes stay small. */
+typedef struct tn_view_geom {
+    int64_t view_ndim, view_offset;
+    int64_t view_shape[TN_MAX_DIMS], view_stride[TN_MAX_DIMS];
+    int64_t base_ndim, base_offset;
+    int64_t base_shape[TN_MAX_DIMS], base_stride[TN_MAX_DIMS];
+} tn_view_geom;
+
 struct tn_node {
     _Atomic int64_t refcount;
     const tn_fn_info *fn;
@@ -83,11 +92,7 @@ struct tn_node {
     tn_node *inner;           /* CopySlices: the wrapped in-place node */
     struct tn_backtrace *trace; /* anomaly mode: forward backtrace (owned) */
     tn_node *parent;          /* anomaly + create_graph: node whose backward made this */
-    int64_t view_ndim;        /* CopySlices / AsStrided: view geometry */
-    int64_t view_offset;
-    int64_t view_shape[TN_MAX_DIMS], view_stride[TN_MAX_DIMS];
-    int64_t base_ndim, base_offset;
-    int64_t base_shape[TN_MAX_DIMS], base_stride[TN_MAX_DIMS];
+    struct tn_view_geom *geom; /* CopySlices / AsStrided only (owned) */
 };
 
 /* True when grad mode is on and one of the (possibly NULL) inputs requires grad. */

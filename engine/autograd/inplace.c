@@ -36,15 +36,22 @@ static void put_geom(int64_t *nd, int64_t *off, int64_t *shape, int64_t *stride,
 }
 
 /* A zero tensor laid out like the base (same strides, offset 0). */
+/* Gives n its geometry record (zeroed). */
+static tn_status add_geom(tn_node *n) {
+    n->geom = tn__calloc_small(sizeof *n->geom);
+    return n->geom ? TN_OK : tn_last_status();
+}
+
 static tn_tensor *base_layout(const tn_node *n, tn_dtype dt) {
-    int nd = (int)n->base_ndim;
+    int nd = (int)n->geom->base_ndim;
     int64_t extent = 1;
     for (int i = 0; i < nd; i++)
-        if (n->base_shape[i] == 0) extent = 0;
-    for (int i = 0; i < nd && extent; i++) extent += (n->base_shape[i] - 1) * n->base_stride[i];
+        if (n->geom->base_shape[i] == 0) extent = 0;
+    for (int i = 0; i < nd && extent; i++)
+        extent += (n->geom->base_shape[i] - 1) * n->geom->base_stride[i];
     tn_tensor *flat = tn__zeros(1, &extent, dt);
     if (!flat) return NULL;
-    tn_tensor *res = tn__alias(flat, nd, n->base_shape, n->base_stride, 0);
+    tn_tensor *res = tn__alias(flat, nd, n->geom->base_shape, n->geom->base_stride, 0);
     tn_release(flat);
     return res;
 }
@@ -55,12 +62,17 @@ static const tn_fn_info as_strided_fn;
  * tracked view so that writes into it are differentiable (create_graph). */
 static tn_tensor *view_of(const tn_node *n, tn_tensor *res) {
     tn_node *vn;
-    tn_tensor *v = tn__make_view(res, (int)n->view_ndim, n->view_shape, n->view_stride,
-                                 n->view_offset - n->base_offset, &as_strided_fn, &vn);
+    const tn_view_geom *g = n->geom;
+    tn_tensor *v = tn__make_view(res, (int)g->view_ndim, g->view_shape, g->view_stride,
+                                 g->view_offset - g->base_offset, &as_strided_fn, &vn);
     if (vn) {
-        memcpy(&vn->view_ndim, &n->view_ndim, sizeof *vn - offsetof(tn_node, view_ndim));
-        vn->view_offset -= n->base_offset; /* relative to res, whose offset is 0 */
-        vn->base_offset = 0;
+        if (add_geom(vn) < 0) {
+            tn_release(v);
+            return NULL;
+        }
+        *vn->geom = *n->geom;
+        vn->geom->view_offset -= n->geom->base_offset; /* relative to res, whose offset is 0 */
+        vn->geom->base_offset = 0;
     }
     return v;
 }
@@ -128,14 +140,21 @@ static tn_status rebase_view(tn_tensor *self, tn_node *f) {
         cs->in_meta[i] = f->in_meta[i];
     }
     cs->inner = f; /* takes f's reference */
-    put_geom(&cs->view_ndim, &cs->view_offset, cs->view_shape, cs->view_stride, self);
-    put_geom(&cs->base_ndim, &cs->base_offset, cs->base_shape, cs->base_stride, base);
+    if (add_geom(cs) < 0) {
+        tn__node_release(cs); /* releases f too (cs->inner) */
+        return tn_last_status();
+    }
+    tn_view_geom *g = cs->geom;
+    put_geom(&g->view_ndim, &g->view_offset, g->view_shape, g->view_stride, self);
+    put_geom(&g->base_ndim, &g->base_offset, g->base_shape, g->base_stride, base);
     tn_status st = tn__node_set_output(cs, base, 0);
     tn_node *as = st == TN_OK ? tn__node_new(&as_strided_fn, 1, ins, 0, 1) : NULL;
     if (as) {
-        memcpy(&as->view_ndim, &cs->view_ndim,
-               sizeof *cs - offsetof(tn_node, view_ndim)); /* same geometry */
-        st = tn__node_set_output(as, self, 0);
+        st = add_geom(as);
+        if (st == TN_OK) {
+            *as->geom = *cs->geom; /* same geometry */
+            st = tn__node_set_output(as, self, 0);
+        }
     } else if (st == TN_OK) {
         st = tn_last_status();
     }

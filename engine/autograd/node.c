@@ -135,6 +135,7 @@ void tn__node_release(tn_node *n) {
                 else work[top++] = n->inner;
             }
             if (n->trace || n->parent) tn__anomaly_node_free(n);
+            tn__free_small(n->geom);
             tn__free_small(n);
         }
         n = top ? work[--top] : NULL;
