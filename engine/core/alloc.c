@@ -24,7 +24,6 @@
 /* High-water mark of live tensor bytes (see "statistics" below). Relaxed:
  * statistics, read without ordering against any other data. */
 static _Atomic int64_t g_bytes_peak;
-_Atomic int64_t tn__tensors_live;
 
 /* Big buffers. jemalloc gives allocations of 8 MiB and more (its
  * oversize_threshold) to an arena that returns freed pages to the kernel at
@@ -89,6 +88,7 @@ typedef struct small_block {
 typedef struct stats_slot {
     alignas(TN_CACHELINE) _Atomic int64_t bytes;
     _Atomic int64_t storages;
+    _Atomic int64_t tensors;
     atomic_bool in_use;
 } stats_slot;
 #define TN_STATS_SLOTS 1024
@@ -263,6 +263,20 @@ static void count_storage(int64_t bytes, int64_t storages) {
     slot_add(s, &s->storages, storages);
 }
 
+void tn__count_tensors(int64_t d) {
+    thread_state *t = &t_state;
+    stats_slot *s = TN_LIKELY(t->slot != NULL) ? t->slot : slot_claim(t);
+    slot_add(s, &s->tensors, d);
+}
+
+static int64_t sum_tensors(void) {
+    int used = atomic_load_explicit(&g_slots_used, memory_order_acquire);
+    int64_t n = atomic_load_explicit(&g_slots[TN_STATS_SHARED].tensors, memory_order_relaxed);
+    for (int i = 0; i < used && i < TN_STATS_SHARED; i++)
+        n += atomic_load_explicit(&g_slots[i].tensors, memory_order_relaxed);
+    return n;
+}
+
 static void sum_slots(int64_t *bytes, int64_t *storages) {
     int used = atomic_load_explicit(&g_slots_used, memory_order_acquire);
     *bytes = atomic_load_explicit(&g_slots[TN_STATS_SHARED].bytes, memory_order_relaxed);
@@ -344,7 +358,7 @@ tn_status tn_memory_stats(tn_memory_stats_t *out) {
     out->bytes_live = bytes > 0 ? (size_t)bytes : 0;
     out->bytes_peak = (size_t)atomic_load_explicit(&g_bytes_peak, memory_order_relaxed);
     out->storages_live = storages;
-    out->tensors_live = atomic_load_explicit(&tn__tensors_live, memory_order_relaxed);
+    out->tensors_live = sum_tensors();
     uint64_t epoch = 1;
     size_t sz = sizeof epoch;
     size_t active = 0, asz = sizeof active;

@@ -110,6 +110,8 @@ void *tn__alloc(size_t bytes);          /* 64-byte aligned, jemalloc; NULL + err
 void tn__free(void *p);
 void *tn__calloc_small(size_t bytes);   /* metadata: zeroed, NULL + error */
 void tn__free_small(void *p);
+/* Live-handle count for tn_memory_stats, kept per thread (no shared line). */
+void tn__count_tensors(int64_t delta);
 tn_storage *tn__storage_new(size_t nbytes, tn_device dev);
 void tn__storage_release(tn_storage *s);
 static inline void tn__storage_retain(tn_storage *s) {

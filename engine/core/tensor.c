@@ -3,7 +3,6 @@
 
 #include "../autograd/autograd_internal.h"
 
-extern _Atomic int64_t tn__tensors_live;
 
 static tn_tensor *handle_new(int ndim, const int64_t *shape, const int64_t *stride, tn_dtype dt) {
     tn_tensor *t = tn__calloc_small(sizeof *t);
@@ -15,7 +14,7 @@ static tn_tensor *handle_new(int ndim, const int64_t *shape, const int64_t *stri
         t->shape[i] = shape[i];
         t->stride[i] = stride[i];
     }
-    atomic_fetch_add_explicit(&tn__tensors_live, 1, memory_order_relaxed);
+    tn__count_tensors(1);
     return t;
 }
 
@@ -86,7 +85,7 @@ void tn_release(tn_tensor *t) {
     tn_release(t->view_base);
     tn__storage_release(t->storage);
     tn__version_release(t->version);
-    atomic_fetch_sub_explicit(&tn__tensors_live, 1, memory_order_relaxed);
+    tn__count_tensors(-1);
     tn__free_small(t);
     tn__internal_leave();
 }
