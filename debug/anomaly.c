@@ -27,17 +27,36 @@
 #include "anomaly_internal.h"
 
 _Atomic unsigned tn__anomaly_flags;
+_Thread_local unsigned tn__anomaly_local;
+
+#define TN_ANOMALY_LOCAL_SEEN 0x100u
 
 void tn_set_detect_anomaly(bool enabled, bool check_nan) {
-    unsigned keep = tn__anomaly() & TN_ANOMALY_UNTRACKED_ERR;
+    unsigned g = atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed);
+    unsigned keep = g & (TN_ANOMALY_UNTRACKED_ERR | TN_ANOMALY_LOCAL_SEEN);
     unsigned f = keep | (enabled ? TN_ANOMALY_ON : 0) | (enabled && check_nan ? TN_ANOMALY_NAN : 0);
     atomic_store_explicit(&tn__anomaly_flags, f, memory_order_relaxed);
+}
+
+void tn_set_detect_anomaly_local(int mode) {
+    if (mode < 0) {
+        tn__anomaly_local = 0;
+        return;
+    }
+    /* the untracked-error option stays process-wide */
+    unsigned g = atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed);
+    tn__anomaly_local = 0x80u | (g & TN_ANOMALY_UNTRACKED_ERR) | (mode >= 1 ? TN_ANOMALY_ON : 0) |
+                        (mode >= 2 ? TN_ANOMALY_NAN : 0);
+    atomic_fetch_or_explicit(&tn__anomaly_flags, TN_ANOMALY_LOCAL_SEEN, memory_order_relaxed);
 }
 
 bool tn_is_anomaly_enabled(void) { return tn__anomaly() & TN_ANOMALY_ON; }
 bool tn_is_anomaly_check_nan_enabled(void) { return tn__anomaly() & TN_ANOMALY_NAN; }
 
 void tn_set_anomaly_untracked_error(bool as_error) {
+    if (tn__anomaly_local) /* keep this thread's override in step */
+        tn__anomaly_local = as_error ? tn__anomaly_local | TN_ANOMALY_UNTRACKED_ERR
+                                     : tn__anomaly_local & ~TN_ANOMALY_UNTRACKED_ERR;
     if (as_error)
         atomic_fetch_or_explicit(&tn__anomaly_flags, TN_ANOMALY_UNTRACKED_ERR,
                                  memory_order_relaxed);

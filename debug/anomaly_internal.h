@@ -25,7 +25,7 @@
  * data is published with it. */
 extern _Atomic unsigned tn__anomaly_flags;
 static inline unsigned tn__anomaly(void) {
-    return atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed);
+    return tn__anomaly_mode();
 }
 
 /* ---- backtraces (backtrace.c) ------------------------------------------------ */

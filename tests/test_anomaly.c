@@ -812,9 +812,46 @@ static void e2e_symbols_unavailable(void **state) {
     tn__symbolize_set_mode(TN_SYM_FULL);
 }
 
+/* ---- thread-local override ------------------------------------------------------- */
+
+static void *read_mode(void *arg) {
+    *(bool *)arg = tn_is_anomaly_enabled();
+    return NULL;
+}
+
+static void local_override_is_per_thread(void **state) {
+    tn_set_detect_anomaly(false, false);
+    tn_set_detect_anomaly_local(1);
+    assert_true(tn_is_anomaly_enabled());
+    bool other = true;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, read_mode, &other), 0);
+    pthread_join(th, NULL);
+    assert_false(other); /* a new thread follows the process-wide switch */
+    tn_scope_begin();
+    tn_tensor *a = tn_tensor_from((float[]){1, 2, 3}, TN_F32, 1, (int64_t[]){3}, true);
+    tn_tensor *out = tn_sigmoid(a);
+    assert_int_equal(tn_zero_(tn_detach(out)), TN_OK);
+    assert_int_equal(tn_backward(tn_sum(out), NULL, false), TN_ERR_INPLACE_MODIFIED);
+    const tn_anomaly_report *r = tn_last_anomaly();
+    assert_non_null(r);
+    assert_int_equal(tn_anomaly_report_kind(r), TN_ANOMALY_INPLACE);
+    assert_int_equal(tn_anomaly_report_n_writes(r), 1);
+    tn_scope_end();
+    tn_set_detect_anomaly_local(-1);
+    assert_false(tn_is_anomaly_enabled());
+    tn_set_detect_anomaly(true, false);
+    tn_set_detect_anomaly_local(0); /* off here although on process-wide */
+    assert_false(tn_is_anomaly_enabled());
+    tn_set_detect_anomaly_local(-1);
+    tn_set_detect_anomaly(false, false);
+    tn_anomaly_clear();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ANOMALY_TEST(symbolize_known_function),
+        ANOMALY_TEST(local_override_is_per_thread),
         ANOMALY_TEST(thread_ids_are_per_thread),
         ANOMALY_TEST(symbolize_fallbacks),
         ANOMALY_TEST(engine_frames),

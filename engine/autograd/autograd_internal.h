@@ -164,10 +164,10 @@ uint64_t tn__next_seq(void);
 
 /* ---- anomaly hooks (debug/anomaly.c) ----------------------------------------- */
 static inline bool tn__anomaly_enabled(void) {
-    return atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed) & 1u;
+    return tn__anomaly_mode() & 1u;
 }
 static inline bool tn__anomaly_nan(void) {
-    return atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed) & 2u;
+    return tn__anomaly_mode() & 2u;
 }
 void tn__anomaly_on_node(tn_node *n);   /* capture the forward trace, parent */
 void tn__anomaly_node_free(tn_node *n);

@@ -127,16 +127,23 @@ void tn__version_release(tn_version_block *v);
 /* Bumps the version (release: pairs with the acquire load in saved-tensor
  * unpack, so a reader that sees the new version sees the write) and, in
  * anomaly mode, records the write with `op` (a static string). */
-/* Anomaly switches (debug/anomaly.c); relaxed: a plain setting. */
+/* Anomaly switches (debug/anomaly.c); relaxed: a plain setting. Bit 0x100
+ * is set once any thread has used a thread-local override, and only then is
+ * the thread-local word read (0: no override; else 0x80 | its flags). */
 extern _Atomic unsigned tn__anomaly_flags;
+extern _Thread_local unsigned tn__anomaly_local;
+static inline unsigned tn__anomaly_mode(void) {
+    unsigned g = atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed);
+    if (TN_UNLIKELY(g & 0x100u) && tn__anomaly_local) return tn__anomaly_local & 0x7fu;
+    return g & 0xffu;
+}
 void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *op);
 void tn__ring_free(tn_storage *s);
 void tn__race_free(tn_storage *s);
 static inline uint64_t tn__version_bump(tn_tensor *t, const char *op) {
     tn__storage_wrote(t->storage);
     uint64_t v = atomic_fetch_add_explicit(&t->version->version, 1, memory_order_release) + 1;
-    if (TN_UNLIKELY(atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed) & 1u))
-        tn__anomaly_record_write(t, v, op);
+    if (TN_UNLIKELY(tn__anomaly_mode() & 1u)) tn__anomaly_record_write(t, v, op);
     return v;
 }
 static inline uint64_t tn__version_get(const tn_tensor *t) {

@@ -17,7 +17,8 @@
  * info) are resolved only when a report is read or printed.
  *
  * Threads: the switches are process-wide and may change at any time from any
- * thread (relaxed atomics). Reports are per thread.
+ * thread (relaxed atomics); a thread may override them for itself
+ * (tn_set_detect_anomaly_local). Reports are per thread.
  */
 #ifndef TENET_DEBUG_H
 #define TENET_DEBUG_H
@@ -33,6 +34,11 @@ extern "C" {
 /* torch.autograd.set_detect_anomaly(enabled, check_nan). Also read at start
  * from TENET_DETECT_ANOMALY: "1" = on, "nan" = on with NaN/Inf checks. */
 void tn_set_detect_anomaly(bool enabled, bool check_nan);
+/* Thread-local override of the process-wide switch for the calling thread
+ * only: -1 follows the process-wide setting again, 0 off, 1 on, 2 on with
+ * NaN/Inf checks. */
+void tn_set_detect_anomaly_local(int mode);
+/* Whether anomaly mode is on for the calling thread. */
 bool tn_is_anomaly_enabled(void);
 bool tn_is_anomaly_check_nan_enabled(void);
 /* Untracked writes to a saved tensor fail backward (TN_ERR_INPLACE_MODIFIED)
