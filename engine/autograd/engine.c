@@ -493,17 +493,24 @@ static void task_run(run *r, node_state *s) {
 }
 
 static tn_status run_parallel(run *r, int nt) {
+    /* The roots are listed before any task starts: a running task brings
+     * other counts to zero, and those nodes are its to spawn, not ours. */
+    node_state **ready = malloc((r->count + 1) * sizeof *ready);
+    if (!ready) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
+    size_t n_ready = 0;
+    for (size_t i = 0; i < r->cap; i++)
+        if (r->tab[i].node && atomic_load_explicit(&r->tab[i].deps, memory_order_relaxed) == 0)
+            ready[n_ready++] = &r->tab[i];
 #pragma omp parallel num_threads(nt)
 #pragma omp single
     {
-        for (size_t i = 0; i < r->cap; i++) {
-            node_state *s = &r->tab[i];
-            if (s->node && atomic_load_explicit(&s->deps, memory_order_relaxed) == 0) {
+        for (size_t i = 0; i < n_ready; i++) {
+            node_state *s = ready[i];
 #pragma omp task firstprivate(s)
-                task_run(r, s);
-            }
+            task_run(r, s);
         }
     }
+    free(ready);
     tn_status st = (tn_status)atomic_load_explicit(&r->status, memory_order_acquire);
     return st < 0 ? tn__error(st, "%s", r->message) : TN_OK;
 }
