@@ -23,6 +23,7 @@
 #include <tenet.h>
 
 #include "digits.h"
+#include "init.h"
 
 enum { N_TRAIN = 1500, HIDDEN = 128, EPOCHS = 30, BATCH = 64 };
 static const double LR = 0.1, MOMENTUM = 0.9, TARGET_ACCURACY = 0.97;
@@ -76,19 +77,6 @@ static void report_error(const char *what) {
 typedef struct mlp {
     tn_tensor *w1, *b1, *w2, *b2; /* owned leaves */
 } mlp;
-
-/* torch.nn.Linear's default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn
- * under no-grad, then made a leaf that requires grad. */
-static tn_tensor *uniform_leaf(int ndim, const int64_t *shape, int64_t fan_in) {
-    double k = 1.0 / sqrt((double)fan_in);
-    tn_scope_begin();
-    bool prev = tn_set_grad_enabled(false);
-    tn_tensor *w = tn_add_scalar(tn_mul_scalar(tn_rand(ndim, shape, TN_F32), 2 * k), -k);
-    tn_set_grad_enabled(prev);
-    if (w && (tn_requires_grad_(w, true) < 0 || !tn_keep(w))) w = NULL;
-    tn_scope_end();
-    return w;
-}
 
 static void mlp_free(mlp *m) {
     tn_release(m->w1);
