@@ -301,7 +301,9 @@ void tn__anomaly_backward_error(tn_node *n, tn_status st) {
 static int nonfinite(const tn_tensor *t) {
     if (!t || !tn__is_float(t->dtype)) return 0;
     int64_t n = tn__numel(t->ndim, t->shape);
-    tn_tensor *c = tn__is_contiguous(t) ? tn__retain((tn_tensor *)t) : tn__copy_as(t, t->dtype);
+    tn_tensor *c = tn__is_contiguous(t) && t->storage->device.type == TN_CPU
+                       ? tn__retain((tn_tensor *)t)
+                       : tn__copy_to_device(t, t->dtype, TN_DEVICE_CPU);
     if (!c) return 0;
     int res = 0;
     const char *p = tn__ptr(c);

@@ -58,7 +58,7 @@ static tn_tensor *seed_grad(const tn_tensor *t, const tn_tensor *grad, int index
             tn__error(TN_ERR_SHAPE, "grad can be implicitly created only for scalar outputs");
             return NULL;
         }
-        return tn__full(t->ndim, t->shape, t->dtype, 1.0);
+        return tn__full_on(t->ndim, t->shape, t->dtype, 1.0, t->storage->device);
     }
     if (!tn__same_shape(t, grad)) {
         char a[160], b[160];

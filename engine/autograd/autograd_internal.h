@@ -23,6 +23,7 @@
 #ifndef TN_AUTOGRAD_INTERNAL_H
 #define TN_AUTOGRAD_INTERNAL_H
 
+#include "../core/device.h"
 #include "../core/internal.h"
 
 typedef struct tn_edge {
@@ -47,6 +48,7 @@ typedef struct tn_saved {
 typedef struct tn_input_meta {
     int ndim;
     tn_dtype dtype;
+    tn_device device;
     int64_t shape[TN_MAX_DIMS];
 } tn_input_meta;
 
@@ -194,6 +196,8 @@ static inline void tn__anomaly_forward(const char *op, const tn_tensor *out, int
 /* ---- conversions (engine/ops/copy.c) ---------------------------------------- */
 /* src converted to dtype with ToCopyBackward0 when src requires grad. */
 tn_tensor *tn__to_dtype_autograd(tn_tensor *src, tn_dtype dt);
+/* Same to another device and/or dtype. */
+tn_tensor *tn__to_autograd(tn_tensor *src, tn_dtype dt, tn_device dev);
 /* clone() not registered in scopes: CloneBackward0 when t requires grad. */
 tn_tensor *tn__clone_recorded(const tn_tensor *t);
 

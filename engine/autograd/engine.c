@@ -365,7 +365,7 @@ static tn_status execute(run *r, node_state *s) {
     for (int k = 0; k < n->n_out; k++) {
         if (!s->inbuf[k]) {
             tn_input_meta *m = &n->out_meta[k];
-            s->inbuf[k] = tn__zeros(m->ndim, m->shape, m->dtype);
+            s->inbuf[k] = tn__zeros_on(m->ndim, m->shape, m->dtype, m->device);
             if (!s->inbuf[k]) return tn_last_status();
         }
         tn_grad_cell *rc = atomic_load_explicit(&n->retained[k], memory_order_acquire);
@@ -402,6 +402,11 @@ static tn_status execute(run *r, node_state *s) {
         if (st == TN_OK && tn__edge_valid(&n->edges[i])) {
             tn_input_meta *m = &n->in_meta[i];
             tn_tensor *h = tn__sum_to(g, m->ndim, m->shape, m->dtype);
+            if (h && !tn__same_device(tn__dev(h), m->device)) { /* copy_ across devices */
+                tn_tensor *x = tn__to_autograd(h, h->dtype, m->device);
+                tn_release(h);
+                h = x;
+            }
             if (!h) st = tn_last_status();
             else st = send(r, &n->edges[i], h, n->seq, i);
         }

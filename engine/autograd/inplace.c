@@ -42,14 +42,14 @@ static tn_status add_geom(tn_node *n) {
     return n->geom ? TN_OK : tn_last_status();
 }
 
-static tn_tensor *base_layout(const tn_node *n, tn_dtype dt) {
+static tn_tensor *base_layout(const tn_node *n, tn_dtype dt, tn_device dev) {
     int nd = (int)n->geom->base_ndim;
     int64_t extent = 1;
     for (int i = 0; i < nd; i++)
         if (n->geom->base_shape[i] == 0) extent = 0;
     for (int i = 0; i < nd && extent; i++)
         extent += (n->geom->base_shape[i] - 1) * n->geom->base_stride[i];
-    tn_tensor *flat = tn__zeros(1, &extent, dt);
+    tn_tensor *flat = tn__zeros_on(1, &extent, dt, dev);
     if (!flat) return NULL;
     tn_tensor *res = tn__alias(flat, nd, n->geom->base_shape, n->geom->base_stride, 0);
     tn_release(flat);
@@ -80,7 +80,7 @@ static tn_tensor *view_of(const tn_node *n, tn_tensor *res) {
 /* Gradient of the base from the gradient g of the view alone. Built from
  * public ops, so it is itself differentiable. */
 static tn_status as_strided_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    tn_tensor *res = base_layout(n, go[0]->dtype), *v = res ? view_of(n, res) : NULL;
+    tn_tensor *res = base_layout(n, go[0]->dtype, tn__dev(go[0])), *v = res ? view_of(n, res) : NULL;
     tn_status st = v ? tn_copy_(v, go[0]) : tn_last_status();
     tn_release(v);
     if (st < 0) tn_release(res);
@@ -93,14 +93,14 @@ static tn_status as_strided_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi)
 static tn_status copy_slices_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     tn_node *f = n->inner;
     tn_tensor *fin[8] = {0}, *g0 = NULL, *gslice = NULL, *v = NULL;
-    tn_tensor *res = base_layout(n, go[0]->dtype);
+    tn_tensor *res = base_layout(n, go[0]->dtype, tn__dev(go[0]));
     tn_status st = res ? tn_copy_(res, go[0]) : tn_last_status();
     if (st == TN_OK && !(v = view_of(n, res))) st = tn_last_status();
     if (st == TN_OK && !(gslice = tn_clone(v))) st = tn_last_status();
     if (st == TN_OK) st = f->fn->backward(f, &gslice, fin);
     if (st == TN_OK) { /* the view's old value gets fin[0]; zero if none */
         if (fin[0]) g0 = tn__sum_to(fin[0], f->in_meta[0].ndim, f->in_meta[0].shape, v->dtype);
-        else g0 = tn__zeros(v->ndim, v->shape, v->dtype);
+        else g0 = tn__zeros_like(v);
         st = g0 ? tn_copy_(v, g0) : tn_last_status();
     }
     for (int i = 1; i < f->n_in; i++) {

@@ -76,6 +76,7 @@ tn_node *tn__node_new(const tn_fn_info *fn, int n_in, const tn_tensor *const *in
         tn_input_meta *m = &n->in_meta[i];
         m->ndim = t->ndim;
         m->dtype = t->dtype;
+        m->device = t->storage->device;
         memcpy(m->shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
         if (!tn__requires_grad(t)) continue;
         tn_edge *e = &n->edges[i];
@@ -154,6 +155,7 @@ tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr) {
     tn_input_meta *om = &n->out_meta[output_nr];
     om->ndim = out->ndim;
     om->dtype = out->dtype;
+    om->device = out->storage->device;
     memcpy(om->shape, out->shape, (size_t)out->ndim * sizeof(int64_t));
     if (m->cell && m->retains_grad) {
         /* retain_grad follows the tensor to its new grad_fn (in-place). */

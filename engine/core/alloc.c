@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <sys/types.h>
 
-#include "internal.h"
+#include "device.h"
 
 /* Under AddressSanitizer/ThreadSanitizer, memory goes through the libc
  * allocator that the sanitizer intercepts, so overflows, leaks and races on
@@ -298,11 +298,29 @@ static int64_t sample_peak(void) {
     return now;
 }
 
-tn_storage *tn__storage_new(size_t nbytes, tn_device dev) {
-    if (dev.type != TN_CPU) {
-        tn__error(TN_ERR_DEVICE, "device type %d is not available in this build", (int)dev.type);
+/* Device storages come from the backend's caching allocator; they are not
+ * in the host byte counts (tn_memory_stats reports them apart). */
+static tn_storage *device_storage_new(size_t nbytes, tn_device dev) {
+    const tn_backend *be = tn__backend_of(dev);
+    if (!be) return NULL;
+    tn_storage *s = tn__calloc_small(sizeof *s);
+    if (!s) return NULL;
+    s->data = be->alloc(dev.index, nbytes ? nbytes : 1);
+    if (!s->data) {
+        tn__free_small(s);
         return NULL;
     }
+    atomic_init(&s->refcount, 1);
+    atomic_init(&s->write_epoch, 0);
+    s->nbytes = nbytes;
+    s->device = dev;
+    s->owns_data = true;
+    count_storage(0, 1);
+    return s;
+}
+
+tn_storage *tn__storage_new(size_t nbytes, tn_device dev) {
+    if (dev.type != TN_CPU) return device_storage_new(nbytes, dev);
     tn_storage *s = tn__calloc_small(sizeof *s);
     if (!s) return NULL;
     s->data = tn__alloc(nbytes);
@@ -325,8 +343,15 @@ void tn__storage_release(tn_storage *s) {
     /* acq_rel: the release publishes our writes to the buffer; the thread
      * that drops the last reference acquires them before freeing. */
     if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
-    if (s->owns_data) sized_free(s->data, s->nbytes ? s->nbytes : 1);
-    count_storage(s->owns_data ? -(int64_t)s->nbytes : 0, -1);
+    if (s->device.type != TN_CPU) {
+        /* the device was usable when the storage was made, so it has a backend */
+        const tn_backend *be = tn__cuda_backend();
+        if (s->owns_data && be) be->free(s->device.index, s->data, s->nbytes ? s->nbytes : 1);
+        count_storage(0, -1);
+    } else {
+        if (s->owns_data) sized_free(s->data, s->nbytes ? s->nbytes : 1);
+        count_storage(s->owns_data ? -(int64_t)s->nbytes : 0, -1);
+    }
     if (atomic_load_explicit(&s->ring, memory_order_relaxed)) tn__ring_free(s);
     if (atomic_load_explicit(&s->race, memory_order_relaxed)) tn__race_free(s);
     sized_free(s, sizeof *s);
@@ -365,5 +390,13 @@ tn_status tn_memory_stats(tn_memory_stats_t *out) {
     if (mallctl("epoch", &epoch, &sz, &epoch, sz) == 0 &&
         mallctl("stats.active", &active, &asz, NULL, 0) == 0)
         out->allocator_active = active;
+    const tn_backend *be = tn__cuda_backend();
+    for (int d = 0, nd = be ? be->device_count() : 0; d < nd; d++) {
+        tn_device_mem_stats ds = {0};
+        be->mem_stats(d, &ds);
+        out->cuda_bytes_live += ds.bytes_live;
+        out->cuda_bytes_peak += ds.bytes_peak;
+        out->cuda_bytes_reserved += ds.bytes_reserved;
+    }
     return TN_OK;
 }

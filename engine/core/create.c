@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "../autograd/autograd_internal.h"
+#include "../core/device.h"
 
 static tn_tensor *finish_leaf(tn_tensor *t, bool requires_grad) {
     if (t && requires_grad && tn_requires_grad_(t, true) < 0) {
@@ -105,10 +106,11 @@ tn_tensor *tn_randn(int ndim, const int64_t *shape, tn_dtype dtype) {
     return random_fill(ndim, shape, dtype, true);
 }
 
-static tn_status check_device(tn_device d) {
-    if (d.type == TN_DEVICE_SAME || (d.type == TN_CPU && d.index == 0)) return TN_OK;
-    return tn__error(TN_ERR_DEVICE, "device %s:%d is not available in this build",
-                     d.type == TN_CUDA ? "cuda" : "unknown", d.index);
+/* The device a conversion targets: src's for TN_DEVICE_SAME; checked. */
+static tn_status target_device(const tn_tensor *src, tn_device *d) {
+    if (d->type == TN_DEVICE_SAME) *d = tn__dev(src);
+    if (d->type == TN_CPU) d->index = 0; /* "cpu" and "cpu:-1" name the one CPU device */
+    return tn__check_device(*d);
 }
 
 tn_tensor *tn_new_tensor(const tn_tensor *src, tn_dtype dtype, tn_device device,
@@ -119,13 +121,13 @@ tn_tensor *tn_new_tensor(const tn_tensor *src, tn_dtype dtype, tn_device device,
         tn__error(TN_ERR_DTYPE, "invalid dtype %d", (int)dtype);
         return NULL;
     }
-    if (check_device(device) < 0) return NULL;
+    if (target_device(src, &device) < 0) return NULL;
     if (requires_grad && !tn__is_float(dtype)) {
         tn__error(TN_ERR_DTYPE,
                   "Only Tensors of floating point and complex dtype can require gradients");
         return NULL;
     }
-    return finish_leaf(tn__copy_as(src, dtype), requires_grad);
+    return finish_leaf(tn__copy_to_device(src, dtype, device), requires_grad);
 }
 
 tn_tensor *tn_to(tn_tensor *src, tn_dtype dtype, tn_device device) {
@@ -135,10 +137,11 @@ tn_tensor *tn_to(tn_tensor *src, tn_dtype dtype, tn_device device) {
         tn__error(TN_ERR_DTYPE, "invalid dtype %d", (int)dtype);
         return NULL;
     }
-    if (check_device(device) < 0) return NULL;
-    if (dtype == src->dtype) return tn__ret(tn__retain(src));
+    if (target_device(src, &device) < 0) return NULL;
+    if (dtype == src->dtype && tn__same_device(device, tn__dev(src)))
+        return tn__ret(tn__retain(src));
     tn__internal_enter();
-    tn_tensor *r = tn__to_dtype_autograd(src, dtype);
+    tn_tensor *r = tn__to_autograd(src, dtype, device);
     tn__internal_leave();
     return tn__ret(r);
 }

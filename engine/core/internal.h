@@ -200,6 +200,8 @@ static inline char *tn__ptr(const tn_tensor *t) {
 }
 /* Fresh contiguous copy with dtype `dt`, no autograd (grad mode ignored). */
 tn_tensor *tn__copy_as(const tn_tensor *src, tn_dtype dt);
+/* Same on device dev (src may be on another device). */
+tn_tensor *tn__copy_to_device(const tn_tensor *src, tn_dtype dt, tn_device dev);
 /* Converted to dt: src itself (retained) when it already has it. No autograd. */
 tn_tensor *tn__cast(const tn_tensor *src, tn_dtype dt);
 /* dst[...] = src broadcast to dst's shape, converting dtype. No version bump,

@@ -284,7 +284,7 @@ static tn_status build(const tn_tensor *t, sbuf *b) {
         printer pr = {.ndim = t->ndim, .shape = t->shape, .summarize = numel > THRESHOLD};
         pr.is_float = tn__is_float(t->dtype);
         pr.is_bool = t->dtype == TN_BOOL;
-        c = tn__copy_as(t, pr.is_float ? TN_F64 : TN_I64);
+        c = tn__copy_to_device(t, pr.is_float ? TN_F64 : TN_I64, TN_DEVICE_CPU);
         if (!c) return tn_last_status();
         if (pr.is_float)
             pr.f = (const double *)tn__ptr(c);

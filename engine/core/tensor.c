@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "../autograd/autograd_internal.h"
+#include "device.h"
 
 
 static tn_tensor *handle_new(int ndim, const int64_t *shape, const int64_t *stride, tn_dtype dt) {
@@ -18,15 +19,15 @@ static tn_tensor *handle_new(int ndim, const int64_t *shape, const int64_t *stri
     return t;
 }
 
-tn_tensor *tn__empty(int ndim, const int64_t *shape, tn_dtype dt) {
+tn_tensor *tn__empty_on(int ndim, const int64_t *shape, tn_dtype dt, tn_device dev) {
     int64_t numel;
     if (tn__check_shape(ndim, shape, dt, &numel) < 0) return NULL;
     int64_t stride[TN_MAX_DIMS];
     tn__contiguous_strides(ndim, shape, stride);
     tn_tensor *t = handle_new(ndim, shape, stride, dt);
     if (!t) return NULL;
-    t->storage = tn__storage_new((size_t)numel * tn__dtype_sizes[dt], TN_DEVICE_CPU);
-    t->version = tn__version_new();
+    t->storage = tn__storage_new((size_t)numel * tn__dtype_sizes[dt], dev);
+    t->version = t->storage ? tn__version_new() : NULL;
     if (!t->storage || !t->version) {
         tn_release(t);
         return NULL;
@@ -34,14 +35,23 @@ tn_tensor *tn__empty(int ndim, const int64_t *shape, tn_dtype dt) {
     return t;
 }
 
-tn_tensor *tn__zeros(int ndim, const int64_t *shape, tn_dtype dt) {
-    tn_tensor *t = tn__empty(ndim, shape, dt);
+tn_tensor *tn__empty(int ndim, const int64_t *shape, tn_dtype dt) {
+    return tn__empty_on(ndim, shape, dt, TN_DEVICE_CPU);
+}
+
+tn_tensor *tn__zeros_on(int ndim, const int64_t *shape, tn_dtype dt, tn_device dev) {
+    if (dev.type != TN_CPU) return tn__full_on(ndim, shape, dt, 0, dev);
+    tn_tensor *t = tn__empty_on(ndim, shape, dt, dev);
     if (t) memset(t->storage->data, 0, t->storage->nbytes);
     return t;
 }
 
-tn_tensor *tn__full(int ndim, const int64_t *shape, tn_dtype dt, double v) {
-    tn_tensor *t = tn__empty(ndim, shape, dt);
+tn_tensor *tn__zeros(int ndim, const int64_t *shape, tn_dtype dt) {
+    return tn__zeros_on(ndim, shape, dt, TN_DEVICE_CPU);
+}
+
+tn_tensor *tn__full_on(int ndim, const int64_t *shape, tn_dtype dt, double v, tn_device dev) {
+    tn_tensor *t = tn__empty_on(ndim, shape, dt, dev);
     if (t && tn__fill_into(t, v) < 0) {
         tn_release(t);
         return NULL;
@@ -49,8 +59,16 @@ tn_tensor *tn__full(int ndim, const int64_t *shape, tn_dtype dt, double v) {
     return t;
 }
 
-tn_tensor *tn__empty_like(const tn_tensor *t) { return tn__empty(t->ndim, t->shape, t->dtype); }
-tn_tensor *tn__zeros_like(const tn_tensor *t) { return tn__zeros(t->ndim, t->shape, t->dtype); }
+tn_tensor *tn__full(int ndim, const int64_t *shape, tn_dtype dt, double v) {
+    return tn__full_on(ndim, shape, dt, v, TN_DEVICE_CPU);
+}
+
+tn_tensor *tn__empty_like(const tn_tensor *t) {
+    return tn__empty_on(t->ndim, t->shape, t->dtype, tn__dev(t));
+}
+tn_tensor *tn__zeros_like(const tn_tensor *t) {
+    return tn__zeros_on(t->ndim, t->shape, t->dtype, tn__dev(t));
+}
 
 tn_tensor *tn__alias(const tn_tensor *src, int ndim, const int64_t *shape, const int64_t *stride,
                      int64_t offset) {
@@ -168,7 +186,10 @@ tn_status tn_item(const tn_tensor *t, double *out) {
     if (n != 1)
         return tn__error(TN_ERR_SHAPE,
                          "a Tensor with %lld elements cannot be converted to Scalar", (long long)n);
-    *out = tn__load(tn__ptr(t), t->dtype);
+    char v[sizeof(double)];
+    tn_status st = tn__dev_read(t, v, tn__dtype_sizes[t->dtype]);
+    if (st < 0) return st;
+    *out = tn__load(v, t->dtype);
     return TN_OK;
 }
 
@@ -179,15 +200,12 @@ tn_status tn_copy_to(const tn_tensor *t, void *buffer, size_t bytes) {
     if (bytes < need)
         return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_copy_to: buffer of %zu bytes is too small "
                          "for %zu bytes", bytes, need);
-    if (tn__is_contiguous(t)) {
-        if (need) memcpy(buffer, tn__ptr(t), need);
-        return TN_OK;
-    }
-    tn_tensor *c = tn__copy_as(t, t->dtype);
+    if (tn__is_contiguous(t)) return need ? tn__dev_read(t, buffer, need) : TN_OK;
+    tn_tensor *c = tn__copy_as(t, t->dtype); /* on t's device */
     if (!c) return tn_last_status();
-    memcpy(buffer, c->storage->data, need);
+    tn_status st = tn__dev_read(c, buffer, need);
     tn_release(c);
-    return TN_OK;
+    return st;
 }
 
 tn_status tn_copy_to_f64(const tn_tensor *t, double *buffer, int64_t count) {
@@ -199,7 +217,7 @@ tn_status tn_copy_to_f64(const tn_tensor *t, double *buffer, int64_t count) {
                          "small for %lld", (long long)count, (long long)n);
     tn_tensor *c = tn__copy_as(t, TN_F64);
     if (!c) return tn_last_status();
-    if (n) memcpy(buffer, c->storage->data, (size_t)n * sizeof(double));
+    tn_status st = n ? tn__dev_read(c, buffer, (size_t)n * sizeof(double)) : TN_OK;
     tn_release(c);
-    return TN_OK;
+    return st;
 }

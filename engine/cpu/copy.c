@@ -1,7 +1,7 @@
 /* Copy with broadcast and dtype conversion, fill: the kernels behind
  * contiguous(), clone(), copy_(), to() and creation. */
+#include "../core/device.h"
 #include "dtype_dispatch.h"
-#include "iter.h"
 
 /* dst is (N), src is (N) or broadcast (stride 0): out[i] = (D)src[i]. */
 #define DEFINE_COPY(DID, DT, DS, SID, ST, SS)                                            \
@@ -45,6 +45,27 @@ TN_FOR_EACH_DTYPE(DEFINE_COPY_FROM)
 static const tn_loop_fn copy_loops[TN_DTYPE_COUNT][TN_DTYPE_COUNT] = {
     TN_FOR_EACH_DTYPE(COPY_ROW)};
 
+/* dst and src on different devices (shapes checked): the bytes cross once,
+ * as a contiguous block in dst's dtype and shape, converted and broadcast
+ * on the source's device and scattered into a strided dst on its own. */
+static tn_status copy_across(tn_tensor *dst, const tn_tensor *src) {
+    bool direct = src->dtype == dst->dtype && tn__same_shape(src, dst) && tn__is_contiguous(src);
+    tn_tensor *stage = direct ? tn__retain((tn_tensor *)src)
+                              : tn__empty_on(dst->ndim, dst->shape, dst->dtype, tn__dev(src));
+    tn_status st = stage ? TN_OK : tn_last_status();
+    if (st == TN_OK && !direct) st = tn__copy_into(stage, src);
+    tn_tensor *land = NULL;
+    if (st == TN_OK) {
+        land = tn__is_contiguous(dst) ? tn__retain(dst) : tn__empty_like(dst);
+        st = land ? tn__dev_transfer(land, stage) : tn_last_status();
+    }
+    if (st == TN_OK && land != dst) st = tn__copy_into(dst, land);
+    tn_release(land);
+    tn_release(stage);
+    if (st == TN_OK) tn__storage_wrote(dst->storage);
+    return st;
+}
+
 tn_status tn__copy_into(tn_tensor *dst, const tn_tensor *src) {
     int nd;
     int64_t shape[TN_MAX_DIMS];
@@ -57,20 +78,31 @@ tn_status tn__copy_into(tn_tensor *dst, const tn_tensor *src) {
         return tn__error(TN_ERR_SHAPE, "output with shape %s doesn't match the broadcast shape %s",
                          b, a);
     }
+    if (!tn__same_device(tn__dev(dst), tn__dev(src))) return copy_across(dst, src);
     tn_iter it;
     tn__iter_init(&it, 2, (tn_tensor *const[]){dst, (tn_tensor *)src});
-    tn__iter_run(&it, copy_loops[dst->dtype][src->dtype], NULL, true);
+    if (tn__on_cpu(dst)) {
+        tn__iter_run(&it, copy_loops[dst->dtype][src->dtype], NULL, true);
+    } else {
+        const tn_backend *be = tn__backend_of(tn__dev(dst));
+        tn_status st = be ? be->copy(tn__dev(dst).index, dst->dtype, src->dtype, &it) : TN_ERR_DEVICE;
+        if (st < 0) return st;
+    }
     tn__storage_wrote(dst->storage);
     return TN_OK;
 }
 
-tn_tensor *tn__copy_as(const tn_tensor *src, tn_dtype dt) {
-    tn_tensor *t = tn__empty(src->ndim, src->shape, dt);
+tn_tensor *tn__copy_to_device(const tn_tensor *src, tn_dtype dt, tn_device dev) {
+    tn_tensor *t = tn__empty_on(src->ndim, src->shape, dt, dev);
     if (t && tn__copy_into(t, src) < 0) {
         tn_release(t);
         return NULL;
     }
     return t;
+}
+
+tn_tensor *tn__copy_as(const tn_tensor *src, tn_dtype dt) {
+    return tn__copy_to_device(src, dt, tn__dev(src));
 }
 
 tn_tensor *tn__cast(const tn_tensor *src, tn_dtype dt) {
@@ -95,7 +127,13 @@ static const tn_loop_fn fill_loops[TN_DTYPE_COUNT] = {TN_FOR_EACH_DTYPE(FILL_ENT
 tn_status tn__fill_into(tn_tensor *dst, double v) {
     tn_iter it;
     tn__iter_init(&it, 1, (tn_tensor *const[]){dst});
-    tn__iter_run(&it, fill_loops[dst->dtype], &v, true);
+    if (tn__on_cpu(dst)) {
+        tn__iter_run(&it, fill_loops[dst->dtype], &v, true);
+    } else {
+        const tn_backend *be = tn__backend_of(tn__dev(dst));
+        tn_status st = be ? be->fill(tn__dev(dst).index, dst->dtype, &it, v) : TN_ERR_DEVICE;
+        if (st < 0) return st;
+    }
     tn__storage_wrote(dst->storage);
     return TN_OK;
 }

@@ -12,19 +12,9 @@
 #define TN_CPU_ITER_H
 
 #include "../core/internal.h"
-
-#define TN_ITER_MAX_OPS 4
+#include "../core/kernel_args.h" /* tn_iter */
 
 typedef void (*tn_loop_fn)(void *ctx, int64_t n, char **ptrs, const int64_t *strides);
-
-typedef struct tn_iter {
-    int ndim;    /* >= 1; dim ndim-1 is the innermost */
-    int nops;
-    int64_t numel;
-    int64_t shape[TN_MAX_DIMS];
-    int64_t stride[TN_ITER_MAX_OPS][TN_MAX_DIMS]; /* bytes */
-    char *base[TN_ITER_MAX_OPS];
-} tn_iter;
 
 /* ops[0] is the output (its shape is the iteration shape); the others must
  * broadcast to it (checked by the caller). */

@@ -1,6 +1,7 @@
 /* engine/cpu/pointwise_loops.h — row loops for pointwise kernels, generated
- * per dtype. Each loop has a contiguous fast path the compiler vectorises,
- * a broadcast-scalar path and a strided path. Operands: p[0] out, p[1] x,
+ * per dtype from the expressions of engine/core/pw_ops.h. Each loop has a
+ * contiguous fast path the compiler vectorises, a broadcast-scalar path and
+ * a strided path. Operands: p[0] out, p[1] x,
  * p[2] y. EXPR sees x, y (of type T) and c0, c1 (ctx scalars as T).
  */
 #ifndef TN_CPU_POINTWISE_LOOPS_H
@@ -10,14 +11,6 @@
 
 #include "dtype_dispatch.h"
 #include "iter.h"
-
-/* Scalar parameters of a pointwise kernel, read once per row. */
-typedef struct tn_pw_ctx {
-    double c0, c1;
-} tn_pw_ctx;
-
-#define TN_POW(T, x, y) ((T)_Generic((x), float: powf((float)(x), (float)(y)), \
-                                     default: pow((double)(x), (double)(y))))
 
 /* out[i] = EXPR(x[i], y[i]) */
 #define TN_DEFINE_BINARY_LOOP(NAME, T, OT, EXPR)                                          \
@@ -81,49 +74,9 @@ typedef struct tn_pw_ctx {
         }                                                                                 \
     }
 
-/* Tables: one loop per dtype; NULL where the op does not support it. */
-#define TN_BIN_ALL(OP, EXPR)                                                              \
-    TN_DEFINE_BINARY_LOOP(OP##_f32, float, float, EXPR)                                   \
-    TN_DEFINE_BINARY_LOOP(OP##_f64, double, double, EXPR)                                 \
-    TN_DEFINE_BINARY_LOOP(OP##_i16, int16_t, int16_t, EXPR)                               \
-    TN_DEFINE_BINARY_LOOP(OP##_i32, int32_t, int32_t, EXPR)                               \
-    TN_DEFINE_BINARY_LOOP(OP##_i64, int64_t, int64_t, EXPR)                               \
-    TN_DEFINE_BINARY_LOOP(OP##_b8, uint8_t, uint8_t, EXPR)                                \
-    static const tn_loop_fn OP##_loops[TN_DTYPE_COUNT] = {                                \
-        OP##_f32, OP##_f64, OP##_i16, OP##_i32, OP##_i64, OP##_b8};
-
-#define TN_BIN_FLOAT(OP, EXPR)                                                            \
-    TN_DEFINE_BINARY_LOOP(OP##_f32, float, float, EXPR)                                   \
-    TN_DEFINE_BINARY_LOOP(OP##_f64, double, double, EXPR)                                 \
-    static const tn_loop_fn OP##_loops[TN_DTYPE_COUNT] = {OP##_f32, OP##_f64};
-
-/* Comparisons: inputs of any dtype, bool output. */
-#define TN_BIN_CMP(OP, EXPR)                                                              \
-    TN_DEFINE_BINARY_LOOP(OP##_f32, float, uint8_t, EXPR)                                 \
-    TN_DEFINE_BINARY_LOOP(OP##_f64, double, uint8_t, EXPR)                                \
-    TN_DEFINE_BINARY_LOOP(OP##_i16, int16_t, uint8_t, EXPR)                               \
-    TN_DEFINE_BINARY_LOOP(OP##_i32, int32_t, uint8_t, EXPR)                               \
-    TN_DEFINE_BINARY_LOOP(OP##_i64, int64_t, uint8_t, EXPR)                               \
-    TN_DEFINE_BINARY_LOOP(OP##_b8, uint8_t, uint8_t, EXPR)                                \
-    static const tn_loop_fn OP##_loops[TN_DTYPE_COUNT] = {                                \
-        OP##_f32, OP##_f64, OP##_i16, OP##_i32, OP##_i64, OP##_b8};
-
-#define TN_UN_ALL(OP, EXPR)                                                               \
-    TN_DEFINE_UNARY_LOOP(OP##_f32, float, EXPR)                                           \
-    TN_DEFINE_UNARY_LOOP(OP##_f64, double, EXPR)                                          \
-    TN_DEFINE_UNARY_LOOP(OP##_i16, int16_t, EXPR)                                         \
-    TN_DEFINE_UNARY_LOOP(OP##_i32, int32_t, EXPR)                                         \
-    TN_DEFINE_UNARY_LOOP(OP##_i64, int64_t, EXPR)                                         \
-    TN_DEFINE_UNARY_LOOP(OP##_b8, uint8_t, EXPR)                                          \
-    static const tn_loop_fn OP##_loops[TN_DTYPE_COUNT] = {                                \
-        OP##_f32, OP##_f64, OP##_i16, OP##_i32, OP##_i64, OP##_b8};
-
-#define TN_UN_FLOAT(OP, EXPR)                                                             \
-    TN_DEFINE_UNARY_LOOP(OP##_f32, float, EXPR)                                           \
-    TN_DEFINE_UNARY_LOOP(OP##_f64, double, EXPR)                                          \
-    static const tn_loop_fn OP##_loops[TN_DTYPE_COUNT] = {OP##_f32, OP##_f64};
-
-/* Float math picking the float or double function by type. */
-#define TN_M(fn, x) _Generic((x), float: fn##f((float)(x)), default: fn((double)(x)))
+/* The loops of every pw_ops.h op (engine/cpu/pw_kernels.c): NULL where the
+ * op's kind has no such dtype. Special codes (TN_PW_MASKED_ZERO and after)
+ * are NULL: their loops live with their ops. */
+extern const tn_loop_fn tn__pw_loops[TN_PW_COUNT][TN_DTYPE_COUNT];
 
 #endif

@@ -18,7 +18,7 @@
  */
 #include <stdlib.h>
 
-#include "iter.h"
+#include "../core/device.h"
 #include "reduce_kernels.h"
 
 enum {
@@ -458,8 +458,22 @@ static void fill_empty(tn_tensor *vals, int64_t nout, double div) {
         tn__store(tn__ptr(vals) + (size_t)j * es, vals->dtype, 0.0 / div);
 }
 
-void tn__reduce_kernel(tn_red_op op, const tn_tensor *in, int dim, tn_tensor *vals, tn_tensor *idx,
-                       double div) {
+/* A device input: the backend's kernel, same contract. */
+static tn_status reduce_on_device(tn_red_op op, const tn_tensor *in, int dim, tn_tensor *vals,
+                                  tn_tensor *idx, double div) {
+    if (tn__numel(in->ndim, in->shape) == 0) /* empty slices: sum 0 (mean NaN) */
+        return vals && tn__numel(vals->ndim, vals->shape) ? tn__fill_into(vals, 0.0 / div) : TN_OK;
+    tn_red_args a = {.op = op, .dtype = in->dtype, .in = tn__ptr(in), .ndim = in->ndim,
+                     .dim = dim, .vals = vals ? tn__ptr(vals) : NULL,
+                     .idx = idx ? (int64_t *)tn__ptr(idx) : NULL, .div = div};
+    memcpy(a.shape, in->shape, (size_t)in->ndim * sizeof *a.shape);
+    memcpy(a.stride, in->stride, (size_t)in->ndim * sizeof *a.stride);
+    return tn__dev_reduce(&a, tn__dev(in));
+}
+
+tn_status tn__reduce_kernel(tn_red_op op, const tn_tensor *in, int dim, tn_tensor *vals,
+                            tn_tensor *idx, double div) {
+    if (!tn__on_cpu(in)) return reduce_on_device(op, in, dim, vals, idx, div);
     /* Whole (contiguous) tensor: one slice of numel elements; 0-dim input:
      * one slice of one element. */
     int nd = dim < 0 || in->ndim == 0 ? 1 : in->ndim;
@@ -476,10 +490,10 @@ void tn__reduce_kernel(tn_red_op op, const tn_tensor *in, int dim, tn_tensor *va
     shape[dim] = 1;
     tn__contiguous_strides(nd, shape, ostride);
     int64_t nout = tn__numel(nd, shape);
-    if (nout == 0) return;
+    if (nout == 0) return TN_OK;
     if (c.R == 0) {
         if (vals) fill_empty(vals, nout, div);
-        return;
+        return TN_OK;
     }
     /* The outputs are contiguous with `dim` dropped: seen with the kept
      * shape, their strides are ostride. */
@@ -505,11 +519,12 @@ void tn__reduce_kernel(tn_red_op op, const tn_tensor *in, int dim, tn_tensor *va
                 fn(&c, &w, 1);
             }
         }
-        return;
+        return TN_OK;
     }
     for (int64_t r = 0; r < rows; r++) {
         red_row w;
         row_at(&it, kv, kj, r, &w);
         fn(&c, &w, nt);
     }
+    return TN_OK;
 }

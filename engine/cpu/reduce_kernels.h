@@ -10,8 +10,9 @@
 #define TN_CPU_REDUCE_KERNELS_H
 
 #include "../core/internal.h"
+#include "../core/kernel_args.h"
 
-typedef enum tn_red_op { TN_RED_SUM, TN_RED_MAX, TN_RED_MIN } tn_red_op;
+/* tn_red_op: engine/core/kernel_args.h */
 
 /* Reduces `in` over dimension `dim` (0 <= dim < max(in->ndim, 1)), or over
  * all its elements when dim < 0 (then `in` must be contiguous).
@@ -21,8 +22,9 @@ typedef enum tn_red_op { TN_RED_SUM, TN_RED_MAX, TN_RED_MIN } tn_red_op;
  * `div`, 1 for a plain sum), int64 otherwise. TN_RED_MAX/MIN write the
  * extreme value (in's dtype) and/or the int64 index of its first occurrence;
  * NaN wins (the first NaN), as PyTorch. The reduced size must be > 0 for
- * MAX/MIN unless there is nothing to compute. */
-void tn__reduce_kernel(tn_red_op op, const tn_tensor *in, int dim, tn_tensor *vals, tn_tensor *idx,
-                       double div);
+ * MAX/MIN unless there is nothing to compute. Device tensors go to their
+ * backend (outputs on the same device); only they can fail. */
+tn_status tn__reduce_kernel(tn_red_op op, const tn_tensor *in, int dim, tn_tensor *vals,
+                            tn_tensor *idx, double div);
 
 #endif

@@ -42,11 +42,24 @@ static tn_status pass_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     return TN_OK;
 }
 static const tn_fn_info clone_fn = {"CloneBackward0", pass_bw};
-static const tn_fn_info to_copy_fn = {"ToCopyBackward0", pass_bw};
+/* The gradient goes back to the source's device (the engine converts the
+ * dtype); recorded itself under create_graph. */
+static tn_status to_copy_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
+    const tn_input_meta *m = &n->in_meta[0];
+    if (tn__same_device(tn__dev(go[0]), m->device)) {
+        gi[0] = tn__retain(go[0]);
+        return TN_OK;
+    }
+    gi[0] = tn_to(go[0], TN_DTYPE_SAME, m->device);
+    return gi[0] ? TN_OK : tn_last_status();
+}
+static const tn_fn_info to_copy_fn = {"ToCopyBackward0", to_copy_bw};
 
-/* out = copy of src (dtype dt) recorded with fn when src requires grad. */
-static tn_tensor *copy_recorded(const tn_tensor *src, tn_dtype dt, const tn_fn_info *fn) {
-    tn_tensor *out = tn__copy_as(src, dt);
+/* out = copy of src (dtype dt, on dev) recorded with fn when src requires
+ * grad. */
+static tn_tensor *copy_recorded(const tn_tensor *src, tn_dtype dt, tn_device dev,
+                                const tn_fn_info *fn) {
+    tn_tensor *out = tn__copy_to_device(src, dt, dev);
     if (!out || !tn__is_float(dt) || !tn__needs_grad(1, &src)) return out;
     tn_node *n = tn__node_new(fn, 1, &src, 0, 1);
     tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
@@ -60,15 +73,19 @@ static tn_tensor *copy_recorded(const tn_tensor *src, tn_dtype dt, const tn_fn_i
 
 tn_tensor *tn_clone(tn_tensor *t) {
     TN_CHECK_NULL_ARG(t, "self");
-    return tn__ret(copy_recorded(t, t->dtype, &clone_fn));
+    return tn__ret(copy_recorded(t, t->dtype, tn__dev(t), &clone_fn));
 }
 
 tn_tensor *tn__clone_recorded(const tn_tensor *t) {
-    return copy_recorded(t, t->dtype, &clone_fn);
+    return copy_recorded(t, t->dtype, tn__dev(t), &clone_fn);
 }
 
 tn_tensor *tn__to_dtype_autograd(tn_tensor *src, tn_dtype dt) {
-    return copy_recorded(src, dt, &to_copy_fn);
+    return copy_recorded(src, dt, tn__dev(src), &to_copy_fn);
+}
+
+tn_tensor *tn__to_autograd(tn_tensor *src, tn_dtype dt, tn_device dev) {
+    return copy_recorded(src, dt, dev, &to_copy_fn);
 }
 
 /* copy_: the old value of dst gets no gradient; src gets g (summed back to
@@ -84,8 +101,6 @@ static const tn_fn_info copy_fn = {"CopyBackwards", copy_bw};
 tn_status tn_copy_(tn_tensor *dst, const tn_tensor *src) {
     TN_CHECK_NULL_ARG_ST(dst, "self");
     TN_CHECK_NULL_ARG_ST(src, "src");
-    if (src->storage->device.type != dst->storage->device.type)
-        return tn__error(TN_ERR_DEVICE, "copy_ between these devices is not available");
     tn_status st = tn__inplace_prepare("copy_", dst, src, dst->dtype);
     if (st < 0) return st;
     tn_tensor *tmp = NULL;

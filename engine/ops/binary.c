@@ -3,27 +3,6 @@
  * Node layout: inputs {a, b}; saved {0: a, 1: b, 2: result}; d[0] = alpha. */
 #include "pointwise_driver.h"
 
-TN_BIN_ALL(add, x + y)
-TN_BIN_ALL(sub, x - y)
-TN_BIN_ALL(mul, x *y)
-TN_BIN_FLOAT(div, x / y)
-TN_DEFINE_BINARY_LOOP(pow_f32, float, float, powf(x, y))
-TN_DEFINE_BINARY_LOOP(pow_f64, double, double, pow(x, y))
-TN_DEFINE_BINARY_LOOP(pow_i16, int16_t, int16_t, pow((double)x, (double)y))
-TN_DEFINE_BINARY_LOOP(pow_i32, int32_t, int32_t, pow((double)x, (double)y))
-TN_DEFINE_BINARY_LOOP(pow_i64, int64_t, int64_t, pow((double)x, (double)y))
-static const tn_loop_fn pow_loops[TN_DTYPE_COUNT] = {pow_f32, pow_f64, pow_i16, pow_i32, pow_i64};
-/* maximum/minimum propagate NaN, as PyTorch */
-TN_BIN_ALL(maximum, (x != x || y != y) ? x + y : (x > y ? x : y))
-TN_BIN_ALL(minimum, (x != x || y != y) ? x + y : (x < y ? x : y))
-/* gradient share of x in maximum(x, y): 1 if x wins, 1/2 on ties */
-TN_BIN_FLOAT(maxshare, x > y ? 1 : (x == y ? 0.5 : 0))
-TN_BIN_CMP(eq, x == y)
-TN_BIN_CMP(ne, x != y)
-TN_BIN_CMP(lt, x < y)
-TN_BIN_CMP(le, x <= y)
-TN_BIN_CMP(gt, x > y)
-TN_BIN_CMP(ge, x >= y)
 /* out = mask ? 0 : x (mask is bool, passed as operand 2) */
 #define MZ(T)                                                                             \
     static void mz_##T(void *c, int64_t n, char **p, const int64_t *s) {                  \
@@ -46,7 +25,7 @@ typedef enum { K_ARITH, K_TRUEDIV, K_CMP } binop_kind;
 
 typedef struct binop {
     const char *name;
-    const tn_loop_fn *loops;
+    tn_pw_code code;
     binop_kind kind;
     const tn_fn_info *grad;
     bool save_a, save_b, save_out; /* what backward needs */
@@ -142,7 +121,7 @@ static tn_status minmax_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi, boo
     for (int i = 0; i < 2 && st == TN_OK; i++) {
         if (!want(n, i)) continue;
         const tn_tensor *x = (i == 0) == is_max ? a : b, *y = x == a ? b : a;
-        tn_tensor *share = tn__pw_binary("maximum_backward", maxshare_loops, x, y, dt, dt);
+        tn_tensor *share = tn__pw_binary("maximum_backward", TN_PW_maxshare, x, y, dt, dt);
         if (!share || !(gi[i] = tn_mul(go[0], share))) st = tn_last_status();
         tn_release(share);
     }
@@ -165,13 +144,13 @@ static const tn_fn_info pow_fn = {"PowBackward1", pow_bw};
 static const tn_fn_info maximum_fn = {"MaximumBackward0", maximum_bw};
 static const tn_fn_info minimum_fn = {"MinimumBackward0", minimum_bw};
 
-static const binop op_add = {"add", add_loops, K_ARITH, &add_fn, false, false, false};
-static const binop op_sub = {"sub", sub_loops, K_ARITH, &sub_fn, false, false, false};
-static const binop op_mul = {"mul", mul_loops, K_ARITH, &mul_fn, true, true, false};
-static const binop op_div = {"div", div_loops, K_TRUEDIV, &div_fn, true, true, false};
-static const binop op_pow = {"pow", pow_loops, K_ARITH, &pow_fn, true, true, true};
-static const binop op_maximum = {"maximum", maximum_loops, K_ARITH, &maximum_fn, true, true, false};
-static const binop op_minimum = {"minimum", minimum_loops, K_ARITH, &minimum_fn, true, true, false};
+static const binop op_add = {"add", TN_PW_add, K_ARITH, &add_fn, false, false, false};
+static const binop op_sub = {"sub", TN_PW_sub, K_ARITH, &sub_fn, false, false, false};
+static const binop op_mul = {"mul", TN_PW_mul, K_ARITH, &mul_fn, true, true, false};
+static const binop op_div = {"div", TN_PW_div, K_TRUEDIV, &div_fn, true, true, false};
+static const binop op_pow = {"pow", TN_PW_pow, K_ARITH, &pow_fn, true, true, true};
+static const binop op_maximum = {"maximum", TN_PW_maximum, K_ARITH, &maximum_fn, true, true, false};
+static const binop op_minimum = {"minimum", TN_PW_minimum, K_ARITH, &minimum_fn, true, true, false};
 
 /* ---- forward ------------------------------------------------------------------- */
 
@@ -212,10 +191,9 @@ static tn_tensor *binary(const binop *op, const tn_tensor *a, const tn_tensor *b
     tn_tensor *bb = NULL;
     if (alpha != 1) { /* a + alpha * b */
         tn_pw_ctx c = {alpha, 0};
-        extern const tn_loop_fn *tn__mul_scalar_loops;
-        if (!(bb = tn__pw_unary("mul", tn__mul_scalar_loops, b, dt, &c))) return NULL;
+        if (!(bb = tn__pw_unary("mul", TN_PW_muls, b, dt, &c))) return NULL;
     }
-    tn_tensor *out = tn__pw_binary(op->name, op->loops, a, bb ? bb : b, dt, dt);
+    tn_tensor *out = tn__pw_binary(op->name, op->code, a, bb ? bb : b, dt, dt);
     tn_release(bb);
     if (!out) return NULL;
     if (tn__needs_grad(2, (const tn_tensor *[]){a, b}) && record(op, out, a, b, alpha) < 0) {
@@ -242,19 +220,19 @@ tn_tensor *tn_add_alpha(const tn_tensor *a, const tn_tensor *b, double alpha) {
 
 /* ---- comparisons ----------------------------------------------------------------- */
 
-static tn_tensor *compare(const char *name, const tn_loop_fn *loops, const tn_tensor *a,
+static tn_tensor *compare(const char *name, tn_pw_code code, const tn_tensor *a,
                           const tn_tensor *b) {
     TN_CHECK_NULL_ARG(a, "self");
     TN_CHECK_NULL_ARG(b, "other");
-    return tn__ret(tn__pw_binary(name, loops, a, b, tn__promote(a, b), TN_BOOL));
+    return tn__ret(tn__pw_binary(name, code, a, b, tn__promote(a, b), TN_BOOL));
 }
 
-tn_tensor *tn_eq(const tn_tensor *a, const tn_tensor *b) { return compare("eq", eq_loops, a, b); }
-tn_tensor *tn_ne(const tn_tensor *a, const tn_tensor *b) { return compare("ne", ne_loops, a, b); }
-tn_tensor *tn_lt(const tn_tensor *a, const tn_tensor *b) { return compare("lt", lt_loops, a, b); }
-tn_tensor *tn_le(const tn_tensor *a, const tn_tensor *b) { return compare("le", le_loops, a, b); }
-tn_tensor *tn_gt(const tn_tensor *a, const tn_tensor *b) { return compare("gt", gt_loops, a, b); }
-tn_tensor *tn_ge(const tn_tensor *a, const tn_tensor *b) { return compare("ge", ge_loops, a, b); }
+tn_tensor *tn_eq(const tn_tensor *a, const tn_tensor *b) { return compare("eq", TN_PW_eq, a, b); }
+tn_tensor *tn_ne(const tn_tensor *a, const tn_tensor *b) { return compare("ne", TN_PW_ne, a, b); }
+tn_tensor *tn_lt(const tn_tensor *a, const tn_tensor *b) { return compare("lt", TN_PW_lt, a, b); }
+tn_tensor *tn_le(const tn_tensor *a, const tn_tensor *b) { return compare("le", TN_PW_le, a, b); }
+tn_tensor *tn_gt(const tn_tensor *a, const tn_tensor *b) { return compare("gt", TN_PW_gt, a, b); }
+tn_tensor *tn_ge(const tn_tensor *a, const tn_tensor *b) { return compare("ge", TN_PW_ge, a, b); }
 
 /* ---- masked zero (differentiable in x) -------------------------------------------- */
 
@@ -272,14 +250,26 @@ static const tn_fn_info masked_zero_fn = {"MaskedFillBackward0", masked_zero_bw}
 tn_tensor *tn__masked_zero(const tn_tensor *x, const tn_tensor *mask) {
     int nd;
     int64_t shape[TN_MAX_DIMS];
-    if (tn__pw_check_dtype("masked_fill", mz_loops, x->dtype) < 0) return NULL;
+    tn_device dev;
+    if (!tn__is_float(x->dtype)) {
+        tn__error(TN_ERR_DTYPE, "\"masked_fill\" not implemented for '%s'",
+                  tn_dtype_name(x->dtype));
+        return NULL;
+    }
+    if (tn__result_device(2, (const tn_tensor *[]){x, mask}, &dev) < 0) return NULL;
     if (tn__broadcast_shape(x->ndim, x->shape, mask->ndim, mask->shape, &nd, shape) < 0)
         return NULL;
-    tn_tensor *out = tn__empty(nd, shape, x->dtype);
-    if (!out) return NULL;
-    tn_iter it;
-    tn__iter_init(&it, 3, (tn_tensor *const[]){out, (tn_tensor *)x, (tn_tensor *)mask});
-    tn__iter_run(&it, mz_loops[x->dtype], NULL, true);
+    tn_tensor *out = tn__empty_on(nd, shape, x->dtype, dev);
+    tn_tensor *xd = out ? tn__on_device(x, dev) : NULL, *md = xd ? tn__on_device(mask, dev) : NULL;
+    tn_status st0 = md ? tn__dev_pointwise(TN_PW_MASKED_ZERO, mz_loops[x->dtype], x->dtype, 3,
+                                           (tn_tensor *const[]){out, xd, md}, NULL, true)
+                       : tn_last_status();
+    tn_release(xd);
+    tn_release(md);
+    if (st0 < 0) {
+        tn_release(out);
+        return NULL;
+    }
     if (tn__needs_grad(1, &x)) {
         tn_node *n = tn__node_new(&masked_zero_fn, 1, &x, 1, 1);
         tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
@@ -322,7 +312,7 @@ static tn_status binary_out(const binop *op, tn_tensor *out, const tn_tensor *a,
     if (out->dtype != dt)
         return tn__error(TN_ERR_DTYPE, "%s(): expected out dtype %s, got %s", op->name,
                          tn_dtype_name(dt), tn_dtype_name(out->dtype));
-    st = tn__pw_binary_into(op->name, op->loops, out, a, b, dt);
+    st = tn__pw_binary_into(op->name, op->code, out, a, b, dt);
     if (st == TN_OK) tn__version_bump(out, op->name);
     return st;
 }
@@ -344,7 +334,7 @@ static tn_status binary_(const binop *op, const char *name, tn_tensor *self, con
     tn_dtype dt = compute_dtype(op, self, b);
     tn_status st = check_bool_sub(op, self, b);
     if (st == TN_OK) st = tn__inplace_prepare(op->name, self, b, dt);
-    if (st == TN_OK) st = tn__pw_check_dtype(op->name, op->loops, self->dtype);
+    if (st == TN_OK) st = tn__pw_check_dtype(op->name, op->code, self->dtype);
     if (st < 0) return st;
     tn_node *n = NULL;
     tn_tensor *src = NULL;
@@ -363,7 +353,7 @@ static tn_status binary_(const binop *op, const char *name, tn_tensor *self, con
             st = tn__node_save(n, 1, b, false);
     }
     if (st == TN_OK)
-        st = tn__pw_binary_into(op->name, op->loops, self, self, src ? src : b, self->dtype);
+        st = tn__pw_binary_into(op->name, op->code, self, self, src ? src : b, self->dtype);
     tn_release(src);
     if (st < 0) {
         tn__node_release(n);
@@ -380,5 +370,5 @@ tn_status tn_div_(tn_tensor *a, const tn_tensor *b) { return binary_(&op_div, "d
 
 /* dst += src, no autograd, no version bump (gradient accumulation). */
 tn_status tn__add_into(tn_tensor *dst, const tn_tensor *src) {
-    return tn__pw_binary_into("add", add_loops, dst, dst, src, dst->dtype);
+    return tn__pw_binary_into("add", TN_PW_add, dst, dst, src, dst->dtype);
 }

@@ -23,7 +23,7 @@ static tn_status cat_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
         int64_t len = skip ? 0 : m->shape[d];
         if (tn__edge_valid(&n->edges[k]))
             TN_TRY(gi[k] =
-                       skip ? tn__zeros(1, m->shape, go[0]->dtype) : tn_narrow(go[0], d, off, len));
+                       skip ? tn__zeros_on(1, m->shape, go[0]->dtype, tn__dev(go[0])) : tn_narrow(go[0], d, off, len));
         off += len;
     }
     return TN_OK;
@@ -47,7 +47,7 @@ static tn_status check_list(const char *op, int n, tn_tensor *const *ts, tn_dtyp
     for (int k = 0; k < n; k++) {
         if (!ts[k])
             return tn__error(TN_ERR_INVALID_ARGUMENT, "%s: tensor %d of the list is NULL", op, k);
-        if (ts[k]->storage->device.type != ts[0]->storage->device.type)
+        if (!tn__same_device(tn__dev(ts[k]), tn__dev(ts[0])))
             return tn__error(TN_ERR_DEVICE,
                              "Expected all tensors to be on the same device, but "
                              "found at least two devices (tensor 0 and tensor %d)",
@@ -141,7 +141,8 @@ tn_tensor *tn_cat(int n, tn_tensor *const *ts, int dim) {
         if (cat_shape(n, ts, ref, d, shape) < 0 || tn__check_shape(nd, shape, dt, NULL) < 0)
             return NULL;
     }
-    tn_tensor *out = tn__empty(nd, shape, dt);
+    tn_device dev = tn__dev(ts[0]); /* check_list: all on one device */
+    tn_tensor *out = tn__empty_on(nd, shape, dt, dev);
     if (!out) return NULL;
     int64_t pos = 0;
     for (int k = 0; k < n && ref; k++) {
@@ -188,7 +189,8 @@ tn_tensor *tn_stack(int n, tn_tensor *const *ts, int dim) {
     for (int i = 0, j = 0; i <= t0->ndim; i++)
         shape[i] = i == d ? n : t0->shape[j++];
     if (tn__check_shape(t0->ndim + 1, shape, dt, NULL) < 0) return NULL;
-    tn_tensor *out = tn__empty(t0->ndim + 1, shape, dt);
+    tn_device dev = tn__dev(ts[0]); /* check_list: all on one device */
+    tn_tensor *out = tn__empty_on(t0->ndim + 1, shape, dt, dev);
     if (!out) return NULL;
     for (int k = 0; k < n; k++) {
         if (place(out, d, k, -1, ts[k]) < 0) {

@@ -70,8 +70,35 @@ static bool folds(int nd, const int64_t *shape, const int64_t *st, int64_t *row_
  * (abatch, n, k) or a vector (k) when a_vec; b is (bbatch, k, m) or a
  * vector (k) when b_vec. The batch (nbd dims, bshape) is the broadcast of
  * the operands' batch dims. */
+static tn_status product_on(tn_tensor *out, const tn_tensor *a, bool a_vec, const tn_tensor *b,
+                            bool b_vec, int nbd, const int64_t *bshape, bool accumulate);
+
+/* A device BLAS reads a matrix with unit stride along its rows or its
+ * columns (a vector: unit stride); other operands get a contiguous copy. */
+static bool blas_layout(const tn_tensor *t, bool vec) {
+    if (vec) return t->stride[t->ndim - 1] == 1 || t->shape[t->ndim - 1] <= 1;
+    int64_t r = t->shape[t->ndim - 2], c = t->shape[t->ndim - 1];
+    int64_t rs = t->stride[t->ndim - 2], cs = t->stride[t->ndim - 1];
+    return (cs == 1 && rs >= (c > 1 ? c : 1)) || (rs == 1 && cs >= (r > 1 ? r : 1));
+}
+
 static tn_status product(tn_tensor *out, const tn_tensor *a, bool a_vec, const tn_tensor *b,
                          bool b_vec, int nbd, const int64_t *bshape, bool accumulate) {
+    if (tn__on_cpu(out) || (blas_layout(a, a_vec) && blas_layout(b, b_vec)))
+        return product_on(out, a, a_vec, b, b_vec, nbd, bshape, accumulate);
+    tn_tensor *ac = blas_layout(a, a_vec) ? tn__retain((tn_tensor *)a) : tn__copy_as(a, a->dtype);
+    tn_tensor *bc = !ac ? NULL
+                    : blas_layout(b, b_vec) ? tn__retain((tn_tensor *)b)
+                                            : tn__copy_as(b, b->dtype);
+    tn_status st = bc ? product_on(out, ac, a_vec, bc, b_vec, nbd, bshape, accumulate)
+                      : tn_last_status();
+    tn_release(ac);
+    tn_release(bc);
+    return st;
+}
+
+static tn_status product_on(tn_tensor *out, const tn_tensor *a, bool a_vec, const tn_tensor *b,
+                            bool b_vec, int nbd, const int64_t *bshape, bool accumulate) {
     int64_t n = a_vec ? 1 : a->shape[a->ndim - 2], k = a->shape[a->ndim - 1];
     int64_t m = b_vec ? 1 : b->shape[b->ndim - 1];
     tn_gemm g = {
@@ -81,7 +108,9 @@ static tn_status product(tn_tensor *out, const tn_tensor *a, bool a_vec, const t
         .a = tn__ptr(a),
         .b = tn__ptr(b),
         .c = tn__ptr(out),
-        .rsa = a_vec ? 0 : a->stride[a->ndim - 2],
+        /* a vector a is a 1 x k matrix: its row stride is arbitrary (k keeps
+         * a device BLAS's leading-dimension rule) */
+        .rsa = a_vec ? k : a->stride[a->ndim - 2],
         .csa = a->stride[a->ndim - 1],
         .rsb = b->stride[b->ndim - (b_vec ? 1 : 2)],
         .csb = b_vec ? 1 : b->stride[b->ndim - 1],
@@ -111,10 +140,10 @@ static tn_status product(tn_tensor *out, const tn_tensor *a, bool a_vec, const t
         if (!bcast && folds(nbd + 1, shape, st, &rs)) {
             g.m = n * tn__numel(nbd, bshape);
             g.rsa = rs;
-            return tn__gemm(out->dtype, &g, NULL);
+            return tn__dev_gemm(out->dtype, &g, NULL, tn__dev(out));
         }
     }
-    return tn__gemm(out->dtype, &g, nbd ? &bt : NULL);
+    return tn__dev_gemm(out->dtype, &g, nbd ? &bt : NULL, tn__dev(out));
 }
 
 /* ---- checks ------------------------------------------------------------------- */
@@ -178,9 +207,12 @@ static tn_status check_inner(mm_kind kind, const tn_tensor *a, const tn_tensor *
 }
 
 static tn_status check_device(const tn_tensor *a, const tn_tensor *b) {
-    if (a->storage->device.type != TN_CPU || b->storage->device.type != TN_CPU)
-        return tn__error(TN_ERR_DEVICE, "matmul: only CPU tensors are supported here");
-    return TN_OK;
+    if (tn__same_device(tn__dev(a), tn__dev(b))) return TN_OK;
+    char x[32], y[32];
+    return tn__error(TN_ERR_DEVICE,
+                     "Expected all tensors to be on the same device, but found at least two "
+                     "devices, %s and %s!",
+                     tn__device_str(tn__dev(a), x, sizeof x), tn__device_str(tn__dev(b), y, sizeof y));
 }
 
 /* ---- backward --------------------------------------------------------------------- */
@@ -305,7 +337,7 @@ tn_tensor *tn_matmul(const tn_tensor *a, const tn_tensor *b) {
     memcpy(oshape, bshape, (size_t)nbd * sizeof *oshape);
     if (!av) oshape[ond++] = a->shape[a->ndim - 2];
     if (!bv) oshape[ond++] = b->shape[b->ndim - 1];
-    tn_tensor *out = tn__empty(ond, oshape, a->dtype);
+    tn_tensor *out = tn__empty_on(ond, oshape, a->dtype, tn__dev(a));
     if (!out) return NULL;
     if (product(out, a, av, b, bv, nbd, bshape, false) < 0 ||
         (tn__needs_grad(2, (const tn_tensor *[]){a, b}) &&
@@ -414,7 +446,7 @@ tn_tensor *tn_linear(const tn_tensor *x, const tn_tensor *w, const tn_tensor *bi
     int64_t oshape[TN_MAX_DIMS];
     memcpy(oshape, x->shape, (size_t)x->ndim * sizeof *oshape);
     oshape[x->ndim - 1] = w->shape[0];
-    tn_tensor *out = tn__empty(x->ndim, oshape, x->dtype);
+    tn_tensor *out = tn__empty_on(x->ndim, oshape, x->dtype, tn__dev(x));
     /* w^T as a (in, out) operand read through w's strides: no copy. */
     int64_t wt_shape[2] = {w->shape[1], w->shape[0]}, wt_stride[2] = {w->stride[1], w->stride[0]};
     tn_tensor *wt = out ? tn__alias(w, 2, wt_shape, wt_stride, w->offset) : NULL;

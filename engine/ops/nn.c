@@ -9,6 +9,7 @@
  */
 #include <math.h>
 
+#include "../cpu/reduce_kernels.h"
 #include "pointwise_driver.h"
 
 #define IGNORE_INDEX (-100) /* PyTorch's default ignore_index */
@@ -36,7 +37,7 @@ static sm_geom geom_of(const tn_tensor *t, int dim) {
     return g;
 }
 
-enum { SM_FWD, LSM_FWD, SM_BWD, LSM_BWD };
+/* modes: TN_SM_FWD, TN_LSM_FWD, TN_SM_BWD, TN_LSM_BWD (kernel_args.h) */
 
 /* Forward (x -> y) and backward (g, y -> gx) of softmax and log_softmax
  * over one row of g->d values spaced `inner` apart, for w <= CHUNK
@@ -49,10 +50,10 @@ enum { SM_FWD, LSM_FWD, SM_BWD, LSM_BWD };
                              int64_t w) {                                                          \
         T m[CHUNK], s[CHUNK];                                                                      \
         for (int64_t i = 0; i < w; i++) {                                                          \
-            m[i] = mode == SM_FWD || mode == LSM_FWD ? x[i] : 0;                                   \
+            m[i] = mode == TN_SM_FWD || mode == TN_LSM_FWD ? x[i] : 0;                                   \
             s[i] = 0;                                                                              \
         }                                                                                          \
-        if (mode == SM_FWD || mode == LSM_FWD) {                                                   \
+        if (mode == TN_SM_FWD || mode == TN_LSM_FWD) {                                                   \
             for (int64_t d = 1; d < dn; d++)                                                       \
                 for (int64_t i = 0; i < w; i++) {                                                  \
                     T v = x[d * inner + i];                                                        \
@@ -61,10 +62,10 @@ enum { SM_FWD, LSM_FWD, SM_BWD, LSM_BWD };
             for (int64_t d = 0; d < dn; d++)                                                       \
                 for (int64_t i = 0; i < w; i++) {                                                  \
                     T e = TN_M(exp, x[d * inner + i] - m[i]);                                      \
-                    if (mode == SM_FWD) out[d * inner + i] = e;                                    \
+                    if (mode == TN_SM_FWD) out[d * inner + i] = e;                                    \
                     s[i] += e;                                                                     \
                 }                                                                                  \
-            if (mode == SM_FWD) {                                                                  \
+            if (mode == TN_SM_FWD) {                                                                  \
                 for (int64_t i = 0; i < w; i++)                                                    \
                     s[i] = 1 / s[i];                                                               \
                 for (int64_t d = 0; d < dn; d++)                                                   \
@@ -83,19 +84,26 @@ enum { SM_FWD, LSM_FWD, SM_BWD, LSM_BWD };
         /* backward: x is the incoming gradient g */                                               \
         for (int64_t d = 0; d < dn; d++)                                                           \
             for (int64_t i = 0; i < w; i++)                                                        \
-                s[i] += mode == SM_BWD ? x[d * inner + i] * y[d * inner + i] : x[d * inner + i];   \
+                s[i] += mode == TN_SM_BWD ? x[d * inner + i] * y[d * inner + i] : x[d * inner + i];   \
         for (int64_t d = 0; d < dn; d++)                                                           \
             for (int64_t i = 0; i < w; i++) {                                                      \
                 int64_t k = d * inner + i;                                                         \
-                out[k] = mode == SM_BWD ? y[k] * (x[k] - s[i]) : x[k] - TN_M(exp, y[k]) * s[i];    \
+                out[k] = mode == TN_SM_BWD ? y[k] * (x[k] - s[i]) : x[k] - TN_M(exp, y[k]) * s[i];    \
             }                                                                                      \
     }
 DEFINE_SM_ROW(f32, float)
 DEFINE_SM_ROW(f64, double)
 
 /* out = mode(x[, y]); all contiguous with geometry g. Threads own rows. */
-static void sm_run(int mode, tn_dtype dt, const tn_tensor *x, const tn_tensor *y, tn_tensor *out,
-                   sm_geom g) {
+static tn_status sm_run(int mode, tn_dtype dt, const tn_tensor *x, const tn_tensor *y,
+                        tn_tensor *out, sm_geom g) {
+    if (!tn__on_cpu(out)) {
+        tn_sm_args a = {mode, dt, g.outer, g.d, g.inner, tn__ptr(x), y ? tn__ptr(y) : NULL,
+                        tn__ptr(out)};
+        tn_status st = tn__dev_softmax(&a, tn__dev(out));
+        if (st == TN_OK) tn__storage_wrote(out->storage);
+        return st;
+    }
     int64_t rows = g.outer * g.chunks;
     int nt = tn__threads_for(g.outer * g.d * g.inner);
     (void)nt; /* only read by OpenMP */
@@ -115,6 +123,7 @@ static void sm_run(int mode, tn_dtype dt, const tn_tensor *x, const tn_tensor *y
                        (double *)(op + off), g.d, g.inner, w);
     }
     tn__storage_wrote(out->storage);
+    return TN_OK;
 }
 
 /* t itself when contiguous, else a contiguous copy (new reference either way). */
@@ -133,10 +142,12 @@ static tn_status softmax_family_bw(tn_node *n, tn_tensor *g, tn_tensor **gi, boo
     tn_status st = TN_OK;
     if (!tn__grad_enabled()) {
         tn_tensor *gc = contig(g), *out = gc ? tn__empty_like(y) : NULL;
-        if (out)
-            sm_run(log ? LSM_BWD : SM_BWD, y->dtype, gc, y, out, geom_of(y, dim));
-        else
-            st = tn_last_status();
+        st = out ? sm_run(log ? TN_LSM_BWD : TN_SM_BWD, y->dtype, gc, y, out, geom_of(y, dim))
+                 : tn_last_status();
+        if (st < 0) {
+            tn_release(out);
+            out = NULL;
+        }
         tn_release(gc);
         gi[0] = out;
     } else if (log) { /* g - exp(y) * sum(g, dim) */
@@ -177,8 +188,11 @@ static tn_tensor *softmax_family(const tn_tensor *a, int dim, bool log) {
         return NULL;
     }
     tn_tensor *x = contig(a), *out = x ? tn__empty_like(a) : NULL;
-    if (out && tn_numel(a) > 0)
-        sm_run(log ? LSM_FWD : SM_FWD, a->dtype, x, NULL, out, geom_of(a, d));
+    if (out && tn_numel(a) > 0 &&
+        sm_run(log ? TN_LSM_FWD : TN_SM_FWD, a->dtype, x, NULL, out, geom_of(a, d)) < 0) {
+        tn_release(out);
+        out = NULL;
+    }
     tn_release(x);
     if (!out) return NULL;
     if (tn__needs_grad(1, &a)) {
@@ -228,6 +242,22 @@ static tn_status read_targets(const tn_tensor *t, int64_t c, int64_t *vals, int6
  * Under create_graph it is built as g * (constant scatter), so the
  * recorded graph reaches g (the loss is linear in log_probs: no term
  * through the log-probs themselves). */
+/* A (N, C) or (C) tensor on dev: v at each counted target, 0 elsewhere
+ * (built on the host: one scatter of N values). */
+static tn_tensor *target_weights(int ndim, const int64_t *shape, tn_dtype dt, const int64_t *vals,
+                                 int64_t nt, double v, tn_device dev) {
+    tn_tensor *s = tn__zeros(ndim, shape, dt);
+    if (!s) return NULL;
+    char *p = tn__ptr(s);
+    size_t es = tn__dtype_sizes[dt];
+    int64_t c = shape[ndim - 1];
+    for (int64_t i = 0; i < nt; i++)
+        if (vals[i] != IGNORE_INDEX) tn__store(p + (size_t)(i * c + vals[i]) * es, dt, v);
+    tn_tensor *d = tn__on_device(s, dev);
+    tn_release(s);
+    return d;
+}
+
 static tn_status nll_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     tn_tensor *t = tn__node_unpack(n, 0);
     TN_TRY(t);
@@ -238,13 +268,10 @@ static tn_status nll_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     bool direct = !tn__grad_enabled();
     tn_status st = vals ? read_targets(t, c, vals, &cnt) : tn_last_status();
     if (st == TN_OK && direct) st = tn_item(go[0], &gv);
-    tn_tensor *s = st == TN_OK ? tn__zeros(m->ndim, m->shape, m->dtype) : NULL;
+    double v = -(direct ? gv : 1.0) / (double)n->d[0];
+    tn_tensor *s = st == TN_OK ? target_weights(m->ndim, m->shape, m->dtype, vals, nt, v, m->device)
+                               : NULL;
     if (s) {
-        char *p = tn__ptr(s);
-        size_t es = tn__dtype_sizes[m->dtype];
-        double v = -(direct ? gv : 1.0) / (double)n->d[0];
-        for (int64_t i = 0; i < nt; i++)
-            if (vals[i] != IGNORE_INDEX) tn__store(p + (size_t)(i * c + vals[i]) * es, m->dtype, v);
         if (direct)
             gi[0] = s;
         else if (!(gi[0] = tn_mul(s, go[0])))
@@ -291,8 +318,26 @@ static tn_status ce_check(const tn_tensor *logits, const tn_tensor *targets) {
     return TN_OK;
 }
 
+/* On a device: sum(lp * weights), the weights -1/count at the targets. */
+static tn_tensor *nll_forward_device(const tn_tensor *lp, const int64_t *vals, int64_t nt,
+                                     int64_t count) {
+    if (count == 0) return tn__full_on(0, NULL, lp->dtype, NAN, tn__dev(lp));
+    tn_tensor *w = target_weights(lp->ndim, lp->shape, lp->dtype, vals, nt, -1.0 / (double)count,
+                                  tn__dev(lp));
+    tn_tensor *p = w ? tn__pw_binary("nll_loss", TN_PW_mul, lp, w, lp->dtype, lp->dtype) : NULL;
+    tn_tensor *out = p ? tn__empty_on(0, NULL, lp->dtype, tn__dev(lp)) : NULL;
+    if (out && tn__reduce_kernel(TN_RED_SUM, p, -1, out, NULL, 1) < 0) {
+        tn_release(out);
+        out = NULL;
+    }
+    tn_release(w);
+    tn_release(p);
+    return out;
+}
+
 /* loss = -mean over counted targets of log_probs[i, t_i] (NaN when none). */
 static tn_tensor *nll_forward(const tn_tensor *lp, const int64_t *vals, int64_t nt, int64_t count) {
+    if (!tn__on_cpu(lp)) return nll_forward_device(lp, vals, nt, count);
     int64_t c = lp->shape[lp->ndim - 1];
     double sum = 0;
     const char *p = tn__ptr(lp);
@@ -305,7 +350,10 @@ static tn_tensor *nll_forward(const tn_tensor *lp, const int64_t *vals, int64_t 
 tn_tensor *tn_cross_entropy(const tn_tensor *logits, const tn_tensor *targets) {
     TN_CHECK_NULL_ARG(logits, "input");
     TN_CHECK_NULL_ARG(targets, "target");
-    if (ce_check(logits, targets) < 0) return NULL;
+    tn_device dev;
+    if (ce_check(logits, targets) < 0 ||
+        tn__result_device(2, (const tn_tensor *[]){logits, targets}, &dev) < 0)
+        return NULL;
     int64_t nt = tn_numel(targets), count = 0;
     int64_t *vals = tn__alloc((size_t)(nt ? nt : 1) * sizeof *vals);
     if (!vals || read_targets(targets, logits->shape[logits->ndim - 1], vals, &count) < 0) {
@@ -334,8 +382,6 @@ tn_tensor *tn_cross_entropy(const tn_tensor *logits, const tn_tensor *targets) {
 }
 
 /* ---- mse_loss -------------------------------------------------------------------------- */
-
-TN_BIN_FLOAT(sqdiff, (x - y) * (x - y))
 
 /* Sum of a contiguous float buffer in fixed blocks (partial sums in block
  * order), so the result does not depend on the thread count. */
@@ -367,6 +413,21 @@ static tn_status sum_contig(const tn_tensor *t, double *out) {
     return TN_OK;
 }
 
+/* Mean of a contiguous float tensor as a 0-dim tensor on its device. */
+static tn_tensor *mean_all(const tn_tensor *t) {
+    int64_t n = tn_numel(t);
+    if (tn__on_cpu(t)) {
+        double sum = 0;
+        return sum_contig(t, &sum) == TN_OK ? tn__full(0, NULL, t->dtype, sum / (double)n) : NULL;
+    }
+    tn_tensor *out = tn__empty_on(0, NULL, t->dtype, tn__dev(t));
+    if (out && tn__reduce_kernel(TN_RED_SUM, t, -1, out, NULL, (double)n) < 0) {
+        tn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* d/da = 2 (a - b) g / numel, d/db = the negation; the engine sums the
  * broadcast back to each input's shape and dtype. */
 static tn_status mse_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
@@ -393,12 +454,10 @@ tn_tensor *tn_mse_loss(const tn_tensor *a, const tn_tensor *b) {
         tn__error(TN_ERR_DTYPE, "\"mse_cpu\" not implemented for '%s'", tn_dtype_name(dt));
         return NULL;
     }
-    tn_tensor *sq = tn__pw_binary("mse_loss", sqdiff_loops, a, b, dt, dt);
+    tn_tensor *sq = tn__pw_binary("mse_loss", TN_PW_sqdiff, a, b, dt, dt);
     if (!sq) return NULL;
     int64_t numel = tn_numel(sq);
-    double sum = 0;
-    tn_tensor *out =
-        sum_contig(sq, &sum) == TN_OK ? tn__full(0, NULL, dt, sum / (double)numel) : NULL;
+    tn_tensor *out = mean_all(sq);
     tn_release(sq);
     if (out && tn__needs_grad(2, (const tn_tensor *[]){a, b})) {
         tn_node *n = tn__node_new(&mse_fn, 2, (const tn_tensor *[]){a, b}, 2, 1);

@@ -1,48 +1,51 @@
 /* The shared pointwise driver (see pointwise_driver.h). */
 #include "pointwise_driver.h"
 
-tn_status tn__pw_check_dtype(const char *op, const tn_loop_fn *loops, tn_dtype dt) {
-    if (tn__valid_dtype(dt) && loops[dt]) return TN_OK;
+tn_status tn__pw_check_dtype(const char *op, tn_pw_code code, tn_dtype dt) {
+    if (tn__valid_dtype(dt) && tn__pw_loops[code][dt]) return TN_OK;
     return tn__error(TN_ERR_DTYPE, "\"%s\" not implemented for '%s'", op, tn_dtype_name(dt));
 }
 
-/* Inputs converted to the compute dtype; a NULL slot means "use as is". */
-static tn_status cast_inputs(const tn_tensor *a, const tn_tensor *b, tn_dtype dt,
-                             tn_tensor **ca, tn_tensor **cb) {
-    *ca = *cb = NULL;
-    if (a->dtype != dt && !(*ca = tn__copy_as(a, dt))) return tn_last_status();
-    if (b && b->dtype != dt && !(*cb = tn__copy_as(b, dt))) {
-        tn_release(*ca);
-        *ca = NULL;
-        return tn_last_status();
-    }
-    return TN_OK;
+/* An input as the kernel needs it: dtype dt on device dev (a CPU scalar
+ * joining a device op moves there). NULL slot: use the input as is. */
+static tn_status prepare_input(const tn_tensor *x, tn_dtype dt, tn_device dev, tn_tensor **c) {
+    *c = NULL;
+    if (x->dtype == dt && tn__same_device(tn__dev(x), dev)) return TN_OK;
+    return (*c = tn__copy_to_device(x, dt, dev)) ? TN_OK : tn_last_status();
 }
 
-tn_status tn__pw_binary_into(const char *op, const tn_loop_fn *loops, tn_tensor *out,
+tn_status tn__pw_binary_into(const char *op, tn_pw_code code, tn_tensor *out,
                              const tn_tensor *a, const tn_tensor *b, tn_dtype compute) {
-    tn_status st = tn__pw_check_dtype(op, loops, compute);
+    tn_status st = tn__pw_check_dtype(op, code, compute);
+    tn_device dev;
+    if (st == TN_OK) st = tn__result_device(3, (const tn_tensor *[]){out, a, b}, &dev);
     if (st < 0) return st;
-    tn_tensor *ca, *cb;
-    if ((st = cast_inputs(a, b, compute, &ca, &cb)) < 0) return st;
-    tn_iter it;
-    tn__iter_init(&it, 3, (tn_tensor *const[]){out, ca ? ca : (tn_tensor *)a,
-                                                cb ? cb : (tn_tensor *)b});
-    tn__iter_run(&it, loops[compute], NULL, true);
-    tn__storage_wrote(out->storage);
+    tn_tensor *ca = NULL, *cb = NULL;
+    if ((st = prepare_input(a, compute, tn__dev(out), &ca)) < 0 ||
+        (st = prepare_input(b, compute, tn__dev(out), &cb)) < 0) {
+        tn_release(ca);
+        return st;
+    }
+    st = tn__dev_pointwise(code, NULL, compute, 3,
+                           (tn_tensor *const[]){out, ca ? ca : (tn_tensor *)a,
+                                                cb ? cb : (tn_tensor *)b},
+                           NULL, true);
+    if (st == TN_OK) tn__storage_wrote(out->storage);
     tn_release(ca);
     tn_release(cb);
-    return TN_OK;
+    return st;
 }
 
-tn_tensor *tn__pw_binary(const char *op, const tn_loop_fn *loops, const tn_tensor *a,
+tn_tensor *tn__pw_binary(const char *op, tn_pw_code code, const tn_tensor *a,
                          const tn_tensor *b, tn_dtype compute, tn_dtype out_dt) {
     int nd;
     int64_t shape[TN_MAX_DIMS];
-    if (tn__pw_check_dtype(op, loops, compute) < 0) return NULL;
+    tn_device dev;
+    if (tn__pw_check_dtype(op, code, compute) < 0) return NULL;
+    if (tn__result_device(2, (const tn_tensor *[]){a, b}, &dev) < 0) return NULL;
     if (tn__broadcast_shape(a->ndim, a->shape, b->ndim, b->shape, &nd, shape) < 0) return NULL;
-    tn_tensor *out = tn__empty(nd, shape, out_dt);
-    if (out && tn__pw_binary_into(op, loops, out, a, b, compute) < 0) {
+    tn_tensor *out = tn__empty_on(nd, shape, out_dt, dev);
+    if (out && tn__pw_binary_into(op, code, out, a, b, compute) < 0) {
         tn_release(out);
         return NULL;
     }
@@ -50,25 +53,26 @@ tn_tensor *tn__pw_binary(const char *op, const tn_loop_fn *loops, const tn_tenso
     return out;
 }
 
-tn_status tn__pw_unary_into(const char *op, const tn_loop_fn *loops, tn_tensor *out,
+tn_status tn__pw_unary_into(const char *op, tn_pw_code code, tn_tensor *out,
                             const tn_tensor *a, const tn_pw_ctx *ctx) {
-    tn_status st = tn__pw_check_dtype(op, loops, out->dtype);
+    tn_status st = tn__pw_check_dtype(op, code, out->dtype);
+    tn_device dev;
+    if (st == TN_OK) st = tn__result_device(2, (const tn_tensor *[]){out, a}, &dev);
     if (st < 0) return st;
-    tn_tensor *ca, *unused;
-    if ((st = cast_inputs(a, NULL, out->dtype, &ca, &unused)) < 0) return st;
-    tn_iter it;
-    tn__iter_init(&it, 2, (tn_tensor *const[]){out, ca ? ca : (tn_tensor *)a});
-    tn__iter_run(&it, loops[out->dtype], (void *)ctx, true);
-    tn__storage_wrote(out->storage);
+    tn_tensor *ca;
+    if ((st = prepare_input(a, out->dtype, tn__dev(out), &ca)) < 0) return st;
+    st = tn__dev_pointwise(code, NULL, out->dtype, 2,
+                           (tn_tensor *const[]){out, ca ? ca : (tn_tensor *)a}, ctx, true);
+    if (st == TN_OK) tn__storage_wrote(out->storage);
     tn_release(ca);
-    return TN_OK;
+    return st;
 }
 
-tn_tensor *tn__pw_unary(const char *op, const tn_loop_fn *loops, const tn_tensor *a,
+tn_tensor *tn__pw_unary(const char *op, tn_pw_code code, const tn_tensor *a,
                         tn_dtype compute, const tn_pw_ctx *ctx) {
-    if (tn__pw_check_dtype(op, loops, compute) < 0) return NULL;
-    tn_tensor *out = tn__empty(a->ndim, a->shape, compute);
-    if (out && tn__pw_unary_into(op, loops, out, a, ctx) < 0) {
+    if (tn__pw_check_dtype(op, code, compute) < 0) return NULL;
+    tn_tensor *out = tn__empty_on(a->ndim, a->shape, compute, tn__dev(a));
+    if (out && tn__pw_unary_into(op, code, out, a, ctx) < 0) {
         tn_release(out);
         return NULL;
     }

@@ -61,7 +61,7 @@ static tn_status extreme_all_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi
 /* mask (bool, input shape): false only at the selected index of each slice
  * along dim. idx is the forward's own contiguous int64 output: one index per
  * slice, row-major over the other dims. */
-static tn_tensor *unselected_mask(const tn_input_meta *m, int dim, const tn_tensor *idx) {
+static tn_tensor *unselected_mask_host(const tn_input_meta *m, int dim, const tn_tensor *idx) {
     tn_tensor *mask = tn__full(m->ndim, m->shape, TN_BOOL, 1);
     if (!mask) return NULL;
     // mask is (O, R, I), idx is (O, I)
@@ -76,6 +76,18 @@ static tn_tensor *unselected_mask(const tn_input_meta *m, int dim, const tn_tens
         for (int64_t i = 0; i < I; i++)
             mk[(o * R + ix[o * I + i]) * I + i] = 0;
     return mask;
+}
+
+/* Built on the host (a scatter of one index per slice), then moved to the
+ * input's device. */
+static tn_tensor *unselected_mask(const tn_input_meta *m, int dim, const tn_tensor *idx) {
+    if (tn__on_cpu(idx)) return unselected_mask_host(m, dim, idx);
+    tn_tensor *ih = tn__copy_to_device(idx, TN_I64, TN_DEVICE_CPU);
+    tn_tensor *mh = ih ? unselected_mask_host(m, dim, ih) : NULL;
+    tn_tensor *md = mh ? tn__on_device(mh, tn__dev(idx)) : NULL;
+    tn_release(ih);
+    tn_release(mh);
+    return md;
 }
 
 /* max_dim: the gradient goes to the first maximum of each slice
@@ -208,31 +220,31 @@ static tn_status reduce_strided(const reduction *r, const tn_tensor *a, tn_tenso
     if (r->want_idx) {
         tn_tensor *c = tn__copy_as(a, a->dtype);
         if (!c) return tn_last_status();
-        tn__reduce_kernel(r->op, c, -1, NULL, vals, div);
+        tn_status st = tn__reduce_kernel(r->op, c, -1, NULL, vals, div);
         tn_release(c);
-        return TN_OK;
+        return st;
     }
     int d = innermost_dim(a);
     int64_t n = tn__numel(a->ndim, a->shape) / a->shape[d];
-    tn_tensor *part = tn__empty(1, &n, vals->dtype);
+    tn_tensor *part = tn__empty_on(1, &n, vals->dtype, tn__dev(a));
     if (!part) return tn_last_status();
-    tn__reduce_kernel(r->op, a, d, part, NULL, 1);
-    tn__reduce_kernel(r->op, part, -1, vals, NULL, div);
+    tn_status st = tn__reduce_kernel(r->op, a, d, part, NULL, 1);
+    if (st == TN_OK) st = tn__reduce_kernel(r->op, part, -1, vals, NULL, div);
     tn_release(part);
-    return TN_OK;
+    return st;
 }
 
 /* Runs the kernel into new outputs (the values and/or the indices). */
 static tn_status compute(const reduction *r, const tn_tensor *a, int dim, int nd,
                          const int64_t *shape, bool need_idx, tn_tensor **vals, tn_tensor **idx) {
     tn_dtype vdt = r->op == TN_RED_SUM && !tn__is_float(a->dtype) ? TN_I64 : a->dtype;
-    if (r->want_vals && !(*vals = tn__empty(nd, shape, vdt))) return tn_last_status();
-    if (need_idx && !(*idx = tn__empty(nd, shape, TN_I64))) return tn_last_status();
+    if (r->want_vals && !(*vals = tn__empty_on(nd, shape, vdt, tn__dev(a))))
+        return tn_last_status();
+    if (need_idx && !(*idx = tn__empty_on(nd, shape, TN_I64, tn__dev(a)))) return tn_last_status();
     double div = r->mean ? mean_div(a, dim) : 1;
     if (dim < 0 && tn__numel(a->ndim, a->shape) > 0 && !tn__is_contiguous(a))
         return reduce_strided(r, a, r->want_vals ? *vals : *idx, div);
-    tn__reduce_kernel(r->op, a, dim, *vals, *idx, div);
-    return TN_OK;
+    return tn__reduce_kernel(r->op, a, dim, *vals, *idx, div);
 }
 
 /* The common path of every reduction; whole: over all elements (dim is

@@ -54,7 +54,7 @@ tn_tensor *tn__sum_to(tn_tensor *g, int ndim, const int64_t *shape, tn_dtype dt)
     tn_tensor *r;
     if (k == 0 && g->ndim == ndim) {
         r = tn__retain(g);
-    } else if (!tn__grad_enabled() && tn__is_float(g->dtype)) {
+    } else if (!tn__grad_enabled() && tn__is_float(g->dtype) && tn__on_cpu(g)) {
         r = sum_to_fast(g, ndim, shape);
     } else { /* differentiable (create_graph): sum over dims, then reshape */
         tn_tensor *cur = tn__retain(g);

@@ -3,30 +3,9 @@
  * Node layout: input {a}; saved {0: a, 1: result}; d[0], d[1] = scalars. */
 #include "pointwise_driver.h"
 
-TN_UN_ALL(neg, -x)
-TN_UN_ALL(abs, x < 0 ? -x : x)
-TN_UN_ALL(relu, x > 0 ? x : 0)
-TN_UN_FLOAT(exp, TN_M(exp, x))
-TN_UN_FLOAT(log, TN_M(log, x))
-TN_UN_FLOAT(sqrt, TN_M(sqrt, x))
-TN_UN_FLOAT(sin, TN_M(sin, x))
-TN_UN_FLOAT(cos, TN_M(cos, x))
-TN_UN_FLOAT(tanh, TN_M(tanh, x))
-TN_UN_FLOAT(sigmoid, 1 / (1 + TN_M(exp, -x)))
-TN_UN_ALL(sign, (x > 0) - (x < 0))
-TN_UN_ALL(adds, x + c0)
-TN_UN_ALL(muls, x *c0)
-TN_UN_ALL(rsubs, c0 - x)
-TN_UN_FLOAT(pows, TN_POW(__typeof__(x), x, c0))
-/* NaN passes through clamp, as PyTorch */
-TN_UN_ALL(clamp, x < c0 ? c0 : (x > c1 ? c1 : x))
-TN_UN_FLOAT(clampmask, (x >= c0 && x <= c1) ? 1 : 0)
-
-const tn_loop_fn *tn__mul_scalar_loops = muls_loops;
-
 typedef struct unop {
     const char *name;
-    const tn_loop_fn *loops;
+    tn_pw_code code;
     bool to_float;  /* integer inputs compute in float32 */
     const tn_fn_info *grad;
     bool save_in, save_out;
@@ -72,11 +51,11 @@ static tn_tensor *d_cos(tn_node *n, const tn_tensor *x) {
     return d;
 }
 static tn_tensor *d_abs(tn_node *n, const tn_tensor *x) {
-    return tn__pw_unary("sign", sign_loops, x, x->dtype, NULL);
+    return tn__pw_unary("sign", TN_PW_sign, x, x->dtype, NULL);
 }
 static tn_tensor *d_relu(tn_node *n, const tn_tensor *r) { /* threshold: r > 0 */
     tn_pw_ctx c = {0, INFINITY};
-    tn_tensor *m = tn__pw_unary("relu_backward", clampmask_loops, r, r->dtype, &c);
+    tn_tensor *m = tn__pw_unary("relu_backward", TN_PW_clampmask, r, r->dtype, &c);
     if (!m) return NULL;
     /* clampmask gives r >= 0; remove the zeros */
     tn_tensor *z = tn__zeros(0, NULL, r->dtype), *eq = z ? tn_eq(r, z) : NULL;
@@ -88,10 +67,10 @@ static tn_tensor *d_relu(tn_node *n, const tn_tensor *r) { /* threshold: r > 0 *
 }
 static tn_tensor *d_clamp(tn_node *n, const tn_tensor *x) {
     tn_pw_ctx c = {n->d[0], n->d[1]};
-    return tn__pw_unary("clamp_backward", clampmask_loops, x, x->dtype, &c);
+    return tn__pw_unary("clamp_backward", TN_PW_clampmask, x, x->dtype, &c);
 }
 static tn_tensor *d_pows(tn_node *n, const tn_tensor *x) { /* e x^(e-1), 0 when e == 0 */
-    if (n->d[0] == 0) return tn__zeros(x->ndim, x->shape, x->dtype);
+    if (n->d[0] == 0) return tn__zeros_like(x);
     tn_tensor *t = tn_pow_scalar(x, n->d[0] - 1), *d = t ? tn_mul_scalar(t, n->d[0]) : NULL;
     tn_release(t);
     return d;
@@ -149,26 +128,26 @@ static const tn_fn_info pows_fn = {"PowBackward0", pows_bw};
 static const tn_fn_info zero_fn = {"ZeroBackward0", zero_bw};
 static const tn_fn_info fill_fn = {"FillBackward0", zero_bw};
 
-static const unop op_neg = {"neg", neg_loops, false, &neg_fn, false, false};
-static const unop op_exp = {"exp", exp_loops, true, &exp_fn, false, true};
-static const unop op_log = {"log", log_loops, true, &log_fn, true, false};
-static const unop op_sqrt = {"sqrt", sqrt_loops, true, &sqrt_fn, false, true};
-static const unop op_abs = {"abs", abs_loops, false, &abs_fn, true, false};
-static const unop op_sigmoid = {"sigmoid", sigmoid_loops, true, &sigmoid_fn, false, true};
-static const unop op_tanh = {"tanh", tanh_loops, true, &tanh_fn, false, true};
-static const unop op_relu = {"relu", relu_loops, false, &relu_fn, false, true};
-static const unop op_sin = {"sin", sin_loops, true, &sin_fn, true, false};
-static const unop op_cos = {"cos", cos_loops, true, &cos_fn, true, false};
-static const unop op_clamp = {"clamp", clamp_loops, false, &clamp_fn, true, false};
-static const unop op_adds = {"add", adds_loops, false, &adds_fn, false, false};
-static const unop op_subs = {"sub", adds_loops, false, &subs_fn, false, false};
-static const unop op_muls = {"mul", muls_loops, false, &muls_fn, false, false};
-static const unop op_divs = {"div", muls_loops, true, &divs_fn, false, false};
-static const unop op_rsubs = {"rsub", rsubs_loops, false, &rsubs_fn, false, false};
-static const unop op_pows = {"pow", pows_loops, true, &pows_fn, true, false};
-/* fills: loops unused (tn__fill_into), any dtype */
-static const unop op_zero = {"zero_", neg_loops, false, &zero_fn, false, false};
-static const unop op_fill = {"fill_", neg_loops, false, &fill_fn, false, false};
+static const unop op_neg = {"neg", TN_PW_neg, false, &neg_fn, false, false};
+static const unop op_exp = {"exp", TN_PW_exp, true, &exp_fn, false, true};
+static const unop op_log = {"log", TN_PW_log, true, &log_fn, true, false};
+static const unop op_sqrt = {"sqrt", TN_PW_sqrt, true, &sqrt_fn, false, true};
+static const unop op_abs = {"abs", TN_PW_abs, false, &abs_fn, true, false};
+static const unop op_sigmoid = {"sigmoid", TN_PW_sigmoid, true, &sigmoid_fn, false, true};
+static const unop op_tanh = {"tanh", TN_PW_tanh, true, &tanh_fn, false, true};
+static const unop op_relu = {"relu", TN_PW_relu, false, &relu_fn, false, true};
+static const unop op_sin = {"sin", TN_PW_sin, true, &sin_fn, true, false};
+static const unop op_cos = {"cos", TN_PW_cos, true, &cos_fn, true, false};
+static const unop op_clamp = {"clamp", TN_PW_clamp, false, &clamp_fn, true, false};
+static const unop op_adds = {"add", TN_PW_adds, false, &adds_fn, false, false};
+static const unop op_subs = {"sub", TN_PW_adds, false, &subs_fn, false, false};
+static const unop op_muls = {"mul", TN_PW_muls, false, &muls_fn, false, false};
+static const unop op_divs = {"div", TN_PW_muls, true, &divs_fn, false, false};
+static const unop op_rsubs = {"rsub", TN_PW_rsubs, false, &rsubs_fn, false, false};
+static const unop op_pows = {"pow", TN_PW_pows, true, &pows_fn, true, false};
+/* fills: code unused (tn__fill_into), any dtype */
+static const unop op_zero = {"zero_", TN_PW_neg, false, &zero_fn, false, false};
+static const unop op_fill = {"fill_", TN_PW_neg, false, &fill_fn, false, false};
 
 /* ---- forward --------------------------------------------------------------------- */
 
@@ -193,7 +172,7 @@ static tn_status record(const unop *op, tn_tensor *out, const tn_tensor *in_edge
 }
 
 static tn_dtype out_dtype(const unop *op, tn_dtype in, double scalar) {
-    tn_dtype dt = op->loops == adds_loops || op->loops == muls_loops || op->loops == rsubs_loops
+    tn_dtype dt = op->code == TN_PW_adds || op->code == TN_PW_muls || op->code == TN_PW_rsubs
                       ? tn__promote_scalar(in, scalar)
                       : in;
     if (op->to_float && !tn__is_float(dt)) dt = TN_F32;
@@ -210,7 +189,7 @@ static tn_tensor *unary(const unop *op, const tn_tensor *a, double c0, double c1
                   "instead.");
         return NULL;
     }
-    tn_tensor *out = tn__pw_unary(op->name, op->loops, a, dt, &c);
+    tn_tensor *out = tn__pw_unary(op->name, op->code, a, dt, &c);
     if (!out) return NULL;
     if (tn__needs_grad(1, &a) && record(op, out, a, a, &c, NULL) < 0) {
         tn_release(out);
@@ -250,7 +229,7 @@ static tn_status unary_(const unop *op, const char *name, tn_tensor *self, doubl
     tn_pw_ctx c = {c0, c1};
     tn_dtype dt = op == &op_zero || op == &op_fill ? self->dtype : out_dtype(op, self->dtype, c0);
     tn_status st = tn__inplace_prepare(op->name, self, NULL, dt);
-    if (st == TN_OK) st = tn__pw_check_dtype(op->name, op->loops, self->dtype);
+    if (st == TN_OK) st = tn__pw_check_dtype(op->name, op->code, self->dtype);
     if (st < 0) return st;
     tn_node *n = NULL;
     if (tn__needs_grad(1, (const tn_tensor *[]){self})) {
@@ -263,7 +242,7 @@ static tn_status unary_(const unop *op, const char *name, tn_tensor *self, doubl
         }
     }
     bool fill = op == &op_zero || op == &op_fill;
-    st = fill ? tn__fill_into(self, c0) : tn__pw_unary_into(op->name, op->loops, self, self, &c);
+    st = fill ? tn__fill_into(self, c0) : tn__pw_unary_into(op->name, op->code, self, self, &c);
     if (st < 0) {
         tn__node_release(n);
         return st;

@@ -161,7 +161,7 @@ static int64_t slice_geometry(int ndim, const int64_t *shape, const int64_t *str
 }
 
 static tn_tensor *embed(tn_tensor *g, const tn_input_meta *m, const int64_t *p) {
-    tn_tensor *out = tn__zeros(m->ndim, m->shape, g->dtype);
+    tn_tensor *out = tn__zeros_on(m->ndim, m->shape, g->dtype, tn__dev(g));
     if (!out) return NULL;
     int nd;
     int64_t sh[TN_MAX_DIMS], st[TN_MAX_DIMS];

@@ -13,10 +13,7 @@ struct tn_adam {
 };
 
 /* Scalars of one parameter's update, computed in double as torch's Python. */
-typedef struct adam_ctx {
-    double beta1, beta2, one_minus_beta1, one_minus_beta2, wd, eps;
-    double bc2_sqrt, neg_step_size;
-} adam_ctx;
+typedef tn_adam_ctx adam_ctx; /* engine/core/kernel_args.h: shared with the devices */
 
 /* p, g, m, v are one row of n elements with byte strides s[0..3]:
  *   d = g + wd p;  m = beta1 m + (1-beta1) d;  v = beta2 v + (1-beta2) d d;
@@ -133,14 +130,14 @@ static adam_ctx adam_scalars(const tn_adam *o, int64_t step) {
 
 static tn_status adam_prepare(void *opt) { return adam_prepare_state(opt); }
 
-static void adam_update(void *opt, int i) {
+static tn_status adam_update(void *opt, int i) {
     tn_adam *o = opt;
     tn_optim_params *ps = &o->ps;
     int s = ps->state_of[i];
     tn_tensor *p = ps->params[i];
     adam_ctx c = adam_scalars(o, ++o->steps[s]);
     tn_tensor *ops[4] = {p, ps->grads[i], o->exp_avg[s], o->exp_avg_sq[s]};
-    tn__optim_apply("Adam.step", 4, ops, adam_loops[p->dtype], &c);
+    return tn__optim_apply("Adam.step", TN_PW_ADAM, 4, ops, adam_loops[p->dtype], &c);
 }
 
 tn_status tn_adam_step(tn_adam *o) {

@@ -47,14 +47,15 @@ void tn__optim_release_grads(tn_optim_params *op);
  * the state buffers, calls `update(opt, i)` for every parameter i that has
  * a grad, releases the grads. Changes nothing when collect/prepare fail. */
 typedef tn_status (*tn_optim_prepare_fn)(void *opt);
-typedef void (*tn_optim_update_fn)(void *opt, int i);
+typedef tn_status (*tn_optim_update_fn)(void *opt, int i);
 tn_status tn__optim_step(tn_optim_params *ps, tn_optim_prepare_fn prepare,
                          tn_optim_update_fn update, void *opt);
 
-/* Runs loop over ops (ops[0] the parameter, written) and bumps its version;
- * `name` labels the write in anomaly reports. */
-void tn__optim_apply(const char *name, int nops, tn_tensor *const *ops, tn_loop_fn loop,
-                     void *ctx);
+/* Runs the update kernel `code` (CPU: loop) over ops (ops[0] the parameter,
+ * written; all on its device) and bumps its version; `name` labels the write
+ * in anomaly reports. */
+tn_status tn__optim_apply(const char *name, tn_pw_code code, int nops, tn_tensor *const *ops,
+                          tn_loop_fn loop, const void *ctx);
 
 /* Sets every parameter's .grad to NULL (zero_grad(set_to_none=True)). */
 tn_status tn__optim_zero_grad(const tn_optim_params *op);

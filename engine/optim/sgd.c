@@ -105,6 +105,11 @@ static tn_status collect_one(int i, tn_tensor *p, tn_tensor **out) {
                          "point parameters can be optimized",
                          i, tn_dtype_name(p->dtype));
     }
+    if (!tn__same_device(tn__dev(p), tn__dev(g))) {
+        tn_release(g);
+        return tn__error(TN_ERR_DEVICE,
+                         "optimizer step: the grad of parameter %d is on another device", i);
+    }
     if (!tn__same_shape(p, g)) {
         tn_release(g);
         return tn__error(TN_ERR_SHAPE,
@@ -153,21 +158,24 @@ tn_status tn__optim_step(tn_optim_params *ps, tn_optim_prepare_fn prepare,
         if (st < 0) tn__optim_release_grads(ps);
     }
     if (st >= 0) {
-        for (int i = 0; i < ps->n; i++)
-            if (ps->grads[i]) update(opt, i);
-        tn__optim_release_grads(ps);
         st = TN_OK;
+        for (int i = 0; i < ps->n && st == TN_OK; i++) /* only a device can fail here */
+            if (ps->grads[i]) st = update(opt, i);
+        tn__optim_release_grads(ps);
     }
     tn_set_grad_enabled(prev);
     return st;
 }
 
-void tn__optim_apply(const char *name, int nops, tn_tensor *const *ops, tn_loop_fn loop,
-                     void *ctx) {
-    tn_iter it;
-    tn__iter_init(&it, nops, ops);
-    tn__iter_run(&it, loop, ctx, true);
+tn_status tn__optim_apply(const char *name, tn_pw_code code, int nops, tn_tensor *const *ops,
+                          tn_loop_fn loop, const void *ctx) {
+    tn_device dev;
+    tn_status st = tn__result_device(nops, (const tn_tensor *const *)ops, &dev);
+    if (st == TN_OK && !tn__same_device(dev, tn__dev(ops[0]))) st = TN_ERR_DEVICE;
+    if (st == TN_OK) st = tn__dev_pointwise(code, loop, ops[0]->dtype, nops, ops, ctx, true);
+    if (st < 0) return st;
     tn__version_bump(ops[0], name);
+    return TN_OK;
 }
 
 tn_status tn__optim_zero_grad(const tn_optim_params *op) {
@@ -179,7 +187,7 @@ tn_status tn__optim_zero_grad(const tn_optim_params *op) {
 }
 
 tn_tensor *tn__optim_state_like(const tn_tensor *p) {
-    return tn__zeros(p->ndim, p->shape, p->dtype);
+    return tn__zeros_like(p);
 }
 
 /* Python's repr: the shortest digits that read back as v; exponent form
@@ -229,10 +237,7 @@ struct tn_sgd {
     tn_tensor **buf; /* per state index: momentum buffer, NULL until first used */
 };
 
-typedef struct sgd_ctx {
-    double lr, momentum, wd;
-    bool first; /* the buffer starts as d_p (torch: buf = clone(d_p)) */
-} sgd_ctx;
+typedef tn_sgd_ctx sgd_ctx; /* engine/core/kernel_args.h: shared with the devices */
 
 /* p, g, buf are one row of n elements with byte strides s0, s1, s2:
  *   d = g + wd p;  buf = first ? d : momentum buf + d;  p += -lr (buf or d).
@@ -326,13 +331,14 @@ static tn_status sgd_prepare_buffers(tn_sgd *o) {
 
 static tn_status sgd_prepare(void *opt) { return sgd_prepare_buffers(opt); }
 
-static void sgd_update(void *opt, int i) {
+static tn_status sgd_update(void *opt, int i) {
     tn_sgd *o = opt;
     tn_optim_params *ps = &o->ps;
     tn_tensor *p = ps->params[i];
     sgd_ctx c = {o->lr, o->momentum, o->weight_decay, ps->first[i]};
     tn_tensor *ops[3] = {p, ps->grads[i], o->buf[ps->state_of[i]]};
-    tn__optim_apply("SGD.step", o->momentum != 0 ? 3 : 2, ops, sgd_loops[p->dtype], &c);
+    return tn__optim_apply("SGD.step", TN_PW_SGD, o->momentum != 0 ? 3 : 2, ops,
+                           sgd_loops[p->dtype], &c);
 }
 
 tn_status tn_sgd_step(tn_sgd *o) {

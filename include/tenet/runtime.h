@@ -16,6 +16,16 @@ extern "C" {
 void tn_set_num_threads(int n);
 int tn_get_num_threads(void);
 
+/* CPU float32/float64 matmul through CBLAS (OpenBLAS), in builds that found
+ * it (CMake option TENET_BLAS): on by default, for the products where it was
+ * measured faster than tenet's kernel (docs/performance.md). Process-wide;
+ * the environment variable TENET_BLAS=0 turns it off at load time. Off,
+ * results are bit-identical whatever the thread count; on, they may differ
+ * in the last bits between thread counts. tn_blas_enabled: built with CBLAS,
+ * usable, and on. */
+void tn_set_blas(bool enabled);
+bool tn_blas_enabled(void);
+
 typedef struct tn_memory_stats_t {
     size_t bytes_live;      /* tensor storage bytes currently allocated */
     size_t bytes_peak;      /* high-water mark of bytes_live, sampled at each allocation
@@ -23,9 +33,25 @@ typedef struct tn_memory_stats_t {
     int64_t storages_live;  /* storages currently allocated */
     int64_t tensors_live;   /* tensor handles currently alive */
     size_t allocator_active;/* jemalloc's stats.active (0 when unavailable) */
+    /* CUDA devices, summed over devices (0 without CUDA): */
+    size_t cuda_bytes_live;     /* bytes of live device storages */
+    size_t cuda_bytes_peak;     /* high-water mark of cuda_bytes_live */
+    size_t cuda_bytes_reserved; /* held by the caching allocator (live + cached) */
 } tn_memory_stats_t;
 
 tn_status tn_memory_stats(tn_memory_stats_t *out);
+
+/* ---- CUDA (all callable in every build; without CUDA there are no devices) ----
+ * Work on a device is asynchronous: kernels are enqueued on the device's one
+ * stream and run in order. Reading values on the host (tn_item, tn_copy_to,
+ * tn_print, tn_to to the CPU) waits for them; tn_synchronize waits for all. */
+bool tn_cuda_is_available(void);
+int tn_cuda_device_count(void);
+/* Waits for every kernel enqueued on the device (CPU: returns at once). */
+tn_status tn_synchronize(tn_device device);
+/* float32 matmul on CUDA may use TF32 tensor cores (faster, ~1e-3 relative
+ * error). Off by default, as PyTorch; process-wide. */
+void tn_cuda_set_allow_tf32(bool allow);
 
 #ifdef __cplusplus
 }

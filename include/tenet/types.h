@@ -45,6 +45,7 @@ typedef struct tn_device {
 /* Convenience device values. */
 #define TN_DEVICE_CPU ((tn_device){TN_CPU, 0})
 #define TN_DEVICE_KEEP ((tn_device){TN_DEVICE_SAME, 0})
+#define TN_DEVICE_CUDA(i) ((tn_device){TN_CUDA, (i)})
 
 typedef enum tn_status {
     TN_OK = 0,

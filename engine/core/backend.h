@@ -1,0 +1,93 @@
+/* engine/core/backend.h — the device backend table (plain C, also included
+ * by the CUDA sources as C++).
+ *
+ * The CPU is not a backend behind this table: its kernels are called
+ * directly and are the reference. A device backend (CUDA, engine/cuda/)
+ * provides memory, copies and one entry per kernel family; the op code in
+ * engine/ops/ stays device-agnostic and calls tn__dev_*() (engine/core/
+ * device.c), which picks the CPU kernel or the table's entry by the output's
+ * device.
+ *
+ * Contract of every entry:
+ *  - stream-ordered and asynchronous: a call enqueues work on the device's
+ *    stream and returns; tn_synchronize / a copy to the host waits;
+ *  - pointers are device pointers of `dev` (copies: see kind);
+ *  - failure: a negative tn_status after tn__error() set the message;
+ *    nothing was enqueued;
+ *  - safe to call from several user threads at once. Each device has one
+ *    stream that every thread enqueues on: a tensor handed from one thread
+ *    to another was produced by work enqueued before the handover, so the
+ *    consumer's kernels run after it; and a freed block can be reused at
+ *    once by the caching allocator (any later use is later on that stream).
+ */
+#ifndef TN_CORE_BACKEND_H
+#define TN_CORE_BACKEND_H
+
+#include "kernel_args.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tn_copy_kind { TN_COPY_H2D, TN_COPY_D2H, TN_COPY_D2D } tn_copy_kind;
+
+typedef struct tn_device_mem_stats {
+    size_t bytes_live;     /* handed out to storages */
+    size_t bytes_peak;     /* high-water mark of bytes_live */
+    size_t bytes_reserved; /* held by the caching allocator (live + cached) */
+} tn_device_mem_stats;
+
+typedef struct tn_backend {
+    const char *name;
+    /* Devices usable now (0: none, e.g. no driver or no GPU). Never fails. */
+    int (*device_count)(void);
+
+    /* ---- memory: caching allocator, stream-ordered ---- */
+    void *(*alloc)(int dev, size_t bytes); /* NULL + error; 256-byte aligned */
+    void (*free)(int dev, void *p, size_t bytes);
+    void (*mem_stats)(int dev, tn_device_mem_stats *out);
+    /* Copies bytes between host memory and device memory, or within the
+     * device. H2D and D2H return when the copy is done (the host buffer may
+     * be reused / read at once); D2D is enqueued. */
+    tn_status (*memcpy)(int dev, void *dst, const void *src, size_t bytes, tn_copy_kind kind);
+    tn_status (*synchronize)(int dev);
+
+    /* ---- kernels ---- */
+    /* Pointwise op `code` over the iterator; dt is the compute dtype (the
+     * inputs' dtype; the output is bool for comparisons, else dt). ctx:
+     * tn_pw_ctx for pw_ops.h codes, tn_sgd_ctx / tn_adam_ctx for those. */
+    tn_status (*pointwise)(int dev, tn_pw_code code, tn_dtype dt, const tn_iter *it,
+                           const void *ctx);
+    /* operand 0 (dtype dst) = convert(operand 1 (dtype src)), broadcast. */
+    tn_status (*copy)(int dev, tn_dtype dst, tn_dtype src, const tn_iter *it);
+    /* operand 0 = v converted to dt. */
+    tn_status (*fill)(int dev, tn_dtype dt, const tn_iter *it, double v);
+    /* Deterministic: the same inputs give the same bits on every run. */
+    tn_status (*reduce)(int dev, const tn_red_args *a);
+    /* float32 / float64 (integers: TN_ERR_DTYPE). TF32 only when allowed by
+     * tn_cuda_set_allow_tf32. */
+    tn_status (*gemm)(int dev, tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b);
+    tn_status (*softmax)(int dev, const tn_sm_args *a);
+    /* Anomaly mode: when any of the n elements (dtype dt, contiguous) of p is
+     * NaN/Inf, records `tag` in the device's flag word (first tag wins). The
+     * host reads it with nonfinite_poll at the next synchronisation point. */
+    tn_status (*nonfinite_check)(int dev, tn_dtype dt, const void *p, int64_t n, uint32_t tag);
+    /* Returns the first recorded tag and clears it (0: none). Waits for the
+     * device's stream. */
+    uint32_t (*nonfinite_poll)(int dev);
+} tn_backend;
+
+/* The CUDA backend when built with it and a device is usable, else NULL.
+ * Defined in engine/cuda/backend.cu (or as NULL in engine/core/device.c). */
+const tn_backend *tn__cuda_backend(void);
+
+/* tn_cuda_set_allow_tf32's setting (engine/core/device.c). */
+bool tn__tf32_allowed(void);
+
+/* Errors from backend code (engine/core/error.c). */
+tn_status tn__error(tn_status st, const char *fmt, ...);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,156 @@
+/* Devices: availability, the result-device rule, and the dispatch of kernel
+ * families to the CPU kernels or a device backend (device.h). */
+#include <stdio.h>
+
+#include "../cpu/gemm.h"
+#include "../cpu/pointwise_loops.h"
+#include "../cpu/reduce_kernels.h"
+#include "device.h"
+
+#ifndef TENET_HAVE_CUDA
+const tn_backend *tn__cuda_backend(void) { return NULL; }
+#endif
+
+/* relaxed: a plain setting, read when a product is enqueued. */
+static _Atomic bool g_allow_tf32 = false;
+
+bool tn__tf32_allowed(void) { return atomic_load_explicit(&g_allow_tf32, memory_order_relaxed); }
+
+void tn_cuda_set_allow_tf32(bool allow) {
+    atomic_store_explicit(&g_allow_tf32, allow, memory_order_relaxed);
+}
+
+bool tn_cuda_is_available(void) { return tn_cuda_device_count() > 0; }
+
+int tn_cuda_device_count(void) {
+    const tn_backend *be = tn__cuda_backend();
+    return be ? be->device_count() : 0;
+}
+
+const char *tn__device_str(tn_device d, char *buf, size_t n) {
+    if (d.type == TN_CPU) snprintf(buf, n, "cpu");
+    else if (d.type == TN_CUDA) snprintf(buf, n, "cuda:%d", d.index);
+    else snprintf(buf, n, "device type %d", (int)d.type);
+    return buf;
+}
+
+tn_status tn__check_device(tn_device d) {
+    if (d.type == TN_CPU) {
+        if (d.index == 0 || d.index == -1) return TN_OK;
+        return tn__error(TN_ERR_DEVICE, "CPU device index must be 0 or -1, got %d", d.index);
+    }
+    if (d.type != TN_CUDA) return tn__error(TN_ERR_DEVICE, "unknown device type %d", (int)d.type);
+#ifndef TENET_HAVE_CUDA
+    return tn__error(TN_ERR_DEVICE, "tenet was built without CUDA (configure with -DTENET_CUDA=ON)");
+#else
+    int n = tn_cuda_device_count();
+    if (n == 0) return tn__error(TN_ERR_DEVICE, "No CUDA GPUs are available");
+    if (d.index < 0 || d.index >= n)
+        return tn__error(TN_ERR_DEVICE, "CUDA error: invalid device ordinal (cuda:%d of %d)",
+                         d.index, n);
+    return TN_OK;
+#endif
+}
+
+const tn_backend *tn__backend_of(tn_device d) {
+    if (tn__check_device(d) < 0) return NULL;
+    return d.type == TN_CUDA ? tn__cuda_backend() : NULL;
+}
+
+tn_status tn_synchronize(tn_device d) {
+    if (d.type == TN_CPU) return tn__check_device(d);
+    const tn_backend *be = tn__backend_of(d);
+    return be ? be->synchronize(d.index) : tn_last_status();
+}
+
+tn_status tn__result_device(int n, const tn_tensor *const *ts, tn_device *out) {
+    const tn_tensor *first = NULL;
+    for (int i = 0; i < n; i++) {
+        const tn_tensor *t = ts[i];
+        if (!t || (tn__on_cpu(t) && t->ndim == 0)) continue; /* CPU scalars join any device */
+        if (!first) {
+            first = t;
+        } else if (!tn__same_device(tn__dev(first), tn__dev(t))) {
+            char a[32], b[32];
+            return tn__error(TN_ERR_DEVICE,
+                             "Expected all tensors to be on the same device, but found at least "
+                             "two devices, %s and %s!",
+                             tn__device_str(tn__dev(first), a, sizeof a),
+                             tn__device_str(tn__dev(t), b, sizeof b));
+        }
+    }
+    *out = first ? tn__dev(first) : TN_DEVICE_CPU;
+    return TN_OK;
+}
+
+tn_tensor *tn__on_device(const tn_tensor *t, tn_device d) {
+    if (tn__same_device(tn__dev(t), d)) return tn__retain((tn_tensor *)t);
+    return tn__copy_to_device(t, t->dtype, d);
+}
+
+/* ---- dispatch ---------------------------------------------------------------------------- */
+
+tn_status tn__dev_pointwise(tn_pw_code code, tn_loop_fn cpu_loop, tn_dtype dt, int nops,
+                            tn_tensor *const *ops, const void *ctx, bool parallel) {
+    tn_iter it;
+    tn__iter_init(&it, nops, ops);
+    tn_device dev = tn__dev(ops[0]);
+    if (dev.type == TN_CPU) {
+        tn__iter_run(&it, cpu_loop ? cpu_loop : tn__pw_loops[code][dt], (void *)ctx, parallel);
+        return TN_OK;
+    }
+    const tn_backend *be = tn__backend_of(dev);
+    return be ? be->pointwise(dev.index, code, dt, &it, ctx) : tn_last_status();
+}
+
+tn_status tn__dev_reduce(const tn_red_args *a, tn_device dev) {
+    const tn_backend *be = tn__backend_of(dev);
+    return be ? be->reduce(dev.index, a) : tn_last_status();
+}
+
+tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn_device dev) {
+    if (dev.type == TN_CPU) return tn__gemm(dt, g, b);
+    const tn_backend *be = tn__backend_of(dev);
+    return be ? be->gemm(dev.index, dt, g, b) : tn_last_status();
+}
+
+tn_status tn__dev_softmax(const tn_sm_args *a, tn_device dev) {
+    const tn_backend *be = tn__backend_of(dev);
+    return be ? be->softmax(dev.index, a) : tn_last_status();
+}
+
+tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n) {
+    if (tn__on_cpu(t)) {
+        memcpy(host, tn__ptr(t), n);
+        return TN_OK;
+    }
+    const tn_backend *be = tn__backend_of(tn__dev(t));
+    return be ? be->memcpy(tn__dev(t).index, host, tn__ptr(t), n, TN_COPY_D2H) : tn_last_status();
+}
+
+tn_status tn__dev_write(tn_tensor *t, const void *host, size_t n) {
+    if (tn__on_cpu(t)) {
+        memcpy(tn__ptr(t), host, n);
+        return TN_OK;
+    }
+    const tn_backend *be = tn__backend_of(tn__dev(t));
+    return be ? be->memcpy(tn__dev(t).index, tn__ptr(t), host, n, TN_COPY_H2D) : tn_last_status();
+}
+
+tn_status tn__dev_transfer(tn_tensor *dst, const tn_tensor *src) {
+    size_t n = (size_t)tn__numel(src->ndim, src->shape) * tn__dtype_sizes[src->dtype];
+    if (n == 0) return TN_OK;
+    if (tn__on_cpu(src)) return tn__dev_write(dst, tn__ptr(src), n);
+    if (tn__on_cpu(dst)) return tn__dev_read(src, tn__ptr(dst), n);
+    if (tn__same_device(tn__dev(src), tn__dev(dst))) {
+        const tn_backend *be = tn__backend_of(tn__dev(dst));
+        return be ? be->memcpy(tn__dev(dst).index, tn__ptr(dst), tn__ptr(src), n, TN_COPY_D2D)
+                  : tn_last_status();
+    }
+    /* two GPUs: through the host (peer copies are not worth it for a rare path) */
+    void *tmp = tn__alloc(n);
+    tn_status st = tmp ? tn__dev_read(src, tmp, n) : tn_last_status();
+    if (st == TN_OK) st = tn__dev_write(dst, tmp, n);
+    tn__free(tmp);
+    return st;
+}

@@ -1,0 +1,58 @@
+/* engine/core/device.h — where a tensor lives and how an op reaches the
+ * kernels of that device (engine/core/device.c).
+ *
+ * Ops are written once: they validate, pick the result device with
+ * tn__result_device, allocate there (tn__empty_on) and run kernels through
+ * the tn__dev_* dispatchers, which call the CPU kernel or the backend
+ * table's entry (engine/core/backend.h). Autograd, versions and every check
+ * stay on the host, so they behave the same on every device.
+ */
+#ifndef TN_CORE_DEVICE_H
+#define TN_CORE_DEVICE_H
+
+#include "../cpu/iter.h"
+#include "backend.h"
+#include "internal.h"
+
+static inline tn_device tn__dev(const tn_tensor *t) { return t->storage->device; }
+static inline bool tn__on_cpu(const tn_tensor *t) { return t->storage->device.type == TN_CPU; }
+static inline bool tn__same_device(tn_device a, tn_device b) {
+    return a.type == b.type && (a.type == TN_CPU || a.index == b.index);
+}
+
+/* The backend of a non-CPU device, or NULL + TN_ERR_DEVICE error. */
+const tn_backend *tn__backend_of(tn_device d);
+/* Checks d names a device this build and machine have. */
+tn_status tn__check_device(tn_device d);
+/* "cpu" / "cuda:0" */
+const char *tn__device_str(tn_device d, char *buf, size_t n);
+
+/* Device of an op's result: the device of its tensor operands, where a
+ * 0-dim CPU tensor joins any device (as PyTorch's scalars); NULL entries are
+ * skipped. Error (PyTorch's text) when two devices meet. */
+tn_status tn__result_device(int n, const tn_tensor *const *ts, tn_device *out);
+/* t on device d: t itself (retained) when it is there, else a contiguous
+ * copy. No autograd. */
+tn_tensor *tn__on_device(const tn_tensor *t, tn_device d);
+
+/* New contiguous tensor on dev (uninitialised / zeroed). No autograd. */
+tn_tensor *tn__empty_on(int ndim, const int64_t *shape, tn_dtype dt, tn_device dev);
+tn_tensor *tn__zeros_on(int ndim, const int64_t *shape, tn_dtype dt, tn_device dev);
+tn_tensor *tn__full_on(int ndim, const int64_t *shape, tn_dtype dt, double v, tn_device dev);
+
+/* ---- kernel dispatch: operands on one device (ops[0], the output, decides) ---- */
+/* Pointwise code over ops (iterator rules of iter.h); cpu_loop runs on the
+ * CPU (NULL: tn__pw_loops[code][dt]). ctx as backend.h's pointwise. */
+tn_status tn__dev_pointwise(tn_pw_code code, tn_loop_fn cpu_loop, tn_dtype dt, int nops,
+                            tn_tensor *const *ops, const void *ctx, bool parallel);
+tn_status tn__dev_reduce(const tn_red_args *a, tn_device dev);
+tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn_device dev);
+tn_status tn__dev_softmax(const tn_sm_args *a, tn_device dev);
+/* Host copy of n bytes of t's data from its first element (t contiguous). */
+tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n);
+/* Writes n bytes from host to t's data at its first element (t contiguous). */
+tn_status tn__dev_write(tn_tensor *t, const void *host, size_t n);
+/* dst's bytes = src's (both contiguous, same dtype and numel, any devices). */
+tn_status tn__dev_transfer(tn_tensor *dst, const tn_tensor *src);
+
+#endif

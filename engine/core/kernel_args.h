@@ -1,0 +1,140 @@
+/* engine/core/kernel_args.h — the plain structs that describe one kernel
+ * launch, shared by the CPU kernels (C11) and the CUDA backend (CUDA C++).
+ * Nothing here refers to a tensor handle: a kernel sees pointers, shapes and
+ * strides only, so the same description runs on either device.
+ */
+#ifndef TN_CORE_KERNEL_ARGS_H
+#define TN_CORE_KERNEL_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tenet/types.h"
+#include "pw_ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- pointwise: the iterator -------------------------------------------------------- */
+
+#define TN_ITER_MAX_OPS 4
+
+/* Up to TN_ITER_MAX_OPS operands walked over one output shape (operand 0 is
+ * the output; inputs broadcast with stride 0). Dimensions where every
+ * operand is contiguous are coalesced, so a contiguous op is one row. Dim
+ * ndim-1 is the innermost; strides are in bytes. */
+typedef struct tn_iter {
+    int ndim; /* >= 1 */
+    int nops;
+    int64_t numel;
+    int64_t shape[TN_MAX_DIMS];
+    int64_t stride[TN_ITER_MAX_OPS][TN_MAX_DIMS];
+    char *base[TN_ITER_MAX_OPS];
+} tn_iter;
+
+/* Scalar parameters of a pointwise op (c0, c1 in pw_ops.h's expressions). */
+typedef struct tn_pw_ctx {
+    double c0, c1;
+} tn_pw_ctx;
+
+/* Pointwise op codes: the expressions of pw_ops.h, then the kernels with more
+ * than two inputs or their own context. */
+typedef enum tn_pw_code {
+#define TN_PW_CODE_(name, kind, expr) TN_PW_##name,
+    TN_PW_BINARY_OPS(TN_PW_CODE_) TN_PW_UNARY_OPS(TN_PW_CODE_)
+#undef TN_PW_CODE_
+    TN_PW_MASKED_ZERO, /* out = mask ? 0 : x; operands out, x, mask (bool); float */
+    TN_PW_SGD,         /* operands p, g[, buf]; ctx tn_sgd_ctx; float */
+    TN_PW_ADAM,        /* operands p, g, m, v; ctx tn_adam_ctx; float */
+    TN_PW_COUNT
+} tn_pw_code;
+
+#define TN_PW_FIRST_UNARY TN_PW_neg
+static inline bool tn_pw_is_unary(tn_pw_code c) { return c >= TN_PW_FIRST_UNARY && c < TN_PW_MASKED_ZERO; }
+static inline bool tn_pw_is_cmp(tn_pw_code c) { return c >= TN_PW_eq && c <= TN_PW_ge; }
+
+/* SGD step of one parameter: d = g + wd p; buf = first ? d : momentum buf + d;
+ * p += -lr (buf, or d without momentum). */
+typedef struct tn_sgd_ctx {
+    double lr, momentum, wd;
+    bool first; /* the buffer starts as d (torch: buf = clone(d_p)) */
+} tn_sgd_ctx;
+
+/* Adam step, scalars computed in double as torch's Python:
+ * d = g + wd p; m = beta1 m + (1-beta1) d; v = beta2 v + (1-beta2) d d;
+ * p += neg_step_size * m / (sqrt(v) / bc2_sqrt + eps). */
+typedef struct tn_adam_ctx {
+    double beta1, beta2, one_minus_beta1, one_minus_beta2, wd, eps;
+    double bc2_sqrt, neg_step_size;
+} tn_adam_ctx;
+
+/* ---- reductions ---------------------------------------------------------------------- */
+
+typedef enum tn_red_op { TN_RED_SUM, TN_RED_MAX, TN_RED_MIN } tn_red_op;
+
+/* Reduction of one strided input over dim `dim` (or over everything when
+ * dim < 0; then the input is contiguous). Outputs are contiguous, one element
+ * per slice in row-major order of the input shape without `dim`.
+ * SUM: vals is float32/float64 for float input (f32 accumulates in double),
+ * divided by div; int64 otherwise. MAX/MIN: vals in the input dtype and/or
+ * idx (int64) of the first extremum; NaN wins (the first NaN). Either output
+ * may be NULL. Strides in elements. */
+typedef struct tn_red_args {
+    tn_red_op op;
+    tn_dtype dtype; /* input dtype */
+    const char *in; /* first element */
+    int ndim;
+    int64_t shape[TN_MAX_DIMS];
+    int64_t stride[TN_MAX_DIMS];
+    int dim;
+    void *vals;
+    int64_t *idx;
+    double div;
+} tn_red_args;
+
+/* ---- matrix products ------------------------------------------------------------------ */
+
+/* One product C = A·B (+ C). Element (i,p) of A is a[i*rsa + p*csa]; (p,j) of
+ * B is b[p*rsb + j*csb]; (i,j) of C is c[i*rsc + j]. Strides in elements. */
+typedef struct tn_gemm {
+    int64_t m, n, k;
+    const void *a;
+    int64_t rsa, csa;
+    const void *b;
+    int64_t rsb, csb;
+    void *c;
+    int64_t rsc;
+    bool accumulate; /* C += A·B; otherwise C = A·B */
+} tn_gemm;
+
+/* Batch of products over a (broadcast) batch shape: batch index idx moves
+ * the operands by sum(idx[d] * bs?[d]) elements (stride 0 = broadcast). */
+typedef struct tn_gemm_batch {
+    int ndim;
+    int64_t shape[TN_MAX_DIMS];
+    int64_t bsa[TN_MAX_DIMS], bsb[TN_MAX_DIMS], bsc[TN_MAX_DIMS];
+} tn_gemm_batch;
+
+/* ---- softmax family ------------------------------------------------------------------- */
+
+enum { TN_SM_FWD, TN_LSM_FWD, TN_SM_BWD, TN_LSM_BWD };
+
+/* Contiguous tensors seen as (outer, d, inner) around the softmax dim.
+ *   SM_FWD:  out = exp(x - max) / sum          (x)
+ *   LSM_FWD: out = (x - max) - log(sum exp)    (x)
+ *   SM_BWD:  out = y (g - sum(g y))            (x = g, y = forward result)
+ *   LSM_BWD: out = g - exp(y) sum(g)           (x = g, y = forward result) */
+typedef struct tn_sm_args {
+    int mode;
+    tn_dtype dtype; /* float32 or float64 */
+    int64_t outer, d, inner;
+    const void *x, *y;
+    void *out;
+} tn_sm_args;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

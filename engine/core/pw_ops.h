@@ -1,0 +1,66 @@
+/* engine/core/pw_ops.h — every pointwise op as one expression, written once
+ * and expanded by both backends: the CPU loops (engine/cpu/pw_kernels.c) and
+ * the CUDA kernels (engine/cuda/pointwise.cu). Valid C11 and CUDA C++.
+ *
+ * X(name, kind, expr). Binary expressions see x, y; unary ones see x and the
+ * context scalars c0, c1 — all of the compute type. The result is converted
+ * to the output type (bool stores v != 0). Kinds say which dtypes exist:
+ *   ALL    every dtype          FLOAT  float32, float64
+ *   NOBOOL every dtype but bool CMP    any input dtype, bool output
+ */
+#ifndef TN_CORE_PW_OPS_H
+#define TN_CORE_PW_OPS_H
+
+#ifdef __CUDACC__
+/* Device overloads pick the float or double function by argument type. */
+#define TN_M(fn, x) fn(x)
+#define TN_POWX(x, y) tn_pow_dev(x, y)
+#else
+#include <math.h>
+#define TN_M(fn, x) _Generic((x), float: fn##f((float)(x)), default: fn((double)(x)))
+/* float: powf; double and integers: pow in double (as the CPU always did). */
+#define TN_POWX(x, y) _Generic((x), float: powf((float)(x), (float)(y)), \
+                               default: pow((double)(x), (double)(y)))
+#endif
+
+#define TN_PW_BINARY_OPS(X)                                                              \
+    X(add, ALL, x + y)                                                                   \
+    X(sub, ALL, x - y)                                                                   \
+    X(mul, ALL, x * y)                                                                   \
+    X(div, FLOAT, x / y)                                                                 \
+    X(pow, NOBOOL, TN_POWX(x, y))                                                        \
+    /* maximum/minimum propagate NaN, as PyTorch */                                      \
+    X(maximum, ALL, (x != x || y != y) ? x + y : (x > y ? x : y))                        \
+    X(minimum, ALL, (x != x || y != y) ? x + y : (x < y ? x : y))                        \
+    /* gradient share of x in maximum(x, y): 1 if x wins, 1/2 on ties */                 \
+    X(maxshare, FLOAT, x > y ? 1 : (x == y ? 0.5 : 0))                                   \
+    X(sqdiff, FLOAT, (x - y) * (x - y))                                                  \
+    X(eq, CMP, x == y)                                                                   \
+    X(ne, CMP, x != y)                                                                   \
+    X(lt, CMP, x < y)                                                                    \
+    X(le, CMP, x <= y)                                                                   \
+    X(gt, CMP, x > y)                                                                    \
+    X(ge, CMP, x >= y)
+
+#define TN_PW_UNARY_OPS(X)                                                               \
+    X(neg, ALL, -x)                                                                      \
+    X(abs, ALL, x < 0 ? -x : x)                                                          \
+    X(relu, ALL, x > 0 ? x : 0)                                                          \
+    X(exp, FLOAT, TN_M(exp, x))                                                          \
+    X(log, FLOAT, TN_M(log, x))                                                          \
+    X(sqrt, FLOAT, TN_M(sqrt, x))                                                        \
+    X(sin, FLOAT, TN_M(sin, x))                                                          \
+    X(cos, FLOAT, TN_M(cos, x))                                                          \
+    X(tanh, FLOAT, TN_M(tanh, x))                                                        \
+    X(sigmoid, FLOAT, 1 / (1 + TN_M(exp, -x)))                                           \
+    X(sign, ALL, (x > 0) - (x < 0))                                                      \
+    X(adds, ALL, x + c0)                                                                 \
+    X(muls, ALL, x * c0)                                                                 \
+    X(rsubs, ALL, c0 - x)                                                                \
+    X(pows, FLOAT, TN_POWX(x, c0))                                                       \
+    /* NaN passes through clamp, as PyTorch */                                           \
+    X(clamp, ALL, x < c0 ? c0 : (x > c1 ? c1 : x))                                       \
+    /* d clamp / dx (also relu's backward with c0 = 0+, c1 = inf) */                     \
+    X(clampmask, FLOAT, (x >= c0 && x <= c1) ? 1 : 0)
+
+#endif
