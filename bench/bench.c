@@ -24,26 +24,31 @@
 
 static const bench_case CASES[] = {
     {"triad", "STREAM-style triad a = b + s*c, 64 Mi float32, OpenMP: the bandwidth limit",
-     bench_triad},
-    {"fma_peak", "independent AVX FMAs on every thread: the float32 FLOP limit", bench_fma_peak},
-    {"add64", "tn_add_out of two 64 Mi float32 tensors into a preallocated output", bench_add64},
-    {"sum64", "tn_sum of 64 Mi float32", bench_sum64},
-    {"copy_t", "tn_contiguous of a transposed 8192x8192 float32 tensor", bench_copy_t},
-    {"add16", "tn_add of two 16-element tensors: per-op overhead", bench_add16},
-    {"tiny", "y = sigmoid(x*2).sum(); backward, 16 elements", bench_tiny},
-    {"chain100", "100 x (y*a+b) on 16 elements, forward+backward, per op pair", bench_chain100},
-    {"add_1000", "in-place tn_add_ on 1,000 float32", bench_add_inplace},
-    {"sgemm1024", "tn_matmul 1024x1024 float32", bench_sgemm1024},
-    {"sgemm2048", "tn_matmul 2048x2048 float32", bench_sgemm2048},
-    {"mlp", "MLP training step 256x784->256->10, ReLU, cross-entropy, SGD", bench_mlp},
-    {"tiny_anomaly", "tiny with anomaly mode on, as a ratio to off", bench_tiny_anomaly},
+     bench_triad, false},
+    {"fma_peak", "independent AVX FMAs on every thread: the float32 FLOP limit", bench_fma_peak, false},
+    {"add64", "tn_add_out of two 64 Mi float32 tensors into a preallocated output", bench_add64,
+     true},
+    {"sum64", "tn_sum of 64 Mi float32", bench_sum64, true},
+    {"copy_t", "tn_contiguous of a transposed 8192x8192 float32 tensor", bench_copy_t, false},
+    {"add16", "tn_add of two 16-element tensors: per-op overhead", bench_add16, false},
+    {"tiny", "y = sigmoid(x*2).sum(); backward, 16 elements", bench_tiny, false},
+    {"chain100", "100 x (y*a+b) on 16 elements, forward+backward, per op pair", bench_chain100, false},
+    {"add_1000", "in-place tn_add_ on 1,000 float32", bench_add_inplace, false},
+    {"sgemm1024", "tn_matmul 1024x1024 float32", bench_sgemm1024, false},
+    {"sgemm2048", "tn_matmul 2048x2048 float32", bench_sgemm2048, false},
+    {"sgemm4096", "tn_matmul 4096x4096 float32 (GPU: no TF32)", bench_sgemm4096, true},
+    {"mlp",
+     "MLP training step 256x784->256->10, ReLU, cross-entropy, SGD "
+     "(--device cuda: batch 4096, 784->1024->10)",
+     bench_mlp, true},
+    {"tiny_anomaly", "tiny with anomaly mode on, as a ratio to off", bench_tiny_anomaly, false},
     {"chain100_anomaly", "chain100 with anomaly mode on, as a ratio to off",
-     bench_chain100_anomaly},
-    {"mlp_anomaly", "mlp with anomaly mode on, as a ratio to off", bench_mlp_anomaly},
+     bench_chain100_anomaly, false},
+    {"mlp_anomaly", "mlp with anomaly mode on, as a ratio to off", bench_mlp_anomaly, true},
     {"mlp_threads", "independent MLP steps on 1..T user threads (1 op thread each)",
-     bench_mlp_threads},
+     bench_mlp_threads, false},
     {"digits", "the digits demo: 64-128-10 MLP, batch 64, 30 epochs, seconds + accuracy",
-     bench_digits},
+     bench_digits, false},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 
@@ -55,22 +60,37 @@ double bench_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+tn_tensor *bench_on(const bench_opts *o, tn_tensor *t) {
+    if (!t || tn_device_of(t).type == o->device.type) return t;
+    tn_tensor *d = tn_to(t, TN_DTYPE_SAME, o->device);
+    tn_release(t);
+    return d;
+}
+
+/* One call of the body, finished on the device. */
+static int body_run(const bench_opts *o, bench_fn fn, void *state, int64_t iters) {
+    if (fn(state, iters) < 0) return -1;
+    if (o->device.type != TN_CPU && tn_synchronize(o->device) < 0)
+        return bench_fail("bench", "tn_synchronize");
+    return 0;
+}
+
 int64_t bench_time(const bench_opts *o, bench_fn fn, void *state, double min_run_s, double *secs) {
     if (o->quick) min_run_s /= 20;
     int64_t iters = o->iters > 0 ? o->iters : 1;
     while (o->iters <= 0) { /* calibration doubles as the first warm-up */
         double t0 = bench_now();
-        if (fn(state, iters) < 0) return -1;
+        if (body_run(o, fn, state, iters) < 0) return -1;
         double t = bench_now() - t0;
         if (t >= min_run_s || iters >= ((int64_t)1 << 40)) break;
         double grow = t > 0 ? 1.3 * min_run_s / t : 1000;
         iters = (int64_t)((double)iters * (grow < 2 ? 2 : grow > 1000 ? 1000 : grow));
     }
     for (int w = 0; w < o->warmup; w++)
-        if (fn(state, iters) < 0) return -1;
+        if (body_run(o, fn, state, iters) < 0) return -1;
     for (int r = 0; r < o->repeat; r++) {
         double t0 = bench_now();
-        if (fn(state, iters) < 0) return -1;
+        if (body_run(o, fn, state, iters) < 0) return -1;
         secs[r] = (bench_now() - t0) / (double)iters;
     }
     return iters;
@@ -180,7 +200,7 @@ static void usage(FILE *f, const char *argv0) {
     fprintf(f,
             "usage: %s [--case NAME[,NAME...]]... [--threads N] [--repeat R] [--warmup W]\n"
             "          [--json] [--quick] [--list] [--data PATH] [--max-user-threads T]\n"
-            "          [--iters N]\n"
+            "          [--iters N] [--device cpu|cuda]\n"
             "  --case     cases to run (repeatable or comma-separated; default: all)\n"
             "  --threads  op threads (tn_set_num_threads; default: the online CPUs)\n"
             "  --repeat   timed runs per figure (default 7)\n"
@@ -190,7 +210,8 @@ static void usage(FILE *f, const char *argv0) {
             "  --list     names and descriptions of the cases\n"
             "  --data     digits dataset (default: the source tree's data/digits.csv.gz)\n"
             "  --max-user-threads  mlp_threads runs 1..T threads (default: 2 x CPUs)\n"
-            "  --iters    fixed iterations per run instead of calibrating (for callgrind)\n",
+            "  --iters    fixed iterations per run instead of calibrating (for callgrind)\n"
+            "  --device   cuda: the GPU cases (add64 sum64 sgemm4096 mlp mlp_anomaly) on cuda:0\n",
             argv0);
 }
 
@@ -234,6 +255,11 @@ static bool parse_option(int argc, char **argv, int *i, bench_opts *o, bool *sel
     if (!strcmp(a, "--max-user-threads")) return parse_int(v, 1, &o->max_user_threads);
     if (!strcmp(a, "--iters")) return parse_int(v, 1, &n) && (o->iters = n);
     if (!strcmp(a, "--data")) return (o->data = v) != NULL;
+    if (!strcmp(a, "--device")) {
+        if (v && !strcmp(v, "cpu")) return o->device = (tn_device){TN_CPU, 0}, true;
+        if (v && !strcmp(v, "cuda")) return o->device = TN_DEVICE_CUDA(0), true;
+        return false;
+    }
     return false;
 }
 
@@ -262,12 +288,21 @@ int main(int argc, char **argv) {
         }
     }
     tn_set_num_threads(o.threads);
+    if (o.device.type == TN_CUDA && !tn_cuda_is_available()) {
+        fprintf(stderr, "tenet-bench: --device cuda: no CUDA device (%s)\n",
+                tn_cuda_device_count() ? "" : "none found, or built without CUDA");
+        return 1;
+    }
     if (!g_json)
         printf("tenet-bench: %d op thread(s), %d timed run(s) per figure%s\n", o.threads, o.repeat,
                o.quick ? " (quick: not a measurement)" : "");
     int failed = 0;
     for (int c = 0; c < N_CASES; c++) {
-        if (any && !sel[c]) continue;
+        if (any ? !sel[c] : o.device.type == TN_CUDA && !CASES[c].on_cuda) continue;
+        if (o.device.type == TN_CUDA && !CASES[c].on_cuda) {
+            fprintf(stderr, "tenet-bench: %s runs on the CPU only; skipped\n", CASES[c].name);
+            continue;
+        }
         /* A case that failed may have left anomaly mode on. */
         tn_set_detect_anomaly(false, false);
         if (CASES[c].run(&o) < 0) failed++;

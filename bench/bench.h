@@ -27,6 +27,7 @@ typedef struct bench_opts {
     int max_user_threads; /* mlp_threads goes 1..this */
     int64_t iters;        /* > 0: fixed iterations per run, no calibration (for profilers) */
     const char *data;     /* digits.csv.gz */
+    tn_device device;     /* --device: where the tensors of the device-aware cases live */
 } bench_opts;
 
 typedef struct bench_result {
@@ -38,7 +39,9 @@ typedef struct bench_result {
     char extra[1024]; /* ", \"key\": value" pairs, JSON */
 } bench_result;
 
-/* Runs the timed body `iters` times; returns 0, or -1 after printing why. */
+/* Runs the timed body `iters` times; returns 0, or -1 after printing why.
+ * On a GPU the body only enqueues: bench_time waits for the device after
+ * each call, so a run's time covers the work itself. */
 typedef int (*bench_fn)(void *state, int64_t iters);
 
 double bench_now(void);
@@ -73,7 +76,11 @@ typedef struct bench_case {
     const char *name;
     const char *help;
     int (*run)(const bench_opts *o);
+    bool on_cuda; /* also runs with --device cuda (the default set there) */
 } bench_case;
+
+/* t moved to o->device (t is released; NULL stays NULL). */
+tn_tensor *bench_on(const bench_opts *o, tn_tensor *t);
 
 int bench_triad(const bench_opts *o);
 int bench_fma_peak(const bench_opts *o);
@@ -88,6 +95,7 @@ int bench_tiny_anomaly(const bench_opts *o);
 int bench_chain100_anomaly(const bench_opts *o);
 int bench_sgemm1024(const bench_opts *o);
 int bench_sgemm2048(const bench_opts *o);
+int bench_sgemm4096(const bench_opts *o);
 int bench_mlp(const bench_opts *o);
 int bench_mlp_anomaly(const bench_opts *o);
 int bench_mlp_threads(const bench_opts *o);

@@ -188,7 +188,8 @@ static void big_free(big *s) {
 
 int bench_add64(const bench_opts *o) {
     int64_t n = big_n(o);
-    big s = {tn_full(1, &n, TN_F32, 1.0), tn_full(1, &n, TN_F32, 2.0), tn_empty(1, &n, TN_F32)};
+    big s = {bench_on(o, tn_full(1, &n, TN_F32, 1.0)), bench_on(o, tn_full(1, &n, TN_F32, 2.0)),
+             bench_on(o, tn_empty(1, &n, TN_F32))};
     int rc = s.a && s.b && s.out ? bandwidth_case(o, "add64", add64_body, &s, 3.0 * 4 * n)
                                  : bench_fail("add64", "allocation");
     big_free(&s);
@@ -197,7 +198,7 @@ int bench_add64(const bench_opts *o) {
 
 int bench_sum64(const bench_opts *o) {
     int64_t n = big_n(o);
-    big s = {tn_full(1, &n, TN_F32, 1.0), NULL, NULL};
+    big s = {bench_on(o, tn_full(1, &n, TN_F32, 1.0)), NULL, NULL};
     int rc = s.a ? bandwidth_case(o, "sum64", sum64_body, &s, 4.0 * n)
                  : bench_fail("sum64", "allocation");
     big_free(&s);

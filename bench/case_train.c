@@ -31,7 +31,8 @@ static int sgemm_case(const bench_opts *o, const char *name, int64_t n) {
     if (o->quick) n /= 8;
     tn_manual_seed(2);
     int64_t shape[] = {n, n};
-    gemm_state g = {tn_randn(2, shape, TN_F32), tn_randn(2, shape, TN_F32)};
+    gemm_state g = {bench_on(o, tn_randn(2, shape, TN_F32)),
+                    bench_on(o, tn_randn(2, shape, TN_F32))};
     double secs[BENCH_MAX_RUNS], v[BENCH_MAX_RUNS];
     int rc = g.a && g.b ? 0 : bench_fail(name, "setup");
     if (rc == 0 && bench_time(o, gemm_body, &g, 0.2, secs) < 0) rc = -1;
@@ -51,6 +52,7 @@ static int sgemm_case(const bench_opts *o, const char *name, int64_t n) {
 
 int bench_sgemm1024(const bench_opts *o) { return sgemm_case(o, "sgemm1024", 1024); }
 int bench_sgemm2048(const bench_opts *o) { return sgemm_case(o, "sgemm2048", 2048); }
+int bench_sgemm4096(const bench_opts *o) { return sgemm_case(o, "sgemm4096", 4096); }
 
 /* ---- a two-layer MLP: linear, ReLU, linear, cross-entropy, SGD ----------------- */
 
@@ -68,12 +70,21 @@ static void mlp_free(mlp *m) {
     *m = (mlp){0};
 }
 
+/* A leaf on dev with t's values (t is released). */
+static tn_tensor *leaf_on(tn_tensor *t, tn_device dev) {
+    if (!t || dev.type == TN_CPU) return t;
+    tn_tensor *d = tn_new_tensor(t, TN_DTYPE_SAME, dev, true);
+    tn_release(t);
+    return d;
+}
+
 static bool mlp_new(mlp *m, int64_t in, int64_t hidden, int64_t out, double lr, double momentum,
-                    uint64_t seed) {
+                    uint64_t seed, tn_device dev) {
     tn_manual_seed(seed);
-    *m = (mlp){uniform_leaf(2, (int64_t[]){hidden, in}, in), uniform_leaf(1, &hidden, in),
-               uniform_leaf(2, (int64_t[]){out, hidden}, hidden), uniform_leaf(1, &out, hidden),
-               NULL};
+    *m = (mlp){leaf_on(uniform_leaf(2, (int64_t[]){hidden, in}, in), dev),
+               leaf_on(uniform_leaf(1, &hidden, in), dev),
+               leaf_on(uniform_leaf(2, (int64_t[]){out, hidden}, hidden), dev),
+               leaf_on(uniform_leaf(1, &out, hidden), dev), NULL};
     if (m->w1 && m->b1 && m->w2 && m->b2)
         m->opt = tn_sgd_new(4, (tn_tensor *[]){m->w1, m->b1, m->w2, m->b2}, lr, momentum, 0.0);
     if (m->opt) return true;
@@ -96,8 +107,10 @@ static tn_status mlp_step(mlp *m, const tn_tensor *x, const tn_tensor *y) {
     return rc < 0 ? rc : tn_sgd_step(m->opt);
 }
 
-/* The PERF.md model: batch 256, 784 -> 256 -> 10, SGD lr 0.01. */
+/* The PERF.md models, SGD lr 0.01: CPU batch 256, 784 -> 256 -> 10; GPU
+ * batch 4096, 784 -> 1024 -> 10. */
 enum { MLP_BATCH = 256, MLP_IN = 784, MLP_HIDDEN = 256, MLP_OUT = 10 };
+enum { GPU_MLP_BATCH = 4096, GPU_MLP_HIDDEN = 1024 };
 
 typedef struct mlp_case {
     mlp m;
@@ -110,17 +123,29 @@ static void mlp_case_free(mlp_case *c) {
     tn_release(c->y);
 }
 
-static bool mlp_case_new(mlp_case *c, uint64_t seed) {
-    int64_t labels[MLP_BATCH], n = MLP_BATCH;
-    for (int i = 0; i < MLP_BATCH; i++)
-        labels[i] = (i * 7) % MLP_OUT;
+static bool mlp_case_new(mlp_case *c, uint64_t seed, tn_device dev) {
+    bool gpu = dev.type != TN_CPU;
+    int64_t n = gpu ? GPU_MLP_BATCH : MLP_BATCH, hidden = gpu ? GPU_MLP_HIDDEN : MLP_HIDDEN;
+    int64_t *labels = malloc((size_t)n * sizeof *labels);
     *c = (mlp_case){0};
-    if (!mlp_new(&c->m, MLP_IN, MLP_HIDDEN, MLP_OUT, 0.01, 0.0, seed)) return false;
-    c->x = tn_randn(2, (int64_t[]){MLP_BATCH, MLP_IN}, TN_F32);
-    c->y = tn_tensor_from(labels, TN_I64, 1, &n, false);
-    if (c->x && c->y) return true;
-    mlp_case_free(c);
-    return false;
+    if (!labels) return false;
+    for (int64_t i = 0; i < n; i++)
+        labels[i] = (i * 7) % MLP_OUT;
+    bool ok = mlp_new(&c->m, MLP_IN, hidden, MLP_OUT, 0.01, 0.0, seed, dev);
+    if (ok) {
+        c->x = tn_randn(2, (int64_t[]){n, MLP_IN}, TN_F32);
+        c->y = tn_tensor_from(labels, TN_I64, 1, &n, false);
+        if (gpu && c->x && c->y) {
+            tn_tensor *x = tn_to(c->x, TN_DTYPE_SAME, dev), *y = tn_to(c->y, TN_DTYPE_SAME, dev);
+            tn_release(c->x);
+            tn_release(c->y);
+            c->x = x, c->y = y;
+        }
+        ok = c->x && c->y;
+    }
+    free(labels);
+    if (!ok) mlp_case_free(c);
+    return ok;
 }
 
 static int mlp_body(void *st, int64_t iters) {
@@ -132,7 +157,7 @@ static int mlp_body(void *st, int64_t iters) {
 
 int bench_mlp(const bench_opts *o) {
     mlp_case c;
-    if (!mlp_case_new(&c, 3)) return bench_fail("mlp", "setup");
+    if (!mlp_case_new(&c, 3, o->device)) return bench_fail("mlp", "setup");
     double secs[BENCH_MAX_RUNS], v[BENCH_MAX_RUNS];
     int rc = bench_time(o, mlp_body, &c, 0.1, secs) < 0 ? -1 : 0;
     if (rc == 0) {
@@ -148,7 +173,7 @@ int bench_mlp(const bench_opts *o) {
 
 int bench_mlp_anomaly(const bench_opts *o) {
     mlp_case c;
-    if (!mlp_case_new(&c, 3)) return bench_fail("mlp_anomaly", "setup");
+    if (!mlp_case_new(&c, 3, o->device)) return bench_fail("mlp_anomaly", "setup");
     int rc = bench_anomaly_ratio(o, "mlp_anomaly", mlp_body, &c, 0.1, 1, "ms");
     mlp_case_free(&c);
     return rc;
@@ -168,7 +193,7 @@ typedef struct worker {
 static void *worker_main(void *arg) {
     worker *w = arg;
     mlp_case c;
-    bool ok = mlp_case_new(&c, w->seed);
+    bool ok = mlp_case_new(&c, w->seed, TN_DEVICE_CPU);
     /* One untimed step warms this thread's allocator caches. */
     w->status = ok ? mlp_step(&c.m, c.x, c.y) : tn_last_status();
     pthread_barrier_wait(w->go);
@@ -300,7 +325,7 @@ static int digits_body(void *st, int64_t iters) {
     digits_state *s = st;
     for (int64_t it = 0; it < iters; it++) {
         mlp m;
-        if (!mlp_new(&m, DIGITS_PIXELS, D_HIDDEN, DIGITS_CLASSES, 0.1, 0.9, 0))
+        if (!mlp_new(&m, DIGITS_PIXELS, D_HIDDEN, DIGITS_CLASSES, 0.1, 0.9, 0, TN_DEVICE_CPU))
             return bench_fail("digits", "model setup");
         memcpy(s->order, s->rows, D_TRAIN * sizeof *s->order);
         uint64_t rng = 0x5eed;

@@ -37,7 +37,15 @@ except ImportError:  # tenet's numbers alone
 
 CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "tiny", "chain100",
          "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "chain100_anomaly",
-         "mlp_anomaly", "mlp_threads", "digits"]
+         "mlp_anomaly", "mlp_threads", "digits", "sgemm4096"]
+CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly"]
+DEV = "cpu"  # --device: where the PyTorch tensors of CUDA_CASES live
+
+
+def sync():
+    """Waits for the GPU, so that a timed body covers its kernels (as tenet-bench)."""
+    if DEV != "cpu":
+        torch.cuda.synchronize()
 RATE_UNITS = {"GB/s", "GFLOP/s", "steps/s"}
 
 
@@ -57,6 +65,7 @@ def time_body(o, body, min_run_s):
     while True:
         t0 = time.perf_counter()
         body(iters)
+        sync()
         t = time.perf_counter() - t0
         if t >= min_run_s:
             break
@@ -64,10 +73,12 @@ def time_body(o, body, min_run_s):
         iters = int(iters * min(max(grow, 2), 1000))
     for _ in range(o.warmup):
         body(iters)
+        sync()
     secs = []
     for _ in range(o.repeat):
         t0 = time.perf_counter()
         body(iters)
+        sync()
         secs.append((time.perf_counter() - t0) / iters)
     return secs, iters
 
@@ -86,6 +97,7 @@ def time_pair(o, body, min_run_s, set_mode):
             set_mode(mode)
             t0 = time.perf_counter()
             body(iters)
+            sync()
             out.append((time.perf_counter() - t0) / iters)
     set_mode(False)
     return off, on
@@ -117,7 +129,8 @@ def t_bandwidth(o, name, body, nbytes):
 
 def t_add64(o):
     n = big_n(o)
-    a, b, out = torch.ones(n), torch.full((n,), 2.0), torch.empty(n)
+    a, b = torch.ones(n, device=DEV), torch.full((n,), 2.0, device=DEV)
+    out = torch.empty(n, device=DEV)
 
     def body(it):
         for _ in range(it):
@@ -127,7 +140,7 @@ def t_add64(o):
 
 def t_sum64(o):
     n = big_n(o)
-    a = torch.ones(n)
+    a = torch.ones(n, device=DEV)
 
     def body(it):
         for _ in range(it):
@@ -223,7 +236,7 @@ def t_sgemm(o, name, n):
     if o.quick:
         n //= 8
     torch.manual_seed(2)
-    a, b = torch.randn(n, n), torch.randn(n, n)
+    a, b = torch.randn(n, n, device=DEV), torch.randn(n, n, device=DEV)
 
     def body(it):
         for _ in range(it):
@@ -246,9 +259,12 @@ def mlp_step(model, opt, x, y):
 
 
 def mlp_case(seed=3):
-    model, opt = mlp_model(784, 256, 10, 0.01, 0.0, seed)
-    x = torch.randn(256, 784)
-    y = torch.tensor([(i * 7) % 10 for i in range(256)])
+    batch, hidden = (256, 256) if DEV == "cpu" else (4096, 1024)
+    model, opt = mlp_model(784, hidden, 10, 0.01, 0.0, seed)
+    model.to(DEV)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.0)
+    x = torch.randn(batch, 784, device=DEV)
+    y = torch.tensor([(i * 7) % 10 for i in range(batch)], device=DEV)
 
     def body(it):
         for _ in range(it):
@@ -350,6 +366,7 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
          "tiny": t_tiny, "chain100": t_chain100, "add_1000": t_add_1000,
          "sgemm1024": lambda o: t_sgemm(o, "sgemm1024", 1024),
          "sgemm2048": lambda o: t_sgemm(o, "sgemm2048", 2048), "mlp": t_mlp,
+         "sgemm4096": lambda o: t_sgemm(o, "sgemm4096", 4096),
          "tiny_anomaly": t_tiny_anomaly, "chain100_anomaly": t_chain100_anomaly,
          "mlp_anomaly": t_mlp_anomaly, "mlp_threads": t_mlp_threads, "digits": t_digits}
 
@@ -359,7 +376,8 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
 def run_tenet(a, case):
     cmd = [a.bench, "--json", "--case", case, "--threads", str(a.threads), "--repeat",
            str(a.repeat), "--warmup", str(a.warmup), "--max-user-threads",
-           str(a.max_user_threads), "--data", a.data] + (["--quick"] if a.quick else [])
+           str(a.max_user_threads), "--data", a.data, "--device", a.device] + \
+        (["--quick"] if a.quick else [])
     p = subprocess.run(cmd, stdout=subprocess.PIPE, universal_newlines=True)
     if p.returncode != 0:
         print("tenet-bench failed on %s (exit %d)" % (case, p.returncode), file=sys.stderr)
@@ -454,6 +472,8 @@ def main():
     p.add_argument("--data", default=os.path.join(here, "..", "data", "digits.csv.gz"))
     p.add_argument("--quick", action="store_true", help="tiny runs: a smoke test")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="cuda: the GPU cases on cuda:0 on both sides")
     p.add_argument("--json-out", help="also write every result to this file (JSON)")
     p.add_argument("--torch-blas", metavar="DIR",
                    help="run PyTorch with the libblas.so.3 found in DIR (see the module docstring)")
@@ -463,7 +483,9 @@ def main():
         env = dict(os.environ, TENET_COMPARE_BLAS=a.torch_blas,
                    LD_LIBRARY_PATH=a.torch_blas + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
-    cases = CASES
+    global DEV
+    DEV = a.device
+    cases = CUDA_CASES if a.device == "cuda" else CASES
     if a.case:
         cases = [c for arg in a.case for c in arg.split(",")]
         bad = [c for c in cases if c not in CASES]

@@ -208,7 +208,12 @@ tn_status tn__node_save(tn_node *n, int slot, const tn_tensor *t, bool is_output
 static void type_string(char *buf, size_t n, const tn_tensor *t) {
     char shape[160];
     tn__format_shape(shape, sizeof shape, t->ndim, t->shape);
-    snprintf(buf, n, "[%s %s]", tn_dtype_name(t->dtype), shape);
+    char dev[48] = "";
+    if (!tn__on_cpu(t)) { /* PyTorch: torch.cuda.FloatTensor */
+        char d[32];
+        snprintf(dev, sizeof dev, " on %s", tn__device_str(tn__dev(t), d, sizeof d));
+    }
+    snprintf(buf, n, "[%s %s%s]", tn_dtype_name(t->dtype), shape, dev);
 }
 
 static tn_status version_error(tn_node *n, const tn_saved *s, uint64_t cur) {

@@ -1,0 +1,497 @@
+/* Cross-backend tests through the public API: every op, forward and
+ * backward, on CUDA tensors against the CPU reference (random inputs, odd
+ * shapes, non-contiguous operands); copies between devices; the seed
+ * scenarios on GPU tensors; optimisers. Without a usable GPU every test but
+ * the first skips with "no CUDA device: skipped" (the first checks the
+ * errors a CPU-only machine gives). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+#define CUDA0 TN_DEVICE_CUDA(0)
+
+static bool need_gpu(void) {
+    if (tn_cuda_is_available()) return true;
+    print_message("no CUDA device: skipped\n");
+    return false;
+}
+#define NEED_GPU()                                                                         \
+    do {                                                                                   \
+        if (!need_gpu()) skip();                                                           \
+    } while (0)
+
+static uint64_t rng = 88172645463325252ull;
+static double urand(void) { /* xorshift64: fixed sequence, no global seed needed */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+/* Random float tensor on the CPU; pos: values in [0.5, 2) (log, sqrt, pow). */
+static tn_tensor *rand_t(int nd, const int64_t *shape, tn_dtype dt, bool pos) {
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= shape[i];
+    double *v = test_malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = pos ? 0.5 + 1.5 * urand() : 4 * urand() - 2;
+    tn_tensor *d = tn_tensor_from(v, TN_F64, nd, shape, false);
+    tn_tensor *t = tn_to(d, dt, TN_DEVICE_KEEP);
+    tn_release(d);
+    test_free(v);
+    return t;
+}
+
+/* Asserts a (any device) and b (any device) hold the same values within
+ * rtol/atol; shapes must match. */
+static void assert_same(const tn_tensor *a, const tn_tensor *b, double tol, const char *what) {
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(tn_ndim(a), tn_ndim(b));
+    int64_t n = tn_numel(a);
+    assert_int_equal(n, tn_numel(b));
+    double *x = test_malloc((size_t)(n ? n : 1) * sizeof *x), *y = test_malloc((size_t)(n ? n : 1) * sizeof *y);
+    assert_int_equal(tn_copy_to_f64(a, x, n), TN_OK);
+    assert_int_equal(tn_copy_to_f64(b, y, n), TN_OK);
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs(x[i] - y[i]), lim = tol * (1 + fabs(y[i]));
+        bool both_nan = x[i] != x[i] && y[i] != y[i];
+        if (!both_nan && !(d <= lim)) {
+            print_error("%s: element %lld: cuda %.17g vs cpu %.17g\n", what, (long long)i, x[i], y[i]);
+            fail();
+        }
+    }
+    test_free(x);
+    test_free(y);
+}
+
+/* ---- the op table ---------------------------------------------------------------- */
+
+typedef tn_tensor *(*op_fn)(tn_tensor *const *in);
+
+typedef struct op_case {
+    const char *name;
+    op_fn fn;
+    int nin;
+    int ndim[3];
+    int64_t shape[3][4];
+    bool pos;        /* positive inputs */
+    bool transposed; /* inputs passed as the transpose of a contiguous tensor */
+    bool no_grad;    /* forward only (comparisons, argmax) */
+} op_case;
+
+#define OP2(name, expr) \
+    static tn_tensor *name(tn_tensor *const *in) { tn_tensor *a = in[0], *b = in[1]; (void)b; return expr; }
+OP2(f_add, tn_add(a, b))
+OP2(f_sub, tn_sub(a, b))
+OP2(f_mul, tn_mul(a, b))
+OP2(f_div, tn_div(a, b))
+OP2(f_pow, tn_pow(a, b))
+OP2(f_maximum, tn_maximum(a, b))
+OP2(f_minimum, tn_minimum(a, b))
+OP2(f_matmul, tn_matmul(a, b))
+OP2(f_mse, tn_mse_loss(a, b))
+OP2(f_gt, tn_gt(a, b))
+OP2(f_eq, tn_eq(a, a))
+OP2(f_neg, tn_neg(a))
+OP2(f_abs, tn_abs(a))
+OP2(f_relu, tn_relu(a))
+OP2(f_exp, tn_exp(a))
+OP2(f_log, tn_log(a))
+OP2(f_sqrt, tn_sqrt(a))
+OP2(f_sin, tn_sin(a))
+OP2(f_cos, tn_cos(a))
+OP2(f_tanh, tn_tanh(a))
+OP2(f_sigmoid, tn_sigmoid(a))
+OP2(f_adds, tn_add_scalar(a, 0.75))
+OP2(f_muls, tn_mul_scalar(a, -1.5))
+OP2(f_divs, tn_div_scalar(a, 3))
+OP2(f_rsubs, tn_rsub_scalar(a, 2))
+OP2(f_pows, tn_pow_scalar(a, 2.5))
+OP2(f_clamp, tn_clamp(a, -0.5, 0.7))
+OP2(f_sum, tn_sum(a))
+OP2(f_sum0, tn_sum_dim(a, 0, false))
+OP2(f_sum1, tn_sum_dim(a, 1, true))
+OP2(f_mean, tn_mean(a))
+OP2(f_mean1, tn_mean_dim(a, -1, false))
+OP2(f_max, tn_max(a))
+OP2(f_min, tn_min(a))
+OP2(f_max0, tn_max_dim(a, 0, false))
+OP2(f_max1, tn_max_dim(a, 1, true))
+OP2(f_argmax, tn_argmax(a))
+OP2(f_softmax, tn_softmax(a, -1))
+OP2(f_softmax0, tn_softmax(a, 0))
+OP2(f_lsm, tn_log_softmax(a, -1))
+OP2(f_lsm1, tn_log_softmax(a, 1))
+
+static tn_tensor *f_linear(tn_tensor *const *in) { return tn_linear(in[0], in[1], in[2]); }
+static tn_tensor *f_cat(tn_tensor *const *in) { return tn_cat(3, in, 1); }
+static tn_tensor *f_stack(tn_tensor *const *in) { return tn_stack(2, in, 0); }
+static tn_tensor *f_views(tn_tensor *const *in) { /* narrow, transpose, contiguous, select, expand */
+    tn_tensor *n = tn_narrow(in[0], 1, 1, 3), *t = tn_transpose(n, 0, 1), *c = tn_contiguous(t);
+    tn_tensor *s = tn_select(c, 1, 2), *u = tn_unsqueeze(s, 0);
+    tn_tensor *e = tn_expand(u, 2, (int64_t[]){4, tn_shape(u)[1]});
+    tn_tensor *r = tn_mul(e, e);
+    tn_release(n), tn_release(t), tn_release(c), tn_release(s), tn_release(u), tn_release(e);
+    return r;
+}
+static tn_tensor *f_inplace(tn_tensor *const *in) { /* in-place on a non-leaf + CopySlices */
+    tn_tensor *y = tn_mul_scalar(in[0], 2), *v = tn_narrow(y, 0, 1, 2);
+    tn_mul_(v, in[1]);
+    tn_add_scalar_(y, 1);
+    tn_tensor *r = tn_sigmoid(y);
+    tn_release(y), tn_release(v);
+    return r;
+}
+static tn_tensor *f_ce(tn_tensor *const *in) {
+    int64_t n = tn_shape(in[0])[0];
+    int64_t tv[64];
+    for (int64_t i = 0; i < n; i++) tv[i] = (i * 7 + 3) % tn_shape(in[0])[1];
+    tv[1] = -100; /* ignore_index */
+    tn_tensor *t = tn_tensor_from(tv, TN_I64, 1, &n, false);
+    tn_tensor *td = tn_to(t, TN_DTYPE_SAME, tn_device_of(in[0]));
+    tn_tensor *r = tn_cross_entropy(in[0], td);
+    tn_release(t), tn_release(td);
+    return r;
+}
+
+#define S1(a) {a}
+#define S2(a, b) {a, b}
+#define S3(a, b, c) {a, b, c}
+static const op_case cases[] = {
+    {.name = "add broadcast", .fn = f_add, .nin = 2, .ndim = {2, 1}, .shape = {S2(33, 17), S1(17)}},
+    {.name = "add transposed", .fn = f_add, .nin = 2, .ndim = {2, 2}, .shape = {S2(19, 5), S2(19, 5)}, .transposed = true},
+    {.name = "sub", .fn = f_sub, .nin = 2, .ndim = {3, 3}, .shape = {S3(2, 3, 4), S3(2, 1, 4)}},
+    {.name = "mul", .fn = f_mul, .nin = 2, .ndim = {2, 0}, .shape = {S2(7, 9), {0}}},
+    {.name = "div", .fn = f_div, .nin = 2, .ndim = {2, 2}, .shape = {S2(6, 5), S2(6, 5)}, .pos = true},
+    {.name = "pow", .fn = f_pow, .nin = 2, .ndim = {1, 1}, .shape = {S1(40), S1(40)}, .pos = true},
+    {.name = "maximum", .fn = f_maximum, .nin = 2, .ndim = {2, 2}, .shape = {S2(8, 3), S2(1, 3)}},
+    {.name = "minimum", .fn = f_minimum, .nin = 2, .ndim = {2, 2}, .shape = {S2(8, 3), S2(8, 3)}},
+    {.name = "gt", .fn = f_gt, .nin = 2, .ndim = {2, 2}, .shape = {S2(4, 4), S2(4, 4)}, .no_grad = true},
+    {.name = "eq", .fn = f_eq, .nin = 1, .ndim = {2}, .shape = {S2(4, 4)}, .no_grad = true},
+    {.name = "neg", .fn = f_neg, .nin = 1, .ndim = {2}, .shape = {S2(5, 3)}},
+    {.name = "abs", .fn = f_abs, .nin = 1, .ndim = {2}, .shape = {S2(5, 3)}, .transposed = true},
+    {.name = "relu", .fn = f_relu, .nin = 1, .ndim = {3}, .shape = {S3(3, 4, 5)}},
+    {.name = "exp", .fn = f_exp, .nin = 1, .ndim = {1}, .shape = {S1(1000)}},
+    {.name = "log", .fn = f_log, .nin = 1, .ndim = {1}, .shape = {S1(77)}, .pos = true},
+    {.name = "sqrt", .fn = f_sqrt, .nin = 1, .ndim = {2}, .shape = {S2(9, 9)}, .pos = true},
+    {.name = "sin", .fn = f_sin, .nin = 1, .ndim = {2}, .shape = {S2(4, 6)}},
+    {.name = "cos", .fn = f_cos, .nin = 1, .ndim = {2}, .shape = {S2(4, 6)}},
+    {.name = "tanh", .fn = f_tanh, .nin = 1, .ndim = {2}, .shape = {S2(4, 6)}, .transposed = true},
+    {.name = "sigmoid", .fn = f_sigmoid, .nin = 1, .ndim = {1}, .shape = {S1(100003)}},
+    {.name = "add_scalar", .fn = f_adds, .nin = 1, .ndim = {2}, .shape = {S2(3, 3)}},
+    {.name = "mul_scalar", .fn = f_muls, .nin = 1, .ndim = {2}, .shape = {S2(3, 3)}},
+    {.name = "div_scalar", .fn = f_divs, .nin = 1, .ndim = {2}, .shape = {S2(3, 3)}},
+    {.name = "rsub_scalar", .fn = f_rsubs, .nin = 1, .ndim = {2}, .shape = {S2(3, 3)}},
+    {.name = "pow_scalar", .fn = f_pows, .nin = 1, .ndim = {2}, .shape = {S2(3, 3)}, .pos = true},
+    {.name = "clamp", .fn = f_clamp, .nin = 1, .ndim = {2}, .shape = {S2(6, 7)}},
+    {.name = "sum", .fn = f_sum, .nin = 1, .ndim = {1}, .shape = {S1(1 << 20)}},
+    {.name = "sum transposed", .fn = f_sum, .nin = 1, .ndim = {2}, .shape = {S2(37, 41)}, .transposed = true},
+    {.name = "sum dim 0", .fn = f_sum0, .nin = 1, .ndim = {3}, .shape = {S3(13, 7, 5)}},
+    {.name = "sum dim 1 keepdim", .fn = f_sum1, .nin = 1, .ndim = {3}, .shape = {S3(3, 300, 2)}},
+    {.name = "mean", .fn = f_mean, .nin = 1, .ndim = {2}, .shape = {S2(31, 3)}},
+    {.name = "mean dim -1", .fn = f_mean1, .nin = 1, .ndim = {2}, .shape = {S2(9, 1000)}, .transposed = true},
+    {.name = "max", .fn = f_max, .nin = 1, .ndim = {2}, .shape = {S2(50, 50)}},
+    {.name = "min", .fn = f_min, .nin = 1, .ndim = {1}, .shape = {S1(3001)}},
+    {.name = "max dim 0", .fn = f_max0, .nin = 1, .ndim = {2}, .shape = {S2(17, 6)}},
+    {.name = "max dim 1", .fn = f_max1, .nin = 1, .ndim = {3}, .shape = {S3(4, 9, 3)}, .transposed = true},
+    {.name = "argmax", .fn = f_argmax, .nin = 1, .ndim = {2}, .shape = {S2(40, 30)}, .no_grad = true},
+    {.name = "softmax", .fn = f_softmax, .nin = 1, .ndim = {2}, .shape = {S2(64, 10)}},
+    {.name = "softmax dim 0", .fn = f_softmax0, .nin = 1, .ndim = {3}, .shape = {S3(5, 4, 3)}},
+    {.name = "log_softmax", .fn = f_lsm, .nin = 1, .ndim = {2}, .shape = {S2(33, 1000)}},
+    {.name = "log_softmax dim 1", .fn = f_lsm1, .nin = 1, .ndim = {3}, .shape = {S3(2, 7, 5)}, .transposed = true},
+    {.name = "matmul 2d", .fn = f_matmul, .nin = 2, .ndim = {2, 2}, .shape = {S2(65, 33), S2(33, 17)}},
+    {.name = "matmul transposed", .fn = f_matmul, .nin = 2, .ndim = {2, 2}, .shape = {S2(40, 40), S2(40, 40)}, .transposed = true},
+    {.name = "matmul batched broadcast", .fn = f_matmul, .nin = 2, .ndim = {3, 2}, .shape = {S3(3, 5, 7), S2(7, 4)}},
+    {.name = "matmul batch x batch", .fn = f_matmul, .nin = 2, .ndim = {3, 3}, .shape = {S3(2, 6, 8), S3(2, 8, 3)}},
+    {.name = "matmul vector", .fn = f_matmul, .nin = 2, .ndim = {1, 2}, .shape = {S1(9), S2(9, 4)}},
+    {.name = "matmul matrix-vector", .fn = f_matmul, .nin = 2, .ndim = {2, 1}, .shape = {S2(5, 9), S1(9)}},
+    {.name = "linear", .fn = f_linear, .nin = 3, .ndim = {2, 2, 1}, .shape = {S2(16, 12), S2(10, 12), S1(10)}},
+    {.name = "cross_entropy", .fn = f_ce, .nin = 1, .ndim = {2}, .shape = {S2(24, 7)}},
+    {.name = "mse_loss", .fn = f_mse, .nin = 2, .ndim = {2, 2}, .shape = {S2(11, 3), S2(11, 3)}},
+    {.name = "cat", .fn = f_cat, .nin = 3, .ndim = {2, 2, 2}, .shape = {S2(3, 2), S2(3, 5), S2(3, 1)}},
+    {.name = "stack", .fn = f_stack, .nin = 2, .ndim = {2, 2}, .shape = {S2(4, 3), S2(4, 3)}},
+    {.name = "views", .fn = f_views, .nin = 1, .ndim = {2}, .shape = {S2(6, 5)}},
+    {.name = "in-place", .fn = f_inplace, .nin = 2, .ndim = {2, 1}, .shape = {S2(4, 3), S1(3)}},
+};
+
+/* One case in one dtype: forward values and every input's gradient. */
+static void run_case(const op_case *c, tn_dtype dt) {
+    double tol = dt == TN_F64 ? 1e-9 : 2e-4;
+    tn_tensor *cpu[3] = {0}, *gpu[3] = {0};
+    for (int i = 0; i < c->nin; i++) {
+        int64_t sh[4];
+        int nd = c->ndim[i];
+        memcpy(sh, c->shape[i], sizeof sh);
+        if (c->transposed && nd == 2) { /* made (cols, rows), used transposed */
+            int64_t t = sh[0];
+            sh[0] = sh[1], sh[1] = t;
+        }
+        tn_tensor *base = rand_t(nd, sh, dt, c->pos);
+        tn_tensor *x = c->transposed && nd == 2 ? tn_transpose(base, 0, 1) : tn_retain(base);
+        tn_tensor *xd = tn_to(x, TN_DTYPE_SAME, CUDA0); /* contiguous on the GPU */
+        tn_tensor *bd = tn_to(base, TN_DTYPE_SAME, CUDA0);
+        tn_tensor *xdv = c->transposed && nd == 2 ? tn_transpose(bd, 0, 1) : tn_retain(xd);
+        cpu[i] = tn_detach(x);
+        gpu[i] = tn_detach(xdv);
+        tn_release(bd);
+        if (!c->no_grad) {
+            tn_requires_grad_(cpu[i], true);
+            tn_requires_grad_(gpu[i], true);
+        }
+        tn_release(base), tn_release(x), tn_release(xd), tn_release(xdv);
+    }
+    char what[128];
+    snprintf(what, sizeof what, "%s (%s) forward", c->name, tn_dtype_name(dt));
+    tn_scope_begin();
+    tn_tensor *yc = c->fn(cpu), *yg = c->fn(gpu);
+    assert_non_null(yc);
+    if (!yg) print_error("%s: %s\n", what, tn_last_error());
+    assert_non_null(yg);
+    assert_int_equal(tn_device_of(yg).type, TN_CUDA);
+    assert_int_equal(tn_dtype_of(yg), tn_dtype_of(yc));
+    assert_same(yg, yc, tol, what);
+    if (!c->no_grad) {
+        /* loss = sum(y * w) with the same random w on both devices */
+        tn_tensor *w = rand_t(tn_ndim(yc), tn_shape(yc), tn_dtype_of(yc), false);
+        tn_tensor *wd = tn_to(w, TN_DTYPE_SAME, CUDA0);
+        tn_tensor *lc = tn_sum(tn_mul(yc, w)), *lg = tn_sum(tn_mul(yg, wd));
+        assert_int_equal(tn_backward(lc, NULL, false), TN_OK);
+        if (tn_backward(lg, NULL, false) != TN_OK) print_error("%s\n", tn_last_error());
+        for (int i = 0; i < c->nin; i++) {
+            tn_tensor *gc = tn_grad(cpu[i]), *gg = tn_grad(gpu[i]);
+            snprintf(what, sizeof what, "%s (%s) grad of input %d", c->name, tn_dtype_name(dt), i);
+            assert_non_null(gg);
+            assert_int_equal(tn_device_of(gg).type, TN_CUDA);
+            assert_same(gg, gc, tol * 10, what);
+            tn_release(gc), tn_release(gg);
+        }
+    }
+    tn_scope_end();
+    for (int i = 0; i < c->nin; i++) tn_release(cpu[i]), tn_release(gpu[i]);
+}
+
+static void ops_match_cpu(void **state) {
+    NEED_GPU();
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        run_case(&cases[k], TN_F64);
+        run_case(&cases[k], TN_F32);
+    }
+}
+
+/* ---- devices and copies --------------------------------------------------------------- */
+
+static void unavailable_device_errors(void **state) {
+    tn_tensor *x = tn_ones(1, (int64_t[]){3}, TN_F32);
+    if (!tn_cuda_is_available()) {
+        assert_false(tn_cuda_is_available());
+        assert_int_equal(tn_cuda_device_count(), 0);
+        assert_null(tn_to(x, TN_DTYPE_SAME, CUDA0));
+        assert_int_equal(tn_last_status(), TN_ERR_DEVICE);
+        assert_int_not_equal(tn_synchronize(CUDA0), TN_OK);
+    } else {
+        assert_null(tn_to(x, TN_DTYPE_SAME, TN_DEVICE_CUDA(tn_cuda_device_count())));
+        tt_assert_error(TN_ERR_DEVICE, "invalid device ordinal");
+        assert_int_equal(tn_synchronize(CUDA0), TN_OK);
+    }
+    assert_int_equal(tn_synchronize(TN_DEVICE_CPU), TN_OK);
+    tn_release(x);
+}
+
+static void copies(void **state) {
+    NEED_GPU();
+    int64_t sh[2] = {5, 7};
+    tn_tensor *a = rand_t(2, sh, TN_F64, false);
+    tn_tensor *g = tn_to(a, TN_F32, CUDA0); /* H2D with conversion */
+    assert_int_equal(tn_device_of(g).type, TN_CUDA);
+    assert_int_equal(tn_dtype_of(g), TN_F32);
+    tn_tensor *gt = tn_transpose(g, 0, 1);
+    tn_tensor *back = tn_to(gt, TN_F64, TN_DEVICE_CPU); /* strided D2H */
+    tn_tensor *at = tn_transpose(a, 0, 1);
+    assert_same(back, at, 1e-6, "round trip");
+    tn_tensor *gg = tn_clone(gt); /* D2D */
+    assert_same(gg, at, 1e-6, "clone on device");
+    /* copy_ across devices keeps the destination's device and dtype (SEMANTICS §1) */
+    tn_tensor *dst = tn_zeros(2, (int64_t[]){7, 5}, TN_F64);
+    assert_int_equal(tn_copy_(dst, gt), TN_OK);
+    assert_int_equal(tn_device_of(dst).type, TN_CPU);
+    assert_int_equal(tn_dtype_of(dst), TN_F64);
+    assert_int_equal(tn_version(dst), 1);
+    assert_same(dst, at, 1e-6, "copy_ D2H");
+    tn_tensor *gd = tn_zeros(2, (int64_t[]){5, 7}, TN_F64), *gdd = tn_to(gd, TN_I32, CUDA0);
+    assert_int_equal(tn_copy_(gdd, a), TN_OK); /* H2D into an int32 device tensor */
+    assert_int_equal(tn_dtype_of(gdd), TN_I32);
+    double v[35], w[35];
+    assert_int_equal(tn_copy_to_f64(gdd, v, 35), TN_OK);
+    assert_int_equal(tn_copy_to_f64(a, w, 35), TN_OK);
+    for (int i = 0; i < 35; i++) assert_true(v[i] == (double)(int32_t)w[i]);
+    /* broadcast copy_ onto a strided device view */
+    tn_tensor *row = tn_full(1, (int64_t[]){5}, TN_F32, 3.5);
+    assert_int_equal(tn_copy_(gt, row), TN_OK);
+    double item;
+    tn_tensor *s = tn_sum(g);
+    assert_int_equal(tn_item(s, &item), TN_OK);
+    assert_true(item == 3.5 * 35);
+    /* new_tensor onto the device is a leaf there */
+    tn_tensor *nt = tn_new_tensor(a, TN_DTYPE_SAME, CUDA0, true);
+    assert_true(tn_is_leaf(nt));
+    assert_int_equal(tn_device_of(nt).type, TN_CUDA);
+    /* mixing devices is refused with PyTorch's message */
+    assert_null(tn_add(a, g));
+    tt_assert_error(TN_ERR_DEVICE, "Expected all tensors to be on the same device");
+    /* a 0-dim CPU tensor joins a device op, as PyTorch's scalars */
+    tn_tensor *two = tn_scalar(2, TN_F32), *p = tn_mul(g, two);
+    assert_non_null(p);
+    assert_int_equal(tn_device_of(p).type, TN_CUDA);
+    tn_release(a), tn_release(g), tn_release(gt), tn_release(back), tn_release(at);
+    tn_release(gg), tn_release(dst), tn_release(gd), tn_release(gdd), tn_release(row);
+    tn_release(s), tn_release(nt), tn_release(two), tn_release(p);
+}
+
+static void to_device_is_differentiable(void **state) {
+    NEED_GPU();
+    tn_tensor *x = rand_t(1, (int64_t[]){6}, TN_F32, false);
+    tn_requires_grad_(x, true);
+    tn_tensor *g = tn_to(x, TN_F64, CUDA0);
+    assert_string_equal(tn_grad_fn_name(g), "ToCopyBackward0");
+    tn_tensor *y = tn_mul(g, g), *l = tn_sum(y);
+    assert_int_equal(tn_backward(l, NULL, false), TN_OK);
+    tn_tensor *gx = tn_grad(x), *want = tn_mul_scalar(x, 2);
+    assert_int_equal(tn_device_of(gx).type, TN_CPU); /* back on the leaf's device and dtype */
+    assert_int_equal(tn_dtype_of(gx), TN_F32);
+    assert_same(gx, want, 1e-6, "grad through to()");
+    tn_release(x), tn_release(g), tn_release(y), tn_release(l), tn_release(gx), tn_release(want);
+}
+
+/* ---- the seed scenarios on GPU tensors (SEMANTICS.md §1, §3) ---------------------------- */
+
+static void seeds_on_gpu(void **state) {
+    NEED_GPU();
+    tn_tensor *h = tn_tensor_from((double[]){1, 2, 3}, TN_F64, 1, (int64_t[]){3}, false);
+    tn_tensor *a = tn_new_tensor(h, TN_F32, CUDA0, true);
+    /* out = a.sigmoid(); out.detach().zero_(); out.sum().backward() -> version error */
+    tn_tensor *out = tn_sigmoid(a), *d = tn_detach(out);
+    assert_int_equal(tn_version(out), 0);
+    assert_int_equal(tn_zero_(d), TN_OK);
+    assert_int_equal(tn_version(out), 1);
+    tn_tensor *s = tn_sum(out);
+    assert_int_equal(tn_backward(s, NULL, false), TN_ERR_INPLACE_MODIFIED);
+    tt_assert_error(TN_ERR_INPLACE_MODIFIED,
+                    "one of the variables needed for gradient computation has been modified by "
+                    "an inplace operation: [float32 [3] on cuda:0], which is output 0 of "
+                    "SigmoidBackward0, is at version 1; expected version 0 instead.");
+    /* the same through .data: no error, and the gradient silently uses the zeros */
+    tn_tensor *out2 = tn_sigmoid(a), *dd = tn_data(out2);
+    assert_int_equal(tn_zero_(dd), TN_OK);
+    assert_int_equal(tn_version(out2), 0);
+    tn_tensor *s2 = tn_sum(out2);
+    assert_int_equal(tn_backward(s2, NULL, false), TN_OK);
+    tn_tensor *g = tn_grad(a);
+    tt_assert_close(g, (double[]){0, 0, 0}, 3, 0);
+    /* a leaf that requires grad refuses in-place ops */
+    assert_int_equal(tn_mul_scalar_(a, 2), TN_ERR_AUTOGRAD);
+    tt_assert_error(TN_ERR_AUTOGRAD, "a leaf Variable that requires grad is being used in an "
+                                     "in-place operation.");
+    tn_release(h), tn_release(a), tn_release(out), tn_release(d), tn_release(s);
+    tn_release(out2), tn_release(dd), tn_release(s2), tn_release(g);
+}
+
+/* ---- optimisers, determinism, memory ---------------------------------------------------- */
+
+static void optimizers_match_cpu(void **state) {
+    NEED_GPU();
+    for (int which = 0; which < 2; which++) {
+        tn_tensor *w0 = rand_t(2, (int64_t[]){8, 5}, TN_F32, false);
+        tn_tensor *x = rand_t(2, (int64_t[]){16, 8}, TN_F32, false);
+        tn_tensor *wc = tn_new_tensor(w0, TN_DTYPE_SAME, TN_DEVICE_KEEP, true);
+        tn_tensor *wg = tn_new_tensor(w0, TN_DTYPE_SAME, CUDA0, true);
+        tn_tensor *xg = tn_to(x, TN_DTYPE_SAME, CUDA0);
+        tn_sgd *sc = NULL, *sg = NULL;
+        tn_adam *ac = NULL, *ag = NULL;
+        if (which == 0) {
+            sc = tn_sgd_new(1, &wc, 0.1, 0.9, 0.01);
+            sg = tn_sgd_new(1, &wg, 0.1, 0.9, 0.01);
+        } else {
+            ac = tn_adam_new(1, &wc, 0.01, 0.9, 0.999, 1e-8, 0.01);
+            ag = tn_adam_new(1, &wg, 0.01, 0.9, 0.999, 1e-8, 0.01);
+        }
+        for (int step = 0; step < 3; step++) {
+            tn_scope_begin();
+            tn_tensor *lc = tn_sum(tn_tanh(tn_matmul(x, wc)));
+            tn_tensor *lg = tn_sum(tn_tanh(tn_matmul(xg, wg)));
+            assert_int_equal(tn_backward(lc, NULL, false), TN_OK);
+            assert_int_equal(tn_backward(lg, NULL, false), TN_OK);
+            assert_int_equal(which ? tn_adam_step(ac) : tn_sgd_step(sc), TN_OK);
+            assert_int_equal(which ? tn_adam_step(ag) : tn_sgd_step(sg), TN_OK);
+            assert_int_equal(which ? tn_adam_zero_grad(ac) : tn_sgd_zero_grad(sc), TN_OK);
+            assert_int_equal(which ? tn_adam_zero_grad(ag) : tn_sgd_zero_grad(sg), TN_OK);
+            tn_scope_end();
+        }
+        assert_same(wg, wc, 1e-5, which ? "Adam" : "SGD");
+        tn_sgd_free(sc), tn_sgd_free(sg), tn_adam_free(ac), tn_adam_free(ag);
+        tn_release(w0), tn_release(x), tn_release(wc), tn_release(wg), tn_release(xg);
+    }
+}
+
+static void reductions_are_deterministic(void **state) {
+    NEED_GPU();
+    int64_t n = 3 << 20;
+    tn_tensor *x = rand_t(1, &n, TN_F32, false), *g = tn_to(x, TN_DTYPE_SAME, CUDA0);
+    double first = 0;
+    for (int i = 0; i < 5; i++) {
+        tn_tensor *s = tn_sum(g);
+        double v;
+        assert_int_equal(tn_item(s, &v), TN_OK);
+        if (i == 0) first = v;
+        assert_true(v == first); /* bit for bit */
+        tn_release(s);
+    }
+    tn_tensor *sc = tn_sum(x);
+    double vc;
+    assert_int_equal(tn_item(sc, &vc), TN_OK);
+    assert_true(fabs(first - vc) <= 1e-6 * (1 + fabs(vc)));
+    tn_release(x), tn_release(g), tn_release(sc);
+}
+
+static void memory_is_counted(void **state) {
+    NEED_GPU();
+    tn_memory_stats_t before, during, after;
+    assert_int_equal(tn_memory_stats(&before), TN_OK);
+    tn_tensor *g = tn_zeros(1, (int64_t[]){1 << 20}, TN_F32), *d = tn_to(g, TN_DTYPE_SAME, CUDA0);
+    assert_int_equal(tn_memory_stats(&during), TN_OK);
+    assert_true(during.cuda_bytes_live >= before.cuda_bytes_live + (4u << 20));
+    assert_true(during.cuda_bytes_reserved >= during.cuda_bytes_live);
+    tn_release(d);
+    assert_int_equal(tn_memory_stats(&after), TN_OK);
+    assert_true(after.cuda_bytes_live == before.cuda_bytes_live);
+    assert_true(after.cuda_bytes_peak >= during.cuda_bytes_live);
+    tn_release(g);
+}
+
+static void anomaly_nan_on_gpu(void **state) {
+    NEED_GPU();
+    tn_set_detect_anomaly(true, true);
+    tn_tensor *h = tn_tensor_from((double[]){0, 1, 4}, TN_F64, 1, (int64_t[]){3}, false);
+    tn_tensor *x = tn_new_tensor(h, TN_DTYPE_SAME, CUDA0, true);
+    tn_tensor *y = tn_sqrt(x), *s = tn_sum(y);
+    assert_int_equal(tn_backward(s, NULL, false), TN_ERR_NAN);
+    tt_assert_error(TN_ERR_NAN, "Function 'SqrtBackward0' returned inf values in its 0th output.");
+    tn_set_detect_anomaly(false, false);
+    tn_release(h), tn_release(x), tn_release(y), tn_release(s);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        TT_TEST(unavailable_device_errors),
+        TT_TEST(copies),
+        TT_TEST(to_device_is_differentiable),
+        TT_TEST(ops_match_cpu),
+        TT_TEST(seeds_on_gpu),
+        TT_TEST(optimizers_match_cpu),
+        TT_TEST(reductions_are_deterministic),
+        TT_TEST(memory_is_counted),
+        TT_TEST(anomaly_nan_on_gpu),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
