@@ -317,6 +317,8 @@ static int nonfinite(const tn_tensor *t) {
 }
 
 tn_status tn__anomaly_check_backward(tn_node *n, tn_tensor *const *go, tn_tensor *const *gi) {
+    for (int i = 0; i < n->n_in; i++)
+        if (gi[i] && !tn__on_cpu(gi[i])) return tn__anomaly_device_check_backward(n, gi);
     for (int k = 0; k < n->n_out; k++)
         if (nonfinite(go[k])) return TN_OK; /* propagation: not this node's doing */
     for (int i = 0; i < n->n_in; i++) {
@@ -332,6 +334,10 @@ tn_status tn__anomaly_check_backward(tn_node *n, tn_tensor *const *go, tn_tensor
 
 void tn__anomaly_check_forward(const char *op, const tn_tensor *out, int n_in,
                                const tn_tensor *const *in) {
+    if (!tn__on_cpu(out)) {
+        tn__anomaly_device_check_forward(op, out);
+        return;
+    }
     int bad = nonfinite(out);
     if (!bad) return;
     for (int i = 0; i < n_in; i++)

@@ -186,6 +186,14 @@ tn_status tn__anomaly_check_backward(tn_node *n, tn_tensor *const *go, tn_tensor
 /* check_nan: warn + report when `out` is non-finite and every input finite. */
 void tn__anomaly_check_forward(const char *op, const tn_tensor *out, int n_in,
                                const tn_tensor *const *in);
+/* Device tensors (debug/anomaly_device.c): the checks are enqueued and the
+ * result polled at synchronisation points; poll returns TN_ERR_NAN for a
+ * backward culprit when in_backward, else warns. */
+tn_status tn__anomaly_device_check_backward(tn_node *n, tn_tensor *const *gi);
+void tn__anomaly_device_check_forward(const char *op, const tn_tensor *out);
+tn_status tn__anomaly_device_poll(tn_device dev, bool in_backward);
+/* Polls every device when check_nan is on (a no-op otherwise). */
+tn_status tn__anomaly_poll_devices(bool in_backward);
 /* The forward hook every producing op calls on its result (cheap when off). */
 static inline void tn__anomaly_forward(const char *op, const tn_tensor *out, int n_in,
                                        const tn_tensor *const *in) {

@@ -588,6 +588,7 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
         if (st == TN_OK) st = send(&r, &e, g, UINT64_MAX, i);
     }
     if (st == TN_OK) st = run_graph(&r);
+    if (st == TN_OK) st = tn__anomaly_poll_devices(true); /* device NaN checks */
     if (st == TN_OK) st = deliver_cells(&r);
     run_free(&r);
     if (rn != stack_roots) free(rn);

@@ -29,6 +29,8 @@
 extern "C" {
 #endif
 
+#define TN_NONFINITE_INF 0x80000000u
+
 typedef enum tn_copy_kind { TN_COPY_H2D, TN_COPY_D2H, TN_COPY_D2D } tn_copy_kind;
 
 typedef struct tn_device_mem_stats {
@@ -69,7 +71,8 @@ typedef struct tn_backend {
     tn_status (*gemm)(int dev, tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b);
     tn_status (*softmax)(int dev, const tn_sm_args *a);
     /* Anomaly mode: when any of the n elements (dtype dt, contiguous) of p is
-     * NaN/Inf, records `tag` in the device's flag word (first tag wins). The
+     * NaN/Inf, records `tag` (NaN) or `tag | TN_NONFINITE_INF` (Inf) in the
+     * device's flag word; the first record wins (tag < 2^31, nonzero). The
      * host reads it with nonfinite_poll at the next synchronisation point. */
     tn_status (*nonfinite_check)(int dev, tn_dtype dt, const void *p, int64_t n, uint32_t tag);
     /* Returns the first recorded tag and clears it (0: none). Waits for the

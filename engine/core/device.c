@@ -5,6 +5,7 @@
 #include "../cpu/gemm.h"
 #include "../cpu/pointwise_loops.h"
 #include "../cpu/reduce_kernels.h"
+#include "../autograd/autograd_internal.h"
 #include "device.h"
 
 #ifndef TENET_HAVE_CUDA
@@ -60,7 +61,9 @@ const tn_backend *tn__backend_of(tn_device d) {
 tn_status tn_synchronize(tn_device d) {
     if (d.type == TN_CPU) return tn__check_device(d);
     const tn_backend *be = tn__backend_of(d);
-    return be ? be->synchronize(d.index) : tn_last_status();
+    tn_status st = be ? be->synchronize(d.index) : tn_last_status();
+    /* anomaly mode: report the forward NaN/Inf its checks found */
+    return st == TN_OK && tn__anomaly_nan() ? tn__anomaly_device_poll(d, false) : st;
 }
 
 tn_status tn__result_device(int n, const tn_tensor *const *ts, tn_device *out) {
@@ -125,7 +128,11 @@ tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n) {
         return TN_OK;
     }
     const tn_backend *be = tn__backend_of(tn__dev(t));
-    return be ? be->memcpy(tn__dev(t).index, host, tn__ptr(t), n, TN_COPY_D2H) : tn_last_status();
+    tn_status st = be ? be->memcpy(tn__dev(t).index, host, tn__ptr(t), n, TN_COPY_D2H)
+                      : tn_last_status();
+    /* a synchronisation point: report what anomaly mode's checks found */
+    if (st == TN_OK && tn__anomaly_nan()) tn__anomaly_device_poll(tn__dev(t), false);
+    return st;
 }
 
 tn_status tn__dev_write(tn_tensor *t, const void *host, size_t n) {
