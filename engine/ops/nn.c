@@ -1,10 +1,8 @@
-/* softmax, log_softmax, cross_entropy (log_softmax + nll_loss), mse_loss,
- * forward and backward.
+/* softmax, log_softmax, mse_loss, forward and backward (cross_entropy:
+ * cross_entropy.c).
  *
  * Node layouts:
  *   SoftmaxBackward0 / LogSoftmaxBackward0: input {x}; saved {0: result}; i[0] = dim.
- *   NllLossBackward0: input {log_probs}; saved {0: targets}; d[0] = number of
- *     counted targets (the mean's divisor).
  *   MseLossBackward0: inputs {a, b}; saved {0: a, 1: b}; d[0] = numel.
  */
 #include <math.h>
@@ -12,7 +10,6 @@
 #include "../cpu/reduce_kernels.h"
 #include "pointwise_driver.h"
 
-#define IGNORE_INDEX (-100) /* PyTorch's default ignore_index */
 
 /* ---- softmax kernels --------------------------------------------------------------- */
 
@@ -178,7 +175,7 @@ static tn_status log_softmax_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi
 static const tn_fn_info softmax_fn = {"SoftmaxBackward0", softmax_bw};
 static const tn_fn_info log_softmax_fn = {"LogSoftmaxBackward0", log_softmax_bw};
 
-static tn_tensor *softmax_family(const tn_tensor *a, int dim, bool log) {
+tn_tensor *tn__softmax_family(const tn_tensor *a, int dim, bool log) {
     int d = tn__wrap_dim(dim, a->ndim);
     if (d < 0) return NULL;
     if (!tn__is_float(a->dtype)) {
@@ -213,172 +210,12 @@ static tn_tensor *softmax_family(const tn_tensor *a, int dim, bool log) {
 
 tn_tensor *tn_softmax(const tn_tensor *a, int dim) {
     TN_CHECK_NULL_ARG(a, "self");
-    return tn__ret(softmax_family(a, dim, false));
+    return tn__ret(tn__softmax_family(a, dim, false));
 }
 
 tn_tensor *tn_log_softmax(const tn_tensor *a, int dim) {
     TN_CHECK_NULL_ARG(a, "self");
-    return tn__ret(softmax_family(a, dim, true));
-}
-
-/* ---- cross_entropy = nll_loss(log_softmax(logits, -1), targets) ------------------------ */
-
-/* Targets as int64 values in logical order, checked against [0, c) (or
- * the ignore index); count = targets not ignored. */
-static tn_status read_targets(const tn_tensor *t, int64_t c, int64_t *vals, int64_t *count) {
-    tn_status st = tn_copy_to(t, vals, (size_t)tn_numel(t) * sizeof *vals);
-    if (st < 0) return st;
-    *count = 0;
-    for (int64_t i = 0; i < tn_numel(t); i++) {
-        if (vals[i] == IGNORE_INDEX) continue;
-        if (vals[i] < 0 || vals[i] >= c)
-            return tn__error(TN_ERR_INDEX, "Target %lld is out of bounds.", (long long)vals[i]);
-        (*count)++;
-    }
-    return TN_OK;
-}
-
-/* d(loss)/d(log_probs): -g / count at each counted target, 0 elsewhere.
- * Under create_graph it is built as g * (constant scatter), so the
- * recorded graph reaches g (the loss is linear in log_probs: no term
- * through the log-probs themselves). */
-/* A (N, C) or (C) tensor on dev: v at each counted target, 0 elsewhere
- * (built on the host: one scatter of N values). */
-static tn_tensor *target_weights(int ndim, const int64_t *shape, tn_dtype dt, const int64_t *vals,
-                                 int64_t nt, double v, tn_device dev) {
-    tn_tensor *s = tn__zeros(ndim, shape, dt);
-    if (!s) return NULL;
-    char *p = tn__ptr(s);
-    size_t es = tn__dtype_sizes[dt];
-    int64_t c = shape[ndim - 1];
-    for (int64_t i = 0; i < nt; i++)
-        if (vals[i] != IGNORE_INDEX) tn__store(p + (size_t)(i * c + vals[i]) * es, dt, v);
-    tn_tensor *d = tn__on_device(s, dev);
-    tn_release(s);
-    return d;
-}
-
-static tn_status nll_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    tn_tensor *t = tn__node_unpack(n, 0);
-    TN_TRY(t);
-    const tn_input_meta *m = &n->in_meta[0];
-    int64_t c = m->shape[m->ndim - 1], nt = tn_numel(t), cnt = 0;
-    int64_t *vals = tn__alloc((size_t)(nt ? nt : 1) * sizeof *vals);
-    double gv = 0;
-    bool direct = !tn__grad_enabled();
-    tn_status st = vals ? read_targets(t, c, vals, &cnt) : tn_last_status();
-    if (st == TN_OK && direct) st = tn_item(go[0], &gv);
-    double v = -(direct ? gv : 1.0) / (double)n->d[0];
-    tn_tensor *s = st == TN_OK ? target_weights(m->ndim, m->shape, m->dtype, vals, nt, v, m->device)
-                               : NULL;
-    if (s) {
-        if (direct)
-            gi[0] = s;
-        else if (!(gi[0] = tn_mul(s, go[0])))
-            st = tn_last_status();
-        if (!direct) tn_release(s);
-    } else if (st == TN_OK) {
-        st = tn_last_status();
-    }
-    tn__free(vals);
-    tn_release(t);
-    return st;
-}
-static const tn_fn_info nll_fn = {"NllLossBackward0", nll_bw};
-
-static tn_status ce_check(const tn_tensor *logits, const tn_tensor *targets) {
-    if (logits->ndim < 1 || logits->ndim > 2)
-        return tn__error(TN_ERR_SHAPE,
-                         "cross_entropy: expected logits of shape (C) or (N, C), got %d dims",
-                         logits->ndim);
-    if (!tn__is_float(logits->dtype))
-        return tn__error(TN_ERR_DTYPE,
-                         "\"log_softmax_lastdim_kernel_impl\" not implemented for '%s'",
-                         tn_dtype_name(logits->dtype));
-    if (targets->dtype != TN_I64) {
-        static const char *const names[TN_DTYPE_COUNT] = {"Float", "Double", "Short",
-                                                          "Int",   "Long",   "Bool"};
-        return tn__error(TN_ERR_DTYPE, "expected scalar type Long but found %s",
-                         names[targets->dtype]);
-    }
-    if (targets->ndim > 1)
-        return tn__error(TN_ERR_SHAPE,
-                         "0D or 1D target tensor expected, multi-target not supported");
-    if (logits->ndim == 1 && targets->ndim == 1 && targets->shape[0] != 1)
-        return tn__error(TN_ERR_SHAPE, "size mismatch (got input: [%lld], target: [%lld])",
-                         (long long)logits->shape[0], (long long)targets->shape[0]);
-    int64_t batch = logits->ndim == 2 ? logits->shape[0] : 1;
-    int64_t tb = targets->ndim == 1 ? targets->shape[0] : 1;
-    if (logits->ndim == 2 && targets->ndim == 0) tb = 0; /* a batch needs a 1-D target */
-    if (batch != tb)
-        return tn__error(TN_ERR_SHAPE,
-                         "Expected input batch_size (%lld) to match target "
-                         "batch_size (%lld).",
-                         (long long)batch, (long long)tb);
-    return TN_OK;
-}
-
-/* On a device: sum(lp * weights), the weights -1/count at the targets. */
-static tn_tensor *nll_forward_device(const tn_tensor *lp, const int64_t *vals, int64_t nt,
-                                     int64_t count) {
-    if (count == 0) return tn__full_on(0, NULL, lp->dtype, NAN, tn__dev(lp));
-    tn_tensor *w = target_weights(lp->ndim, lp->shape, lp->dtype, vals, nt, -1.0 / (double)count,
-                                  tn__dev(lp));
-    tn_tensor *p = w ? tn__pw_binary("nll_loss", TN_PW_mul, lp, w, lp->dtype, lp->dtype) : NULL;
-    tn_tensor *out = p ? tn__empty_on(0, NULL, lp->dtype, tn__dev(lp)) : NULL;
-    if (out && tn__reduce_kernel(TN_RED_SUM, p, -1, out, NULL, 1) < 0) {
-        tn_release(out);
-        out = NULL;
-    }
-    tn_release(w);
-    tn_release(p);
-    return out;
-}
-
-/* loss = -mean over counted targets of log_probs[i, t_i] (NaN when none). */
-static tn_tensor *nll_forward(const tn_tensor *lp, const int64_t *vals, int64_t nt, int64_t count) {
-    if (!tn__on_cpu(lp)) return nll_forward_device(lp, vals, nt, count);
-    int64_t c = lp->shape[lp->ndim - 1];
-    double sum = 0;
-    const char *p = tn__ptr(lp);
-    size_t es = tn__dtype_sizes[lp->dtype];
-    for (int64_t i = 0; i < nt; i++)
-        if (vals[i] != IGNORE_INDEX) sum += tn__load(p + (size_t)(i * c + vals[i]) * es, lp->dtype);
-    return tn__full(0, NULL, lp->dtype, -sum / (double)count);
-}
-
-tn_tensor *tn_cross_entropy(const tn_tensor *logits, const tn_tensor *targets) {
-    TN_CHECK_NULL_ARG(logits, "input");
-    TN_CHECK_NULL_ARG(targets, "target");
-    tn_device dev;
-    if (ce_check(logits, targets) < 0 ||
-        tn__result_device(2, (const tn_tensor *[]){logits, targets}, &dev) < 0)
-        return NULL;
-    int64_t nt = tn_numel(targets), count = 0;
-    int64_t *vals = tn__alloc((size_t)(nt ? nt : 1) * sizeof *vals);
-    if (!vals || read_targets(targets, logits->shape[logits->ndim - 1], vals, &count) < 0) {
-        tn__free(vals);
-        return NULL;
-    }
-    tn_tensor *lp = softmax_family(logits, -1, true); /* contiguous */
-    tn_tensor *out = lp ? nll_forward(lp, vals, nt, count) : NULL;
-    tn__free(vals);
-    if (out && tn__needs_grad(1, (const tn_tensor *[]){lp})) {
-        tn_node *n = tn__node_new(&nll_fn, 1, (const tn_tensor *[]){lp}, 1, 1);
-        tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
-        if (st == TN_OK) {
-            n->d[0] = (double)count;
-            st = tn__node_save(n, 0, targets, false);
-        }
-        tn__node_release(n);
-        if (st < 0) {
-            tn_release(out);
-            out = NULL;
-        }
-    }
-    tn_release(lp);
-    tn__anomaly_forward("cross_entropy", out, 1, &logits);
-    return tn__ret(out);
+    return tn__ret(tn__softmax_family(a, dim, true));
 }
 
 /* ---- mse_loss -------------------------------------------------------------------------- */

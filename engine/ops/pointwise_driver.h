@@ -29,6 +29,9 @@ tn_status tn__inplace_prepare(const char *op, tn_tensor *self, const tn_tensor *
                               tn_dtype result_dt);
 /* Zeroes x where mask (bool, broadcastable) is true; differentiable in x. */
 tn_tensor *tn__masked_zero(const tn_tensor *x, const tn_tensor *mask);
+/* softmax / log_softmax along dim with autograd; the result is contiguous
+ * (engine/ops/nn.c). */
+tn_tensor *tn__softmax_family(const tn_tensor *a, int dim, bool log);
 
 /* Backward-formula helpers: on NULL return the status (callers bail out). */
 #define TN_TRY(expr)                                                                      \

@@ -1,0 +1,318 @@
+/* cross_entropy(logits, targets) = nll_loss(log_softmax(logits, -1), targets),
+ * mean over the targets not equal to ignore_index (-100).
+ *
+ * CPU: one fused pass (no log-probability tensor): per row the max m and
+ * log(sum exp(x - m)) in the logits' dtype, in the log_softmax kernel's
+ * order, so every value equals the two-step result; the loss sums rows in
+ * double, in row order. Backward: g / count * (exp(x - m - log_s) - onehot)
+ * from the saved row statistics. Devices: log_softmax then the NLL (one
+ * node each), as before.
+ *
+ * Node layouts:
+ *   NllLossBackward0 (fused): input {logits}; saved {0: logits, 1: targets,
+ *     2: row stats (N, 2) = m, log_s}; d[0] = count; i[0] = 1.
+ *   NllLossBackward0 (two-step): input {log_probs}; saved {0: targets};
+ *     d[0] = count; i[0] = 0.
+ */
+#include <math.h>
+
+#include "../cpu/reduce_kernels.h"
+#include "pointwise_driver.h"
+
+#define IGNORE_INDEX (-100) /* PyTorch's default ignore_index */
+
+/* Targets as int64 values in logical order, checked against [0, c) (or
+ * the ignore index); count = targets not ignored. */
+static tn_status read_targets(const tn_tensor *t, int64_t c, int64_t *vals, int64_t *count) {
+    tn_status st = tn_copy_to(t, vals, (size_t)tn_numel(t) * sizeof *vals);
+    if (st < 0) return st;
+    *count = 0;
+    for (int64_t i = 0; i < tn_numel(t); i++) {
+        if (vals[i] == IGNORE_INDEX) continue;
+        if (vals[i] < 0 || vals[i] >= c)
+            return tn__error(TN_ERR_INDEX, "Target %lld is out of bounds.", (long long)vals[i]);
+        (*count)++;
+    }
+    return TN_OK;
+}
+
+/* d(loss)/d(log_probs): -g / count at each counted target, 0 elsewhere.
+ * Under create_graph it is built as g * (constant scatter), so the
+ * recorded graph reaches g (the loss is linear in log_probs: no term
+ * through the log-probs themselves). */
+/* A (N, C) or (C) tensor on dev: v at each counted target, 0 elsewhere
+ * (built on the host: one scatter of N values). */
+static tn_tensor *target_weights(int ndim, const int64_t *shape, tn_dtype dt, const int64_t *vals,
+                                 int64_t nt, double v, tn_device dev) {
+    tn_tensor *s = tn__zeros(ndim, shape, dt);
+    if (!s) return NULL;
+    char *p = tn__ptr(s);
+    size_t es = tn__dtype_sizes[dt];
+    int64_t c = shape[ndim - 1];
+    for (int64_t i = 0; i < nt; i++)
+        if (vals[i] != IGNORE_INDEX) tn__store(p + (size_t)(i * c + vals[i]) * es, dt, v);
+    tn_tensor *d = tn__on_device(s, dev);
+    tn_release(s);
+    return d;
+}
+
+static tn_status nll_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
+    tn_tensor *t = tn__node_unpack(n, 0);
+    TN_TRY(t);
+    const tn_input_meta *m = &n->in_meta[0];
+    int64_t c = m->shape[m->ndim - 1], nt = tn_numel(t), cnt = 0;
+    int64_t *vals = tn__alloc((size_t)(nt ? nt : 1) * sizeof *vals);
+    double gv = 0;
+    bool direct = !tn__grad_enabled();
+    tn_status st = vals ? read_targets(t, c, vals, &cnt) : tn_last_status();
+    if (st == TN_OK && direct) st = tn_item(go[0], &gv);
+    double v = -(direct ? gv : 1.0) / (double)n->d[0];
+    tn_tensor *s = st == TN_OK ? target_weights(m->ndim, m->shape, m->dtype, vals, nt, v, m->device)
+                               : NULL;
+    if (s) {
+        if (direct)
+            gi[0] = s;
+        else if (!(gi[0] = tn_mul(s, go[0])))
+            st = tn_last_status();
+        if (!direct) tn_release(s);
+    } else if (st == TN_OK) {
+        st = tn_last_status();
+    }
+    tn__free(vals);
+    tn_release(t);
+    return st;
+}
+static const tn_fn_info nll_fn = {"NllLossBackward0", nll_bw};
+
+static tn_status ce_check(const tn_tensor *logits, const tn_tensor *targets) {
+    if (logits->ndim < 1 || logits->ndim > 2)
+        return tn__error(TN_ERR_SHAPE,
+                         "cross_entropy: expected logits of shape (C) or (N, C), got %d dims",
+                         logits->ndim);
+    if (!tn__is_float(logits->dtype))
+        return tn__error(TN_ERR_DTYPE,
+                         "\"log_softmax_lastdim_kernel_impl\" not implemented for '%s'",
+                         tn_dtype_name(logits->dtype));
+    if (targets->dtype != TN_I64) {
+        static const char *const names[TN_DTYPE_COUNT] = {"Float", "Double", "Short",
+                                                          "Int",   "Long",   "Bool"};
+        return tn__error(TN_ERR_DTYPE, "expected scalar type Long but found %s",
+                         names[targets->dtype]);
+    }
+    if (targets->ndim > 1)
+        return tn__error(TN_ERR_SHAPE,
+                         "0D or 1D target tensor expected, multi-target not supported");
+    if (logits->ndim == 1 && targets->ndim == 1 && targets->shape[0] != 1)
+        return tn__error(TN_ERR_SHAPE, "size mismatch (got input: [%lld], target: [%lld])",
+                         (long long)logits->shape[0], (long long)targets->shape[0]);
+    int64_t batch = logits->ndim == 2 ? logits->shape[0] : 1;
+    int64_t tb = targets->ndim == 1 ? targets->shape[0] : 1;
+    if (logits->ndim == 2 && targets->ndim == 0) tb = 0; /* a batch needs a 1-D target */
+    if (batch != tb)
+        return tn__error(TN_ERR_SHAPE,
+                         "Expected input batch_size (%lld) to match target "
+                         "batch_size (%lld).",
+                         (long long)batch, (long long)tb);
+    return TN_OK;
+}
+
+/* On a device: sum(lp * weights), the weights -1/count at the targets. */
+static tn_tensor *nll_forward_device(const tn_tensor *lp, const int64_t *vals, int64_t nt,
+                                     int64_t count) {
+    if (count == 0) return tn__full_on(0, NULL, lp->dtype, NAN, tn__dev(lp));
+    tn_tensor *w = target_weights(lp->ndim, lp->shape, lp->dtype, vals, nt, -1.0 / (double)count,
+                                  tn__dev(lp));
+    tn_tensor *p = w ? tn__pw_binary("nll_loss", TN_PW_mul, lp, w, lp->dtype, lp->dtype) : NULL;
+    tn_tensor *out = p ? tn__empty_on(0, NULL, lp->dtype, tn__dev(lp)) : NULL;
+    if (out && tn__reduce_kernel(TN_RED_SUM, p, -1, out, NULL, 1) < 0) {
+        tn_release(out);
+        out = NULL;
+    }
+    tn_release(w);
+    tn_release(p);
+    return out;
+}
+
+/* ---- the fused CPU path ---------------------------------------------------------------- */
+
+/* Rows of c logits: stats[2i] = max, stats[2i+1] = log(sum exp(x - max));
+ * part[i] = log-probability of the row's target (0 for ignored rows). */
+#define DEFINE_CE_FWD(SUF, T)                                                                     \
+    static void ce_fwd_##SUF(const T *x, int64_t n, int64_t c, const int64_t *t, T *stats,        \
+                             double *part) {                                                      \
+        int nt = tn__threads_for(n * c);                                                          \
+        (void)nt; /* only read by OpenMP */                                                       \
+        _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")                  \
+        for (int64_t i = 0; i < n; i++) {                                                         \
+            const T *r = x + i * c;                                                               \
+            T m = r[0], s = 0;                                                                    \
+            for (int64_t j = 1; j < c; j++)                                                       \
+                m = r[j] > m || r[j] != r[j] ? r[j] : m;                                          \
+            for (int64_t j = 0; j < c; j++)                                                       \
+                s += TN_M(exp, r[j] - m);                                                         \
+            T ls = TN_M(log, s);                                                                  \
+            stats[2 * i] = m, stats[2 * i + 1] = ls;                                              \
+            part[i] = t[i] == IGNORE_INDEX ? 0 : (double)((r[t[i]] - m) - ls);                    \
+        }                                                                                         \
+    }
+/* gx = S (onehot) - exp(lp) S with S = -g/count as T, lp = (x - m) - log_s:
+ * log_softmax's backward of nll's gradient, in the same arithmetic. */
+#define DEFINE_CE_BWD(SUF, T)                                                                     \
+    static void ce_bwd_##SUF(const T *x, int64_t n, int64_t c, const int64_t *t, const T *stats,  \
+                             double scale, T *gx) {                                               \
+        int nt = tn__threads_for(n * c);                                                          \
+        (void)nt;                                                                                 \
+        const T S = (T)scale;                                                                     \
+        _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")                  \
+        for (int64_t i = 0; i < n; i++) {                                                         \
+            const T *r = x + i * c;                                                               \
+            T *o = gx + i * c;                                                                    \
+            if (t[i] == IGNORE_INDEX) {                                                           \
+                for (int64_t j = 0; j < c; j++) o[j] = 0;                                         \
+                continue;                                                                         \
+            }                                                                                     \
+            const T m = stats[2 * i], ls = stats[2 * i + 1];                                      \
+            for (int64_t j = 0; j < c; j++)                                                       \
+                o[j] = (j == t[i] ? S : (T)0) - TN_M(exp, (r[j] - m) - ls) * S;                   \
+        }                                                                                         \
+    }
+DEFINE_CE_FWD(f32, float)
+DEFINE_CE_FWD(f64, double)
+DEFINE_CE_BWD(f32, float)
+DEFINE_CE_BWD(f64, double)
+
+/* Under create_graph: g / count * (softmax(x) - onehot), ignored rows 0,
+ * with public ops so the backward is itself recorded. */
+static tn_tensor *ce_grad_recorded(const tn_tensor *x, const int64_t *vals, int64_t nrow,
+                                   tn_tensor *g, double count) {
+    int64_t c = x->shape[x->ndim - 1], rshape[2] = {nrow, 1};
+    tn_tensor *onehot = target_weights(x->ndim, x->shape, x->dtype, vals, nrow, 1.0, tn__dev(x));
+    tn_tensor *rows = tn__empty(x->ndim == 2 ? 2 : 1, x->ndim == 2 ? rshape : &rshape[1], x->dtype);
+    if (rows)
+        for (int64_t i = 0; i < nrow; i++)
+            tn__store(tn__ptr(rows) + i * (int64_t)tn__dtype_sizes[x->dtype], x->dtype,
+                      vals[i] != IGNORE_INDEX);
+    tn_tensor *p = rows && onehot ? tn_softmax(x, -1) : NULL;
+    tn_tensor *pm = p ? tn_mul(p, rows) : NULL, *d = pm ? tn_sub(pm, onehot) : NULL;
+    tn_tensor *gs = d ? tn_div_scalar(g, count) : NULL, *gx = gs ? tn_mul(d, gs) : NULL;
+    (void)c;
+    tn_release(onehot), tn_release(rows), tn_release(p), tn_release(pm), tn_release(d);
+    tn_release(gs);
+    return gx;
+}
+
+static tn_status ce_fused_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
+    tn_tensor *xs = tn__node_unpack(n, 0), *t = xs ? tn__node_unpack(n, 1) : NULL;
+    tn_tensor *stats = t ? tn__node_unpack(n, 2) : NULL;
+    /* the kernel reads rows: a strided (saved) input is copied first */
+    tn_tensor *x = !stats ? NULL
+                   : tn__is_contiguous(xs) ? tn__retain(xs)
+                                          : tn__copy_as(xs, xs->dtype);
+    if (stats && !x) stats = (tn_release(stats), NULL);
+    tn_status st = stats ? TN_OK : tn_last_status();
+    int64_t c = st == TN_OK ? x->shape[x->ndim - 1] : 1, nrow = st == TN_OK ? tn_numel(t) : 0;
+    int64_t *vals = st == TN_OK ? tn__alloc((size_t)(nrow ? nrow : 1) * sizeof *vals) : NULL;
+    int64_t cnt = 0;
+    if (st == TN_OK) st = vals ? read_targets(t, c, vals, &cnt) : tn_last_status();
+    if (st == TN_OK && tn__grad_enabled()) {
+        if (!(gi[0] = ce_grad_recorded(xs, vals, nrow, go[0], n->d[0]))) st = tn_last_status();
+    } else if (st == TN_OK) {
+        double gv = 0;
+        st = tn_item(go[0], &gv);
+        tn_tensor *gx = st == TN_OK ? tn__empty_like(x) : NULL;
+        if (gx) {
+            double scale = -gv / n->d[0];
+            if (x->dtype == TN_F32)
+                ce_bwd_f32((const float *)tn__ptr(x), nrow, c, vals, (const float *)tn__ptr(stats), scale,
+                           (float *)tn__ptr(gx));
+            else
+                ce_bwd_f64((const double *)tn__ptr(x), nrow, c, vals, (const double *)tn__ptr(stats), scale,
+                           (double *)tn__ptr(gx));
+            gi[0] = gx;
+        } else if (st == TN_OK) {
+            st = tn_last_status();
+        }
+    }
+    tn__free(vals);
+    tn_release(xs), tn_release(x), tn_release(t), tn_release(stats);
+    return st;
+}
+static const tn_fn_info ce_fused_fn = {"NllLossBackward0", ce_fused_bw};
+
+static tn_tensor *ce_fused(const tn_tensor *logits, const tn_tensor *targets, const int64_t *vals,
+                           int64_t count) {
+    int64_t nrow = tn_numel(targets), c = logits->shape[logits->ndim - 1];
+    tn_tensor *x = logits->ndim && tn__is_contiguous(logits) ? tn__retain((tn_tensor *)logits)
+                                                             : tn__copy_as(logits, logits->dtype);
+    tn_tensor *stats = x ? tn__empty(2, (int64_t[]){nrow, 2}, logits->dtype) : NULL;
+    double *part = stats ? tn__alloc((size_t)(nrow ? nrow : 1) * sizeof *part) : NULL;
+    tn_tensor *out = NULL;
+    if (part) {
+        if (logits->dtype == TN_F32)
+            ce_fwd_f32((const float *)tn__ptr(x), nrow, c, vals, (float *)tn__ptr(stats), part);
+        else
+            ce_fwd_f64((const double *)tn__ptr(x), nrow, c, vals, (double *)tn__ptr(stats), part);
+        double sum = 0;
+        for (int64_t i = 0; i < nrow; i++) sum += part[i]; /* row order: as nll_loss */
+        out = tn__full(0, NULL, logits->dtype, -sum / (double)count);
+    }
+    if (out && tn__needs_grad(1, &logits)) {
+        tn_node *n = tn__node_new(&ce_fused_fn, 1, &logits, 3, 1);
+        tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
+        if (st == TN_OK) {
+            n->d[0] = (double)count;
+            st = tn__node_save(n, 0, logits, false);
+        }
+        if (st == TN_OK) st = tn__node_save(n, 1, targets, false);
+        if (st == TN_OK) st = tn__node_save(n, 2, stats, false);
+        tn__node_release(n);
+        if (st < 0) {
+            tn_release(out);
+            out = NULL;
+        }
+    }
+    tn__free(part);
+    tn_release(x), tn_release(stats);
+    return out;
+}
+
+tn_tensor *tn_cross_entropy(const tn_tensor *logits, const tn_tensor *targets) {
+    TN_CHECK_NULL_ARG(logits, "input");
+    TN_CHECK_NULL_ARG(targets, "target");
+    tn_device dev;
+    if (ce_check(logits, targets) < 0 ||
+        tn__result_device(2, (const tn_tensor *[]){logits, targets}, &dev) < 0)
+        return NULL;
+    int64_t nt = tn_numel(targets), count = 0;
+    int64_t *vals = tn__alloc((size_t)(nt ? nt : 1) * sizeof *vals);
+    if (!vals || read_targets(targets, logits->shape[logits->ndim - 1], vals, &count) < 0) {
+        tn__free(vals);
+        return NULL;
+    }
+    if (tn__on_cpu(logits)) {
+        tn_tensor *out = ce_fused(logits, targets, vals, count);
+        tn__free(vals);
+        tn__anomaly_forward("cross_entropy", out, 1, &logits);
+        return tn__ret(out);
+    }
+    tn_tensor *lp = tn__softmax_family(logits, -1, true); /* contiguous */
+    tn_tensor *out = lp ? nll_forward_device(lp, vals, nt, count) : NULL;
+    tn__free(vals);
+    if (out && tn__needs_grad(1, (const tn_tensor *[]){lp})) {
+        tn_node *n = tn__node_new(&nll_fn, 1, (const tn_tensor *[]){lp}, 1, 1);
+        tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
+        if (st == TN_OK) {
+            n->d[0] = (double)count;
+            st = tn__node_save(n, 0, targets, false);
+        }
+        tn__node_release(n);
+        if (st < 0) {
+            tn_release(out);
+            out = NULL;
+        }
+    }
+    tn_release(lp);
+    tn__anomaly_forward("cross_entropy", out, 1, &logits);
+    return tn__ret(out);
+}
+
