@@ -256,7 +256,9 @@ static void slot_add(stats_slot *s, _Atomic int64_t *c, int64_t d) {
                               memory_order_relaxed);
 }
 
-static void count_storage(int64_t bytes, int64_t storages) {
+/* always inline: it is on every tensor's allocation and release */
+static inline __attribute__((always_inline)) void count_storage(int64_t bytes,
+                                                                int64_t storages) {
     thread_state *t = &t_state;
     stats_slot *s = TN_LIKELY(t->slot != NULL) ? t->slot : slot_claim(t);
     slot_add(s, &s->bytes, bytes);

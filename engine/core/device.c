@@ -66,7 +66,7 @@ tn_status tn_synchronize(tn_device d) {
     return st == TN_OK && tn__anomaly_nan() ? tn__anomaly_device_poll(d, false) : st;
 }
 
-tn_status tn__result_device(int n, const tn_tensor *const *ts, tn_device *out) {
+tn_status tn__result_device_slow(int n, const tn_tensor *const *ts, tn_device *out) {
     const tn_tensor *first = NULL;
     for (int i = 0; i < n; i++) {
         const tn_tensor *t = ts[i];

@@ -30,7 +30,13 @@ const char *tn__device_str(tn_device d, char *buf, size_t n);
 /* Device of an op's result: the device of its tensor operands, where a
  * 0-dim CPU tensor joins any device (as PyTorch's scalars); NULL entries are
  * skipped. Error (PyTorch's text) when two devices meet. */
-tn_status tn__result_device(int n, const tn_tensor *const *ts, tn_device *out);
+tn_status tn__result_device_slow(int n, const tn_tensor *const *ts, tn_device *out);
+static inline tn_status tn__result_device(int n, const tn_tensor *const *ts, tn_device *out) {
+    for (int i = 0; i < n; i++) /* the common case, inline: every operand on the CPU */
+        if (ts[i] && ts[i]->storage->device.type != TN_CPU) return tn__result_device_slow(n, ts, out);
+    *out = TN_DEVICE_CPU;
+    return TN_OK;
+}
 /* t on device d: t itself (retained) when it is there, else a contiguous
  * copy. No autograd. */
 tn_tensor *tn__on_device(const tn_tensor *t, tn_device d);

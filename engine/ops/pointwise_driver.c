@@ -8,19 +8,18 @@ tn_status tn__pw_check_dtype(const char *op, tn_pw_code code, tn_dtype dt) {
 
 /* An input as the kernel needs it: dtype dt on device dev (a CPU scalar
  * joining a device op moves there). NULL slot: use the input as is. */
-static tn_status prepare_input(const tn_tensor *x, tn_dtype dt, tn_device dev, tn_tensor **c) {
+static inline tn_status prepare_input(const tn_tensor *x, tn_dtype dt, tn_device dev,
+                                      tn_tensor **c) {
     *c = NULL;
     if (x->dtype == dt && tn__same_device(tn__dev(x), dev)) return TN_OK;
     return (*c = tn__copy_to_device(x, dt, dev)) ? TN_OK : tn_last_status();
 }
 
-tn_status tn__pw_binary_into(const char *op, tn_pw_code code, tn_tensor *out,
-                             const tn_tensor *a, const tn_tensor *b, tn_dtype compute) {
-    tn_status st = tn__pw_check_dtype(op, code, compute);
-    tn_device dev;
-    if (st == TN_OK) st = tn__result_device(3, (const tn_tensor *[]){out, a, b}, &dev);
-    if (st < 0) return st;
+/* out = code(a, b) on out's device; devices checked by the caller. */
+static tn_status binary_run(tn_pw_code code, tn_tensor *out, const tn_tensor *a,
+                            const tn_tensor *b, tn_dtype compute) {
     tn_tensor *ca = NULL, *cb = NULL;
+    tn_status st;
     if ((st = prepare_input(a, compute, tn__dev(out), &ca)) < 0 ||
         (st = prepare_input(b, compute, tn__dev(out), &cb)) < 0) {
         tn_release(ca);
@@ -36,6 +35,14 @@ tn_status tn__pw_binary_into(const char *op, tn_pw_code code, tn_tensor *out,
     return st;
 }
 
+tn_status tn__pw_binary_into(const char *op, tn_pw_code code, tn_tensor *out,
+                             const tn_tensor *a, const tn_tensor *b, tn_dtype compute) {
+    tn_status st = tn__pw_check_dtype(op, code, compute);
+    tn_device dev;
+    if (st == TN_OK) st = tn__result_device(3, (const tn_tensor *[]){out, a, b}, &dev);
+    return st < 0 ? st : binary_run(code, out, a, b, compute);
+}
+
 tn_tensor *tn__pw_binary(const char *op, tn_pw_code code, const tn_tensor *a,
                          const tn_tensor *b, tn_dtype compute, tn_dtype out_dt) {
     int nd;
@@ -45,7 +52,7 @@ tn_tensor *tn__pw_binary(const char *op, tn_pw_code code, const tn_tensor *a,
     if (tn__result_device(2, (const tn_tensor *[]){a, b}, &dev) < 0) return NULL;
     if (tn__broadcast_shape(a->ndim, a->shape, b->ndim, b->shape, &nd, shape) < 0) return NULL;
     tn_tensor *out = tn__empty_on(nd, shape, out_dt, dev);
-    if (out && tn__pw_binary_into(op, code, out, a, b, compute) < 0) {
+    if (out && binary_run(code, out, a, b, compute) < 0) {
         tn_release(out);
         return NULL;
     }
