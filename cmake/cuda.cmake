@@ -1,0 +1,135 @@
+# cmake/cuda.cmake — the optional CUDA backend (engine/cuda/).
+#
+# Included from CMakeLists.txt right after tenet_obj and its compile options
+# (before or after add_library(tenet / tenet_static): they are linked at the
+# end of the directory when they do not exist yet).
+# TENET_CUDA: AUTO (default: on when nvcc is found), ON (fail without nvcc)
+# or OFF. Sets TENET_HAVE_CUDA for the rest of the build (the tests use it).
+#
+# The CUDA sources join tenet_obj, so both libraries carry them; the .cu
+# files include the engine's C headers as C++ (they have extern "C" guards).
+
+set(TENET_CUDA AUTO CACHE STRING "Build the CUDA backend: AUTO (when nvcc is found), ON or OFF")
+set_property(CACHE TENET_CUDA PROPERTY STRINGS AUTO ON OFF)
+
+set(TENET_HAVE_CUDA OFF)
+string(TOUPPER "${TENET_CUDA}" _tenet_cuda_mode)
+if(_tenet_cuda_mode MATCHES "^(ON|YES|TRUE|Y|1)$")
+  set(_tenet_cuda_want ON)
+  set(_tenet_cuda_required ON)
+elseif(_tenet_cuda_mode MATCHES "^(OFF|NO|FALSE|N|0)$")
+  set(_tenet_cuda_want OFF)
+  message(STATUS "tenet: CUDA backend off (TENET_CUDA=${TENET_CUDA})")
+elseif(_tenet_cuda_mode STREQUAL "AUTO")
+  set(_tenet_cuda_want ON)
+  set(_tenet_cuda_required OFF)
+else()
+  message(FATAL_ERROR "TENET_CUDA must be AUTO, ON or OFF (got '${TENET_CUDA}')")
+endif()
+
+if(_tenet_cuda_want)
+  # Hopper by default: sm_90 machine code plus compute_90 PTX, which newer
+  # GPUs JIT-compile. Must be set before the language is enabled, or CMake
+  # picks the compiler's default architecture.
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
+    set(CMAKE_CUDA_ARCHITECTURES 90 CACHE STRING
+        "CUDA architectures to build for (90: sm_90 code + compute_90 PTX)" FORCE)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(TENET_HAVE_CUDA ON)
+  elseif(_tenet_cuda_required)
+    message(FATAL_ERROR "TENET_CUDA=ON but no CUDA compiler (nvcc) was found; put nvcc on PATH "
+                        "or set CMAKE_CUDA_COMPILER, or configure with -DTENET_CUDA=OFF")
+  else()
+    message(STATUS "tenet: no CUDA compiler found, building without the CUDA backend")
+  endif()
+endif()
+
+if(TENET_HAVE_CUDA)
+  enable_language(CUDA)
+  find_package(CUDAToolkit REQUIRED)
+  # libcudart.so for every target made from here on (the tests, which CMake
+  # links as CUDA programs through tenet_static): one runtime per process.
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+  message(STATUS "tenet: CUDA backend on (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, "
+                 "architectures ${CMAKE_CUDA_ARCHITECTURES})")
+
+  file(GLOB TENET_CUDA_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/engine/cuda/*.cu)
+  target_sources(tenet_obj PRIVATE ${TENET_CUDA_SOURCES})
+  target_compile_definitions(tenet_obj PRIVATE TENET_HAVE_CUDA=1)
+  # include/ is already PUBLIC on tenet_obj; engine/cuda/*.cu reach the core
+  # headers relatively ("../core/backend.h").
+  target_include_directories(tenet_obj PRIVATE ${PROJECT_SOURCE_DIR}/engine/cuda)
+  set_target_properties(tenet_obj PROPERTIES
+    # tenet_obj exists before the language is enabled, so it did not pick
+    # the architectures up from the variable when it was created
+    CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}"
+    CUDA_STANDARD 17
+    CUDA_STANDARD_REQUIRED ON
+    CUDA_EXTENSIONS OFF
+    # libcudart.so, as the targets below link: never two runtimes in one process.
+    CUDA_RUNTIME_LIBRARY Shared)
+
+  # The C options of tenet_obj (warnings, -O3, -fno-math-errno, -march=native)
+  # are GCC flags that nvcc rejects: CMakeLists.txt guards them with
+  # $<COMPILE_LANGUAGE:C>. nvcc gets its own below.
+
+  # -O3 whatever the build type, as the C sources get: drop the -O of the
+  # configuration flags, which nvcc would otherwise warn about as a
+  # conflicting redefinition.
+  foreach(_cfg "" _DEBUG _RELEASE _RELWITHDEBINFO _MINSIZEREL)
+    string(REGEX REPLACE "(^| )-O[0-3s]( |$)" " " CMAKE_CUDA_FLAGS${_cfg}
+           "${CMAKE_CUDA_FLAGS${_cfg}}")
+  endforeach()
+
+  # CUDA flags:
+  #  --fmad=false: no fused multiply-adds, so a*b + c rounds as the CPU kernels
+  #    (built without contraction) do; the results are compared at tight
+  #    tolerance, and the optimisers' updates agree bit for bit. No
+  #    --use_fast_math for the same reason (IEEE division and sqrt, denormals).
+  #  -fno-exceptions, -fno-rtti: nothing throws; no unwinding tables or
+  #    type information for the host code.
+  target_compile_options(tenet_obj PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:-O3 --fmad=false -Xcompiler=-fPIC -Xcompiler=-fno-exceptions
+                               -Xcompiler=-fno-rtti -Xcompiler=-Wall>)
+  if(TENET_WERROR)
+    target_compile_options(tenet_obj PRIVATE
+      $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Werror>)
+  endif()
+
+  # The host code nvcc generates for template kernels uses the C++ runtime
+  # (thread-safe static initialisation: __cxa_guard_*), and C programs are
+  # linked by the C compiler, which does not add it: link the host C++
+  # compiler's own libraries beyond the C ones (with GCC: stdc++).
+  set(TENET_CUDA_CXX_LIBS ${CMAKE_CUDA_IMPLICIT_LINK_LIBRARIES})
+  if(TENET_CUDA_CXX_LIBS)
+    list(REMOVE_ITEM TENET_CUDA_CXX_LIBS ${CMAKE_C_IMPLICIT_LINK_LIBRARIES} m)
+    list(FILTER TENET_CUDA_CXX_LIBS EXCLUDE REGEX "cuda|cudart|cudadevrt")
+    list(REMOVE_DUPLICATES TENET_CUDA_CXX_LIBS)
+  endif()
+  set(TENET_CUDA_LINK CUDA::cudart CUDA::cublas ${TENET_CUDA_CXX_LIBS})
+
+  # For the pkg-config file's Libs.private (the static library's consumers).
+  set(TENET_CUDA_PC_LIBS "-L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcublasLt -lcudart")
+  foreach(_lib IN LISTS TENET_CUDA_CXX_LIBS)
+    string(APPEND TENET_CUDA_PC_LIBS " -l${_lib}")
+  endforeach()
+
+  target_link_libraries(tenet_obj PUBLIC ${TENET_CUDA_LINK})
+  # tenet and tenet_static are made from tenet_obj's objects and do not
+  # inherit its links: link them now if they exist, else at the end of the
+  # directory (so this file may be included before their add_library).
+  function(_tenet_cuda_link_libs)
+    foreach(lib tenet tenet_static)
+      target_link_libraries(${lib} PUBLIC ${TENET_CUDA_LINK})
+      set_target_properties(${lib} PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
+    endforeach()
+  endfunction()
+  if(TARGET tenet AND TARGET tenet_static)
+    _tenet_cuda_link_libs()
+  else()
+    cmake_language(DEFER CALL _tenet_cuda_link_libs)
+  endif()
+endif()

@@ -1,0 +1,161 @@
+/* engine/cuda/cuda_internal.h — what the CUDA backend's files share: device
+ * state (one stream per device), error reporting, the device guard, the
+ * caching allocator's entry points and small dtype helpers.
+ *
+ * CUDA C++17, host side written as C-like C++: pthread mutexes and
+ * pthread_once rather than std::mutex / std::call_once, nothing throws
+ * (built with -fno-exceptions). The launch stubs nvcc generates still use
+ * the C++ runtime, which cmake/cuda.cmake links for C programs.
+ */
+#ifndef TN_CUDA_INTERNAL_H
+#define TN_CUDA_INTERNAL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "../core/backend.h"
+
+namespace tnc {
+
+/* Per-device state, initialised on the device's first use (device()). */
+struct device_state {
+    pthread_mutex_t lock; /* guards the lazy initialisation below */
+    int ready;            /* 1 once stream, flag and sm_count are set (atomic acquire/release) */
+    cudaStream_t stream;  /* every entry enqueues here, from every thread */
+    int sm_count;         /* sizes grids where the result does not depend on the size */
+    uint32_t *flag;       /* nonfinite_check's word (device memory), 0 = none */
+    cublasHandle_t blas;  /* created by the first product (gemm.cu), under blas_lock */
+    pthread_mutex_t blas_lock;
+};
+
+/* Devices usable by this process (0: none). Decided once, thread-safely. */
+int device_count();
+
+/* The state of device `dev` in *out, initialised on first use; a negative
+ * status after tn__error when dev is out of range or the init failed. */
+tn_status device(int dev, device_state **out);
+
+/* Makes `dev` the calling thread's current device for the guard's lifetime
+ * and restores the previous one after: entries may be called from threads
+ * that use another device themselves. */
+class dev_guard {
+  public:
+    explicit dev_guard(int dev) : prev_(-1) {
+        int cur = -1;
+        if (cudaGetDevice(&cur) != cudaSuccess) {
+            cudaGetLastError();
+            cur = -1;
+        }
+        if (cur != dev) {
+            prev_ = cur;
+            if (cudaSetDevice(dev) != cudaSuccess) cudaGetLastError();
+        }
+    }
+    ~dev_guard() {
+        if (prev_ >= 0 && cudaSetDevice(prev_) != cudaSuccess) cudaGetLastError();
+    }
+    dev_guard(const dev_guard &) = delete;
+    dev_guard &operator=(const dev_guard &) = delete;
+
+  private:
+    int prev_;
+};
+
+/* Reports a failed CUDA runtime call: TN_ERR_OUT_OF_MEMORY for allocation
+ * failures, TN_ERR_DEVICE otherwise, message "CUDA error: <text> (<what>)".
+ * Clears the thread's (non-sticky) last error so it is not reported twice. */
+tn_status cuda_fail(cudaError_t e, const char *what);
+tn_status cublas_fail(cublasStatus_t s, const char *what);
+/* After kernel launches: the launch error, if any, as cuda_fail. */
+tn_status launch_check(const char *what);
+
+#define TNC_TRY(call)                                                                              \
+    do {                                                                                           \
+        cudaError_t tnc_e_ = (call);                                                               \
+        if (tnc_e_ != cudaSuccess) return ::tnc::cuda_fail(tnc_e_, #call);                         \
+    } while (0)
+
+/* Caching allocator (alloc.cu). */
+void *alloc(int dev, size_t bytes);
+void free_block(int dev, void *p, size_t bytes);
+void mem_stats(int dev, tn_device_mem_stats *out);
+
+/* Scratch memory for one entry (reduction partials): taken from the caching
+ * allocator and given back as soon as the kernels that use it are enqueued;
+ * the next user of the block is later on the same stream. 0 bytes: none. */
+class scratch {
+  public:
+    scratch(int dev, size_t bytes)
+        : dev_(dev), bytes_(bytes), p_(bytes ? alloc(dev, bytes) : nullptr) {}
+    ~scratch() {
+        if (p_) free_block(dev_, p_, bytes_);
+    }
+    void *get() const { return p_; }
+    scratch(const scratch &) = delete;
+    scratch &operator=(const scratch &) = delete;
+
+  private:
+    int dev_;
+    size_t bytes_;
+    void *p_;
+};
+
+/* ---- dtypes ---- */
+
+inline size_t dtype_size(tn_dtype dt) {
+    switch (dt) {
+    case TN_F32:
+        return 4;
+    case TN_F64:
+        return 8;
+    case TN_I16:
+        return 2;
+    case TN_I32:
+        return 4;
+    case TN_I64:
+        return 8;
+    case TN_BOOL:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* PyTorch's names, for messages. */
+const char *dtype_name(tn_dtype dt);
+
+/* bool stores v != 0; every other dtype converts as a C cast. Used for the
+ * pointwise results and for scalars converted on the host (fill, c0, c1). */
+template <typename OT> struct cvt_to {
+    template <typename V> __host__ __device__ static OT f(V v) { return static_cast<OT>(v); }
+};
+template <> struct cvt_to<uint8_t> {
+    template <typename V> __host__ __device__ static uint8_t f(V v) {
+        return static_cast<uint8_t>(v != 0);
+    }
+};
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+} // namespace tnc
+
+/* Entries of the table, defined in the files named. */
+extern "C" {
+tn_status tn__cuda_pointwise(int dev, tn_pw_code code, tn_dtype dt, const tn_iter *it,
+                             const void *ctx);                                   /* pointwise.cu */
+tn_status tn__cuda_copy(int dev, tn_dtype dst, tn_dtype src, const tn_iter *it); /* copy.cu */
+tn_status tn__cuda_fill(int dev, tn_dtype dt, const tn_iter *it, double v);      /* copy.cu */
+tn_status tn__cuda_reduce(int dev, const tn_red_args *a);                        /* reduce.cu */
+tn_status tn__cuda_gemm(int dev, tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b);
+tn_status tn__cuda_softmax(int dev, const tn_sm_args *a); /* softmax.cu */
+tn_status tn__cuda_nonfinite_check(int dev, tn_dtype dt, const void *p, int64_t n,
+                                   uint32_t tag); /* nonfinite.cu */
+uint32_t tn__cuda_nonfinite_poll(int dev);
+}
+
+#endif

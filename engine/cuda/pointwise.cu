@@ -1,0 +1,244 @@
+/* engine/cuda/pointwise.cu — every op of engine/core/pw_ops.h on the GPU,
+ * expanded from the same X-macro lists as the CPU loops, with the dtypes its
+ * kind names (ALL, FLOAT, NOBOOL, CMP with a bool result), and the masked
+ * zero. The optimiser steps (SGD, Adam) live in optim.cu.
+ *
+ * The expressions compute in the operands' type exactly as C does (integer
+ * promotion included) and the result is converted to the output type (bool
+ * stores v != 0). Built with --fmad=false, so float arithmetic rounds as the
+ * CPU's; the math functions (exp, log, ...) are CUDA's, within a few ulp of
+ * the C library's.
+ */
+#include "pointwise.cuh"
+
+/* `x < 0` on the unsigned bool type is always false: intended (abs, sign). */
+#pragma nv_diag_suppress 186
+
+namespace tnc {
+
+/* The math functions the expressions name, picked by argument type. Defined
+ * in this namespace so that they, not the global double versions, are found
+ * for float arguments. */
+__device__ __forceinline__ float exp(float x) { return ::expf(x); }
+__device__ __forceinline__ double exp(double x) { return ::exp(x); }
+__device__ __forceinline__ float log(float x) { return ::logf(x); }
+__device__ __forceinline__ double log(double x) { return ::log(x); }
+__device__ __forceinline__ float sqrt(float x) { return ::sqrtf(x); }
+__device__ __forceinline__ double sqrt(double x) { return ::sqrt(x); }
+__device__ __forceinline__ float sin(float x) { return ::sinf(x); }
+__device__ __forceinline__ double sin(double x) { return ::sin(x); }
+__device__ __forceinline__ float cos(float x) { return ::cosf(x); }
+__device__ __forceinline__ double cos(double x) { return ::cos(x); }
+__device__ __forceinline__ float tanh(float x) { return ::tanhf(x); }
+__device__ __forceinline__ double tanh(double x) { return ::tanh(x); }
+
+/* TN_POWX: float in float, double in double (CUDA's powf / pow, within a
+ * few ulp of the C library's). Integers: the CPU computes pow in double and
+ * converts; the C library's pow is correctly rounded, so for an integer
+ * exponent the result is x^|y| computed exactly (binary powering is exact
+ * while it stays below 2^53), then 1 / that for a negative exponent (one
+ * rounding, as the correctly rounded result). CUDA's pow may be an ulp off,
+ * which truncation to an integer would turn into an off-by-one. */
+__device__ __forceinline__ float tn_pow_dev(float x, float y) { return ::powf(x, y); }
+__device__ __forceinline__ double tn_pow_dev(double x, double y) { return ::pow(x, y); }
+template <typename T> __device__ __forceinline__ double tn_pow_dev(T x, T y) {
+    unsigned long long e =
+        y < 0 ? 0ull - static_cast<unsigned long long>(y) : static_cast<unsigned long long>(y);
+    double b = static_cast<double>(x), r = 1.0;
+    const double exact = 9007199254740992.0; /* 2^53 */
+    for (; e; e >>= 1) {
+        if (e & 1u) r *= b;
+        b *= b;
+        if (fabs(r) > exact || (e > 1 && fabs(b) > exact))
+            return ::pow(static_cast<double>(x), static_cast<double>(y));
+    }
+    return y < 0 ? 1.0 / r : r;
+}
+
+enum pw_kind { K_ALL, K_FLOAT, K_NOBOOL, K_CMP };
+
+template <int K, typename T> __host__ __device__ constexpr bool kind_has() {
+    if constexpr (K == K_FLOAT)
+        return std::is_same<T, float>::value || std::is_same<T, double>::value;
+    else if constexpr (K == K_NOBOOL)
+        return !std::is_same<T, uint8_t>::value;
+    else
+        return true;
+}
+
+/* One struct per op: eval() is the expression of pw_ops.h. */
+#define TNC_BINARY_OP(name, kind, expr)                                                            \
+    struct bop_##name {                                                                            \
+        static constexpr int KIND = K_##kind;                                                      \
+        static constexpr const char *NAME = #name;                                                 \
+        template <typename T> __device__ __forceinline__ static auto eval(T x, T y) {              \
+            return (expr);                                                                         \
+        }                                                                                          \
+    };
+#define TNC_UNARY_OP(name, kind, expr)                                                             \
+    struct uop_##name {                                                                            \
+        static constexpr int KIND = K_##kind;                                                      \
+        static constexpr const char *NAME = #name;                                                 \
+        template <typename T> __device__ __forceinline__ static auto eval(T x, T c0, T c1) {       \
+            (void)c0;                                                                              \
+            (void)c1;                                                                              \
+            return (expr);                                                                         \
+        }                                                                                          \
+    };
+TN_PW_BINARY_OPS(TNC_BINARY_OP)
+TN_PW_UNARY_OPS(TNC_UNARY_OP)
+#undef TNC_BINARY_OP
+#undef TNC_UNARY_OP
+
+/* out = op(x, y): operands out, x, y */
+template <class OP, typename T, typename OT> struct binary_f {
+    using T0 = OT;
+    using T1 = T;
+    using T2 = T;
+    using T3 = uint8_t;
+    static constexpr int NOPS = 3;
+    static constexpr unsigned LOADS = 6u, STORES = 1u;
+    __device__ __forceinline__ void operator()(OT &o, T &x, T &y, uint8_t &) const {
+        o = cvt_to<OT>::f(OP::eval(x, y));
+    }
+};
+
+/* out = op(x; c0, c1): operands out, x */
+template <class OP, typename T> struct unary_f {
+    using T0 = T;
+    using T1 = T;
+    using T2 = uint8_t;
+    using T3 = uint8_t;
+    static constexpr int NOPS = 2;
+    static constexpr unsigned LOADS = 2u, STORES = 1u;
+    T c0, c1;
+    __device__ __forceinline__ void operator()(T &o, T &x, uint8_t &, uint8_t &) const {
+        o = cvt_to<T>::f(OP::eval(x, c0, c1));
+    }
+};
+
+/* out = mask ? 0 : x: operands out, x, mask (bool) */
+template <typename T> struct masked_zero_f {
+    using T0 = T;
+    using T1 = T;
+    using T2 = uint8_t;
+    using T3 = uint8_t;
+    static constexpr int NOPS = 3;
+    static constexpr unsigned LOADS = 6u, STORES = 1u;
+    __device__ __forceinline__ void operator()(T &o, T &x, uint8_t &m, uint8_t &) const {
+        o = m ? static_cast<T>(0) : x;
+    }
+};
+
+namespace {
+
+tn_status bad_dtype(const char *op, tn_dtype dt) {
+    return tn__error(TN_ERR_DTYPE, "CUDA pointwise: \"%s\" not implemented for '%s'", op,
+                     dtype_name(dt));
+}
+
+template <class OP, typename T> tn_status launch_binary(int dev, const tn_iter *it) {
+    using OT = typename std::conditional<OP::KIND == K_CMP, uint8_t, T>::type;
+    return pw_launch(dev, binary_f<OP, T, OT>{}, it, OP::NAME);
+}
+
+template <class OP> tn_status run_binary(int dev, tn_dtype dt, const tn_iter *it) {
+    constexpr int K = OP::KIND;
+    switch (dt) {
+    case TN_F32:
+        return launch_binary<OP, float>(dev, it);
+    case TN_F64:
+        return launch_binary<OP, double>(dev, it);
+    case TN_I16:
+        if constexpr (kind_has<K, int16_t>()) return launch_binary<OP, int16_t>(dev, it);
+        break;
+    case TN_I32:
+        if constexpr (kind_has<K, int32_t>()) return launch_binary<OP, int32_t>(dev, it);
+        break;
+    case TN_I64:
+        if constexpr (kind_has<K, int64_t>()) return launch_binary<OP, int64_t>(dev, it);
+        break;
+    case TN_BOOL:
+        if constexpr (kind_has<K, uint8_t>()) return launch_binary<OP, uint8_t>(dev, it);
+        break;
+    default:
+        break;
+    }
+    return bad_dtype(OP::NAME, dt);
+}
+
+template <class OP, typename T>
+tn_status launch_unary(int dev, const tn_iter *it, const tn_pw_ctx *c) {
+    /* the scalars convert to the compute type once, on the host, as the CPU does */
+    unary_f<OP, T> f;
+    f.c0 = c ? cvt_to<T>::f(c->c0) : T(0);
+    f.c1 = c ? cvt_to<T>::f(c->c1) : T(0);
+    return pw_launch(dev, f, it, OP::NAME);
+}
+
+template <class OP>
+tn_status run_unary(int dev, tn_dtype dt, const tn_iter *it, const tn_pw_ctx *c) {
+    constexpr int K = OP::KIND;
+    switch (dt) {
+    case TN_F32:
+        return launch_unary<OP, float>(dev, it, c);
+    case TN_F64:
+        return launch_unary<OP, double>(dev, it, c);
+    case TN_I16:
+        if constexpr (kind_has<K, int16_t>()) return launch_unary<OP, int16_t>(dev, it, c);
+        break;
+    case TN_I32:
+        if constexpr (kind_has<K, int32_t>()) return launch_unary<OP, int32_t>(dev, it, c);
+        break;
+    case TN_I64:
+        if constexpr (kind_has<K, int64_t>()) return launch_unary<OP, int64_t>(dev, it, c);
+        break;
+    case TN_BOOL:
+        if constexpr (kind_has<K, uint8_t>()) return launch_unary<OP, uint8_t>(dev, it, c);
+        break;
+    default:
+        break;
+    }
+    return bad_dtype(OP::NAME, dt);
+}
+
+} // namespace
+
+/* optim.cu */
+tn_status sgd_step(int dev, tn_dtype dt, const tn_iter *it, const tn_sgd_ctx *c);
+tn_status adam_step(int dev, tn_dtype dt, const tn_iter *it, const tn_adam_ctx *c);
+
+/* extern "C" inside the namespace: C linkage, and the math overloads above
+ * stay out of the global namespace (where they would clash with CUDA's). */
+extern "C" tn_status tn__cuda_pointwise(int dev, tn_pw_code code, tn_dtype dt, const tn_iter *it,
+                                        const void *ctx) {
+    if (!it) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA pointwise: iterator is NULL");
+    const tn_pw_ctx *pc = static_cast<const tn_pw_ctx *>(ctx);
+    switch (code) {
+#define TNC_BINARY_CASE(name, kind, expr)                                                          \
+    case TN_PW_##name:                                                                             \
+        return run_binary<bop_##name>(dev, dt, it);
+#define TNC_UNARY_CASE(name, kind, expr)                                                           \
+    case TN_PW_##name:                                                                             \
+        return run_unary<uop_##name>(dev, dt, it, pc);
+        TN_PW_BINARY_OPS(TNC_BINARY_CASE)
+        TN_PW_UNARY_OPS(TNC_UNARY_CASE)
+#undef TNC_BINARY_CASE
+#undef TNC_UNARY_CASE
+    case TN_PW_MASKED_ZERO:
+        if (dt == TN_F32) return pw_launch(dev, masked_zero_f<float>{}, it, "masked_zero");
+        if (dt == TN_F64) return pw_launch(dev, masked_zero_f<double>{}, it, "masked_zero");
+        return bad_dtype("masked_fill", dt);
+    case TN_PW_SGD:
+        if (!ctx) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA SGD step: context is NULL");
+        return sgd_step(dev, dt, it, static_cast<const tn_sgd_ctx *>(ctx));
+    case TN_PW_ADAM:
+        if (!ctx) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA Adam step: context is NULL");
+        return adam_step(dev, dt, it, static_cast<const tn_adam_ctx *>(ctx));
+    default:
+        break;
+    }
+    return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA pointwise: unknown op code %d", (int)code);
+}
+
+} // namespace tnc

@@ -1,0 +1,1447 @@
+/* The CUDA backend table (engine/cuda/), entry by entry, against plain host
+ * computations: pointwise ops of every code and dtype on contiguous,
+ * broadcast and strided iterators, the optimiser steps, copy between every
+ * dtype pair, fill, reductions, products, softmax, the non-finite flag, the
+ * caching allocator and the copies.
+ *
+ * Without a usable CUDA device (or a build without CUDA) every test is
+ * skipped. TENET_CUDA_BENCH=1 adds timings of a few large kernels.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util.h"
+
+#include "engine/core/backend.h"
+
+static const tn_backend *be;
+static const int dev = 0;
+
+#define NEED_GPU()                                                                                 \
+    do {                                                                                           \
+        if (!be) skip();                                                                           \
+    } while (0)
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+static const char *const dt_names[TN_DTYPE_COUNT] = {"f32", "f64", "i16", "i32", "i64", "bool"};
+
+static size_t esz(tn_dtype dt) {
+    static const size_t s[TN_DTYPE_COUNT] = {4, 8, 2, 4, 8, 1};
+    return s[dt];
+}
+
+static double getv(const void *p, tn_dtype dt, int64_t i) {
+    switch (dt) {
+    case TN_F32:
+        return ((const float *)p)[i];
+    case TN_F64:
+        return ((const double *)p)[i];
+    case TN_I16:
+        return ((const int16_t *)p)[i];
+    case TN_I32:
+        return ((const int32_t *)p)[i];
+    case TN_I64:
+        return (double)((const int64_t *)p)[i];
+    default:
+        return ((const uint8_t *)p)[i];
+    }
+}
+
+/* v must be representable (or a float's NaN / inf for float dtypes) */
+static void putv(void *p, tn_dtype dt, int64_t i, double v) {
+    switch (dt) {
+    case TN_F32:
+        ((float *)p)[i] = (float)v;
+        break;
+    case TN_F64:
+        ((double *)p)[i] = v;
+        break;
+    case TN_I16:
+        ((int16_t *)p)[i] = (int16_t)v;
+        break;
+    case TN_I32:
+        ((int32_t *)p)[i] = (int32_t)v;
+        break;
+    case TN_I64:
+        ((int64_t *)p)[i] = (int64_t)v;
+        break;
+    default:
+        ((uint8_t *)p)[i] = v != 0;
+        break;
+    }
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void) { /* xorshift64* */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545f4914f6cdd1dull;
+}
+static int64_t rnd_int(int64_t lo, int64_t hi) {
+    return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
+}
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    assert_non_null(p);
+    return p;
+}
+
+static void *dalloc(size_t n) {
+    void *p = be->alloc(dev, n);
+    if (!p) fail_msg("device alloc of %zu bytes failed: %s", n, tn_last_error());
+    return p;
+}
+static void dfree(void *p, size_t n) { be->free(dev, p, n); }
+static void h2d(void *d, const void *h, size_t n) {
+    assert_int_equal(be->memcpy(dev, d, h, n, TN_COPY_H2D), TN_OK);
+}
+static void d2h(void *h, const void *d, size_t n) {
+    assert_int_equal(be->memcpy(dev, h, d, n, TN_COPY_D2H), TN_OK);
+}
+/* a device copy of n host bytes */
+static void *upload(const void *h, size_t n) {
+    void *d = dalloc(n);
+    h2d(d, h, n);
+    return d;
+}
+
+static bool same_value(double got, double want) {
+    return got == want || (isnan(got) && isnan(want));
+}
+
+static bool close_value(double got, double want, tn_dtype dt) {
+    if (isnan(want) || isinf(want)) return same_value(got, want);
+    double rel = dt == TN_F32 ? 2e-6 : 1e-14;
+    return fabs(got - want) <= rel * fabs(want) + (dt == TN_F32 ? 1e-30 : 1e-300);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* An iterator of nops operands over shape; strides (bytes) and bases set by the caller. */
+static tn_iter mk_iter(int nops, int ndim, const int64_t *shape) {
+    tn_iter it;
+    memset(&it, 0, sizeof it);
+    it.nops = nops;
+    it.ndim = ndim;
+    it.numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        it.shape[d] = shape[d];
+        it.numel *= shape[d];
+    }
+    return it;
+}
+static void set_contig(tn_iter *it, int k, void *base, size_t es) {
+    it->base[k] = base;
+    int64_t s = (int64_t)es;
+    for (int d = it->ndim - 1; d >= 0; d--) {
+        it->stride[k][d] = s;
+        s *= it->shape[d];
+    }
+}
+
+/* ---- host references of pw_ops.h, expanded as the CPU expands them ---------------------- */
+
+#define CVT(T, v) _Generic((T)0, uint8_t : (uint8_t)((v) != 0), default : (T)(v))
+
+typedef void (*ref_bin_fn)(const void *x, const void *y, void *out, int64_t n);
+typedef void (*ref_un_fn)(const void *x, void *out, int64_t n, double c0, double c1);
+
+#define RB(NAME, SFX, T, OT, EXPR)                                                                 \
+    static void rb_##NAME##_##SFX(const void *xv, const void *yv, void *ov, int64_t n) {           \
+        const T *xs = xv, *ys = yv;                                                                \
+        OT *o = ov;                                                                                \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            T x = xs[i], y = ys[i];                                                                \
+            o[i] = CVT(OT, (EXPR));                                                                \
+        }                                                                                          \
+    }
+#define RU(NAME, SFX, T, EXPR)                                                                     \
+    static void ru_##NAME##_##SFX(const void *xv, void *ov, int64_t n, double c0d, double c1d) {   \
+        const T *xs = xv;                                                                          \
+        T *o = ov;                                                                                 \
+        const T c0 = CVT(T, c0d), c1 = CVT(T, c1d);                                                \
+        (void)c0;                                                                                  \
+        (void)c1;                                                                                  \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            T x = xs[i];                                                                           \
+            o[i] = CVT(T, (EXPR));                                                                 \
+        }                                                                                          \
+    }
+#define RB_FLOAT(N, E) RB(N, f32, float, float, E) RB(N, f64, double, double, E)
+#define RB_NOBOOL(N, E)                                                                            \
+    RB_FLOAT(N, E)                                                                                 \
+    RB(N, i16, int16_t, int16_t, E) RB(N, i32, int32_t, int32_t, E)                                \
+        RB(N, i64, int64_t, int64_t, E)
+#define RB_ALL(N, E) RB_NOBOOL(N, E) RB(N, b8, uint8_t, uint8_t, E)
+#define RB_CMP(N, E)                                                                               \
+    RB(N, f32, float, uint8_t, E)                                                                  \
+    RB(N, f64, double, uint8_t, E) RB(N, i16, int16_t, uint8_t, E) RB(N, i32, int32_t, uint8_t, E) \
+        RB(N, i64, int64_t, uint8_t, E) RB(N, b8, uint8_t, uint8_t, E)
+#define RU_FLOAT(N, E) RU(N, f32, float, E) RU(N, f64, double, E)
+#define RU_ALL(N, E)                                                                               \
+    RU_FLOAT(N, E)                                                                                 \
+    RU(N, i16, int16_t, E) RU(N, i32, int32_t, E) RU(N, i64, int64_t, E) RU(N, b8, uint8_t, E)
+#define REF_BINARY(N, KIND, E) RB_##KIND(N, E)
+#define REF_UNARY(N, KIND, E) RU_##KIND(N, E)
+TN_PW_BINARY_OPS(REF_BINARY)
+TN_PW_UNARY_OPS(REF_UNARY)
+
+#define ROW_ALL(P, N)                                                                              \
+    { P##N##_f32, P##N##_f64, P##N##_i16, P##N##_i32, P##N##_i64, P##N##_b8 }
+#define ROW_CMP(P, N) ROW_ALL(P, N)
+#define ROW_NOBOOL(P, N)                                                                           \
+    { P##N##_f32, P##N##_f64, P##N##_i16, P##N##_i32, P##N##_i64, NULL }
+#define ROW_FLOAT(P, N)                                                                            \
+    { P##N##_f32, P##N##_f64, NULL, NULL, NULL, NULL }
+#define ENTRY_B(N, KIND, E) [TN_PW_##N] = ROW_##KIND(rb_, N),
+#define ENTRY_U(N, KIND, E) [TN_PW_##N] = ROW_##KIND(ru_, N),
+#define ENTRY_NAME(N, KIND, E) [TN_PW_##N] = #N,
+static const ref_bin_fn ref_bin[TN_PW_COUNT][TN_DTYPE_COUNT] = {TN_PW_BINARY_OPS(ENTRY_B)};
+static const ref_un_fn ref_un[TN_PW_COUNT][TN_DTYPE_COUNT] = {TN_PW_UNARY_OPS(ENTRY_U)};
+static const char *const op_name[TN_PW_COUNT] = {TN_PW_BINARY_OPS(ENTRY_NAME)
+                                                     TN_PW_UNARY_OPS(ENTRY_NAME)};
+
+/* the math-library ops: CUDA's functions are within a few ulp of the C library's */
+static bool approx_op(tn_pw_code c) {
+    return c == TN_PW_exp || c == TN_PW_log || c == TN_PW_sin || c == TN_PW_cos ||
+           c == TN_PW_tanh || c == TN_PW_sigmoid || c == TN_PW_pow || c == TN_PW_pows;
+}
+
+/* Inputs: floats on a 0.25 grid in [-3, 3] (ties for the comparisons) with
+ * NaN, +-inf and -0 mixed in; integers in [-20, 20]; pow gets small
+ * non-negative integer exponents and bases in [-5, 5]. */
+static void gen_values(void *p, tn_dtype dt, int64_t n, tn_pw_code code, int which) {
+    for (int64_t i = 0; i < n; i++) {
+        double v;
+        if (dt == TN_F32 || dt == TN_F64) {
+            uint64_t r = rnd() % 40;
+            if (r == 0)
+                v = NAN;
+            else if (r == 1)
+                v = INFINITY;
+            else if (r == 2)
+                v = -INFINITY;
+            else if (r == 3)
+                v = -0.0;
+            else
+                v = 0.25 * (double)rnd_int(-12, 12);
+            if (code == TN_PW_pow && which == 0 && r > 3) v = 0.125 * (double)rnd_int(1, 24);
+        } else if (dt == TN_BOOL) {
+            v = (double)rnd_int(0, 1);
+        } else if (code == TN_PW_pow) {
+            v = which == 0 ? (double)rnd_int(-5, 5) : (double)rnd_int(0, 3);
+        } else {
+            v = (double)rnd_int(-20, 20);
+        }
+        putv(p, dt, i, v);
+    }
+}
+
+/* Cases that failed in the running test: a test reports every failing case
+ * (op, dtype, layout) before it fails, not only the first. */
+static int g_failed_cases;
+
+static void case_failed(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "FAILED: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    g_failed_cases++;
+}
+
+static void end_cases(void) {
+    int n = g_failed_cases;
+    g_failed_cases = 0;
+    if (n) fail_msg("%d case(s) failed (listed above)", n);
+}
+
+/* Checks n outputs of dtype odt against want; reports the first mismatch. */
+static void check_outputs(const char *what, const void *got, const void *want, tn_dtype odt,
+                          int64_t n, bool approx) {
+    for (int64_t i = 0; i < n; i++) {
+        double g = getv(got, odt, i), w = getv(want, odt, i);
+        bool ok = approx ? close_value(g, w, odt) : same_value(g, w);
+        if (!ok) {
+            case_failed("%s: element %lld: got %.17g, want %.17g", what, (long long)i, g, w);
+            return;
+        }
+    }
+}
+
+/* ---- setup ------------------------------------------------------------------------------- */
+
+static int group_setup(void **state) {
+    (void)state;
+    be = tn__cuda_backend();
+    if (!be) printf("no CUDA device: skipped\n");
+    return 0;
+}
+
+static void test_device_and_errors(void **state) {
+    (void)state;
+    NEED_GPU();
+    assert_string_equal(be->name, "cuda");
+    assert_true(be->device_count() >= 1);
+    assert_int_equal(be->synchronize(dev), TN_OK);
+    assert_int_equal(be->synchronize(be->device_count()), TN_ERR_DEVICE);
+    tt_assert_error(TN_ERR_DEVICE, "invalid device ordinal");
+    assert_null(be->alloc(-1, 16));
+    assert_int_equal(tn_last_status(), TN_ERR_DEVICE);
+}
+
+/* ---- memory ---------------------------------------------------------------------------------- */
+
+static void test_allocator(void **state) {
+    (void)state;
+    NEED_GPU();
+    tn_device_mem_stats s0, s1, s2, s3;
+    be->mem_stats(dev, &s0);
+    void *a = dalloc(1000);
+    assert_true((uintptr_t)a % 256 == 0);
+    be->mem_stats(dev, &s1);
+    assert_int_equal(s1.bytes_live, s0.bytes_live + 1024); /* rounded to 512 B */
+    assert_true(s1.bytes_peak >= s1.bytes_live);
+    assert_true(s1.bytes_reserved >= s1.bytes_live);
+    dfree(a, 1000);
+    be->mem_stats(dev, &s2);
+    assert_int_equal(s2.bytes_live, s0.bytes_live);
+    assert_int_equal(s2.bytes_reserved, s1.bytes_reserved); /* cached, not released */
+    void *b = dalloc(1001);                                 /* same class: the same block */
+    assert_ptr_equal(a, b);
+    be->mem_stats(dev, &s3);
+    assert_int_equal(s3.bytes_reserved, s1.bytes_reserved);
+    dfree(b, 1001);
+
+    /* above 1 MiB: 2 MiB multiples */
+    be->mem_stats(dev, &s0);
+    void *c = dalloc(3u << 20);
+    be->mem_stats(dev, &s1);
+    assert_int_equal(s1.bytes_live, s0.bytes_live + (4u << 20));
+    assert_true(s1.bytes_peak >= s0.bytes_live + (4u << 20));
+    dfree(c, 3u << 20);
+    void *d = dalloc((3u << 20) + 5);
+    assert_ptr_equal(c, d);
+    dfree(d, (3u << 20) + 5);
+    /* a zero-byte request still gets a block */
+    void *z = dalloc(0);
+    dfree(z, 0);
+    be->mem_stats(-5, &s0);
+    assert_int_equal(s0.bytes_live, 0);
+}
+
+static void test_memcpy(void **state) {
+    (void)state;
+    NEED_GPU();
+    enum { N = 100003 };
+    uint8_t *h = xmalloc(N), *back = xmalloc(N);
+    for (int i = 0; i < N; i++)
+        h[i] = (uint8_t)(i * 7 + 3);
+    uint8_t *d1 = dalloc(N), *d2 = dalloc(N);
+    h2d(d1, h, N);
+    assert_int_equal(be->memcpy(dev, d2, d1, N, TN_COPY_D2D), TN_OK);
+    memset(back, 0, N);
+    d2h(back, d2, N);
+    assert_memory_equal(back, h, N);
+    /* offsets, odd sizes */
+    memset(back, 0, N);
+    assert_int_equal(be->memcpy(dev, d2 + 1, d1 + 3, 777, TN_COPY_D2D), TN_OK);
+    d2h(back, d2 + 1, 777);
+    assert_memory_equal(back, h + 3, 777);
+    assert_int_equal(be->memcpy(dev, d2, h, 0, TN_COPY_H2D), TN_OK);
+    assert_int_equal(be->memcpy(dev, d2, h, 8, (tn_copy_kind)42), TN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(be->memcpy(be->device_count(), d2, h, 8, TN_COPY_H2D), TN_ERR_DEVICE);
+    dfree(d1, N);
+    dfree(d2, N);
+    free(h);
+    free(back);
+}
+
+/* ---- pointwise ops ------------------------------------------------------------------------ */
+
+enum { LAY_CONTIG, LAY_SCALAR, LAY_ROW, LAY_TRANSPOSED, LAY_MISALIGNED, LAY_COUNT };
+static const char *const lay_names[LAY_COUNT] = {"contiguous", "scalar-broadcast", "row-broadcast",
+                                                 "transposed", "misaligned"};
+
+/* One binary op over one layout: out (A, B) contiguous; x contiguous or a
+ * transposed view; y contiguous, one element, or one row. */
+static void run_binary_case(tn_pw_code code, tn_dtype dt, int lay) {
+    enum { A = 37, B = 129 };
+    const int64_t n = A * B, shape2[2] = {A, B}, shape1[1] = {n};
+    const bool cmp = tn_pw_is_cmp(code);
+    const tn_dtype odt = cmp ? TN_BOOL : dt;
+    const size_t es = esz(dt), oes = esz(odt);
+    const int64_t ny = lay == LAY_SCALAR ? 1 : lay == LAY_ROW ? B : n;
+    const int64_t off = lay == LAY_MISALIGNED ? 1 : 0;
+    char *xs = xmalloc((size_t)(n + off) * es), *ys = xmalloc((size_t)(ny + off) * es);
+    char *X = xmalloc((size_t)n * es), *Y = xmalloc((size_t)n * es);
+    char *want = xmalloc((size_t)n * oes), *got = xmalloc((size_t)n * oes);
+    gen_values(xs, dt, n + off, code, 0);
+    gen_values(ys, dt, ny + off, code, 1);
+    /* the logical operands */
+    for (int64_t i = 0; i < n; i++) {
+        int64_t a = i / B, b = i % B;
+        int64_t xi = lay == LAY_TRANSPOSED ? b * A + a : i;
+        int64_t yi = lay == LAY_SCALAR ? 0 : lay == LAY_ROW ? b : i;
+        memcpy(X + i * (int64_t)es, xs + (xi + off) * (int64_t)es, es);
+        memcpy(Y + i * (int64_t)es, ys + (yi + off) * (int64_t)es, es);
+    }
+    ref_bin[code][dt](X, Y, want, n);
+
+    char *dx = upload(xs, (size_t)(n + off) * es), *dy = upload(ys, (size_t)(ny + off) * es);
+    char *dout = dalloc((size_t)(n + off) * oes);
+    tn_iter it;
+    if (lay == LAY_CONTIG || lay == LAY_SCALAR || lay == LAY_MISALIGNED) {
+        it = mk_iter(3, 1, shape1);
+        set_contig(&it, 0, dout + off * (int64_t)oes, oes);
+        set_contig(&it, 1, dx + off * (int64_t)es, es);
+        set_contig(&it, 2, dy + off * (int64_t)es, es);
+        if (lay == LAY_SCALAR) it.stride[2][0] = 0;
+    } else {
+        it = mk_iter(3, 2, shape2);
+        set_contig(&it, 0, dout, oes);
+        set_contig(&it, 1, dx, es);
+        set_contig(&it, 2, dy, es);
+        if (lay == LAY_ROW) it.stride[2][0] = 0;
+        if (lay == LAY_TRANSPOSED) {
+            it.stride[1][0] = (int64_t)es;
+            it.stride[1][1] = A * (int64_t)es;
+        }
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%s %s %s", op_name[code], dt_names[dt], lay_names[lay]);
+    tn_status st = be->pointwise(dev, code, dt, &it, NULL);
+    if (st != TN_OK) {
+        case_failed("%s: status %d: %s", what, st, tn_last_error());
+    } else {
+        d2h(got, dout + off * (int64_t)oes, (size_t)n * oes);
+        check_outputs(what, got, want, odt, n, approx_op(code) && (dt == TN_F32 || dt == TN_F64));
+    }
+    dfree(dx, (size_t)(n + off) * es);
+    dfree(dy, (size_t)(ny + off) * es);
+    dfree(dout, (size_t)(n + off) * oes);
+    free(xs), free(ys), free(X), free(Y), free(want), free(got);
+}
+
+static void run_unary_case(tn_pw_code code, tn_dtype dt, int lay, const tn_pw_ctx *ctx) {
+    enum { A = 41, B = 101 };
+    const int64_t n = A * B, shape2[2] = {A, B}, shape1[1] = {n};
+    const size_t es = esz(dt);
+    const int64_t nx = lay == LAY_SCALAR ? 1 : n, off = lay == LAY_MISALIGNED ? 1 : 0;
+    char *xs = xmalloc((size_t)(nx + off) * es), *X = xmalloc((size_t)n * es);
+    char *want = xmalloc((size_t)n * es), *got = xmalloc((size_t)n * es);
+    gen_values(xs, dt, nx + off, code, 0);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t a = i / B, b = i % B;
+        int64_t xi = lay == LAY_SCALAR ? 0 : lay == LAY_TRANSPOSED ? b * A + a : i;
+        memcpy(X + i * (int64_t)es, xs + (xi + off) * (int64_t)es, es);
+    }
+    ref_un[code][dt](X, want, n, ctx->c0, ctx->c1);
+    char *dx = upload(xs, (size_t)(nx + off) * es), *dout = dalloc((size_t)(n + off) * es);
+    tn_iter it;
+    if (lay == LAY_TRANSPOSED) {
+        it = mk_iter(2, 2, shape2);
+        set_contig(&it, 0, dout, es);
+        it.base[1] = dx;
+        it.stride[1][0] = (int64_t)es;
+        it.stride[1][1] = A * (int64_t)es;
+    } else {
+        it = mk_iter(2, 1, shape1);
+        set_contig(&it, 0, dout + off * (int64_t)es, es);
+        set_contig(&it, 1, dx + off * (int64_t)es, es);
+        if (lay == LAY_SCALAR) it.stride[1][0] = 0;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%s %s %s", op_name[code], dt_names[dt], lay_names[lay]);
+    tn_status st = be->pointwise(dev, code, dt, &it, ctx);
+    if (st != TN_OK) {
+        case_failed("%s: status %d: %s", what, st, tn_last_error());
+    } else {
+        d2h(got, dout + off * (int64_t)es, (size_t)n * es);
+        check_outputs(what, got, want, dt, n, approx_op(code) && (dt == TN_F32 || dt == TN_F64));
+    }
+    dfree(dx, (size_t)(nx + off) * es);
+    dfree(dout, (size_t)(n + off) * es);
+    free(xs), free(X), free(want), free(got);
+}
+
+static void test_pointwise_binary(void **state) {
+    (void)state;
+    NEED_GPU();
+    for (int c = 0; c < TN_PW_FIRST_UNARY; c++)
+        for (int dt = 0; dt < TN_DTYPE_COUNT; dt++) {
+            if (!ref_bin[c][dt]) { /* the kind excludes it: refused */
+                enum { N = 8 };
+                void *d = dalloc(N * 8);
+                tn_iter it = mk_iter(3, 1, (const int64_t[]){N});
+                for (int k = 0; k < 3; k++)
+                    set_contig(&it, k, d, esz((tn_dtype)dt));
+                if (be->pointwise(dev, (tn_pw_code)c, (tn_dtype)dt, &it, NULL) != TN_ERR_DTYPE)
+                    case_failed("%s %s: not refused", op_name[c], dt_names[dt]);
+                dfree(d, N * 8);
+                continue;
+            }
+            for (int lay = 0; lay < LAY_COUNT; lay++)
+                run_binary_case((tn_pw_code)c, (tn_dtype)dt, lay);
+        }
+    end_cases();
+}
+
+static void test_pointwise_unary(void **state) {
+    (void)state;
+    NEED_GPU();
+    for (int c = TN_PW_FIRST_UNARY; c < TN_PW_MASKED_ZERO; c++) {
+        tn_pw_ctx ctx = {1.5, 0};
+        if (c == TN_PW_clamp || c == TN_PW_clampmask) ctx = (tn_pw_ctx){-1.25, 2.0};
+        if (c == TN_PW_pows) ctx = (tn_pw_ctx){2.5, 0};
+        for (int dt = 0; dt < TN_DTYPE_COUNT; dt++) {
+            if (!ref_un[c][dt]) {
+                enum { N = 8 };
+                void *d = dalloc(N * 8);
+                tn_iter it = mk_iter(2, 1, (const int64_t[]){N});
+                set_contig(&it, 0, d, esz((tn_dtype)dt));
+                set_contig(&it, 1, d, esz((tn_dtype)dt));
+                if (be->pointwise(dev, (tn_pw_code)c, (tn_dtype)dt, &it, &ctx) != TN_ERR_DTYPE)
+                    case_failed("%s %s: not refused", op_name[c], dt_names[dt]);
+                dfree(d, N * 8);
+                continue;
+            }
+            for (int lay = 0; lay < LAY_COUNT; lay++) {
+                if (lay == LAY_ROW) continue; /* one input: no row to broadcast */
+                run_unary_case((tn_pw_code)c, (tn_dtype)dt, lay, &ctx);
+            }
+        }
+    }
+    end_cases();
+}
+
+/* a large contiguous op: many blocks of the vectorised kernel, and a tail */
+static void test_pointwise_large(void **state) {
+    (void)state;
+    NEED_GPU();
+    const int64_t n = (3 << 20) + 5;
+    float *x = xmalloc((size_t)n * 4), *y = xmalloc((size_t)n * 4), *got = xmalloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = (float)(i % 1000) * 0.5f;
+        y[i] = (float)(i % 777) * 0.25f;
+    }
+    float *dx = upload(x, (size_t)n * 4), *dy = upload(y, (size_t)n * 4),
+          *dout = dalloc((size_t)n * 4);
+    tn_iter it = mk_iter(3, 1, &n);
+    set_contig(&it, 0, dout, 4);
+    set_contig(&it, 1, dx, 4);
+    set_contig(&it, 2, dy, 4);
+    assert_int_equal(be->pointwise(dev, TN_PW_mul, TN_F32, &it, NULL), TN_OK);
+    d2h(got, dout, (size_t)n * 4);
+    for (int64_t i = 0; i < n; i++)
+        if (got[i] != x[i] * y[i])
+            fail_msg("mul at %lld: %g != %g", (long long)i, got[i], x[i] * y[i]);
+    /* in place: out is x */
+    set_contig(&it, 0, dx, 4);
+    assert_int_equal(be->pointwise(dev, TN_PW_add, TN_F32, &it, NULL), TN_OK);
+    d2h(got, dx, (size_t)n * 4);
+    for (int64_t i = 0; i < n; i++)
+        if (got[i] != x[i] + y[i]) fail_msg("add_ at %lld", (long long)i);
+    dfree(dx, (size_t)n * 4), dfree(dy, (size_t)n * 4), dfree(dout, (size_t)n * 4);
+    free(x), free(y), free(got);
+}
+
+static void test_masked_zero(void **state) {
+    (void)state;
+    NEED_GPU();
+    enum { A = 9, B = 333 };
+    const int64_t shape[2] = {A, B}, n = A * B;
+    for (int dt = TN_F32; dt <= TN_F64; dt++) {
+        size_t es = esz((tn_dtype)dt);
+        char *x = xmalloc((size_t)n * es), *got = xmalloc((size_t)n * es);
+        uint8_t mask[B];
+        gen_values(x, (tn_dtype)dt, n, TN_PW_add, 0);
+        for (int b = 0; b < B; b++)
+            mask[b] = (uint8_t)(rnd() % 2);
+        char *dx = upload(x, (size_t)n * es), *dm = upload(mask, B), *dout = dalloc((size_t)n * es);
+        tn_iter it = mk_iter(3, 2, shape);
+        set_contig(&it, 0, dout, es);
+        set_contig(&it, 1, dx, es);
+        set_contig(&it, 2, dm, 1);
+        it.stride[2][0] = 0; /* the mask is one row, broadcast */
+        assert_int_equal(be->pointwise(dev, TN_PW_MASKED_ZERO, (tn_dtype)dt, &it, NULL), TN_OK);
+        d2h(got, dout, (size_t)n * es);
+        for (int64_t i = 0; i < n; i++) {
+            double want = mask[i % B] ? 0.0 : getv(x, (tn_dtype)dt, i);
+            if (!same_value(getv(got, (tn_dtype)dt, i), want))
+                fail_msg("masked_zero at %lld", (long long)i);
+        }
+        dfree(dx, (size_t)n * es), dfree(dm, B), dfree(dout, (size_t)n * es);
+        free(x), free(got);
+    }
+    void *d = dalloc(64);
+    tn_iter it = mk_iter(3, 1, (const int64_t[]){4});
+    set_contig(&it, 0, d, 4), set_contig(&it, 1, d, 4), set_contig(&it, 2, d, 1);
+    assert_int_equal(be->pointwise(dev, TN_PW_MASKED_ZERO, TN_I32, &it, NULL), TN_ERR_DTYPE);
+    dfree(d, 64);
+}
+
+/* ---- optimiser steps: the loops of engine/optim/sgd.c and adam.c ------------------------- */
+
+#define SGD_REF(T, SFX)                                                                            \
+    static void sgd_ref_##SFX(const tn_sgd_ctx *c, int64_t n, T *p, const T *g, T *b) {            \
+        const T neg_lr = (T)(-c->lr), mom = (T)c->momentum, wd = (T)c->wd;                         \
+        const bool use_wd = c->wd != 0, use_buf = c->momentum != 0, first = c->first;              \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            T d = use_wd ? g[i] + wd * p[i] : g[i];                                                \
+            if (use_buf) {                                                                         \
+                d = first ? d : b[i] * mom + d;                                                    \
+                b[i] = d;                                                                          \
+            }                                                                                      \
+            p[i] = p[i] + neg_lr * d;                                                              \
+        }                                                                                          \
+    }
+SGD_REF(float, f32)
+SGD_REF(double, f64)
+
+#define ADAM_REF(T, SFX, SQRT)                                                                     \
+    static void adam_ref_##SFX(const tn_adam_ctx *c, int64_t n, T *p, const T *g, T *m, T *v) {    \
+        const T b1 = (T)c->beta1, b2 = (T)c->beta2, a1 = (T)c->one_minus_beta1;                    \
+        const T a2 = (T)c->one_minus_beta2, wd = (T)c->wd, eps = (T)c->eps;                        \
+        const T bc2s = (T)c->bc2_sqrt, neg_step = (T)c->neg_step_size;                             \
+        const bool use_wd = c->wd != 0;                                                            \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            T d = use_wd ? g[i] + wd * p[i] : g[i];                                                \
+            T mi = m[i] * b1 + a1 * d;                                                             \
+            T vi = v[i] * b2 + a2 * d * d;                                                         \
+            m[i] = mi;                                                                             \
+            v[i] = vi;                                                                             \
+            T denom = SQRT(vi) / bc2s + eps;                                                       \
+            p[i] = p[i] + neg_step * mi / denom;                                                   \
+        }                                                                                          \
+    }
+ADAM_REF(float, f32, sqrtf)
+ADAM_REF(double, f64, sqrt)
+
+/* bit-for-bit equality of n floats; reports the first difference */
+static void same_bits(const char *what, const void *got, const void *want, tn_dtype dt, int64_t n) {
+    size_t es = esz(dt);
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp((const char *)got + i * (int64_t)es, (const char *)want + i * (int64_t)es, es)) {
+            case_failed("%s: element %lld: got %a, want %a", what, (long long)i, getv(got, dt, i),
+                        getv(want, dt, i));
+            return;
+        }
+}
+
+static void fill_random_float(void *p, tn_dtype dt, int64_t n, double scale) {
+    for (int64_t i = 0; i < n; i++)
+        putv(p, dt, i, scale * ((double)(rnd() % 2000001) / 1e6 - 1.0));
+}
+
+/* bit-exact: same scalars, same order, no contraction on either side */
+static void test_optim_steps(void **state) {
+    (void)state;
+    NEED_GPU();
+    const int64_t n = 10007;
+    for (int dt = TN_F32; dt <= TN_F64; dt++) {
+        size_t bytes = (size_t)n * esz((tn_dtype)dt);
+        char *h[4], *w[4], *d[4], *got = xmalloc(bytes);
+        for (int k = 0; k < 4; k++) {
+            h[k] = xmalloc(bytes);
+            w[k] = xmalloc(bytes);
+            fill_random_float(h[k], (tn_dtype)dt, n, k == 3 ? 0.01 : 1.0);
+            if (k == 3) /* v >= 0 */
+                for (int64_t i = 0; i < n; i++)
+                    putv(h[k], (tn_dtype)dt, i, fabs(getv(h[k], (tn_dtype)dt, i)));
+            d[k] = upload(h[k], bytes);
+        }
+        /* SGD: no momentum (2 operands), then momentum first / later (3) */
+        const tn_sgd_ctx sgds[3] = {
+            {0.1, 0.0, 0.01, false}, {0.05, 0.9, 0.001, true}, {0.05, 0.9, 0.0, false}};
+        for (int s = 0; s < 3; s++) {
+            const tn_sgd_ctx *c = &sgds[s];
+            int nops = c->momentum != 0 ? 3 : 2;
+            tn_iter it = mk_iter(nops, 1, &n);
+            for (int k = 0; k < nops; k++)
+                set_contig(&it, k, d[k], esz((tn_dtype)dt));
+            for (int k = 0; k < 3; k++)
+                d2h(w[k], d[k], bytes);
+            if (dt == TN_F32)
+                sgd_ref_f32(c, n, (float *)w[0], (float *)w[1], (float *)w[2]);
+            else
+                sgd_ref_f64(c, n, (double *)w[0], (double *)w[1], (double *)w[2]);
+            assert_int_equal(be->pointwise(dev, TN_PW_SGD, (tn_dtype)dt, &it, c), TN_OK);
+            for (int k = 0; k < nops; k++) {
+                if (k == 1) continue;
+                d2h(got, d[k], bytes);
+                char what[64];
+                snprintf(what, sizeof what, "SGD %s step %d operand %d", dt_names[dt], s, k);
+                same_bits(what, got, w[k], (tn_dtype)dt, n);
+            }
+        }
+        /* Adam, two steps */
+        for (int step = 1; step <= 2; step++) {
+            double b1 = 0.9, b2 = 0.999, lr = 1e-3;
+            double bc1 = 1 - pow(b1, step), bc2 = 1 - pow(b2, step);
+            tn_adam_ctx c = {b1,   b2,        1 - b1,     1 - b2, step == 1 ? 0.01 : 0.0,
+                             1e-8, sqrt(bc2), -(lr / bc1)};
+            for (int k = 0; k < 4; k++)
+                d2h(w[k], d[k], bytes);
+            if (dt == TN_F32)
+                adam_ref_f32(&c, n, (float *)w[0], (float *)w[1], (float *)w[2], (float *)w[3]);
+            else
+                adam_ref_f64(&c, n, (double *)w[0], (double *)w[1], (double *)w[2], (double *)w[3]);
+            tn_iter it = mk_iter(4, 1, &n);
+            for (int k = 0; k < 4; k++)
+                set_contig(&it, k, d[k], esz((tn_dtype)dt));
+            assert_int_equal(be->pointwise(dev, TN_PW_ADAM, (tn_dtype)dt, &it, &c), TN_OK);
+            for (int k = 0; k < 4; k++) {
+                if (k == 1) continue;
+                d2h(got, d[k], bytes);
+                char what[64];
+                snprintf(what, sizeof what, "Adam %s step %d operand %d", dt_names[dt], step, k);
+                same_bits(what, got, w[k], (tn_dtype)dt, n);
+            }
+        }
+        /* a wrong operand count is refused */
+        tn_iter bad = mk_iter(3, 1, &n);
+        for (int k = 0; k < 3; k++)
+            set_contig(&bad, k, d[k], esz((tn_dtype)dt));
+        tn_adam_ctx c0 = {0};
+        assert_true(be->pointwise(dev, TN_PW_ADAM, (tn_dtype)dt, &bad, &c0) < 0);
+        for (int k = 0; k < 4; k++) {
+            dfree(d[k], bytes);
+            free(h[k]);
+            free(w[k]);
+        }
+        free(got);
+    }
+    end_cases();
+}
+
+/* ---- copy and fill ------------------------------------------------------------------------ */
+
+static void test_copy_all_pairs(void **state) {
+    (void)state;
+    NEED_GPU();
+    enum { A = 23, B = 71 };
+    const int64_t n = A * B, shape2[2] = {A, B}, shape1[1] = {n};
+    for (int dd = 0; dd < TN_DTYPE_COUNT; dd++)
+        for (int sd = 0; sd < TN_DTYPE_COUNT; sd++) {
+            tn_dtype dt = (tn_dtype)dd, st = (tn_dtype)sd;
+            size_t des = esz(dt), ses = esz(st);
+            char *src = xmalloc((size_t)n * ses), *want = xmalloc((size_t)n * des);
+            char *got = xmalloc((size_t)n * des);
+            bool nan_ok =
+                dt == TN_F32 || dt == TN_F64 || dt == TN_BOOL; /* NaN -> int is undefined */
+            for (int64_t i = 0; i < n; i++) {
+                double v = st == TN_BOOL                    ? (double)(rnd() % 2)
+                           : (st == TN_F32 || st == TN_F64) ? 0.75 * (double)rnd_int(-133, 133)
+                                                            : (double)rnd_int(-1000, 1000);
+                if ((st == TN_F32 || st == TN_F64) && i % 97 == 5) v = nan_ok ? NAN : -0.0;
+                putv(src, st, i, v);
+            }
+            char *dsrc = upload(src, (size_t)n * ses), *ddst = dalloc((size_t)n * des);
+            for (int lay = 0; lay < 4; lay++) {
+                /* 0 contiguous, 1 one element broadcast, 2 one row broadcast, 3 transposed */
+                tn_iter it;
+                if (lay == 0 || lay == 1) {
+                    it = mk_iter(2, 1, shape1);
+                    set_contig(&it, 0, ddst, des);
+                    set_contig(&it, 1, dsrc, ses);
+                    if (lay == 1) it.stride[1][0] = 0;
+                } else {
+                    it = mk_iter(2, 2, shape2);
+                    set_contig(&it, 0, ddst, des);
+                    it.base[1] = dsrc;
+                    if (lay == 2) {
+                        it.stride[1][0] = 0;
+                        it.stride[1][1] = (int64_t)ses;
+                    } else {
+                        it.stride[1][0] = (int64_t)ses;
+                        it.stride[1][1] = A * (int64_t)ses;
+                    }
+                }
+                for (int64_t i = 0; i < n; i++) {
+                    int64_t a = i / B, b = i % B;
+                    int64_t si = lay == 0 ? i : lay == 1 ? 0 : lay == 2 ? b : b * A + a;
+                    putv(want, dt, i, getv(src, st, si));
+                }
+                char what[64];
+                snprintf(what, sizeof what, "copy %s <- %s layout %d", dt_names[dd], dt_names[sd],
+                         lay);
+                tn_status s = be->copy(dev, dt, st, &it);
+                if (s != TN_OK) {
+                    case_failed("%s: %s", what, tn_last_error());
+                    continue;
+                }
+                d2h(got, ddst, (size_t)n * des);
+                check_outputs(what, got, want, dt, n, false);
+            }
+            dfree(dsrc, (size_t)n * ses);
+            dfree(ddst, (size_t)n * des);
+            free(src), free(want), free(got);
+        }
+    end_cases();
+}
+
+static void test_fill(void **state) {
+    (void)state;
+    NEED_GPU();
+    const int64_t n = 5001;
+    const double values[3] = {2.75, -3.0, 0.0};
+    for (int d = 0; d < TN_DTYPE_COUNT; d++) {
+        tn_dtype dt = (tn_dtype)d;
+        size_t es = esz(dt);
+        char *h = xmalloc((size_t)(2 * n) * es), *got = xmalloc((size_t)(2 * n) * es);
+        for (int64_t i = 0; i < 2 * n; i++)
+            putv(h, dt, i, 1);
+        char *dbuf = upload(h, (size_t)(2 * n) * es);
+        for (int k = 0; k < 3; k++) {
+            /* every other element: the gaps keep their 1 */
+            tn_iter it = mk_iter(1, 1, &n);
+            it.base[0] = dbuf;
+            it.stride[0][0] = 2 * (int64_t)es;
+            assert_int_equal(be->fill(dev, dt, &it, values[k]), TN_OK);
+            d2h(got, dbuf, (size_t)(2 * n) * es);
+            char want[8];
+            putv(want, dt, 0,
+                 dt == TN_I16   ? (double)(int16_t)values[k]
+                 : dt == TN_I32 ? (double)(int32_t)values[k]
+                 : dt == TN_I64 ? (double)(int64_t)values[k]
+                                : values[k]);
+            for (int64_t i = 0; i < 2 * n; i++) {
+                double g = getv(got, dt, i), w = i % 2 ? 1.0 : getv(want, dt, 0);
+                if (g != w)
+                    fail_msg("fill %s %g at %lld: got %g want %g", dt_names[d], values[k],
+                             (long long)i, g, w);
+            }
+            /* contiguous */
+            it = mk_iter(1, 1, (const int64_t[]){2 * n});
+            set_contig(&it, 0, dbuf, es);
+            assert_int_equal(be->fill(dev, dt, &it, values[k]), TN_OK);
+            d2h(got, dbuf, (size_t)(2 * n) * es);
+            for (int64_t i = 0; i < 2 * n; i++)
+                if (getv(got, dt, i) != getv(want, dt, 0))
+                    fail_msg("fill contiguous %s", dt_names[d]);
+            /* back to ones for the next round */
+            assert_int_equal(be->fill(dev, dt, &it, 1.0), TN_OK);
+        }
+        dfree(dbuf, (size_t)(2 * n) * es);
+        free(h), free(got);
+    }
+}
+
+/* ---- reductions ------------------------------------------------------------------------------ */
+
+/* does (x, xi) replace (m, mi): the first extremum wins, NaN beats numbers, first NaN wins */
+static bool beats(bool is_max, double x, int64_t xi, double m, int64_t mi) {
+    if (mi < 0) return true;
+    bool xn = isnan(x), mn = isnan(m);
+    if (xn || mn) return xn && (!mn || xi < mi);
+    if (is_max ? x > m : x < m) return true;
+    return x == m && xi < mi;
+}
+
+static tn_dtype sum_dtype(tn_dtype dt) { return dt == TN_F32 || dt == TN_F64 ? dt : TN_I64; }
+
+/* Reduces `in` (device; host copy h) as a, checks against a host loop. */
+static void check_reduce(const tn_red_args *a0, const void *h, const void *dbase,
+                         const char *what) {
+    tn_red_args a = *a0;
+    const tn_dtype dt = a.dtype;
+    int64_t M = 1, R = 1, n = 1;
+    for (int d = 0; d < a.ndim; d++) {
+        n *= a.shape[d];
+        if (d == a.dim)
+            R = a.shape[d];
+        else
+            M *= a.shape[d];
+    }
+    if (a.dim < 0) {
+        M = 1;
+        R = n;
+    }
+    const tn_dtype vdt = a.op == TN_RED_SUM ? sum_dtype(dt) : dt;
+    void *dv = dalloc((size_t)M * 8), *di = dalloc((size_t)M * 8);
+    a.vals = dv;
+    a.idx = a.op == TN_RED_SUM ? NULL : di;
+    a.in = (const char *)dbase + ((const char *)a0->in - (const char *)h);
+    tn_status st = be->reduce(dev, &a);
+    if (st != TN_OK) {
+        case_failed("%s: status %d: %s", what, st, tn_last_error());
+        dfree(dv, (size_t)M * 8), dfree(di, (size_t)M * 8);
+        return;
+    }
+    char *gv = xmalloc((size_t)M * 8);
+    int64_t *gi = xmalloc((size_t)M * 8);
+    d2h(gv, dv, (size_t)M * esz(vdt));
+    if (a.idx) d2h(gi, di, (size_t)M * 8);
+    /* the same again: the same bits */
+    char *gv2 = xmalloc((size_t)M * 8);
+    assert_int_equal(be->reduce(dev, &a), TN_OK);
+    d2h(gv2, dv, (size_t)M * esz(vdt));
+    if (memcmp(gv, gv2, (size_t)M * esz(vdt)) != 0) case_failed("%s: not deterministic", what);
+
+    for (int64_t o = 0; o < M; o++) {
+        /* the slice's first element: o row-major over the kept dims */
+        int64_t off = 0, rem = o, sr = 1;
+        if (a.dim >= 0) {
+            for (int d = a.ndim - 1; d >= 0; d--) {
+                if (d == a.dim) continue;
+                off += (rem % a.shape[d]) * a.stride[d];
+                rem /= a.shape[d];
+            }
+            sr = a.stride[a.dim];
+        }
+        double sum = 0, sumabs = 0, m = 0;
+        int64_t isum = 0, mi = -1;
+        for (int64_t r = 0; r < R; r++) {
+            int64_t e = (const char *)a0->in - (const char *)h;
+            e = e / (int64_t)esz(dt) + off + r * sr;
+            double x = getv(h, dt, e);
+            sum += x;
+            sumabs += fabs(x);
+            if (dt != TN_F32 && dt != TN_F64) isum += (int64_t)x;
+            if (beats(a.op == TN_RED_MAX, x, r, m, mi)) {
+                m = x;
+                mi = r;
+            }
+        }
+        if (a.op == TN_RED_SUM) {
+            double g = getv(gv, vdt, o);
+            if (vdt == TN_I64) {
+                if ((int64_t)g != isum) {
+                    case_failed("%s: output %lld: %g != %lld", what, (long long)o, g,
+                                (long long)isum);
+                    break;
+                }
+            } else {
+                double want = sum / a.div,
+                       tol = (dt == TN_F32 ? 1e-6 : 1e-12) * (sumabs / fabs(a.div)) + 1e-30;
+                bool ok = isnan(want) ? isnan(g) : isinf(want) ? g == want : fabs(g - want) <= tol;
+                if (!ok) {
+                    case_failed("%s: output %lld: %.17g != %.17g", what, (long long)o, g, want);
+                    break;
+                }
+            }
+        } else {
+            double g = getv(gv, vdt, o);
+            if (!same_value(g, m) || gi[o] != mi) {
+                case_failed("%s: output %lld: (%g, %lld) != (%g, %lld)", what, (long long)o, g,
+                            (long long)gi[o], m, (long long)mi);
+                break;
+            }
+        }
+    }
+    dfree(dv, (size_t)M * 8), dfree(di, (size_t)M * 8);
+    free(gv), free(gi), free(gv2);
+}
+
+static void gen_reduce_values(void *p, tn_dtype dt, int64_t n, bool specials) {
+    for (int64_t i = 0; i < n; i++) {
+        double v;
+        if (dt == TN_BOOL)
+            v = (double)(rnd() % 2);
+        else if (dt == TN_F32 || dt == TN_F64) {
+            v = 0.5 * (double)rnd_int(-16, 16);
+            uint64_t r = rnd() % 1000;
+            if (specials && r == 0)
+                v = NAN;
+            else if (specials && r == 1)
+                v = INFINITY;
+            else if (specials && r == 2)
+                v = -INFINITY;
+        } else
+            v = (double)rnd_int(-9, 9);
+        putv(p, dt, i, v);
+    }
+}
+
+static void test_reduce_dims(void **state) {
+    (void)state;
+    NEED_GPU();
+    /* logical (A, B, C); stored in the order (b, c, a) */
+    enum { A = 5, B = 6, C = 2001 };
+    const int64_t n = A * B * C;
+    for (int d = 0; d < TN_DTYPE_COUNT; d++) {
+        tn_dtype dt = (tn_dtype)d;
+        size_t es = esz(dt);
+        for (int layout = 0; layout < 2; layout++) {
+            char *h = xmalloc((size_t)n * es);
+            gen_reduce_values(h, dt, n, layout == 1);
+            char *dh = upload(h, (size_t)n * es);
+            tn_red_args a;
+            memset(&a, 0, sizeof a);
+            a.dtype = dt;
+            a.in = h;
+            a.ndim = 3;
+            a.shape[0] = A, a.shape[1] = B, a.shape[2] = C;
+            if (layout == 0) { /* contiguous */
+                a.stride[0] = B * C, a.stride[1] = C, a.stride[2] = 1;
+            } else { /* permuted */
+                a.stride[0] = 1, a.stride[1] = A * C, a.stride[2] = A;
+            }
+            a.div = 1;
+            for (int op = 0; op < 3; op++)
+                for (int dim = -1; dim < 3; dim++) {
+                    if (dim < 0 && layout == 1) continue; /* all-reduce needs contiguous input */
+                    a.op = (tn_red_op)op;
+                    a.dim = dim;
+                    a.div = op == TN_RED_SUM && dim >= 0 ? (double)a.shape[dim] : 1;
+                    char what[96];
+                    snprintf(what, sizeof what, "reduce %s op %d dim %d layout %d", dt_names[d], op,
+                             dim, layout);
+                    check_reduce(&a, h, dh, what);
+                }
+            dfree(dh, (size_t)n * es);
+            free(h);
+        }
+    }
+    end_cases();
+}
+
+/* Long reduced dims with few outputs (chunked), both orientations, and all-reduces of
+ * several sizes, aligned and not. */
+static void test_reduce_long(void **state) {
+    (void)state;
+    NEED_GPU();
+    const int64_t L = 200003;
+    for (int d = 0; d < TN_DTYPE_COUNT; d++) {
+        tn_dtype dt = (tn_dtype)d;
+        size_t es = esz(dt);
+        char *h = xmalloc((size_t)(3 * L) * es);
+        gen_reduce_values(h, dt, 3 * L, true);
+        char *dh = upload(h, (size_t)(3 * L) * es);
+        tn_red_args a;
+        memset(&a, 0, sizeof a);
+        a.dtype = dt;
+        a.in = h;
+        a.ndim = 2;
+        for (int op = 0; op < 3; op++) {
+            a.op = (tn_red_op)op;
+            char what[96];
+            /* (3, L) over dim 1: rows */
+            a.shape[0] = 3, a.shape[1] = L, a.stride[0] = L, a.stride[1] = 1, a.dim = 1, a.div = 2;
+            snprintf(what, sizeof what, "reduce rows %s op %d", dt_names[d], op);
+            check_reduce(&a, h, dh, what);
+            /* (L, 3) over dim 0: columns */
+            a.shape[0] = L, a.shape[1] = 3, a.stride[0] = 3, a.stride[1] = 1, a.dim = 0, a.div = 1;
+            snprintf(what, sizeof what, "reduce columns %s op %d", dt_names[d], op);
+            check_reduce(&a, h, dh, what);
+        }
+        dfree(dh, (size_t)(3 * L) * es);
+        free(h);
+    }
+    /* all-reduces */
+    const int64_t sizes[4] = {1, 1000, 65537, (3 << 20) + 7};
+    for (int d = 0; d < TN_DTYPE_COUNT; d++) {
+        tn_dtype dt = (tn_dtype)d;
+        size_t es = esz(dt);
+        for (int s = 0; s < 4; s++) {
+            int64_t n = sizes[s];
+            char *h = xmalloc((size_t)(n + 1) * es);
+            gen_reduce_values(h, dt, n + 1, s != 3);
+            char *dh = upload(h, (size_t)(n + 1) * es);
+            for (int off = 0; off < 2; off++)
+                for (int op = 0; op < 3; op++) {
+                    tn_red_args a;
+                    memset(&a, 0, sizeof a);
+                    a.op = (tn_red_op)op;
+                    a.dtype = dt;
+                    a.in = h + (size_t)off * es;
+                    a.ndim = 1;
+                    a.shape[0] = n;
+                    a.stride[0] = 1;
+                    a.dim = -1;
+                    a.div = op == TN_RED_SUM ? (double)n : 1;
+                    char what[96];
+                    snprintf(what, sizeof what, "reduce all %s n %lld offset %d op %d", dt_names[d],
+                             (long long)n, off, op);
+                    check_reduce(&a, h, dh, what);
+                }
+            dfree(dh, (size_t)(n + 1) * es);
+            free(h);
+        }
+    }
+    end_cases();
+}
+
+static void test_reduce_edges(void **state) {
+    (void)state;
+    NEED_GPU();
+    /* an empty sum is 0 / div; an empty max is refused */
+    float *dv = dalloc(64);
+    tn_red_args a;
+    memset(&a, 0, sizeof a);
+    a.op = TN_RED_SUM;
+    a.dtype = TN_F32;
+    a.ndim = 2;
+    a.shape[0] = 4, a.shape[1] = 0, a.stride[0] = 0, a.stride[1] = 1;
+    a.dim = 1;
+    a.vals = dv;
+    a.div = 1;
+    float *dummy = dalloc(16);
+    a.in = (const char *)dummy;
+    assert_int_equal(be->reduce(dev, &a), TN_OK);
+    float got[4] = {1, 1, 1, 1};
+    d2h(got, dv, sizeof got);
+    for (int i = 0; i < 4; i++)
+        assert_true(got[i] == 0.0f);
+    a.op = TN_RED_MAX;
+    assert_int_equal(be->reduce(dev, &a), TN_ERR_INDEX);
+    /* a 0-d input */
+    float one = 4.5f;
+    h2d(dummy, &one, 4);
+    memset(&a, 0, sizeof a);
+    a.op = TN_RED_MAX;
+    a.dtype = TN_F32;
+    a.in = (const char *)dummy;
+    a.ndim = 0;
+    a.dim = 0;
+    a.vals = dv;
+    int64_t *di = dalloc(8);
+    a.idx = di;
+    assert_int_equal(be->reduce(dev, &a), TN_OK);
+    int64_t idx = -1;
+    d2h(got, dv, 4);
+    d2h(&idx, di, 8);
+    assert_true(got[0] == 4.5f);
+    assert_int_equal(idx, 0);
+    a.dim = 3;
+    assert_int_equal(be->reduce(dev, &a), TN_ERR_INDEX);
+    dfree(dv, 64), dfree(dummy, 16), dfree(di, 8);
+}
+
+/* ---- matrix products ---------------------------------------------------------------------- */
+
+static void ref_gemm(const double *A, const double *Bm, double *Cm, int64_t m, int64_t n, int64_t k,
+                     int64_t rsa, int64_t csa, int64_t rsb, int64_t csb, int64_t rsc, bool acc) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0;
+            for (int64_t p = 0; p < k; p++)
+                s += A[i * rsa + p * csa] * Bm[p * rsb + j * csb];
+            Cm[i * rsc + j] = acc ? Cm[i * rsc + j] + s : s;
+        }
+}
+
+/* One batched product with the given layouts, checked against doubles. */
+static void gemm_case(tn_dtype dt, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool acc,
+                      const tn_gemm_batch *batch, int64_t na, int64_t nb_, int64_t nc) {
+    const size_t es = esz(dt);
+    int64_t rsa = ta ? 1 : k, csa = ta ? m : 1, rsb = tb ? 1 : n, csb = tb ? k : 1, rsc = n + 3;
+    int64_t asz = na * m * k, bsz = nb_ * k * n, csz = nc * m * rsc;
+    double *A = xmalloc((size_t)(asz + 1) * 8), *Bm = xmalloc((size_t)(bsz + 1) * 8);
+    double *Cw = xmalloc((size_t)(csz + 1) * 8);
+    char *hbuf = xmalloc((size_t)(asz + bsz + csz + 3) * es);
+    for (int64_t i = 0; i < asz; i++)
+        A[i] = (double)rnd_int(-64, 64) / 16;
+    for (int64_t i = 0; i < bsz; i++)
+        Bm[i] = (double)rnd_int(-64, 64) / 16;
+    for (int64_t i = 0; i < csz; i++)
+        Cw[i] = acc ? (double)rnd_int(-8, 8) : NAN; /* beta = 0 must not read C */
+    char *dA = dalloc((size_t)(asz + 1) * es), *dB = dalloc((size_t)(bsz + 1) * es);
+    char *dC = dalloc((size_t)(csz + 1) * es);
+    for (int64_t i = 0; i < asz; i++)
+        putv(hbuf, dt, i, A[i]);
+    h2d(dA, hbuf, (size_t)asz * es);
+    for (int64_t i = 0; i < bsz; i++)
+        putv(hbuf, dt, i, Bm[i]);
+    h2d(dB, hbuf, (size_t)bsz * es);
+    for (int64_t i = 0; i < csz; i++)
+        putv(hbuf, dt, i, Cw[i]);
+    h2d(dC, hbuf, (size_t)csz * es);
+    tn_gemm g = {m, n, k, dA, rsa, csa, dB, rsb, csb, dC, rsc, acc};
+    tn_status st = be->gemm(dev, dt, &g, batch);
+    if (st != TN_OK) {
+        case_failed("gemm %s m%lld n%lld k%lld: %s", dt_names[dt], (long long)m, (long long)n,
+                    (long long)k, tn_last_error());
+        goto done;
+    }
+    d2h(hbuf, dC, (size_t)csz * es);
+    /* reference, batch by batch */
+    int64_t total = 1;
+    if (batch)
+        for (int d = 0; d < batch->ndim; d++)
+            total *= batch->shape[d];
+    for (int64_t t = 0; t < total; t++) {
+        int64_t oa = 0, ob = 0, oc = 0, rem = t;
+        if (batch)
+            for (int d = batch->ndim - 1; d >= 0; d--) {
+                int64_t i = rem % batch->shape[d];
+                rem /= batch->shape[d];
+                oa += i * batch->bsa[d], ob += i * batch->bsb[d], oc += i * batch->bsc[d];
+            }
+        ref_gemm(A + oa, Bm + ob, Cw + oc, m, n, k, rsa, csa, rsb, csb, rsc, acc);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double w = Cw[oc + i * rsc + j], gv = getv(hbuf, dt, oc + i * rsc + j);
+                double tol = (dt == TN_F32 ? 1e-5 : 1e-12) * (1 + fabs(w) + (double)k);
+                if (!(fabs(gv - w) <= tol)) {
+                    case_failed("gemm %s m%lld n%lld k%lld ta%d tb%d acc%d batch %lld (%lld,%lld): "
+                                "%g != %g",
+                                dt_names[dt], (long long)m, (long long)n, (long long)k, ta, tb, acc,
+                                (long long)t, (long long)i, (long long)j, gv, w);
+                    goto done;
+                }
+            }
+    }
+done:
+    dfree(dA, (size_t)(asz + 1) * es), dfree(dB, (size_t)(bsz + 1) * es),
+        dfree(dC, (size_t)(csz + 1) * es);
+    free(A), free(Bm), free(Cw), free(hbuf);
+}
+
+static void test_gemm(void **state) {
+    (void)state;
+    NEED_GPU();
+    const int64_t m = 33, n = 47, k = 65;
+    for (int dt = TN_F32; dt <= TN_F64; dt++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int acc = 0; acc < 2; acc++)
+                    gemm_case((tn_dtype)dt, m, n, k, ta, tb, acc, NULL, 1, 1, 1);
+    for (int dt = TN_F32; dt <= TN_F64; dt++) {
+        /* batch (2, 3): A broadcast over dim 0 (a loop over dim 0, strided calls over dim 1) */
+        tn_gemm_batch b1 = {
+            2, {2, 3}, {0, m * k}, {3 * k * n, k * n}, {3 * m * (n + 3), m * (n + 3)}};
+        gemm_case((tn_dtype)dt, m, n, k, false, true, false, &b1, 3, 6, 6);
+        /* batch (2, 3) contiguous: merged into one strided call of 6 */
+        tn_gemm_batch b2 = {
+            2, {2, 3}, {3 * m * k, m * k}, {3 * k * n, k * n}, {3 * m * (n + 3), m * (n + 3)}};
+        gemm_case((tn_dtype)dt, m, n, k, true, false, true, &b2, 6, 6, 6);
+        /* B broadcast to every batch, vector shapes */
+        tn_gemm_batch b3 = {1, {4}, {1 * 9}, {0}, {1 * (5 + 3)}};
+        gemm_case((tn_dtype)dt, 1, 5, 9, false, false, false, &b3, 4, 1, 4);
+        gemm_case((tn_dtype)dt, 7, 1, 3, true, true, false, NULL, 1, 1, 1);
+        gemm_case((tn_dtype)dt, 4, 6, 0, false, false, false, NULL, 1, 1, 1); /* k = 0: zeros */
+    }
+    end_cases();
+    /* refusals */
+    void *d = dalloc(4096);
+    tn_gemm g = {4, 4, 4, d, 4, 1, d, 4, 1, d, 4, false};
+    assert_int_equal(be->gemm(dev, TN_I32, &g, NULL), TN_ERR_DTYPE);
+    tt_assert_error(TN_ERR_DTYPE, "CUDA matmul supports float32 and float64 only");
+    g.csa = 2;
+    g.rsa = 8;
+    assert_int_equal(be->gemm(dev, TN_F32, &g, NULL), TN_ERR_INVALID_ARGUMENT);
+    dfree(d, 4096);
+}
+
+/* ---- softmax --------------------------------------------------------------------------------- */
+
+/* out: the result; scale: the size of the sum's terms behind each element
+ * (the sums are taken in the element type on the GPU, in double here). */
+static void ref_softmax(int mode, const double *x, const double *y, double *out, double *scale,
+                        int64_t outer, int64_t dn, int64_t inner) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const int64_t b = o * dn * inner + i;
+            if (mode == TN_SM_FWD || mode == TN_LSM_FWD) {
+                double m = x[b];
+                for (int64_t d = 1; d < dn; d++) {
+                    double v = x[b + d * inner];
+                    m = v > m || v != v ? v : m;
+                }
+                double s = 0;
+                for (int64_t d = 0; d < dn; d++)
+                    s += exp(x[b + d * inner] - m);
+                for (int64_t d = 0; d < dn; d++) {
+                    int64_t e = b + d * inner;
+                    out[e] = mode == TN_SM_FWD ? exp(x[e] - m) / s : (x[e] - m) - log(s);
+                    scale[e] = 1 + fabs(x[e] - m);
+                }
+            } else {
+                double s = 0, sabs = 0;
+                for (int64_t d = 0; d < dn; d++) {
+                    int64_t e = b + d * inner;
+                    s += mode == TN_SM_BWD ? x[e] * y[e] : x[e];
+                    sabs += fabs(mode == TN_SM_BWD ? x[e] * y[e] : x[e]);
+                }
+                for (int64_t d = 0; d < dn; d++) {
+                    int64_t e = b + d * inner;
+                    out[e] = mode == TN_SM_BWD ? y[e] * (x[e] - s) : x[e] - exp(y[e]) * s;
+                    scale[e] = 1 + fabs(x[e]) + (mode == TN_SM_BWD ? fabs(y[e]) : exp(y[e])) * sabs;
+                }
+            }
+        }
+}
+
+static void test_softmax(void **state) {
+    (void)state;
+    NEED_GPU();
+    const int64_t shapes[5][3] = {{3, 37, 1}, {2, 5000, 1}, {4, 7, 5}, {6, 10, 1}, {64, 300, 1}};
+    for (int dt = TN_F32; dt <= TN_F64; dt++)
+        for (int s = 0; s < 5; s++) {
+            const int64_t outer = shapes[s][0], dn = shapes[s][1], inner = shapes[s][2];
+            const int64_t n = outer * dn * inner;
+            const size_t es = esz((tn_dtype)dt);
+            double *x = xmalloc((size_t)n * 8), *y = xmalloc((size_t)n * 8);
+            double *want = xmalloc((size_t)n * 8), *scale = xmalloc((size_t)n * 8);
+            char *hb = xmalloc((size_t)n * es);
+            for (int64_t i = 0; i < n; i++) {
+                x[i] = (double)rnd_int(-400, 400) / 100;
+                y[i] = (double)rnd_int(-400, 0) / 100; /* a log-probability-like y */
+            }
+            if (s == 0) x[40] = NAN;          /* row 1 becomes NaN */
+            if (s == 0) x[80] = INFINITY;     /* row 2: inf - inf */
+            for (int64_t i = 0; i < n; i++) { /* the values the GPU sees */
+                putv(hb, (tn_dtype)dt, i, x[i]);
+                x[i] = getv(hb, (tn_dtype)dt, i);
+            }
+            char *dx = upload(hb, (size_t)n * es);
+            for (int64_t i = 0; i < n; i++) {
+                putv(hb, (tn_dtype)dt, i, y[i]);
+                y[i] = getv(hb, (tn_dtype)dt, i);
+            }
+            char *dy = upload(hb, (size_t)n * es), *dout = dalloc((size_t)n * es);
+            for (int mode = 0; mode < 4; mode++) {
+                tn_sm_args a = {mode, (tn_dtype)dt, outer, dn, inner, dx, dy, dout};
+                assert_int_equal(be->softmax(dev, &a), TN_OK);
+                d2h(hb, dout, (size_t)n * es);
+                ref_softmax(mode, x, y, want, scale, outer, dn, inner);
+                for (int64_t i = 0; i < n; i++) {
+                    double g = getv(hb, (tn_dtype)dt, i), w = want[i];
+                    /* a few roundings of each term and of the tree of the sum */
+                    double tol = (dt == TN_F32 ? 1e-6 : 2e-15) * scale[i] * 16;
+                    bool ok = isnan(w) ? isnan(g) : isinf(w) ? g == w : fabs(g - w) <= tol;
+                    if (!ok) {
+                        case_failed("softmax %s shape %d mode %d at %lld: %.10g != %.10g",
+                                    dt_names[dt], s, mode, (long long)i, g, w);
+                        break;
+                    }
+                }
+            }
+            dfree(dx, (size_t)n * es), dfree(dy, (size_t)n * es), dfree(dout, (size_t)n * es);
+            free(x), free(y), free(want), free(scale), free(hb);
+        }
+    end_cases();
+    tn_sm_args bad = {TN_SM_FWD, TN_I32, 1, 1, 1, NULL, NULL, NULL};
+    assert_int_equal(be->softmax(dev, &bad), TN_ERR_DTYPE);
+}
+
+/* ---- non-finite flag ------------------------------------------------------------------------- */
+
+static void test_nonfinite(void **state) {
+    (void)state;
+    NEED_GPU();
+    const int64_t n = 300001;
+    float *h = xmalloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++)
+        h[i] = (float)i;
+    float *d = upload(h, (size_t)n * 4);
+    assert_int_equal(be->nonfinite_poll(dev), 0u); /* whatever came before: cleared */
+    assert_int_equal(be->nonfinite_check(dev, TN_F32, d, n, 7), TN_OK);
+    assert_int_equal(be->nonfinite_poll(dev), 0u);
+    h[n - 1] = NAN;
+    h2d(d, h, (size_t)n * 4);
+    assert_int_equal(be->nonfinite_check(dev, TN_F32, d, n, 11), TN_OK);
+    assert_int_equal(be->nonfinite_check(dev, TN_F32, d, n, 12), TN_OK); /* the first tag wins */
+    assert_int_equal(be->nonfinite_poll(dev), 11u);
+    assert_int_equal(be->nonfinite_poll(dev), 0u); /* the poll cleared it */
+    double inf = -INFINITY;
+    double *dd = upload(&inf, 8);
+    assert_int_equal(be->nonfinite_check(dev, TN_F64, dd, 1, 5), TN_OK);
+    assert_int_equal(be->nonfinite_poll(dev), 5u | TN_NONFINITE_INF);   /* Inf: the high bit */
+    assert_int_equal(be->nonfinite_check(dev, TN_I32, d, n, 9), TN_OK); /* integers: finite */
+    assert_int_equal(be->nonfinite_poll(dev), 0u);
+    assert_int_equal(be->nonfinite_check(dev, TN_F32, d, n, 0), TN_ERR_INVALID_ARGUMENT);
+    dfree(d, (size_t)n * 4), dfree(dd, 8);
+    free(h);
+}
+
+/* ---- timings (TENET_CUDA_BENCH=1) --------------------------------------------------------------
+ */
+
+static void test_bench(void **state) {
+    (void)state;
+    NEED_GPU();
+    const char *env = getenv("TENET_CUDA_BENCH");
+    if (!env || !*env || *env == '0') skip();
+    const int64_t n = (int64_t)64 << 20;
+    const size_t bytes = (size_t)n * 4;
+    float *x = dalloc(bytes), *y = dalloc(bytes), *out = dalloc(bytes);
+    double *sum = dalloc(8);
+    tn_iter it = mk_iter(1, 1, &n);
+    set_contig(&it, 0, x, 4);
+    assert_int_equal(be->fill(dev, TN_F32, &it, 1.0), TN_OK);
+    set_contig(&it, 0, y, 4);
+    assert_int_equal(be->fill(dev, TN_F32, &it, 2.0), TN_OK);
+    tn_iter add = mk_iter(3, 1, &n);
+    set_contig(&add, 0, out, 4), set_contig(&add, 1, x, 4), set_contig(&add, 2, y, 4);
+    tn_iter cp = mk_iter(2, 1, &n);
+    set_contig(&cp, 0, out, 4), set_contig(&cp, 1, x, 4);
+    tn_red_args r;
+    memset(&r, 0, sizeof r);
+    r.op = TN_RED_SUM, r.dtype = TN_F32, r.in = (const char *)x, r.ndim = 1, r.shape[0] = n;
+    r.stride[0] = 1, r.dim = -1, r.vals = sum, r.div = 1;
+    tn_red_args rmax = r;
+    rmax.op = TN_RED_MAX;
+    rmax.idx = (int64_t *)sum;
+    rmax.vals = NULL;
+    enum { ITERS = 50 };
+    for (int which = 0; which < 4; which++) {
+        const char *names[4] = {"add f32 64Mi", "copy f32 64Mi", "sum all f32 64Mi",
+                                "argmax all f32 64Mi"};
+        const double moved[4] = {3.0 * (double)bytes, 2.0 * (double)bytes, (double)bytes,
+                                 (double)bytes};
+        for (int rep = 0; rep < 2; rep++) { /* rep 0 warms up */
+            assert_int_equal(be->synchronize(dev), TN_OK);
+            double t0 = now_s();
+            for (int i = 0; i < ITERS; i++) {
+                tn_status st = which == 0   ? be->pointwise(dev, TN_PW_add, TN_F32, &add, NULL)
+                               : which == 1 ? be->copy(dev, TN_F32, TN_F32, &cp)
+                               : which == 2 ? be->reduce(dev, &r)
+                                            : be->reduce(dev, &rmax);
+                assert_int_equal(st, TN_OK);
+            }
+            assert_int_equal(be->synchronize(dev), TN_OK);
+            double dt = (now_s() - t0) / ITERS;
+            if (rep == 1)
+                printf("bench %-22s %8.3f ms  %7.1f GB/s\n", names[which], dt * 1e3,
+                       moved[which] / dt / 1e9);
+        }
+    }
+    float got = 0;
+    d2h(&got, sum, 4); /* argmax wrote an index there: just touch it */
+    r.vals = sum;
+    assert_int_equal(be->reduce(dev, &r), TN_OK);
+    float total = 0;
+    d2h(&total, sum, 4); /* float32 input: a float32 sum */
+    assert_true(total == (float)n);
+    dfree(x, bytes), dfree(y, bytes), dfree(out, bytes), dfree(sum, 8);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_device_and_errors),
+        cmocka_unit_test(test_allocator),
+        cmocka_unit_test(test_memcpy),
+        cmocka_unit_test(test_pointwise_binary),
+        cmocka_unit_test(test_pointwise_unary),
+        cmocka_unit_test(test_pointwise_large),
+        cmocka_unit_test(test_masked_zero),
+        cmocka_unit_test(test_optim_steps),
+        cmocka_unit_test(test_copy_all_pairs),
+        cmocka_unit_test(test_fill),
+        cmocka_unit_test(test_reduce_dims),
+        cmocka_unit_test(test_reduce_long),
+        cmocka_unit_test(test_reduce_edges),
+        cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_nonfinite),
+        cmocka_unit_test(test_bench),
+    };
+    const char *filter = getenv("TENET_TEST_FILTER"); /* e.g. "test_reduce*" */
+    if (filter && *filter) cmocka_set_test_filter(filter);
+    return cmocka_run_group_tests(tests, group_setup, NULL);
+}
