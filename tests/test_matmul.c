@@ -2,12 +2,16 @@
  * gradients against PyTorch (the references below come from
  * /usr/bin/python3 with torch on the same fixed inputs; names as 2.11
  * prints them), odd and broadcast batch shapes, transposed operands,
- * float64, the blocked kernel against a naive loop, thread-count
- * independence, double backward, and the error texts. */
+ * float64, the blocked kernel (and the CBLAS path, when built) against a
+ * naive loop, thread-count independence, double backward, and the error
+ * texts. */
 #include "util.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "engine/cpu/blas.h"
 
 /* ---- PyTorch references (inputs: pat() below; backward with pattern 3) ---- */
 static const double dot_y[] = {-1.578125};
@@ -347,32 +351,42 @@ static double ref_at(const double *v, const int64_t *st, int64_t i, int64_t j) {
     return v[i * st[0] + j * st[1]];
 }
 
-/* C = A·B for (m,k)·(k,n) with A, B transposed or not; compares to a naive
- * double loop, and checks that 1 and 2 threads give identical bits. */
-static void check_big(int64_t m, int64_t k, int64_t n, bool ta, bool tb, tn_dtype dt) {
+/* C = A·B for (m,k)·(k,n) with A, B transposed or not, on the matmul path
+ * `mode` (blas.h), at 1 and 2 threads; compares to a naive double loop.
+ * tenet's kernel sums every element in the same order whatever the split, so
+ * its 1- and 2-thread results must be identical bits. The CBLAS path need
+ * not be: OpenBLAS takes size-dependent kernel paths for the blocks a
+ * thread count cuts (and its own threading is not bit-reproducible either:
+ * 1 vs 2 threads differ for sgemm 1024 with 0.3.21), so there the two are
+ * compared with a tolerance of a few rounding errors per dot product. */
+static void check_big_mode(int64_t m, int64_t k, int64_t n, bool ta, bool tb, tn_dtype dt,
+                           tn__blas_mode mode) {
     tn_scope_begin();
     tn_manual_seed(7);
     tn_tensor *a0 = tn_randn(2, ta ? S(k, m) : S(m, k), dt);
     tn_tensor *b0 = tn_randn(2, tb ? S(n, k) : S(k, n), dt);
     tn_tensor *A = ta ? tn_transpose(a0, 0, 1) : a0, *B = tb ? tn_transpose(b0, 0, 1) : b0;
     int old = tn_get_num_threads();
+    tn__blas_mode old_mode = tn__blas_get_mode();
+    tn__blas_set_mode(mode);
     tn_set_num_threads(1);
     tn_tensor *c1 = tn_matmul(A, B);
     tn_set_num_threads(2);
     tn_tensor *c2 = tn_matmul(A, B);
     tn_set_num_threads(old);
+    tn__blas_set_mode(old_mode);
     assert_non_null(c1);
     assert_non_null(c2);
-    size_t bytes = (size_t)(m * n) * tn_dtype_size(dt);
-    assert_memory_equal(tn_data_ptr(c1), tn_data_ptr(c2), bytes);
     double *av = malloc(sizeof(double) * (size_t)(m * k)),
            *bv = malloc(sizeof(double) * (size_t)(k * n));
-    double *cv = malloc(sizeof(double) * (size_t)(m * n));
+    double *cv = malloc(sizeof(double) * (size_t)(m * n)),
+           *cv2 = malloc(sizeof(double) * (size_t)(m * n));
     assert_int_equal(tn_copy_to_f64(a0, av, m * k), TN_OK);
     assert_int_equal(tn_copy_to_f64(b0, bv, k * n), TN_OK);
     assert_int_equal(tn_copy_to_f64(c1, cv, m * n), TN_OK);
+    assert_int_equal(tn_copy_to_f64(c2, cv2, m * n), TN_OK);
     int64_t sa[2] = {ta ? 1 : k, ta ? m : 1}, sb[2] = {tb ? 1 : n, tb ? k : 1};
-    double tol = dt == TN_F32 ? 1e-4 : 1e-11, worst = 0;
+    double tol = dt == TN_F32 ? 1e-4 : 1e-11, worst = 0, worst_threads = 0;
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             double s = 0;
@@ -380,14 +394,30 @@ static void check_big(int64_t m, int64_t k, int64_t n, bool ta, bool tb, tn_dtyp
                 s += ref_at(av, sa, i, p) * ref_at(bv, sb, p, j);
             double d = fabs(cv[i * n + j] - s) / (1 + sqrt((double)k));
             if (d > worst) worst = d;
+            d = fabs(cv[i * n + j] - cv2[i * n + j]) / (1 + sqrt((double)k));
+            if (d > worst_threads) worst_threads = d;
         }
+    bool same_bits = !memcmp(tn_data_ptr(c1), tn_data_ptr(c2), (size_t)(m * n) * tn_dtype_size(dt));
     free(av);
     free(bv);
     free(cv);
+    free(cv2);
     if (worst > tol)
-        fail_msg("%lldx%lldx%lld ta=%d tb=%d: error %g", (long long)m, (long long)k, (long long)n,
-                 ta, tb, worst);
+        fail_msg("%lldx%lldx%lld ta=%d tb=%d mode %d: error %g", (long long)m, (long long)k,
+                 (long long)n, ta, tb, (int)mode, worst);
+    if (mode == TN__BLAS_OFF && !same_bits)
+        fail_msg("%lldx%lldx%lld ta=%d tb=%d: 1 and 2 threads differ on tenet's kernel",
+                 (long long)m, (long long)k, (long long)n, ta, tb);
+    if (worst_threads > tol)
+        fail_msg("%lldx%lldx%lld ta=%d tb=%d mode %d: 1 and 2 threads differ by %g", (long long)m,
+                 (long long)k, (long long)n, ta, tb, (int)mode, worst_threads);
     tn_scope_end();
+}
+
+/* Both paths: tenet's kernel (exact across threads), and CBLAS when built. */
+static void check_big(int64_t m, int64_t k, int64_t n, bool ta, bool tb, tn_dtype dt) {
+    check_big_mode(m, k, n, ta, tb, dt, TN__BLAS_OFF);
+    if (tn__blas_available()) check_big_mode(m, k, n, ta, tb, dt, TN__BLAS_ALL);
 }
 
 static void matmul_big_blocked(void **state) {
@@ -400,26 +430,42 @@ static void matmul_big_blocked(void **state) {
     check_big(9, 2000, 600, true, false, TN_F32);   /* split by columns across threads */
 }
 
-/* Many small products: split by batch across threads; same bits as serial. */
-static void matmul_many_batches(void **state) {
+/* Many small products: split by batch across threads; on tenet's kernel the
+ * same bits as serial (forced: CBLAS need not be, see check_big_mode), on
+ * CBLAS within rounding. */
+static void many_batches_mode(tn__blas_mode mode) {
     tn_scope_begin();
     tn_manual_seed(3);
     tn_tensor *a = tn_randn(3, S(128, 40, 50), TN_F32), *b = tn_randn(3, S(128, 50, 30), TN_F32);
     int old = tn_get_num_threads();
+    tn__blas_mode old_mode = tn__blas_get_mode();
+    tn__blas_set_mode(mode);
     tn_set_num_threads(1);
     tn_tensor *c1 = tn_matmul(a, b);
     tn_set_num_threads(2);
     tn_tensor *c2 = tn_matmul(a, b);
     tn_set_num_threads(old);
-    assert_memory_equal(tn_data_ptr(c1), tn_data_ptr(c2), 128 * 40 * 30 * sizeof(float));
     /* spot check batch 17 against select + 2-D matmul */
     tn_tensor *ref = tn_matmul(tn_select(a, 0, 17), tn_select(b, 0, 17));
+    tn__blas_set_mode(old_mode);
+    if (mode == TN__BLAS_OFF) {
+        assert_memory_equal(tn_data_ptr(c1), tn_data_ptr(c2), 128 * 40 * 30 * sizeof(float));
+    } else {
+        const float *x1 = tn_data_ptr(c1), *x2 = tn_data_ptr(c2);
+        for (int i = 0; i < 128 * 40 * 30; i++)
+            assert_true(fabsf(x1[i] - x2[i]) <= 1e-5f * (1 + fabsf(x1[i])));
+    }
     double r[1200], g[1200];
     assert_int_equal(tn_copy_to_f64(ref, r, 1200), TN_OK);
     assert_int_equal(tn_copy_to_f64(tn_select(c1, 0, 17), g, 1200), TN_OK);
     for (int i = 0; i < 1200; i++)
         assert_true(fabs(r[i] - g[i]) <= 1e-5 * (1 + fabs(r[i])));
     tn_scope_end();
+}
+
+static void matmul_many_batches(void **state) {
+    many_batches_mode(TN__BLAS_OFF);
+    if (tn__blas_available()) many_batches_mode(TN__BLAS_ALL);
 }
 
 static void matmul_empty_and_int(void **state) {
