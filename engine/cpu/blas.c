@@ -284,23 +284,6 @@ static void part(const plan *p, const tn_gemm *g, int t, int ntask) {
         block(p, g, lo, hi, 0, g->n);
 }
 
-/* The product of batch index bi (row-major over batch->shape). */
-static void batch_item(const tn_gemm *g, const tn_gemm_batch *bt, int64_t bi, size_t es,
-                       tn_gemm *out) {
-    *out = *g;
-    int64_t oa = 0, ob = 0, oc = 0;
-    for (int d = bt->ndim - 1; d >= 0 && bi; d--) {
-        int64_t i = bi % bt->shape[d];
-        bi /= bt->shape[d];
-        oa += i * bt->bsa[d];
-        ob += i * bt->bsb[d];
-        oc += i * bt->bsc[d];
-    }
-    out->a = (const char *)g->a + oa * (int64_t)es;
-    out->b = (const char *)g->b + ob * (int64_t)es;
-    out->c = (char *)g->c + oc * (int64_t)es;
-}
-
 static void run(const plan *p, const tn_gemm *g, const tn_gemm_batch *batch, int64_t nbatch,
                 int nt) {
 #ifdef _OPENMP
@@ -309,7 +292,7 @@ static void run(const plan *p, const tn_gemm *g, const tn_gemm_batch *batch, int
         for (int t = 0; t < nt; t++)
             for (int64_t bi = nbatch * t / nt; bi < nbatch * (t + 1) / nt; bi++) {
                 tn_gemm one;
-                batch_item(g, batch, bi, p->es, &one);
+                tn__gemm_batch_item(g, batch, bi, p->es, &one);
                 part(p, &one, 0, 1);
             }
         return;
@@ -317,7 +300,7 @@ static void run(const plan *p, const tn_gemm *g, const tn_gemm_batch *batch, int
     if (nt > 1) { /* each product cut into blocks across the threads */
         for (int64_t bi = 0; bi < nbatch; bi++) {
             tn_gemm one = *g;
-            if (batch) batch_item(g, batch, bi, p->es, &one);
+            if (batch) tn__gemm_batch_item(g, batch, bi, p->es, &one);
 #pragma omp parallel for num_threads(nt) schedule(static, 1)
             for (int t = 0; t < nt; t++)
                 part(p, &one, t, nt);
@@ -330,7 +313,7 @@ static void run(const plan *p, const tn_gemm *g, const tn_gemm_batch *batch, int
 #endif
     for (int64_t bi = 0; bi < nbatch; bi++) {
         tn_gemm one = *g;
-        if (batch) batch_item(g, batch, bi, p->es, &one);
+        if (batch) tn__gemm_batch_item(g, batch, bi, p->es, &one);
         part(p, &one, 0, 1);
     }
 #ifdef _OPENMP

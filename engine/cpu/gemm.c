@@ -308,9 +308,8 @@ static void run_one(const kernel *kr, const tn_gemm *g, int nt, char *buf, int64
         run_task(kr, g, by_cols, t, ntask, buf + per * thread_num(), na);
 }
 
-/* The product of batch index `bi` (row-major over batch->shape). */
-static void batch_item(const tn_gemm *g, const tn_gemm_batch *bt, int64_t bi, size_t es,
-                       tn_gemm *out) {
+void tn__gemm_batch_item(const tn_gemm *g, const tn_gemm_batch *bt, int64_t bi, size_t es,
+                         tn_gemm *out) {
     *out = *g;
     int64_t oa = 0, ob = 0, oc = 0;
     for (int d = bt->ndim - 1; d >= 0 && bi; d--) {
@@ -337,7 +336,7 @@ static tn_status gemm_run(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *ba
     if (g->k == 0) { /* empty sum: C = 0 (or unchanged) */
         for (int64_t bi = 0; bi < nbatch && !g->accumulate; bi++) {
             tn_gemm one = *g;
-            if (batch) batch_item(g, batch, bi, kr->esize, &one);
+            if (batch) tn__gemm_batch_item(g, batch, bi, kr->esize, &one);
             zero_fill(&one, kr->esize);
         }
         return TN_OK;
@@ -359,14 +358,14 @@ static tn_status gemm_run(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *ba
         for (int t = 0; t < nt; t++) {
             tn_gemm one;
             for (int64_t bi = nbatch * t / nt; bi < nbatch * (t + 1) / nt; bi++) {
-                batch_item(g, batch, bi, kr->esize, &one);
+                tn__gemm_batch_item(g, batch, bi, kr->esize, &one);
                 run_one(kr, &one, 1, buf + per * t, per, na);
             }
         }
     } else {
         for (int64_t bi = 0; bi < nbatch; bi++) {
             tn_gemm one = *g;
-            if (batch) batch_item(g, batch, bi, kr->esize, &one);
+            if (batch) tn__gemm_batch_item(g, batch, bi, kr->esize, &one);
             run_one(kr, &one, nt, buf, per, na);
         }
     }
