@@ -334,6 +334,13 @@ static void copies(void **state) {
     /* mixing devices is refused with PyTorch's message */
     assert_null(tn_add(a, g));
     tt_assert_error(TN_ERR_DEVICE, "Expected all tensors to be on the same device");
+    /* an input reading the written tensor through another view: GPU threads
+     * must not see half-written values (the kernel gets a copy) */
+    tn_tensor *h4 = tn_tensor_from((float[]){1, 2, 3, 4}, TN_F32, 1, (int64_t[]){4}, false);
+    tn_tensor *g4 = tn_to(h4, TN_DTYPE_SAME, CUDA0), *first = tn_select(g4, 0, 0);
+    assert_int_equal(tn_add_(g4, first), TN_OK);
+    tt_assert_close(g4, (double[]){2, 3, 4, 5}, 4, 0);
+    tn_release(h4), tn_release(g4), tn_release(first);
     /* a 0-dim CPU tensor joins a device op, as PyTorch's scalars */
     tn_tensor *two = tn_scalar(2, TN_F32), *p = tn_mul(g, two);
     assert_non_null(p);

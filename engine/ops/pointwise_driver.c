@@ -8,10 +8,25 @@ tn_status tn__pw_check_dtype(const char *op, tn_pw_code code, tn_dtype dt) {
 
 /* An input as the kernel needs it: dtype dt on device dev (a CPU scalar
  * joining a device op moves there). NULL slot: use the input as is. */
-static inline tn_status prepare_input(const tn_tensor *x, tn_dtype dt, tn_device dev,
+/* An input of an op writing `out` that reads out's memory through another
+ * geometry (x.add_(x[0]), a transposed alias): on the CPU each row reads a
+ * broadcast input before writing, but GPU threads would race with the
+ * writes, so a device kernel gets a copy. The same view is fine (each
+ * element reads what it then writes). */
+static bool overlaps_otherwise(const tn_tensor *x, const tn_tensor *out) {
+    if (x->storage != out->storage || tn__on_cpu(out)) return false;
+    if (x->offset != out->offset || x->ndim != out->ndim) return true;
+    for (int i = 0; i < x->ndim; i++)
+        if (x->shape[i] != out->shape[i] || x->stride[i] != out->stride[i]) return true;
+    return false;
+}
+
+static inline tn_status prepare_input(const tn_tensor *x, tn_dtype dt, const tn_tensor *out,
                                       tn_tensor **c) {
     *c = NULL;
-    if (x->dtype == dt && tn__same_device(tn__dev(x), dev)) return TN_OK;
+    tn_device dev = tn__dev(out);
+    if (x->dtype == dt && tn__same_device(tn__dev(x), dev) && !overlaps_otherwise(x, out))
+        return TN_OK;
     return (*c = tn__copy_to_device(x, dt, dev)) ? TN_OK : tn_last_status();
 }
 
@@ -20,8 +35,8 @@ static tn_status binary_run(tn_pw_code code, tn_tensor *out, const tn_tensor *a,
                             const tn_tensor *b, tn_dtype compute) {
     tn_tensor *ca = NULL, *cb = NULL;
     tn_status st;
-    if ((st = prepare_input(a, compute, tn__dev(out), &ca)) < 0 ||
-        (st = prepare_input(b, compute, tn__dev(out), &cb)) < 0) {
+    if ((st = prepare_input(a, compute, out, &ca)) < 0 ||
+        (st = prepare_input(b, compute, out, &cb)) < 0) {
         tn_release(ca);
         return st;
     }
@@ -67,7 +82,7 @@ tn_status tn__pw_unary_into(const char *op, tn_pw_code code, tn_tensor *out,
     if (st == TN_OK) st = tn__result_device(2, (const tn_tensor *[]){out, a}, &dev);
     if (st < 0) return st;
     tn_tensor *ca;
-    if ((st = prepare_input(a, out->dtype, tn__dev(out), &ca)) < 0) return st;
+    if ((st = prepare_input(a, out->dtype, out, &ca)) < 0) return st;
     st = tn__dev_pointwise(code, NULL, out->dtype, 2,
                            (tn_tensor *const[]){out, ca ? ca : (tn_tensor *)a}, ctx, true);
     if (st == TN_OK) tn__storage_wrote(out->storage);
