@@ -277,20 +277,6 @@ typedef struct digits_state {
     double accuracy;
 } digits_state;
 
-/* Fisher-Yates with splitmix64, as the demo: the same order everywhere. */
-static void shuffle(int64_t *a, int64_t n, uint64_t *state) {
-    for (int64_t i = n - 1; i > 0; i--) {
-        uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        z ^= z >> 31;
-        int64_t j = (int64_t)(z % (uint64_t)(i + 1));
-        int64_t t = a[i];
-        a[i] = a[j];
-        a[j] = t;
-    }
-}
-
 /* x (n, 64) and y (n) from rows idx[0..n). */
 static bool gather(digits_state *s, const int64_t *idx, int64_t n, tn_tensor **x, tn_tensor **y) {
     for (int64_t i = 0; i < n; i++) {
@@ -331,7 +317,7 @@ static int digits_body(void *st, int64_t iters) {
         uint64_t rng = 0x5eed;
         tn_status rc = TN_OK;
         for (int e = 0; e < s->epochs && rc == TN_OK; e++) {
-            shuffle(s->order, D_TRAIN, &rng);
+            example_shuffle(s->order, D_TRAIN, &rng);
             for (int64_t b = 0; b < D_TRAIN && rc == TN_OK; b += D_BATCH) {
                 int64_t n = D_TRAIN - b < D_BATCH ? D_TRAIN - b : D_BATCH;
                 tn_scope_begin();
@@ -369,7 +355,7 @@ int bench_digits(const bench_opts *o) {
         uint64_t rng = 3; /* the demo's split seed */
         for (int64_t i = 0; i < s.d.n; i++)
             s.rows[i] = i;
-        shuffle(s.rows, s.d.n, &rng);
+        example_shuffle(s.rows, s.d.n, &rng);
         /* A training is long enough to time alone: the calibration run is the warm-up. */
         bench_opts once = *o;
         once.warmup = 0;

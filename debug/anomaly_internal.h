@@ -87,6 +87,8 @@ bool tn__frame_is_engine(const tn_frame *f);
 /* file relative to tenet's source tree or the working directory when under
  * one of them (for printing), else file itself. */
 const char *tn__short_path(const char *file);
+/* "file:line" of a frame (short path; "?" without a file) into buf (report.c). */
+void tn__frame_where(char *buf, size_t n, const tn_frame *f);
 /* Tests: force the fallbacks. FULL: libdw then dladdr (default); DLADDR:
  * dladdr only (no debug info); NONE: nothing (a stripped binary). */
 typedef enum tn_sym_mode { TN_SYM_FULL = 0, TN_SYM_DLADDR = 1, TN_SYM_NONE = 2 } tn_sym_mode;

@@ -234,12 +234,8 @@ static void put_culprits(FILE *f, const anomaly_view *a) {
                 w->version, w->thread_id);
         if (w->n_frames > 0) {
             const tn_frame *fr = &w->frames[0];
-            const char *file = tn__short_path(fr->file);
             char where[600];
-            if (file && fr->line > 0)
-                snprintf(where, sizeof where, "%s:%d", file, fr->line);
-            else
-                snprintf(where, sizeof where, "%s", file ? file : "?");
+            tn__frame_where(where, sizeof where, fr);
             fprintf(f, "<BR/>");
             if (fr->function) put_html(f, fr->function);
             fprintf(f, " (");

@@ -320,14 +320,18 @@ static tn_anomaly_report *readable(const tn_anomaly_report *r) {
     return w;
 }
 
+void tn__frame_where(char *buf, size_t n, const tn_frame *f) {
+    const char *file = tn__short_path(f->file);
+    if (file && f->line > 0)
+        snprintf(buf, n, "%s:%d", file, f->line);
+    else
+        snprintf(buf, n, "%s", file ? file : "?");
+}
+
 /* "fn (file:line)" into buf. */
 static void format_frame(char *buf, size_t n, const tn_frame *f) {
-    const char *file = tn__short_path(f->file);
     char where[600];
-    if (file && f->line > 0)
-        snprintf(where, sizeof where, "%s:%d", file, f->line);
-    else
-        snprintf(where, sizeof where, "%s", file ? file : "?");
+    tn__frame_where(where, sizeof where, f);
     if (f->function)
         snprintf(buf, n, "%s (%s)", f->function, where);
     else

@@ -134,20 +134,6 @@ static int64_t count_correct(tn_tensor *logits, int64_t n, batch_buf *b) {
     return ok;
 }
 
-/* Fisher-Yates with splitmix64: the same order on every machine. */
-static void shuffle(int64_t *a, int64_t n, uint64_t *state) {
-    for (int64_t i = n - 1; i > 0; i--) {
-        uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        z ^= z >> 31;
-        int64_t j = (int64_t)(z % (uint64_t)(i + 1));
-        int64_t t = a[i];
-        a[i] = a[j];
-        a[j] = t;
-    }
-}
-
 /* ---- training --------------------------------------------------------------- */
 
 /* One SGD step on rows order[0..n); adds the summed loss and the correct
@@ -186,7 +172,7 @@ static bool train(const mlp *m, const digits *d, int64_t *order, batch_buf *b, d
     for (int epoch = 1; epoch <= EPOCHS && good; epoch++) {
         double t0 = now_s(), loss_sum = 0;
         int64_t correct = 0;
-        shuffle(order, N_TRAIN, &rng);
+        example_shuffle(order, N_TRAIN, &rng);
         for (int64_t s = 0; s < N_TRAIN && good; s += BATCH) {
             int64_t n = N_TRAIN - s < BATCH ? N_TRAIN - s : BATCH;
             good = train_step(m, opt, d, order + s, n, b, &loss_sum, &correct);
@@ -382,7 +368,7 @@ static bool run_training(const digits *d) {
         uint64_t rng = SPLIT_SEED;
         for (int64_t i = 0; i < d->n; i++)
             rows[i] = i;
-        shuffle(rows, d->n, &rng);
+        example_shuffle(rows, d->n, &rng);
     }
     double train_s = 0, acc = -1;
     int64_t correct = 0;

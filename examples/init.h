@@ -1,4 +1,5 @@
-/* examples/init.h — parameter initialisation shared by the demo and bench/. */
+/* examples/init.h — parameter initialisation and the data shuffle shared by
+ * the demo and bench/. */
 #ifndef TENET_EXAMPLES_INIT_H
 #define TENET_EXAMPLES_INIT_H
 
@@ -8,5 +9,10 @@
  * under no-grad, then made a leaf that requires grad. A new reference (NULL
  * + tn_last_error() on failure). */
 tn_tensor *uniform_leaf(int ndim, const int64_t *shape, int64_t fan_in);
+
+/* Fisher-Yates over a[0..n) with splitmix64 from *state (advanced): the
+ * same order on every machine, so the demo, bench/ and compare_torch.py
+ * see the same batches. */
+void example_shuffle(int64_t *a, int64_t n, uint64_t *state);
 
 #endif

@@ -2,22 +2,19 @@
  * per dtype as the op's kind says, and the table the drivers index by code. */
 #include "pointwise_loops.h"
 
-#define LOOPS_ALL(N, EXPR)                                                                \
-    TN_DEFINE_BINARY_LOOP(N##_f32, float, float, EXPR)                                    \
-    TN_DEFINE_BINARY_LOOP(N##_f64, double, double, EXPR)                                  \
-    TN_DEFINE_BINARY_LOOP(N##_i16, int16_t, int16_t, EXPR)                                \
-    TN_DEFINE_BINARY_LOOP(N##_i32, int32_t, int32_t, EXPR)                                \
-    TN_DEFINE_BINARY_LOOP(N##_i64, int64_t, int64_t, EXPR)                                \
-    TN_DEFINE_BINARY_LOOP(N##_b8, uint8_t, uint8_t, EXPR)
-#define LOOPS_NOBOOL(N, EXPR)                                                             \
-    TN_DEFINE_BINARY_LOOP(N##_f32, float, float, EXPR)                                    \
-    TN_DEFINE_BINARY_LOOP(N##_f64, double, double, EXPR)                                  \
-    TN_DEFINE_BINARY_LOOP(N##_i16, int16_t, int16_t, EXPR)                                \
-    TN_DEFINE_BINARY_LOOP(N##_i32, int32_t, int32_t, EXPR)                                \
-    TN_DEFINE_BINARY_LOOP(N##_i64, int64_t, int64_t, EXPR)
+/* Each kind extends the narrower one: FLOAT < NOBOOL (+ integers) < ALL (+ bool). */
 #define LOOPS_FLOAT(N, EXPR)                                                              \
     TN_DEFINE_BINARY_LOOP(N##_f32, float, float, EXPR)                                    \
     TN_DEFINE_BINARY_LOOP(N##_f64, double, double, EXPR)
+#define LOOPS_NOBOOL(N, EXPR)                                                             \
+    LOOPS_FLOAT(N, EXPR)                                                                  \
+    TN_DEFINE_BINARY_LOOP(N##_i16, int16_t, int16_t, EXPR)                                \
+    TN_DEFINE_BINARY_LOOP(N##_i32, int32_t, int32_t, EXPR)                                \
+    TN_DEFINE_BINARY_LOOP(N##_i64, int64_t, int64_t, EXPR)
+#define LOOPS_ALL(N, EXPR)                                                                \
+    LOOPS_NOBOOL(N, EXPR)                                                                 \
+    TN_DEFINE_BINARY_LOOP(N##_b8, uint8_t, uint8_t, EXPR)
+/* comparisons: every input dtype, bool output */
 #define LOOPS_CMP(N, EXPR)                                                                \
     TN_DEFINE_BINARY_LOOP(N##_f32, float, uint8_t, EXPR)                                  \
     TN_DEFINE_BINARY_LOOP(N##_f64, double, uint8_t, EXPR)                                 \
@@ -25,16 +22,15 @@
     TN_DEFINE_BINARY_LOOP(N##_i32, int32_t, uint8_t, EXPR)                                \
     TN_DEFINE_BINARY_LOOP(N##_i64, int64_t, uint8_t, EXPR)                                \
     TN_DEFINE_BINARY_LOOP(N##_b8, uint8_t, uint8_t, EXPR)
-#define ULOOPS_ALL(N, EXPR)                                                               \
+#define ULOOPS_FLOAT(N, EXPR)                                                             \
     TN_DEFINE_UNARY_LOOP(N##_f32, float, EXPR)                                            \
-    TN_DEFINE_UNARY_LOOP(N##_f64, double, EXPR)                                           \
+    TN_DEFINE_UNARY_LOOP(N##_f64, double, EXPR)
+#define ULOOPS_ALL(N, EXPR)                                                               \
+    ULOOPS_FLOAT(N, EXPR)                                                                 \
     TN_DEFINE_UNARY_LOOP(N##_i16, int16_t, EXPR)                                          \
     TN_DEFINE_UNARY_LOOP(N##_i32, int32_t, EXPR)                                          \
     TN_DEFINE_UNARY_LOOP(N##_i64, int64_t, EXPR)                                          \
     TN_DEFINE_UNARY_LOOP(N##_b8, uint8_t, EXPR)
-#define ULOOPS_FLOAT(N, EXPR)                                                             \
-    TN_DEFINE_UNARY_LOOP(N##_f32, float, EXPR)                                            \
-    TN_DEFINE_UNARY_LOOP(N##_f64, double, EXPR)
 
 #define BINARY(N, KIND, EXPR) LOOPS_##KIND(N, EXPR)
 #define UNARY(N, KIND, EXPR) ULOOPS_##KIND(N, EXPR)

@@ -75,14 +75,12 @@ tn_tensor *tn__pw_binary(const char *op, tn_pw_code code, const tn_tensor *a,
     return out;
 }
 
-tn_status tn__pw_unary_into(const char *op, tn_pw_code code, tn_tensor *out,
-                            const tn_tensor *a, const tn_pw_ctx *ctx) {
-    tn_status st = tn__pw_check_dtype(op, code, out->dtype);
-    tn_device dev;
-    if (st == TN_OK) st = tn__result_device(2, (const tn_tensor *[]){out, a}, &dev);
-    if (st < 0) return st;
+/* out = code(a; ctx) on out's device; devices checked by the caller. */
+static tn_status unary_run(tn_pw_code code, tn_tensor *out, const tn_tensor *a,
+                           const tn_pw_ctx *ctx) {
     tn_tensor *ca;
-    if ((st = prepare_input(a, out->dtype, out, &ca)) < 0) return st;
+    tn_status st = prepare_input(a, out->dtype, out, &ca);
+    if (st < 0) return st;
     st = tn__dev_pointwise(code, NULL, out->dtype, 2,
                            (tn_tensor *const[]){out, ca ? ca : (tn_tensor *)a}, ctx, true);
     if (st == TN_OK) tn__storage_wrote(out->storage);
@@ -90,11 +88,19 @@ tn_status tn__pw_unary_into(const char *op, tn_pw_code code, tn_tensor *out,
     return st;
 }
 
+tn_status tn__pw_unary_into(const char *op, tn_pw_code code, tn_tensor *out,
+                            const tn_tensor *a, const tn_pw_ctx *ctx) {
+    tn_status st = tn__pw_check_dtype(op, code, out->dtype);
+    tn_device dev;
+    if (st == TN_OK) st = tn__result_device(2, (const tn_tensor *[]){out, a}, &dev);
+    return st < 0 ? st : unary_run(code, out, a, ctx);
+}
+
 tn_tensor *tn__pw_unary(const char *op, tn_pw_code code, const tn_tensor *a,
                         tn_dtype compute, const tn_pw_ctx *ctx) {
     if (tn__pw_check_dtype(op, code, compute) < 0) return NULL;
     tn_tensor *out = tn__empty_on(a->ndim, a->shape, compute, tn__dev(a));
-    if (out && tn__pw_unary_into(op, code, out, a, ctx) < 0) {
+    if (out && unary_run(code, out, a, ctx) < 0) {
         tn_release(out);
         return NULL;
     }
