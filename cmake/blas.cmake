@@ -16,9 +16,8 @@
 # so TSan would not see the synchronisation of their threads and would report false races on
 # every product (ON still forces it).
 #
-# Include after add_library(tenet_obj OBJECT ...). The libraries tenet and tenet_static are
-# linked at once if they exist already, else at the end of the directory (cmake_language
-# DEFER), so the include may stand before or after their add_library.
+# Include after add_library(tenet_obj OBJECT ...) and before the libraries; link libraries
+# are added with tenet_link() (CMakeLists.txt).
 
 set(TENET_BLAS AUTO CACHE STRING "CBLAS (OpenBLAS) for float matmul: AUTO, ON or OFF")
 set_property(CACHE TENET_BLAS PROPERTY STRINGS AUTO ON OFF)
@@ -90,18 +89,7 @@ if(TENET_BLAS_FOUND)
     target_include_directories(tenet_obj PRIVATE ${TENET_CBLAS_INCLUDE_DIR})
     set(TENET_BLAS_PC_LIBS " ${TENET_OPENBLAS_LIBRARY}") # appended to Libs.private as is
   endif()
-  target_link_libraries(tenet_obj PUBLIC ${_tenet_blas_link})
-
-  function(_tenet_blas_link_libs)
-    foreach(lib tenet tenet_static)
-      target_link_libraries(${lib} PUBLIC ${_tenet_blas_link})
-    endforeach()
-  endfunction()
-  if(TARGET tenet AND TARGET tenet_static)
-    _tenet_blas_link_libs()
-  else()
-    cmake_language(DEFER CALL _tenet_blas_link_libs)
-  endif()
+  tenet_link(${_tenet_blas_link})
 else()
   message(STATUS "CBLAS: not used (TENET_BLAS=${TENET_BLAS}); matmul runs tenet's own kernel")
 endif()

@@ -1,8 +1,7 @@
 # cmake/cuda.cmake — the optional CUDA backend (engine/cuda/).
 #
-# Included from CMakeLists.txt right after tenet_obj and its compile options
-# (before or after add_library(tenet / tenet_static): they are linked at the
-# end of the directory when they do not exist yet).
+# Included from CMakeLists.txt right after tenet_obj and its compile options,
+# before the libraries; link libraries are added with tenet_link().
 # TENET_CUDA: AUTO (default: on when nvcc is found), ON (fail without nvcc)
 # or OFF. Sets TENET_HAVE_CUDA for the rest of the build (the tests use it).
 #
@@ -117,19 +116,5 @@ if(TENET_HAVE_CUDA)
     string(APPEND TENET_CUDA_PC_LIBS " -l${_lib}")
   endforeach()
 
-  target_link_libraries(tenet_obj PUBLIC ${TENET_CUDA_LINK})
-  # tenet and tenet_static are made from tenet_obj's objects and do not
-  # inherit its links: link them now if they exist, else at the end of the
-  # directory (so this file may be included before their add_library).
-  function(_tenet_cuda_link_libs)
-    foreach(lib tenet tenet_static)
-      target_link_libraries(${lib} PUBLIC ${TENET_CUDA_LINK})
-      set_target_properties(${lib} PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
-    endforeach()
-  endfunction()
-  if(TARGET tenet AND TARGET tenet_static)
-    _tenet_cuda_link_libs()
-  else()
-    cmake_language(DEFER CALL _tenet_cuda_link_libs)
-  endif()
+  tenet_link(${TENET_CUDA_LINK})
 endif()
