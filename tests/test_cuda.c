@@ -290,6 +290,15 @@ static void unavailable_device_errors(void **state) {
         assert_int_equal(tn_synchronize(CUDA0), TN_OK);
     }
     assert_int_equal(tn_synchronize(TN_DEVICE_CPU), TN_OK);
+    /* names of devices no build has */
+    assert_int_equal(tn_synchronize((tn_device){TN_CPU, 3}), TN_ERR_DEVICE);
+    tt_assert_error(TN_ERR_DEVICE, "CPU device index must be 0 or -1");
+    assert_int_equal(tn_synchronize((tn_device){(tn_device_type)7, 0}), TN_ERR_DEVICE);
+    tt_assert_error(TN_ERR_DEVICE, "unknown device type 7");
+    assert_null(tn_to(x, TN_DTYPE_SAME, (tn_device){(tn_device_type)7, 0}));
+    assert_int_equal(tn_last_status(), TN_ERR_DEVICE);
+    tn_cuda_set_allow_tf32(true); /* a setting: accepted in every build */
+    tn_cuda_set_allow_tf32(false);
     tn_release(x);
 }
 

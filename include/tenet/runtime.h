@@ -44,13 +44,20 @@ tn_status tn_memory_stats(tn_memory_stats_t *out);
 /* ---- CUDA (all callable in every build; without CUDA there are no devices) ----
  * Work on a device is asynchronous: kernels are enqueued on the device's one
  * stream and run in order. Reading values on the host (tn_item, tn_copy_to,
- * tn_print, tn_to to the CPU) waits for them; tn_synchronize waits for all. */
+ * tn_print, tn_to to the CPU) waits for them; tn_synchronize waits for all.
+ * Every function here may be called from any thread. */
+/* True when at least one CUDA device is usable (never an error). */
 bool tn_cuda_is_available(void);
+/* Usable CUDA devices: 0 without CUDA, a driver or a GPU (never an error). */
 int tn_cuda_device_count(void);
-/* Waits for every kernel enqueued on the device (CPU: returns at once). */
+/* Waits for every kernel enqueued on the device (CPU: returns at once); in
+ * anomaly mode it also reports the forward NaN/Inf its device checks found.
+ * TN_ERR_DEVICE + message: a device this build or machine does not have
+ * (bad type or index), or a CUDA failure. */
 tn_status tn_synchronize(tn_device device);
 /* float32 matmul on CUDA may use TF32 tensor cores (faster, ~1e-3 relative
- * error). Off by default, as PyTorch; process-wide. */
+ * error). Off by default, as PyTorch; process-wide (relaxed atomic, read when
+ * a product is enqueued). */
 void tn_cuda_set_allow_tf32(bool allow);
 
 #ifdef __cplusplus
