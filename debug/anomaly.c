@@ -26,10 +26,7 @@
 #include "../engine/autograd/autograd_internal.h"
 #include "anomaly_internal.h"
 
-_Atomic unsigned tn__anomaly_flags;
-_Thread_local unsigned tn__anomaly_local;
 
-#define TN_ANOMALY_LOCAL_SEEN 0x100u
 
 void tn_set_detect_anomaly(bool enabled, bool check_nan) {
     unsigned g = atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed);

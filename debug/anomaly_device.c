@@ -96,8 +96,8 @@ static tn_status report(uint32_t flag, bool in_backward) {
 }
 
 tn_status tn__anomaly_device_poll(tn_device dev, bool in_backward) {
-    const tn_backend *be = dev.type == TN_CPU ? NULL : tn__cuda_backend();
-    if (!be) return TN_OK;
+    const tn_backend *be = dev.type == TN_CPU ? NULL : tn__backends[dev.type];
+    if (!be || !be->nonfinite_poll) return TN_OK;
     uint32_t flag = be->nonfinite_poll(dev.index);
     return flag ? report(flag, in_backward) : TN_OK;
 }

@@ -14,16 +14,10 @@
 #ifndef TN_DEBUG_ANOMALY_INTERNAL_H
 #define TN_DEBUG_ANOMALY_INTERNAL_H
 
-#include "../engine/core/internal.h"
+#include "../engine/autograd/autograd_internal.h"
 #include "tenet/debug.h"
 
-#define TN_ANOMALY_ON 1u
-#define TN_ANOMALY_NAN 2u
-#define TN_ANOMALY_UNTRACKED_ERR 4u
-
-/* Process-wide switches. Relaxed: a plain setting read on hot paths; no
- * data is published with it. */
-extern _Atomic unsigned tn__anomaly_flags;
+/* The switches live in engine/core/hooks.h (the engine reads them). */
 static inline unsigned tn__anomaly(void) {
     return tn__anomaly_mode();
 }
@@ -57,6 +51,32 @@ void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *
 int tn__ring_snapshot(const tn_storage *s, uint64_t since_epoch, tn_write_snap *out, int max,
                       uint64_t *dropped);
 void tn__ring_free(tn_storage *s);
+
+/* ---- the engine's events (anomaly.c, anomaly_device.c; installed in
+ * engine/core/hooks.h's table by debug/hooks.c) ------------------------------ */
+void tn__anomaly_on_node(tn_node *n);   /* capture the forward trace, parent */
+void tn__anomaly_node_free(tn_node *n);
+tn_node *tn__anomaly_set_running(tn_node *n); /* returns the previous one */
+/* Builds the report of a version mismatch; returns the first culprit
+ * ("fn (file:line)") or NULL. */
+const char *tn__anomaly_inplace_report(tn_node *n, const tn_saved *s, uint64_t cur);
+/* Untracked write to a saved tensor: warning + report, or the error. */
+tn_status tn__anomaly_check_untracked(tn_node *n, const tn_saved *s);
+/* Any other backward failure of n: attach the node's report. */
+void tn__anomaly_backward_error(tn_node *n, tn_status st);
+/* check_nan: a backward output non-finite from finite gradients -> TN_ERR_NAN. */
+tn_status tn__anomaly_check_backward(tn_node *n, tn_tensor *const *go, tn_tensor *const *gi);
+/* check_nan: warn + report when `out` is non-finite and every input finite. */
+void tn__anomaly_check_forward(const char *op, const tn_tensor *out, int n_in,
+                               const tn_tensor *const *in);
+/* Device tensors (anomaly_device.c): the checks are enqueued and the result
+ * polled at synchronisation points; poll returns TN_ERR_NAN for a backward
+ * culprit when in_backward, else warns. */
+tn_status tn__anomaly_device_check_backward(tn_node *n, tn_tensor *const *gi);
+void tn__anomaly_device_check_forward(const char *op, const tn_tensor *out);
+tn_status tn__anomaly_device_poll(tn_device dev, bool in_backward);
+/* Polls every device (check_nan on). */
+tn_status tn__anomaly_poll_devices(bool in_backward);
 
 /* ---- reports (report.c) ------------------------------------------------------ */
 /* Starts this thread's new report (replacing the previous one). Never NULL:

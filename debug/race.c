@@ -1,4 +1,4 @@
-/* The tensor race detector (include/tenet/threads.h; hooks in debug/race.h).
+/* The tensor race detector (include/tenet/threads.h; internals in debug/race.h).
  *
  * Per storage, made lazily while the detector is on: TN_RACE_SLOTS slots,
  * each naming one in-flight access by its state word
@@ -70,7 +70,6 @@ struct tn_race_state {
     alignas(TN_CACHELINE) tn_race_slot slot[TN_RACE_SLOTS];
 };
 
-_Atomic unsigned tn__race_flag;
 /* Bumped at each switch-on; a note carries the value it saw, so a note left
  * unconsumed when the detector went off is never applied after it comes back
  * on. Relaxed: a plain counter, no data is published with it. */

@@ -1,41 +1,26 @@
-/* debug/race.h — the tensor race detector's hooks inside the engine.
+/* debug/race.h — the tensor race detector's internals (debug/race.c).
  *
- * A kernel driver brackets the time its kernel runs:
+ * The engine brackets every kernel in its dispatchers (engine/core/
+ * device.h, copy.c) with tn__race_begin / tn__race_end of
+ * engine/core/hooks.h, whose entries debug/hooks.c points here: begin
+ * notes the operands' byte ranges, then registers the access.
  *
  *     tn__race_note(key, nops, ops);       // where the tensors are known
  *     ...
- *     tn_race_access ra;
- *     tn__race_begin(&ra, key, "pointwise");  // just before the kernel
+ *     tn__race_begin_slow(&ra, key, kind); // just before the kernel
  *     kernel();
  *     tn__race_end(&ra);
  *
  * ops[0] is written, the others read (an operand on the same storage as a
- * written one, as in an in-place op, is part of the write). The note is kept in a
- * thread-local until the next begin on this thread consumes it; `key`
- * (the tn_iter, the gemm's C pointer) ties the two together, so a note that
- * no kernel consumed (a driver that returned early) is never applied to
- * another kernel. Everything is a relaxed load of one flag while the
- * detector is off.
+ * written one, as in an in-place op, is part of the write). The note is kept
+ * in a thread-local until the next begin on this thread consumes it; `key`
+ * ties the two together, so a note that no kernel consumed is never applied
+ * to another kernel.
  */
 #ifndef TN_DEBUG_RACE_H
 #define TN_DEBUG_RACE_H
 
-#include "../engine/core/internal.h"
-
-#define TN_RACE_MAX_OPS 4
-
-/* The switch. Relaxed: a plain setting read at each kernel; no data is
- * published with it (the per-storage state carries its own ordering). */
-extern _Atomic unsigned tn__race_flag;
-static inline bool tn__races_on(void) {
-    return atomic_load_explicit(&tn__race_flag, memory_order_relaxed) != 0;
-}
-
-/* One kernel's registered accesses (n = 0: nothing tracked). */
-typedef struct tn_race_access {
-    int n;
-    struct tn_race_slot *slot[TN_RACE_MAX_OPS];
-} tn_race_access;
+#include "../engine/core/hooks.h"
 
 /* write_mask: bit k set = operand k is written. */
 void tn__race_note_slow(const void *key, int nops, const tn_tensor *const *ops,
@@ -43,33 +28,15 @@ void tn__race_note_slow(const void *key, int nops, const tn_tensor *const *ops,
 static inline void tn__race_note(const void *key, int nops, const tn_tensor *const *ops) {
     if (TN_UNLIKELY(tn__races_on())) tn__race_note_slow(key, nops, ops, 1u);
 }
-/* For drivers whose written operands are not just ops[0] (a reduction
- * writing values and indices from input ops[0]: mask ~1u). */
-static inline void tn__race_note_mask(const void *key, int nops, const tn_tensor *const *ops,
-                                      unsigned write_mask) {
-    if (TN_UNLIKELY(tn__races_on())) tn__race_note_slow(key, nops, ops, write_mask);
-}
 /* Optional: names the op of the next kernel on this thread (a static
  * string, e.g. the driver's "add_"), shown in reports instead of the name
  * guessed from the stack. Consumed by the next begin. */
 void tn__race_op_slow(const char *op);
-static inline void tn__race_op(const char *op) {
-    if (TN_UNLIKELY(tn__races_on())) tn__race_op_slow(op);
-}
 /* `kind` is a static string naming the kernel family ("elementwise", "matmul"). */
 void tn__race_begin_slow(tn_race_access *ra, const void *key, const char *kind);
-static inline void tn__race_begin(tn_race_access *ra, const void *key, const char *kind) {
-    ra->n = 0;
-    if (TN_UNLIKELY(tn__races_on())) tn__race_begin_slow(ra, key, kind);
-}
 void tn__race_end_slow(tn_race_access *ra);
-/* Always ends what begin registered, even if the detector was switched off
- * in between. */
-static inline void tn__race_end(tn_race_access *ra) {
-    if (TN_UNLIKELY(ra->n)) tn__race_end_slow(ra);
-}
 
-/* Frees a storage's detector state (tn__storage_release, last reference). */
+/* Frees a storage's detector state (its last reference is gone). */
 void tn__race_free(tn_storage *s);
 
 #endif

@@ -285,7 +285,9 @@ static void check_outputs(const char *what, const void *got, const void *want, t
 
 static int group_setup(void **state) {
     (void)state;
-    be = tn__cuda_backend();
+    /* the table is registered whenever the back end is built; usable with a GPU */
+    be = tn__backends[TN_CUDA];
+    if (be && be->device_count() == 0) be = NULL;
     if (!be) printf("no CUDA device: skipped\n");
     return 0;
 }

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "debug/race.h"
-#include "engine/cpu/gemm.h"
+#include "engine/core/device.h"
 
 #define NT 4
 #define SECOND_TIME "Trying to backward through the graph a second time"
@@ -300,8 +300,10 @@ static void gemm_into(void *p) {
                  .csb = 1,
                  .c = tn_data_ptr(m->c),
                  .rsc = 2};
-    tn__race_note(g.c, 3, (const tn_tensor *const[]){m->c, m->a, m->b});
-    assert_int_equal(tn__gemm(TN_F32, &g, NULL), TN_OK);
+    /* the dispatcher brackets the kernel for the race detector */
+    assert_int_equal(tn__dev_gemm(TN_F32, &g, NULL, TN_DEVICE_CPU, 3,
+                                  (const tn_tensor *const[]){m->c, m->a, m->b}),
+                     TN_OK);
 }
 
 static void race_detector_matmul_hook(void **state) {

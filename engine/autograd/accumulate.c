@@ -15,7 +15,7 @@
  * is lock-free: a CAS fails only because another thread's exchange/CAS
  * succeeded, i.e. the system made progress.
  */
-#include "autograd_internal.h"
+#include "../ops/ops_internal.h"
 
 /* g must be a tensor only we reference, contiguous, with its own storage,
  * so that later in-place merges into it are safe. */
@@ -28,8 +28,6 @@ static tn_tensor *own(tn_tensor *g) {
     tn_release(g);
     return c;
 }
-
-tn_status tn__add_into(tn_tensor *dst, const tn_tensor *src); /* pointwise.c */
 
 /* Readers and retirement. A reader announces itself (readers++), loads the
  * pointer, retains it, and leaves. A thread that took tensor t out of the

@@ -1,5 +1,5 @@
 /* Public autograd API: requires_grad_, retain_grad, backward, grad access. */
-#include "autograd_internal.h"
+#include "../ops/ops_internal.h"
 
 tn_status tn_requires_grad_(tn_tensor *t, bool requires_grad) {
     TN_CHECK_NULL_ARG_ST(t, "t");
@@ -171,3 +171,24 @@ tn_status tn_set_grad(tn_tensor *t, tn_tensor *g) {
 }
 
 tn_status tn_zero_grad(tn_tensor *t) { return tn_set_grad(t, NULL); }
+
+/* ---- autograd metadata ---------------------------------------------------------------- */
+
+bool tn_requires_grad(const tn_tensor *t) {
+    if (!t) {
+        tn__error(TN_ERR_INVALID_ARGUMENT, "%s: argument 't' is NULL", __func__);
+        return false;
+    }
+    return tn__requires_grad(t);
+}
+bool tn_is_leaf(const tn_tensor *t) {
+    if (!t) {
+        tn__error(TN_ERR_INVALID_ARGUMENT, "%s: argument 't' is NULL", __func__);
+        return false;
+    }
+    return !t->ag || !t->ag->grad_fn;
+}
+const char *tn_grad_fn_name(const tn_tensor *t) {
+    TN_CHECK_NULL_ARG(t, "t");
+    return t->ag && t->ag->grad_fn ? t->ag->grad_fn->fn->name : NULL;
+}

@@ -1,6 +1,6 @@
 /* engine/autograd/autograd_internal.h — nodes, edges, saved tensors.
  *
- * How an op records itself (see engine/ops/pointwise.c for the pattern):
+ * How an op records itself (engine/ops/unary.c and binary.c follow it):
  *
  *   out = kernel(...);                                   // no autograd yet
  *   if (tn__needs_grad(2, (const tn_tensor *[]){a, b})) {
@@ -24,6 +24,7 @@
 #define TN_AUTOGRAD_INTERNAL_H
 
 #include "../core/device.h"
+#include "../core/hooks.h"
 #include "../core/internal.h"
 
 typedef struct tn_edge {
@@ -97,8 +98,6 @@ struct tn_node {
     struct tn_view_geom *geom; /* CopySlices / AsStrided only (owned) */
 };
 
-/* True when grad mode is on and one of the (possibly NULL) inputs requires grad. */
-bool tn__needs_grad(int n, const tn_tensor *const *inputs);
 static inline bool tn__requires_grad(const tn_tensor *t) {
     return t && t->ag && t->ag->requires_grad;
 }
@@ -121,7 +120,7 @@ static inline const tn_tensor *tn__node_saved_peek(tn_node *n, int slot) {
     return n->saved[slot].t;
 }
 
-/* Autograd meta helpers. */
+/* Autograd meta helpers (node.c, which installs tn__hooks.meta_free). */
 tn_autograd_meta *tn__meta_get_or_create(tn_tensor *t);
 void tn__meta_free(tn_autograd_meta *m);
 tn_grad_cell *tn__cell_new(void);
@@ -136,10 +135,6 @@ tn_tensor *tn__cell_load(tn_grad_cell *c);
 /* Lock-free accumulation of g (a new reference, consumed) into c. */
 tn_status tn__cell_accumulate(tn_grad_cell *c, tn_tensor *g, bool create_graph);
 
-/* Sums g back to `shape` (broadcast reduction) and converts to dtype. Returns
- * g retained when nothing is needed. */
-tn_tensor *tn__sum_to(tn_tensor *g, int ndim, const int64_t *shape, tn_dtype dt);
-
 /* ---- in-place support (engine/autograd/inplace.c) -------------------------- */
 /* Checks PyTorch's rules for writing in place into t (leaf / view of leaf
  * requiring grad while grad mode is on, ...). TN_OK or the error. */
@@ -150,63 +145,10 @@ tn_status tn__check_inplace(const tn_tensor *t);
  * Consumes n's reference. */
 tn_status tn__inplace_rebase(tn_tensor *self, tn_node *n);
 
-/* ---- views (engine/ops/view.c) --------------------------------------------- */
-/* Creates a view of a with the given geometry (offset in elements, absolute);
- * records `fn` (with params set by the caller afterwards via *node_out when
- * non-NULL) when a requires grad. */
-tn_tensor *tn__make_view(tn_tensor *a, int ndim, const int64_t *shape,
-                         const int64_t *stride, int64_t offset, const tn_fn_info *fn,
-                         tn_node **node_out);
-
 /* ---- engine (engine/autograd/engine.c) ------------------------------------- */
 tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *const *grads,
                            bool retain_graph, bool create_graph, int n_inputs,
                            tn_tensor *const *inputs, tn_tensor **grads_out);
 uint64_t tn__next_seq(void);
-
-/* ---- anomaly hooks (debug/anomaly.c) ----------------------------------------- */
-static inline bool tn__anomaly_enabled(void) {
-    return tn__anomaly_mode() & 1u;
-}
-static inline bool tn__anomaly_nan(void) {
-    return tn__anomaly_mode() & 2u;
-}
-void tn__anomaly_on_node(tn_node *n);   /* capture the forward trace, parent */
-void tn__anomaly_node_free(tn_node *n);
-tn_node *tn__anomaly_set_running(tn_node *n); /* returns the previous one */
-/* Builds the report of a version mismatch; returns the first culprit
- * ("fn (file:line)") or NULL. */
-const char *tn__anomaly_inplace_report(tn_node *n, const tn_saved *s, uint64_t cur);
-/* Untracked write to a saved tensor: warning + report, or the error. */
-tn_status tn__anomaly_check_untracked(tn_node *n, const tn_saved *s);
-/* Any other backward failure of n: attach the node's report. */
-void tn__anomaly_backward_error(tn_node *n, tn_status st);
-/* check_nan: a backward output non-finite from finite gradients -> TN_ERR_NAN. */
-tn_status tn__anomaly_check_backward(tn_node *n, tn_tensor *const *go, tn_tensor *const *gi);
-/* check_nan: warn + report when `out` is non-finite and every input finite. */
-void tn__anomaly_check_forward(const char *op, const tn_tensor *out, int n_in,
-                               const tn_tensor *const *in);
-/* Device tensors (debug/anomaly_device.c): the checks are enqueued and the
- * result polled at synchronisation points; poll returns TN_ERR_NAN for a
- * backward culprit when in_backward, else warns. */
-tn_status tn__anomaly_device_check_backward(tn_node *n, tn_tensor *const *gi);
-void tn__anomaly_device_check_forward(const char *op, const tn_tensor *out);
-tn_status tn__anomaly_device_poll(tn_device dev, bool in_backward);
-/* Polls every device when check_nan is on (a no-op otherwise). */
-tn_status tn__anomaly_poll_devices(bool in_backward);
-/* The forward hook every producing op calls on its result (cheap when off). */
-static inline void tn__anomaly_forward(const char *op, const tn_tensor *out, int n_in,
-                                       const tn_tensor *const *in) {
-    if (TN_UNLIKELY(tn__anomaly_nan()) && out && !tn__in_engine())
-        tn__anomaly_check_forward(op, out, n_in, in);
-}
-
-/* ---- conversions (engine/ops/copy.c) ---------------------------------------- */
-/* src converted to dtype with ToCopyBackward0 when src requires grad. */
-tn_tensor *tn__to_dtype_autograd(tn_tensor *src, tn_dtype dt);
-/* Same to another device and/or dtype. */
-tn_tensor *tn__to_autograd(tn_tensor *src, tn_dtype dt, tn_device dev);
-/* clone() not registered in scopes: CloneBackward0 when t requires grad. */
-tn_tensor *tn__clone_recorded(const tn_tensor *t);
 
 #endif

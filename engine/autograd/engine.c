@@ -377,7 +377,7 @@ static tn_status execute(run *r, node_state *s) {
     /* CopySlices runs its inner node's backward: its saved tensors too */
     tn_node *inner = n->inner;
     st = saved_get(n, r->retain_graph);
-    if (st < 0 && tn__anomaly_enabled()) tn__anomaly_backward_error(n, st);
+    if (st < 0 && tn__anomaly_enabled()) tn__hooks.backward_error(n, st);
     if (st == TN_OK && inner && (st = saved_get(inner, r->retain_graph)) < 0 && n->has_saved) {
         saved_put(n);
         if (!r->retain_graph) saved_put(n);
@@ -391,11 +391,11 @@ static tn_status execute(run *r, node_state *s) {
     }
     memset(gin, 0, (size_t)n->n_in * sizeof *gin);
     bool anomaly = tn__anomaly_enabled();
-    tn_node *prev_running = anomaly ? tn__anomaly_set_running(n) : NULL;
+    tn_node *prev_running = anomaly ? tn__hooks.set_running(n) : NULL;
     st = n->fn->backward(n, s->inbuf, gin);
-    if (anomaly) tn__anomaly_set_running(prev_running);
-    if (st == TN_OK && anomaly && tn__anomaly_nan()) st = tn__anomaly_check_backward(n, s->inbuf, gin);
-    if (st < 0 && anomaly) tn__anomaly_backward_error(n, st);
+    if (anomaly) tn__hooks.set_running(prev_running);
+    if (st == TN_OK && anomaly && tn__anomaly_nan()) st = tn__hooks.check_backward(n, s->inbuf, gin);
+    if (st < 0 && anomaly) tn__hooks.backward_error(n, st);
     for (int i = 0; i < n->n_in; i++) {
         tn_tensor *g = gin[i];
         if (!g) continue;
@@ -588,7 +588,8 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
         if (st == TN_OK) st = send(&r, &e, g, UINT64_MAX, i);
     }
     if (st == TN_OK) st = run_graph(&r);
-    if (st == TN_OK) st = tn__anomaly_poll_devices(true); /* device NaN checks */
+    /* device NaN checks: a synchronisation point of every device */
+    if (st == TN_OK && tn__anomaly_nan()) st = tn__hooks.poll_devices(true);
     if (st == TN_OK) st = deliver_cells(&r);
     run_free(&r);
     if (rn != stack_roots) free(rn);

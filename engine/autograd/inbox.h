@@ -7,7 +7,7 @@
 #ifndef TN_AUTOGRAD_INBOX_H
 #define TN_AUTOGRAD_INBOX_H
 
-#include "autograd_internal.h"
+#include "../ops/ops_internal.h"
 
 typedef struct tn_contrib {
     struct tn_contrib *next;

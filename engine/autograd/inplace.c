@@ -8,7 +8,7 @@
  * AsStridedBackward0 node over B's new history. (Other views of B taken
  * before the write keep their old history: regenerate them after writing.)
  */
-#include "autograd_internal.h"
+#include "../ops/ops_internal.h"
 
 tn_status tn__check_inplace(const tn_tensor *t) {
     if (!tn__grad_enabled()) return TN_OK;

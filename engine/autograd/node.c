@@ -42,6 +42,11 @@ void tn__meta_free(tn_autograd_meta *m) {
     tn__free_small(m);
 }
 
+/* core frees a tensor's meta through its hook table (it knows no nodes). */
+__attribute__((constructor)) static void install_meta_free(void) {
+    tn__hooks.meta_free = tn__meta_free;
+}
+
 /* ---- nodes -------------------------------------------------------------------- */
 
 tn_node *tn__node_new(const tn_fn_info *fn, int n_in, const tn_tensor *const *inputs,
@@ -69,7 +74,7 @@ tn_node *tn__node_new(const tn_fn_info *fn, int n_in, const tn_tensor *const *in
     n->saved = (tn_saved *)p;
     p += (size_t)n_saved * sizeof(tn_saved);
     n->retained = (_Atomic(tn_grad_cell *) *)p;
-    if (TN_UNLIKELY(tn__anomaly_enabled())) tn__anomaly_on_node(n);
+    if (TN_UNLIKELY(tn__anomaly_enabled())) tn__hooks.node_new(n);
     for (int i = 0; i < n_in; i++) {
         const tn_tensor *t = inputs ? inputs[i] : NULL;
         if (!t) continue;
@@ -135,7 +140,7 @@ void tn__node_release(tn_node *n) {
                 if (top == cap) tn__node_release(n->inner);
                 else work[top++] = n->inner;
             }
-            if (n->trace || n->parent) tn__anomaly_node_free(n);
+            if (n->trace || n->parent) tn__hooks.node_free(n);
             tn__free_small(n->geom);
             tn__free_small(n);
         }
@@ -226,7 +231,7 @@ static tn_status version_error(tn_node *n, const tn_saved *s, uint64_t cur) {
                  s->t->ag->grad_fn->fn->name);
     if (tn__anomaly_enabled()) {
         /* PyTorch ends with "Good luck!"; we name the write instead. */
-        const char *who = tn__anomaly_inplace_report(n, s, cur);
+        const char *who = tn__hooks.inplace_report(n, s, cur);
         if (who)
             snprintf(hint, sizeof hint,
                      "the variable was modified in place by %s. tn_last_anomaly() lists every "
@@ -271,7 +276,7 @@ tn_tensor *tn__node_unpack(tn_node *n, int slot) {
         version_error(n, s, cur);
         return NULL;
     }
-    if (TN_UNLIKELY(tn__anomaly_enabled()) && tn__anomaly_check_untracked(n, s) < 0)
+    if (TN_UNLIKELY(tn__anomaly_enabled()) && tn__hooks.check_untracked(n, s) < 0)
         return NULL;
     if (!s->is_output || !tn__grad_enabled()) return tn__retain(s->t);
     /* create_graph: the saved output must carry its history (this node). */

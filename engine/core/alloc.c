@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "device.h"
+#include "hooks.h"
 
 /* Under AddressSanitizer/ThreadSanitizer, memory goes through the libc
  * allocator that the sanitizer intercepts, so overflows, leaks and races on
@@ -347,15 +348,18 @@ void tn__storage_release(tn_storage *s) {
     if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
     if (s->device.type != TN_CPU) {
         /* the device was usable when the storage was made, so it has a backend */
-        const tn_backend *be = tn__cuda_backend();
+        const tn_backend *be = tn__backends[s->device.type];
         if (s->owns_data && be) be->free(s->device.index, s->data, s->nbytes ? s->nbytes : 1);
         count_storage(0, -1);
     } else {
         if (s->owns_data) sized_free(s->data, s->nbytes ? s->nbytes : 1);
         count_storage(s->owns_data ? -(int64_t)s->nbytes : 0, -1);
     }
-    if (atomic_load_explicit(&s->ring, memory_order_relaxed)) tn__ring_free(s);
-    if (atomic_load_explicit(&s->race, memory_order_relaxed)) tn__race_free(s);
+    /* debug state (anomaly mode's write ring, the race detector's slots):
+     * relaxed, the acq_rel decrement above ordered their installation */
+    if (TN_UNLIKELY(atomic_load_explicit(&s->ring, memory_order_relaxed) ||
+                    atomic_load_explicit(&s->race, memory_order_relaxed)))
+        tn__hooks.storage_free(s);
     sized_free(s, sizeof *s);
 }
 
@@ -392,7 +396,7 @@ tn_status tn_memory_stats(tn_memory_stats_t *out) {
     if (mallctl("epoch", &epoch, &sz, &epoch, sz) == 0 &&
         mallctl("stats.active", &active, &asz, NULL, 0) == 0)
         out->allocator_active = active;
-    const tn_backend *be = tn__cuda_backend();
+    const tn_backend *be = tn__backends[TN_CUDA];
     for (int d = 0, nd = be ? be->device_count() : 0; d < nd; d++) {
         tn_device_mem_stats ds = {0};
         be->mem_stats(d, &ds);

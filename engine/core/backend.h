@@ -1,16 +1,19 @@
-/* engine/core/backend.h — the device backend table (plain C, also included
- * by the CUDA sources as C++).
+/* engine/core/backend.h — the backend table (plain C, also included by the
+ * CUDA sources as C++).
  *
- * The CPU is not a backend behind this table: its kernels are called
- * directly and are the reference. A device backend (CUDA, engine/cuda/)
- * provides memory, copies and one entry per kernel family; the op code in
- * engine/ops/ stays device-agnostic and calls tn__dev_*() (engine/core/
- * device.c), which picks the CPU kernel or the table's entry by the output's
- * device.
+ * Every device type has one: the CPU's (engine/cpu/backend.c, the reference
+ * kernels) and CUDA's (engine/cuda/backend.cu, when built). A backend
+ * provides one entry per kernel family and, for a device with memory of its
+ * own, memory and copies; the op code in engine/ops/ stays device-agnostic
+ * and calls tn__dev_*() (engine/core/device.c), which picks the table of the
+ * output's device type. Core never names a backend: each registers its table
+ * with tn__backend_register from a constructor in its own folder, so core
+ * sits below the back ends (docs/design.md, "Layers").
  *
  * Contract of every entry:
  *  - stream-ordered and asynchronous: a call enqueues work on the device's
- *    stream and returns; tn_synchronize / a copy to the host waits;
+ *    stream and returns; tn_synchronize / a copy to the host waits (the CPU
+ *    runs every call to completion before it returns);
  *  - pointers are device pointers of `dev` (copies: see kind);
  *  - failure: a negative tn_status after tn__error() set the message;
  *    nothing was enqueued;
@@ -44,7 +47,8 @@ typedef struct tn_backend {
     /* Devices usable now (0: none, e.g. no driver or no GPU). Never fails. */
     int (*device_count)(void);
 
-    /* ---- memory: caching allocator, stream-ordered ---- */
+    /* ---- memory: caching allocator, stream-ordered ----
+     * NULL for the CPU: host memory is core's (engine/core/alloc.c). */
     void *(*alloc)(int dev, size_t bytes); /* NULL + error; 256-byte aligned */
     void (*free)(int dev, void *p, size_t bytes);
     void (*mem_stats)(int dev, tn_device_mem_stats *out);
@@ -57,7 +61,8 @@ typedef struct tn_backend {
     /* ---- kernels ---- */
     /* Pointwise op `code` over the iterator; dt is the compute dtype (the
      * inputs' dtype; the output is bool for comparisons, else dt). ctx:
-     * tn_pw_ctx for pw_ops.h codes, tn_sgd_ctx / tn_adam_ctx for those. */
+     * tn_pw_ctx for pw_ops.h codes, tn_sgd_ctx / tn_adam_ctx for those.
+     * Codes a dtype lacks (tn_pw_supports) are never passed. */
     tn_status (*pointwise)(int dev, tn_pw_code code, tn_dtype dt, const tn_iter *it,
                            const void *ctx);
     /* operand 0 (dtype dst) = convert(operand 1 (dtype src)), broadcast. */
@@ -73,16 +78,23 @@ typedef struct tn_backend {
     /* Anomaly mode: when any of the n elements (dtype dt, contiguous) of p is
      * NaN/Inf, records `tag` (NaN) or `tag | TN_NONFINITE_INF` (Inf) in the
      * device's flag word; the first record wins (tag < 2^31, nonzero). The
-     * host reads it with nonfinite_poll at the next synchronisation point. */
+     * host reads it with nonfinite_poll at the next synchronisation point.
+     * NULL for the CPU, whose data the host scans directly. */
     tn_status (*nonfinite_check)(int dev, tn_dtype dt, const void *p, int64_t n, uint32_t tag);
     /* Returns the first recorded tag and clears it (0: none). Waits for the
      * device's stream. */
     uint32_t (*nonfinite_poll)(int dev);
 } tn_backend;
 
-/* The CUDA backend when built with it and a device is usable, else NULL.
- * Defined in engine/cuda/backend.cu (or as NULL in engine/core/device.c). */
-const tn_backend *tn__cuda_backend(void);
+/* Device types with a slot in the table. */
+#define TN_DEVICE_TYPES (TN_CUDA + 1)
+
+/* Installs the table of a device type (engine/core/backend.c). Called by the
+ * back ends' constructors, before main: the tables are read without ordering
+ * afterwards. */
+void tn__backend_register(tn_device_type type, const tn_backend *be);
+/* The tables by device type; NULL where that back end was not built. */
+extern const tn_backend *tn__backends[TN_DEVICE_TYPES];
 
 /* tn_cuda_set_allow_tf32's setting (engine/core/device.c). */
 bool tn__tf32_allowed(void);

@@ -2,15 +2,8 @@
  * families to the CPU kernels or a device backend (device.h). */
 #include <stdio.h>
 
-#include "../cpu/gemm.h"
-#include "../cpu/pointwise_loops.h"
-#include "../cpu/reduce_kernels.h"
-#include "../autograd/autograd_internal.h"
 #include "device.h"
-
-#ifndef TENET_HAVE_CUDA
-const tn_backend *tn__cuda_backend(void) { return NULL; }
-#endif
+#include "hooks.h"
 
 /* relaxed: a plain setting, read when a product is enqueued. */
 static _Atomic bool g_allow_tf32 = false;
@@ -24,7 +17,7 @@ void tn_cuda_set_allow_tf32(bool allow) {
 bool tn_cuda_is_available(void) { return tn_cuda_device_count() > 0; }
 
 int tn_cuda_device_count(void) {
-    const tn_backend *be = tn__cuda_backend();
+    const tn_backend *be = tn__backends[TN_CUDA];
     return be ? be->device_count() : 0;
 }
 
@@ -55,15 +48,16 @@ tn_status tn__check_device(tn_device d) {
 
 const tn_backend *tn__backend_of(tn_device d) {
     if (tn__check_device(d) < 0) return NULL;
-    return d.type == TN_CUDA ? tn__cuda_backend() : NULL;
+    const tn_backend *be = tn__backends[d.type];
+    if (!be) tn__error(TN_ERR_DEVICE, "no backend for %s", d.type == TN_CPU ? "cpu" : "cuda");
+    return be;
 }
 
 tn_status tn_synchronize(tn_device d) {
     if (d.type == TN_CPU) return tn__check_device(d);
     const tn_backend *be = tn__backend_of(d);
     tn_status st = be ? be->synchronize(d.index) : tn_last_status();
-    /* anomaly mode: report the forward NaN/Inf its checks found */
-    return st == TN_OK && tn__anomaly_nan() ? tn__anomaly_device_poll(d, false) : st;
+    return tn__sync_point(d, st); /* anomaly mode: the forward NaN/Inf its checks found */
 }
 
 tn_status tn__result_device_slow(int n, const tn_tensor *const *ts, tn_device *out) {
@@ -93,32 +87,45 @@ tn_tensor *tn__on_device(const tn_tensor *t, tn_device d) {
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
-tn_status tn__dev_pointwise(tn_pw_code code, tn_loop_fn cpu_loop, tn_dtype dt, int nops,
-                            tn_tensor *const *ops, const void *ctx, bool parallel) {
+/* The table of an op's device: the CPU's without a check (it is always
+ * there), else checked. */
+static inline const tn_backend *table_of(tn_device dev) {
+    return TN_LIKELY(dev.type == TN_CPU) ? tn__backends[TN_CPU] : tn__backend_of(dev);
+}
+
+tn_status tn__dev_pointwise(tn_pw_code code, tn_dtype dt, int nops, tn_tensor *const *ops,
+                            const void *ctx, bool serial) {
+    tn_device dev = tn__dev(ops[0]);
+    const tn_backend *be = table_of(dev);
+    if (!be) return tn_last_status();
     tn_iter it;
     tn__iter_init(&it, nops, ops);
-    tn_device dev = tn__dev(ops[0]);
-    if (dev.type == TN_CPU) {
-        tn__iter_run(&it, cpu_loop ? cpu_loop : tn__pw_loops[code][dt], (void *)ctx, parallel);
-        return TN_OK;
-    }
-    const tn_backend *be = tn__backend_of(dev);
-    return be ? be->pointwise(dev.index, code, dt, &it, ctx) : tn_last_status();
+    it.serial = serial;
+    tn_race_access ra; /* operand 0 written, the others read */
+    tn__race_begin(&ra, nops, (const tn_tensor *const *)ops, 1u, "elementwise");
+    tn_status st = be->pointwise(dev.index, code, dt, &it, ctx);
+    tn__race_end(&ra);
+    return st;
 }
 
 tn_status tn__dev_reduce(const tn_red_args *a, tn_device dev) {
-    const tn_backend *be = tn__backend_of(dev);
+    const tn_backend *be = table_of(dev);
     return be ? be->reduce(dev.index, a) : tn_last_status();
 }
 
-tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn_device dev) {
-    if (dev.type == TN_CPU) return tn__gemm(dt, g, b);
-    const tn_backend *be = tn__backend_of(dev);
-    return be ? be->gemm(dev.index, dt, g, b) : tn_last_status();
+tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn_device dev,
+                       int nops, const tn_tensor *const *ops) {
+    const tn_backend *be = table_of(dev);
+    if (!be) return tn_last_status();
+    tn_race_access ra; /* C written, A and B read */
+    tn__race_begin(&ra, nops, ops, 1u, "matmul");
+    tn_status st = be->gemm(dev.index, dt, g, b);
+    tn__race_end(&ra);
+    return st;
 }
 
 tn_status tn__dev_softmax(const tn_sm_args *a, tn_device dev) {
-    const tn_backend *be = tn__backend_of(dev);
+    const tn_backend *be = table_of(dev);
     return be ? be->softmax(dev.index, a) : tn_last_status();
 }
 
@@ -131,7 +138,7 @@ tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n) {
     tn_status st = be ? be->memcpy(tn__dev(t).index, host, tn__ptr(t), n, TN_COPY_D2H)
                       : tn_last_status();
     /* a synchronisation point: report what anomaly mode's checks found */
-    if (st == TN_OK && tn__anomaly_nan()) tn__anomaly_device_poll(tn__dev(t), false);
+    (void)tn__sync_point(tn__dev(t), st);
     return st;
 }
 

@@ -1,16 +1,17 @@
 /* engine/core/device.h — where a tensor lives and how an op reaches the
- * kernels of that device (engine/core/device.c).
+ * kernels of that device (engine/core/device.c, copy.c, iter.c).
  *
  * Ops are written once: they validate, pick the result device with
  * tn__result_device, allocate there (tn__empty_on) and run kernels through
- * the tn__dev_* dispatchers, which call the CPU kernel or the backend
- * table's entry (engine/core/backend.h). Autograd, versions and every check
- * stay on the host, so they behave the same on every device.
+ * the tn__dev_* dispatchers, which build the kernel's arguments and call the
+ * entry of the device type's backend table (engine/core/backend.h), the
+ * CPU's included. The dispatchers are also where the race detector sees
+ * every kernel's operands (hooks.h). Autograd, versions and every check stay
+ * on the host, so they behave the same on every device.
  */
 #ifndef TN_CORE_DEVICE_H
 #define TN_CORE_DEVICE_H
 
-#include "../cpu/iter.h"
 #include "backend.h"
 #include "internal.h"
 
@@ -20,7 +21,8 @@ static inline bool tn__same_device(tn_device a, tn_device b) {
     return a.type == b.type && (a.type == TN_CPU || a.index == b.index);
 }
 
-/* The backend of a non-CPU device, or NULL + TN_ERR_DEVICE error. */
+/* The backend of device d (checked: built and present), or NULL + a
+ * TN_ERR_DEVICE error. */
 const tn_backend *tn__backend_of(tn_device d);
 /* Checks d names a device this build and machine have. */
 tn_status tn__check_device(tn_device d);
@@ -46,13 +48,21 @@ tn_tensor *tn__empty_on(int ndim, const int64_t *shape, tn_dtype dt, tn_device d
 tn_tensor *tn__zeros_on(int ndim, const int64_t *shape, tn_dtype dt, tn_device dev);
 tn_tensor *tn__full_on(int ndim, const int64_t *shape, tn_dtype dt, double v, tn_device dev);
 
+/* ---- kernel arguments (engine/core/iter.c) ------------------------------------------ */
+/* The iterator over ops: ops[0] is the output (its shape is the iteration
+ * shape); the others must broadcast to it (checked by the caller). */
+void tn__iter_init(tn_iter *it, int nops, tn_tensor *const *ops);
+
 /* ---- kernel dispatch: operands on one device (ops[0], the output, decides) ---- */
-/* Pointwise code over ops (iterator rules of iter.h); cpu_loop runs on the
- * CPU (NULL: tn__pw_loops[code][dt]). ctx as backend.h's pointwise. */
-tn_status tn__dev_pointwise(tn_pw_code code, tn_loop_fn cpu_loop, tn_dtype dt, int nops,
-                            tn_tensor *const *ops, const void *ctx, bool parallel);
+/* Pointwise code over ops (dt: the compute dtype, which must have the code:
+ * tn_pw_supports); ctx as backend.h's pointwise. serial: rows in order on
+ * one thread (an output that aliases itself, e.g. a sum into a broadcast). */
+tn_status tn__dev_pointwise(tn_pw_code code, tn_dtype dt, int nops, tn_tensor *const *ops,
+                            const void *ctx, bool serial);
 tn_status tn__dev_reduce(const tn_red_args *a, tn_device dev);
-tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn_device dev);
+/* ops: the product's tensors (output first) for the race detector. */
+tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn_device dev,
+                       int nops, const tn_tensor *const *ops);
 tn_status tn__dev_softmax(const tn_sm_args *a, tn_device dev);
 /* Host copy of n bytes of t's data from its first element (t contiguous). */
 tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n);

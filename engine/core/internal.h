@@ -12,23 +12,9 @@
 #ifndef TN_CORE_INTERNAL_H
 #define TN_CORE_INTERNAL_H
 
-#include <stdarg.h>
-#include <stdatomic.h>
-#include <string.h>
-
 #include "tenet.h"
 
-#define TN_CACHELINE 64
-
-#if defined(__GNUC__)
-#define TN_LIKELY(x) __builtin_expect(!!(x), 1)
-#define TN_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define TN_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#else
-#define TN_LIKELY(x) (x)
-#define TN_UNLIKELY(x) (x)
-#define TN_PRINTF(a, b)
-#endif
+#include "base.h"
 
 typedef struct tn_node tn_node;
 
@@ -87,29 +73,7 @@ struct tn_tensor {
     int64_t stride[TN_MAX_DIMS];
 };
 
-/* ---- errors ---------------------------------------------------------------- */
-tn_status tn__error(tn_status st, const char *fmt, ...) TN_PRINTF(2, 3);
-void tn__warn(const char *fmt, ...) TN_PRINTF(1, 2);
-#define TN_CHECK_NULL_ARG(t, name)                                                     \
-    do {                                                                               \
-        if (TN_UNLIKELY(!(t))) {                                                       \
-            tn__error(TN_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", __func__, \
-                      name);                                                           \
-            return NULL;                                                               \
-        }                                                                              \
-    } while (0)
-#define TN_CHECK_NULL_ARG_ST(t, name)                                                    \
-    do {                                                                                 \
-        if (TN_UNLIKELY(!(t)))                                                           \
-            return tn__error(TN_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", __func__, \
-                             name);                                                      \
-    } while (0)
-
-/* ---- memory ---------------------------------------------------------------- */
-void *tn__alloc(size_t bytes);          /* 64-byte aligned, jemalloc; NULL + error */
-void tn__free(void *p);
-void *tn__calloc_small(size_t bytes);   /* metadata: zeroed, NULL + error */
-void tn__free_small(void *p);
+/* ---- memory (tensor objects) ----------------------------------------------- */
 /* Live-handle count for tn_memory_stats, kept per thread (no shared line). */
 void tn__count_tensors(int64_t delta);
 tn_storage *tn__storage_new(size_t nbytes, tn_device dev);
@@ -124,38 +88,11 @@ static inline void tn__storage_wrote(tn_storage *s) {
 tn_version_block *tn__version_new(void);
 void tn__version_retain(tn_version_block *v);
 void tn__version_release(tn_version_block *v);
-/* Bumps the version (release: pairs with the acquire load in saved-tensor
- * unpack, so a reader that sees the new version sees the write) and, in
- * anomaly mode, records the write with `op` (a static string). */
-/* Anomaly switches (debug/anomaly.c); relaxed: a plain setting. Bit 0x100
- * is set once any thread has used a thread-local override, and only then is
- * the thread-local word read (0: no override; else 0x80 | its flags). */
-extern _Atomic unsigned tn__anomaly_flags;
-extern _Thread_local unsigned tn__anomaly_local;
-static inline unsigned tn__anomaly_mode(void) {
-    unsigned g = atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed);
-    if (TN_UNLIKELY(g & 0x100u) && tn__anomaly_local) return tn__anomaly_local & 0x7fu;
-    return g & 0xffu;
-}
-void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *op);
-void tn__ring_free(tn_storage *s);
-void tn__race_free(tn_storage *s);
-static inline uint64_t tn__version_bump(tn_tensor *t, const char *op) {
-    tn__storage_wrote(t->storage);
-    uint64_t v = atomic_fetch_add_explicit(&t->version->version, 1, memory_order_release) + 1;
-    if (TN_UNLIKELY(tn__anomaly_mode() & 1u)) tn__anomaly_record_write(t, v, op);
-    return v;
-}
 static inline uint64_t tn__version_get(const tn_tensor *t) {
     return atomic_load_explicit(&t->version->version, memory_order_acquire);
 }
 
 /* ---- dtype ----------------------------------------------------------------- */
-extern const size_t tn__dtype_sizes[TN_DTYPE_COUNT];
-static inline bool tn__is_float(tn_dtype d) { return d == TN_F32 || d == TN_F64; }
-static inline bool tn__valid_dtype(tn_dtype d) { return d >= 0 && d < TN_DTYPE_COUNT; }
-double tn__load(const void *p, tn_dtype dt);
-void tn__store(void *p, tn_dtype dt, double v);
 /* torch.result_type for two tensors (0-dim tensors weaker than dimensioned). */
 tn_dtype tn__promote(const tn_tensor *a, const tn_tensor *b);
 tn_dtype tn__promote_types(tn_dtype a, tn_dtype b);
@@ -165,7 +102,6 @@ tn_dtype tn__promote_scalar(tn_dtype a, double s);
 /* ---- shapes ---------------------------------------------------------------- */
 /* Validates sizes (>= 0, numel fits int64 and bytes fit size_t). */
 tn_status tn__check_shape(int ndim, const int64_t *shape, tn_dtype dt, int64_t *numel_out);
-int64_t tn__numel(int ndim, const int64_t *shape);
 void tn__contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
 bool tn__same_shape(const tn_tensor *a, const tn_tensor *b);
 /* Broadcast of two shapes; TN_ERR_SHAPE with PyTorch's message on failure. */
@@ -223,17 +159,9 @@ bool tn__in_engine(void); /* inside backward or a composite op */
 void tn__scope_on_release(tn_tensor *t);
 void tn__internal_leave(void);
 
-/* ---- grad mode ------------------------------------------------------------- */
+/* ---- grad mode (engine/core/grad_mode.c) ------------------------------------ */
 bool tn__grad_enabled(void);
-
-/* ---- random ---------------------------------------------------------------- */
-uint64_t tn__rand_u64(void);
-double tn__rand_uniform(void);
-double tn__rand_normal(void);
-
-/* ---- threads --------------------------------------------------------------- */
-/* OpenMP threads an op of `work` elements may use (1 below the grain). */
-int tn__threads_for(int64_t work);
-#define TN_GRAIN 32768
+/* True when grad mode is on and one of the (possibly NULL) inputs requires grad. */
+bool tn__needs_grad(int n, const tn_tensor *const *inputs);
 
 #endif

@@ -28,6 +28,7 @@ extern "C" {
 typedef struct tn_iter {
     int ndim; /* >= 1 */
     int nops;
+    bool serial; /* run rows in order on one thread (an output written twice) */
     int64_t numel;
     int64_t shape[TN_MAX_DIMS];
     int64_t stride[TN_ITER_MAX_OPS][TN_MAX_DIMS];
@@ -48,8 +49,30 @@ typedef enum tn_pw_code {
     TN_PW_MASKED_ZERO, /* out = mask ? 0 : x; operands out, x, mask (bool); float */
     TN_PW_SGD,         /* operands p, g[, buf]; ctx tn_sgd_ctx; float */
     TN_PW_ADAM,        /* operands p, g, m, v; ctx tn_adam_ctx; float */
+    TN_PW_ACCUM,       /* out += x, out repeating over summed dims (serial); float; CPU only */
     TN_PW_COUNT
 } tn_pw_code;
+
+/* Which dtypes a code exists for (pw_ops.h's kinds; the three kernels with
+ * contexts of their own are float only). Plain C and C++. */
+enum { TN_PW_KIND_FLOAT, TN_PW_KIND_NOBOOL, TN_PW_KIND_ALL, TN_PW_KIND_CMP };
+static inline int tn_pw_kind(tn_pw_code c) {
+    switch (c) {
+#define TN_PW_KIND_(name, kind, expr) \
+    case TN_PW_##name:                \
+        return TN_PW_KIND_##kind;
+        TN_PW_BINARY_OPS(TN_PW_KIND_) TN_PW_UNARY_OPS(TN_PW_KIND_)
+#undef TN_PW_KIND_
+    default:
+        return TN_PW_KIND_FLOAT;
+    }
+}
+static inline bool tn_pw_supports(tn_pw_code c, tn_dtype dt) {
+    if ((int)c < 0 || c >= TN_PW_COUNT || (int)dt < 0 || dt >= TN_DTYPE_COUNT) return false;
+    int k = tn_pw_kind(c);
+    if (k == TN_PW_KIND_ALL || k == TN_PW_KIND_CMP || dt == TN_F32 || dt == TN_F64) return true;
+    return k == TN_PW_KIND_NOBOOL && dt != TN_BOOL;
+}
 
 #define TN_PW_FIRST_UNARY TN_PW_neg
 static inline bool tn_pw_is_unary(tn_pw_code c) { return c >= TN_PW_FIRST_UNARY && c < TN_PW_MASKED_ZERO; }

@@ -1,8 +1,8 @@
 /* Tensor handles: allocation, aliases, release, metadata accessors. */
 #include <stdio.h>
 
-#include "../autograd/autograd_internal.h"
 #include "device.h"
+#include "hooks.h"
 
 
 static tn_tensor *handle_new(int ndim, const int64_t *shape, const int64_t *stride, tn_dtype dt) {
@@ -99,7 +99,7 @@ void tn_release(tn_tensor *t) {
      * every write made through the handle before tearing it down. */
     if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
     tn__internal_enter(); /* teardown releases are not the user's */
-    tn__meta_free(t->ag);
+    if (t->ag) tn__hooks.meta_free(t->ag); /* autograd/ installed it before making any */
     tn_release(t->view_base);
     tn__storage_release(t->storage);
     tn__version_release(t->version);
@@ -166,19 +166,6 @@ int64_t tn_version(const tn_tensor *t) {
     META_CHECK(t, -1);
     return (int64_t)tn__version_get(t);
 }
-bool tn_requires_grad(const tn_tensor *t) {
-    META_CHECK(t, false);
-    return tn__requires_grad(t);
-}
-bool tn_is_leaf(const tn_tensor *t) {
-    META_CHECK(t, false);
-    return !t->ag || !t->ag->grad_fn;
-}
-const char *tn_grad_fn_name(const tn_tensor *t) {
-    META_CHECK(t, NULL);
-    return t->ag && t->ag->grad_fn ? t->ag->grad_fn->fn->name : NULL;
-}
-
 tn_status tn_item(const tn_tensor *t, double *out) {
     META_CHECK(t, TN_ERR_INVALID_ARGUMENT);
     if (!out) return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_item: argument 'out' is NULL");

@@ -17,7 +17,6 @@
  * tn__gemm_blas first (blas.c); what it declines runs here.
  */
 #include "gemm.h"
-#include "../../debug/race.h"
 #include "blas.h"
 
 #include <math.h>
@@ -329,7 +328,7 @@ static void zero_fill(const tn_gemm *g, size_t es) {
         memset((char *)g->c + i * g->rsc * (int64_t)es, 0, (size_t)g->n * es);
 }
 
-static tn_status gemm_run(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch) {
+tn_status tn__gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch) {
     const kernel *kr = &kernels[dt];
     int64_t nbatch = batch ? tn__numel(batch->ndim, batch->shape) : 1;
     if (nbatch == 0 || g->m == 0 || g->n == 0) return TN_OK;
@@ -373,10 +372,3 @@ static tn_status gemm_run(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *ba
     return TN_OK;
 }
 
-tn_status tn__gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch) {
-    tn_race_access ra; /* race detector: C written, A and B read (noted by the caller) */
-    tn__race_begin(&ra, g->c, "matmul");
-    tn_status st = gemm_run(dt, g, batch);
-    tn__race_end(&ra);
-    return st;
-}

@@ -12,7 +12,7 @@
 #ifndef TN_CPU_GEMM_H
 #define TN_CPU_GEMM_H
 
-#include "../core/internal.h"
+#include "../core/base.h"
 #include "../core/kernel_args.h"
 
 /* tn_gemm and tn_gemm_batch: engine/core/kernel_args.h */

@@ -75,8 +75,8 @@
     }
 
 /* The loops of every pw_ops.h op (engine/cpu/pw_kernels.c): NULL where the
- * op's kind has no such dtype. Special codes (TN_PW_MASKED_ZERO and after)
- * are NULL: their loops live with their ops. */
+ * op's kind has no such dtype. The special codes (TN_PW_MASKED_ZERO and
+ * after) have tables of their own (cpu_backend.h). */
 extern const tn_loop_fn tn__pw_loops[TN_PW_COUNT][TN_DTYPE_COUNT];
 
 #endif

@@ -1,5 +1,6 @@
 /* The CPU loops of every pointwise op of engine/core/pw_ops.h, expanded
- * per dtype as the op's kind says, and the table the drivers index by code. */
+ * per dtype as the op's kind says, the masked-zero loop, and the table the
+ * CPU backend indexes by code. */
 #include "pointwise_loops.h"
 
 /* Each kind extends the narrower one: FLOAT < NOBOOL (+ integers) < ALL (+ bool). */
@@ -45,3 +46,42 @@ TN_PW_UNARY_OPS(UNARY)
 
 const tn_loop_fn tn__pw_loops[TN_PW_COUNT][TN_DTYPE_COUNT] = {
     TN_PW_BINARY_OPS(ENTRY) TN_PW_UNARY_OPS(ENTRY)};
+
+/* out = mask ? 0 : x (mask is bool, passed as operand 2) */
+#define MZ(T)                                                                             \
+    static void mz_##T(void *c, int64_t n, char **p, const int64_t *s) {                  \
+        (void)c;                                                                          \
+        if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == 1) { /* vectorised */       \
+            T *o = (T *)p[0];                                                             \
+            const T *x = (const T *)p[1];                                                 \
+            const uint8_t *m = (const uint8_t *)p[2];                                     \
+            for (int64_t i = 0; i < n; i++) o[i] = m[i] ? (T)0 : x[i];                    \
+            return;                                                                       \
+        }                                                                                 \
+        for (int64_t i = 0; i < n; i++)                                                   \
+            *(T *)(p[0] + i * s[0]) =                                                     \
+                *(const uint8_t *)(p[2] + i * s[2]) ? (T)0 : *(const T *)(p[1] + i * s[1]); \
+    }
+MZ(float)
+MZ(double)
+
+const tn_loop_fn tn__cpu_mz_loops[TN_DTYPE_COUNT] = {mz_float, mz_double};
+
+/* TN_PW_ACCUM: out += x where out may repeat (stride 0 over the dims a
+ * gradient is summed over); the dispatcher runs it serially. */
+#define ACC(T)                                                                            \
+    static void acc_##T(void *c, int64_t n, char **p, const int64_t *s) {                 \
+        (void)c;                                                                          \
+        if (s[0] == 0) {                                                                  \
+            T acc = 0;                                                                    \
+            for (int64_t i = 0; i < n; i++) acc += *(const T *)(p[1] + i * s[1]);         \
+            *(T *)p[0] += acc;                                                            \
+        } else {                                                                          \
+            for (int64_t i = 0; i < n; i++)                                               \
+                *(T *)(p[0] + i * s[0]) += *(const T *)(p[1] + i * s[1]);                 \
+        }                                                                                 \
+    }
+ACC(float)
+ACC(double)
+const tn_loop_fn tn__cpu_acc_loops[TN_DTYPE_COUNT] = {acc_float, acc_double};
+

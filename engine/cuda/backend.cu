@@ -192,8 +192,10 @@ const tn_backend g_backend = {
 
 } // namespace
 
-extern "C" const tn_backend *tn__cuda_backend(void) {
-    return device_count() > 0 ? &g_backend : nullptr;
+// Registered before main whether or not a GPU is present: core asks
+// device_count() (decided once, lazily) before it uses a CUDA device.
+__attribute__((constructor)) static void register_cuda(void) {
+    tn__backend_register(TN_CUDA, &g_backend);
 }
 
 } // namespace tnc

@@ -3,24 +3,6 @@
  * Node layout: inputs {a, b}; saved {0: a, 1: b, 2: result}; d[0] = alpha. */
 #include "pointwise_driver.h"
 
-/* out = mask ? 0 : x (mask is bool, passed as operand 2) */
-#define MZ(T)                                                                             \
-    static void mz_##T(void *c, int64_t n, char **p, const int64_t *s) {                  \
-        (void)c;                                                                          \
-        if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == 1) { /* vectorised */       \
-            T *o = (T *)p[0];                                                             \
-            const T *x = (const T *)p[1];                                                 \
-            const uint8_t *m = (const uint8_t *)p[2];                                     \
-            for (int64_t i = 0; i < n; i++) o[i] = m[i] ? (T)0 : x[i];                    \
-            return;                                                                       \
-        }                                                                                 \
-        for (int64_t i = 0; i < n; i++)                                                   \
-            *(T *)(p[0] + i * s[0]) =                                                     \
-                *(const uint8_t *)(p[2] + i * s[2]) ? (T)0 : *(const T *)(p[1] + i * s[1]); \
-    }
-MZ(float)
-MZ(double)
-
 typedef enum { K_ARITH, K_TRUEDIV, K_CMP } binop_kind;
 
 typedef struct binop {
@@ -236,8 +218,6 @@ tn_tensor *tn_ge(const tn_tensor *a, const tn_tensor *b) { return compare("ge", 
 
 /* ---- masked zero (differentiable in x) -------------------------------------------- */
 
-static const tn_loop_fn mz_loops[TN_DTYPE_COUNT] = {mz_float, mz_double};
-
 static tn_status masked_zero_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     tn_tensor *m = tn__node_unpack(n, 0);
     TN_TRY(m);
@@ -261,8 +241,8 @@ tn_tensor *tn__masked_zero(const tn_tensor *x, const tn_tensor *mask) {
         return NULL;
     tn_tensor *out = tn__empty_on(nd, shape, x->dtype, dev);
     tn_tensor *xd = out ? tn__on_device(x, dev) : NULL, *md = xd ? tn__on_device(mask, dev) : NULL;
-    tn_status st0 = md ? tn__dev_pointwise(TN_PW_MASKED_ZERO, mz_loops[x->dtype], x->dtype, 3,
-                                           (tn_tensor *const[]){out, xd, md}, NULL, true)
+    tn_status st0 = md ? tn__dev_pointwise(TN_PW_MASKED_ZERO, x->dtype, 3,
+                                           (tn_tensor *const[]){out, xd, md}, NULL, false)
                        : tn_last_status();
     tn_release(xd);
     tn_release(md);

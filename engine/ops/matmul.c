@@ -11,8 +11,6 @@
  * Node layout (linear): inputs {x, w, bias}; saved {0: x, 1: w}; i[0] = bias ndim.
  * As PyTorch, a is saved only when b needs its gradient and b only when a does.
  */
-#include "../../debug/race.h"
-#include "../cpu/gemm.h"
 #include "pointwise_driver.h"
 
 typedef enum { K_DOT, K_MV, K_VM, K_MM, K_MAT_BATCHED, K_BATCHED } mm_kind;
@@ -126,8 +124,7 @@ static tn_status product_on(tn_tensor *out, const tn_tensor *a, bool a_vec, cons
         bt.bsc[d] = d == nbd - 1 ? n * m : bt.bsc[d + 1] * bshape[d + 1];
         if (bt.bsb[d] != 0) b_shared = false;
     }
-    /* race detector: out is written, a and b read (one relaxed load when off) */
-    tn__race_note(g.c, 3, (const tn_tensor *const[]){out, a, b});
+    const tn_tensor *const ops[3] = {out, a, b}; /* for the race detector */
     if (nbd > 0 && b_shared && !a_vec) { /* fold the batch into A's rows */
         int64_t shape[TN_MAX_DIMS + 1], st[TN_MAX_DIMS + 1], rs = g.rsa;
         memcpy(shape, bshape, (size_t)nbd * sizeof *shape);
@@ -140,10 +137,10 @@ static tn_status product_on(tn_tensor *out, const tn_tensor *a, bool a_vec, cons
         if (!bcast && folds(nbd + 1, shape, st, &rs)) {
             g.m = n * tn__numel(nbd, bshape);
             g.rsa = rs;
-            return tn__dev_gemm(out->dtype, &g, NULL, tn__dev(out));
+            return tn__dev_gemm(out->dtype, &g, NULL, tn__dev(out), 3, ops);
         }
     }
-    return tn__dev_gemm(out->dtype, &g, nbd ? &bt : NULL, tn__dev(out));
+    return tn__dev_gemm(out->dtype, &g, nbd ? &bt : NULL, tn__dev(out), 3, ops);
 }
 
 /* ---- checks ------------------------------------------------------------------- */

@@ -2,7 +2,7 @@
 #include "pointwise_driver.h"
 
 tn_status tn__pw_check_dtype(const char *op, tn_pw_code code, tn_dtype dt) {
-    if (tn__valid_dtype(dt) && tn__pw_loops[code][dt]) return TN_OK;
+    if (tn_pw_supports(code, dt)) return TN_OK;
     return tn__error(TN_ERR_DTYPE, "\"%s\" not implemented for '%s'", op, tn_dtype_name(dt));
 }
 
@@ -40,10 +40,10 @@ static tn_status binary_run(tn_pw_code code, tn_tensor *out, const tn_tensor *a,
         tn_release(ca);
         return st;
     }
-    st = tn__dev_pointwise(code, NULL, compute, 3,
+    st = tn__dev_pointwise(code, compute, 3,
                            (tn_tensor *const[]){out, ca ? ca : (tn_tensor *)a,
                                                 cb ? cb : (tn_tensor *)b},
-                           NULL, true);
+                           NULL, false);
     if (st == TN_OK) tn__storage_wrote(out->storage);
     tn_release(ca);
     tn_release(cb);
@@ -81,8 +81,8 @@ static tn_status unary_run(tn_pw_code code, tn_tensor *out, const tn_tensor *a,
     tn_tensor *ca;
     tn_status st = prepare_input(a, out->dtype, out, &ca);
     if (st < 0) return st;
-    st = tn__dev_pointwise(code, NULL, out->dtype, 2,
-                           (tn_tensor *const[]){out, ca ? ca : (tn_tensor *)a}, ctx, true);
+    st = tn__dev_pointwise(code, out->dtype, 2,
+                           (tn_tensor *const[]){out, ca ? ca : (tn_tensor *)a}, ctx, false);
     if (st == TN_OK) tn__storage_wrote(out->storage);
     tn_release(ca);
     return st;

@@ -4,8 +4,7 @@
 #ifndef TN_OPS_POINTWISE_DRIVER_H
 #define TN_OPS_POINTWISE_DRIVER_H
 
-#include "../autograd/autograd_internal.h"
-#include "../cpu/pointwise_loops.h"
+#include "ops_internal.h"
 
 /* out = code(cast(a), cast(b)) with broadcasting, on the operands' device.
  * The output dtype is `out_dt` (compute, or TN_BOOL for comparisons). No

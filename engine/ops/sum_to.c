@@ -10,24 +10,6 @@ static int reduced_dims(const tn_tensor *g, int n, const int64_t *shape, int *di
     return k;
 }
 
-/* Serial accumulation of g into out (out broadcast over the reduced dims):
- * out operand strides are 0 there, so rows never run in parallel. */
-#define ACC(T)                                                                            \
-    static void acc_##T(void *c, int64_t n, char **p, const int64_t *s) {                 \
-        (void)c;                                                                          \
-        if (s[0] == 0) {                                                                  \
-            T acc = 0;                                                                    \
-            for (int64_t i = 0; i < n; i++) acc += *(const T *)(p[1] + i * s[1]);         \
-            *(T *)p[0] += acc;                                                            \
-        } else {                                                                          \
-            for (int64_t i = 0; i < n; i++)                                               \
-                *(T *)(p[0] + i * s[0]) += *(const T *)(p[1] + i * s[1]);                 \
-        }                                                                                 \
-    }
-ACC(float)
-ACC(double)
-static const tn_loop_fn acc_loops[TN_DTYPE_COUNT] = {acc_float, acc_double};
-
 static tn_tensor *sum_to_fast(tn_tensor *g, int n, const int64_t *shape) {
     tn_tensor *out = tn__zeros(n, shape, g->dtype);
     if (!out) return NULL;
@@ -41,10 +23,14 @@ static tn_tensor *sum_to_fast(tn_tensor *g, int n, const int64_t *shape) {
         tn_release(out);
         return NULL;
     }
-    tn_iter it;
-    tn__iter_init(&it, 2, (tn_tensor *const[]){ov, g});
-    tn__iter_run(&it, acc_loops[g->dtype], NULL, false);
+    /* out's elements repeat in ov (stride 0): rows in order, on one thread */
+    tn_status status = tn__dev_pointwise(TN_PW_ACCUM, g->dtype, 2, (tn_tensor *const[]){ov, g},
+                                         NULL, true);
     tn_release(ov);
+    if (status < 0) {
+        tn_release(out);
+        return NULL;
+    }
     return out;
 }
 

@@ -1,7 +1,7 @@
 /* The view constructor shared by every view op: a new handle over the same
  * storage and version counter, remembering its root base (for CopySlices)
  * and recording the view's backward when the input requires grad. */
-#include "../autograd/autograd_internal.h"
+#include "ops_internal.h"
 
 tn_tensor *tn__make_view(tn_tensor *a, int ndim, const int64_t *shape, const int64_t *stride,
                          int64_t offset, const tn_fn_info *fn, tn_node **node_out) {

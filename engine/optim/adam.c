@@ -12,48 +12,6 @@ struct tn_adam {
     int64_t *steps; /* torch's state['step']: counts only steps with a grad */
 };
 
-/* Scalars of one parameter's update, computed in double as torch's Python. */
-typedef tn_adam_ctx adam_ctx; /* engine/core/kernel_args.h: shared with the devices */
-
-/* p, g, m, v are one row of n elements with byte strides s[0..3]:
- *   d = g + wd p;  m = beta1 m + (1-beta1) d;  v = beta2 v + (1-beta2) d d;
- *   p += -lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps)
- * in torch's operation order (mul_/add_, addcmul_, addcdiv_). Called with
- * constant strides for contiguous rows so it vectorises (with GCC, only
- * under -fno-math-errno: errno-setting sqrt blocks it). */
-#define ADAM_KERNEL(T, SFX, SQRT)                                                                  \
-    static inline void adam_row_##SFX(const adam_ctx *c, int64_t n, char *pp, const char *gp,      \
-                                      char *mp, char *vp, int64_t s0, int64_t s1, int64_t s2,      \
-                                      int64_t s3) {                                                \
-        const T b1 = (T)c->beta1, b2 = (T)c->beta2, a1 = (T)c->one_minus_beta1;                    \
-        const T a2 = (T)c->one_minus_beta2, wd = (T)c->wd, eps = (T)c->eps;                        \
-        const T bc2s = (T)c->bc2_sqrt, neg_step = (T)c->neg_step_size;                             \
-        const bool use_wd = c->wd != 0;                                                            \
-        for (int64_t i = 0; i < n; i++) {                                                          \
-            T *p = (T *)(pp + i * s0), *m = (T *)(mp + i * s2), *v = (T *)(vp + i * s3);           \
-            T g = *(const T *)(gp + i * s1);                                                       \
-            T d = use_wd ? g + wd * *p : g;                                                        \
-            T mi = *m * b1 + a1 * d;                                                               \
-            T vi = *v * b2 + a2 * d * d;                                                           \
-            *m = mi;                                                                               \
-            *v = vi;                                                                               \
-            T denom = SQRT(vi) / bc2s + eps;                                                       \
-            *p = *p + neg_step * mi / denom;                                                       \
-        }                                                                                          \
-    }                                                                                              \
-    static void adam_loop_##SFX(void *ctx, int64_t n, char **ptr, const int64_t *s) {              \
-        const int64_t e = (int64_t)sizeof(T);                                                      \
-        if (s[0] == e && s[1] == e && s[2] == e && s[3] == e)                                      \
-            adam_row_##SFX(ctx, n, ptr[0], ptr[1], ptr[2], ptr[3], e, e, e, e);                    \
-        else                                                                                       \
-            adam_row_##SFX(ctx, n, ptr[0], ptr[1], ptr[2], ptr[3], s[0], s[1], s[2], s[3]);        \
-    }
-
-ADAM_KERNEL(float, f32, sqrtf)
-ADAM_KERNEL(double, f64, sqrt)
-
-static const tn_loop_fn adam_loops[TN_DTYPE_COUNT] = {adam_loop_f32, adam_loop_f64};
-
 /* torch's checks, in torch's order: `not 0.0 <= x` (NaN fails them). */
 static tn_status check_hyper(double lr, double beta1, double beta2, double eps, double wd) {
     char v[40];
@@ -116,9 +74,9 @@ static tn_status adam_prepare_state(tn_adam *o) {
     return TN_OK;
 }
 
-static adam_ctx adam_scalars(const tn_adam *o, int64_t step) {
+static tn_adam_ctx adam_scalars(const tn_adam *o, int64_t step) {
     double bc1 = 1 - pow(o->beta1, (double)step), bc2 = 1 - pow(o->beta2, (double)step);
-    return (adam_ctx){.beta1 = o->beta1,
+    return (tn_adam_ctx){.beta1 = o->beta1,
                       .beta2 = o->beta2,
                       .one_minus_beta1 = 1 - o->beta1,
                       .one_minus_beta2 = 1 - o->beta2,
@@ -135,9 +93,9 @@ static tn_status adam_update(void *opt, int i) {
     tn_optim_params *ps = &o->ps;
     int s = ps->state_of[i];
     tn_tensor *p = ps->params[i];
-    adam_ctx c = adam_scalars(o, ++o->steps[s]);
+    tn_adam_ctx c = adam_scalars(o, ++o->steps[s]);
     tn_tensor *ops[4] = {p, ps->grads[i], o->exp_avg[s], o->exp_avg_sq[s]};
-    return tn__optim_apply("Adam.step", TN_PW_ADAM, 4, ops, adam_loops[p->dtype], &c);
+    return tn__optim_apply("Adam.step", TN_PW_ADAM, 4, ops, &c);
 }
 
 tn_status tn_adam_step(tn_adam *o) {

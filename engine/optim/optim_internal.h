@@ -18,7 +18,6 @@
 #define TN_OPTIM_INTERNAL_H
 
 #include "../autograd/autograd_internal.h"
-#include "../cpu/iter.h"
 
 typedef struct tn_optim_params {
     int n;
@@ -51,11 +50,12 @@ typedef tn_status (*tn_optim_update_fn)(void *opt, int i);
 tn_status tn__optim_step(tn_optim_params *ps, tn_optim_prepare_fn prepare,
                          tn_optim_update_fn update, void *opt);
 
-/* Runs the update kernel `code` (CPU: loop) over ops (ops[0] the parameter,
- * written; all on its device) and bumps its version; `name` labels the write
- * in anomaly reports. */
+/* Runs the update kernel `code` (TN_PW_SGD / TN_PW_ADAM, whose CPU loops are
+ * engine/cpu/optim_kernels.c) over ops (ops[0] the parameter, written; all
+ * on its device) and bumps its version; `name` labels the write in anomaly
+ * reports. */
 tn_status tn__optim_apply(const char *name, tn_pw_code code, int nops, tn_tensor *const *ops,
-                          tn_loop_fn loop, const void *ctx);
+                          const void *ctx);
 
 /* Sets every parameter's .grad to NULL (zero_grad(set_to_none=True)). */
 tn_status tn__optim_zero_grad(const tn_optim_params *op);

@@ -168,11 +168,11 @@ tn_status tn__optim_step(tn_optim_params *ps, tn_optim_prepare_fn prepare,
 }
 
 tn_status tn__optim_apply(const char *name, tn_pw_code code, int nops, tn_tensor *const *ops,
-                          tn_loop_fn loop, const void *ctx) {
+                          const void *ctx) {
     tn_device dev;
     tn_status st = tn__result_device(nops, (const tn_tensor *const *)ops, &dev);
     if (st == TN_OK && !tn__same_device(dev, tn__dev(ops[0]))) st = TN_ERR_DEVICE;
-    if (st == TN_OK) st = tn__dev_pointwise(code, loop, ops[0]->dtype, nops, ops, ctx, true);
+    if (st == TN_OK) st = tn__dev_pointwise(code, ops[0]->dtype, nops, ops, ctx, false);
     if (st < 0) return st;
     tn__version_bump(ops[0], name);
     return TN_OK;
@@ -237,45 +237,6 @@ struct tn_sgd {
     tn_tensor **buf; /* per state index: momentum buffer, NULL until first used */
 };
 
-typedef tn_sgd_ctx sgd_ctx; /* engine/core/kernel_args.h: shared with the devices */
-
-/* p, g, buf are one row of n elements with byte strides s0, s1, s2:
- *   d = g + wd p;  buf = first ? d : momentum buf + d;  p += -lr (buf or d).
- * Called with constant strides for contiguous rows so it vectorises. */
-#define SGD_KERNEL(T, SFX)                                                                         \
-    static inline void sgd_row_##SFX(const sgd_ctx *c, int64_t n, char *pp, const char *gp,        \
-                                     char *bp, int64_t s0, int64_t s1, int64_t s2) {               \
-        const T neg_lr = (T)(-c->lr), mom = (T)c->momentum, wd = (T)c->wd;                         \
-        const bool use_wd = c->wd != 0, use_buf = c->momentum != 0, first = c->first;              \
-        for (int64_t i = 0; i < n; i++) {                                                          \
-            T *p = (T *)(pp + i * s0);                                                             \
-            T g = *(const T *)(gp + i * s1);                                                       \
-            T d = use_wd ? g + wd * *p : g;                                                        \
-            if (use_buf) {                                                                         \
-                T *b = (T *)(bp + i * s2);                                                         \
-                d = first ? d : *b * mom + d;                                                      \
-                *b = d;                                                                            \
-            }                                                                                      \
-            *p = *p + neg_lr * d;                                                                  \
-        }                                                                                          \
-    }                                                                                              \
-    static void sgd_loop_##SFX(void *ctx, int64_t n, char **ptr, const int64_t *s) {               \
-        const sgd_ctx *c = ctx;                                                                    \
-        const int64_t e = (int64_t)sizeof(T);                                                      \
-        bool use_buf = c->momentum != 0;                                                           \
-        char *bp = use_buf ? ptr[2] : NULL;                                                        \
-        int64_t s2 = use_buf ? s[2] : e;                                                           \
-        if (s[0] == e && s[1] == e && s2 == e)                                                     \
-            sgd_row_##SFX(c, n, ptr[0], ptr[1], bp, e, e, e);                                      \
-        else                                                                                       \
-            sgd_row_##SFX(c, n, ptr[0], ptr[1], bp, s[0], s[1], s2);                               \
-    }
-
-SGD_KERNEL(float, f32)
-SGD_KERNEL(double, f64)
-
-static const tn_loop_fn sgd_loops[TN_DTYPE_COUNT] = {sgd_loop_f32, sgd_loop_f64};
-
 tn_sgd *tn_sgd_new(int n, tn_tensor *const *params, double lr, double momentum,
                    double weight_decay) {
     char v[40];
@@ -335,10 +296,9 @@ static tn_status sgd_update(void *opt, int i) {
     tn_sgd *o = opt;
     tn_optim_params *ps = &o->ps;
     tn_tensor *p = ps->params[i];
-    sgd_ctx c = {o->lr, o->momentum, o->weight_decay, ps->first[i]};
+    tn_sgd_ctx c = {o->lr, o->momentum, o->weight_decay, ps->first[i]};
     tn_tensor *ops[3] = {p, ps->grads[i], o->buf[ps->state_of[i]]};
-    return tn__optim_apply("SGD.step", TN_PW_SGD, o->momentum != 0 ? 3 : 2, ops,
-                           sgd_loops[p->dtype], &c);
+    return tn__optim_apply("SGD.step", TN_PW_SGD, o->momentum != 0 ? 3 : 2, ops, &c);
 }
 
 tn_status tn_sgd_step(tn_sgd *o) {

@@ -1,24 +1,5 @@
-/* Thread-local grad mode (torch.no_grad / set_grad_enabled). */
+/* Node sequence numbers: the order the engine runs ready nodes in. */
 #include "autograd_internal.h"
-
-static _Thread_local bool tls_grad_disabled;
-
-bool tn__grad_enabled(void) { return !tls_grad_disabled; }
-
-bool tn_set_grad_enabled(bool enabled) {
-    bool prev = !tls_grad_disabled;
-    tls_grad_disabled = !enabled;
-    return prev;
-}
-
-bool tn_is_grad_enabled(void) { return !tls_grad_disabled; }
-
-bool tn__needs_grad(int n, const tn_tensor *const *inputs) {
-    if (tls_grad_disabled) return false;
-    for (int i = 0; i < n; i++)
-        if (tn__requires_grad(inputs[i])) return true;
-    return false;
-}
 
 /* Creation order of nodes; the engine runs later nodes first among the ready
  * ones, as PyTorch, and sums gradients in that order. Each thread reserves

@@ -1,0 +1,74 @@
+/* engine/core/base.h — what every engine file may use, kernels included:
+ * compiler helpers, errors, memory, dtypes, threads, random numbers. No
+ * tensor objects: the CPU kernels (engine/cpu/) see pointers, shapes and
+ * strides only (kernel_args.h), and include this header, kernel_args.h and
+ * backend.h — nothing else of core.
+ */
+#ifndef TN_CORE_BASE_H
+#define TN_CORE_BASE_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tenet/tensor.h" /* tn_last_status, tn_dtype_name */
+
+#define TN_CACHELINE 64
+
+#if defined(__GNUC__)
+#define TN_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TN_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TN_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define TN_LIKELY(x) (x)
+#define TN_UNLIKELY(x) (x)
+#define TN_PRINTF(a, b)
+#endif
+
+/* ---- errors ---------------------------------------------------------------- */
+tn_status tn__error(tn_status st, const char *fmt, ...) TN_PRINTF(2, 3);
+void tn__warn(const char *fmt, ...) TN_PRINTF(1, 2);
+#define TN_CHECK_NULL_ARG(t, name)                                                     \
+    do {                                                                               \
+        if (TN_UNLIKELY(!(t))) {                                                       \
+            tn__error(TN_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", __func__, \
+                      name);                                                           \
+            return NULL;                                                               \
+        }                                                                              \
+    } while (0)
+#define TN_CHECK_NULL_ARG_ST(t, name)                                                    \
+    do {                                                                                 \
+        if (TN_UNLIKELY(!(t)))                                                           \
+            return tn__error(TN_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", __func__, \
+                             name);                                                      \
+    } while (0)
+
+/* ---- memory ---------------------------------------------------------------- */
+void *tn__alloc(size_t bytes);          /* 64-byte aligned, jemalloc; NULL + error */
+void tn__free(void *p);
+void *tn__calloc_small(size_t bytes);   /* metadata: zeroed, NULL + error */
+void tn__free_small(void *p);
+/* ---- dtype ----------------------------------------------------------------- */
+extern const size_t tn__dtype_sizes[TN_DTYPE_COUNT];
+static inline bool tn__is_float(tn_dtype d) { return d == TN_F32 || d == TN_F64; }
+static inline bool tn__valid_dtype(tn_dtype d) { return d >= 0 && d < TN_DTYPE_COUNT; }
+double tn__load(const void *p, tn_dtype dt);
+void tn__store(void *p, tn_dtype dt, double v);
+
+/* ---- shapes ---------------------------------------------------------------- */
+int64_t tn__numel(int ndim, const int64_t *shape);
+
+/* ---- random ---------------------------------------------------------------- */
+uint64_t tn__rand_u64(void);
+double tn__rand_uniform(void);
+double tn__rand_normal(void);
+
+/* ---- threads --------------------------------------------------------------- */
+/* OpenMP threads an op of `work` elements may use (1 below the grain). */
+int tn__threads_for(int64_t work);
+#define TN_GRAIN 32768
+
+#endif

@@ -1,0 +1,8 @@
+/* The plug-in table and the debug switches it is read behind (hooks.h). */
+#include "hooks.h"
+
+_Atomic unsigned tn__anomaly_flags;
+_Thread_local unsigned tn__anomaly_local;
+_Atomic unsigned tn__race_flag;
+
+tn_hooks tn__hooks;

@@ -1,0 +1,150 @@
+/* engine/core/hooks.h — where the layers above plug into the engine.
+ *
+ * The engine calls out of its own layer only through this table, never by
+ * name: debug/ (anomaly mode, the race detector) is a side-car that
+ * installs its entries from a constructor (debug/hooks.c), and autograd/
+ * installs the one core needs to free a tensor's autograd meta
+ * (engine/autograd/node.c). So core, cpu/, autograd/ and ops/ compile and
+ * link without debug/, and the debug code sees the engine only through the
+ * headers below it (docs/design.md, "Layers").
+ *
+ * Cost when the debug modes are off: every call site first tests a switch
+ * that debug/ sets (one relaxed load and one predictable branch); the table
+ * is read only behind that branch. Entries are installed before main, by
+ * constructors, and read without ordering afterwards. The library is linked
+ * whole (the static archive is one prelinked object, like the shared
+ * library), so an entry is always installed before the switch or the state
+ * that leads to it can exist: a call site never tests an entry for NULL.
+ */
+#ifndef TN_CORE_HOOKS_H
+#define TN_CORE_HOOKS_H
+
+#include "internal.h"
+
+/* ---- the switches (set by debug/, read on hot paths) --------------------------------- */
+
+#define TN_ANOMALY_ON 1u
+#define TN_ANOMALY_NAN 2u
+#define TN_ANOMALY_UNTRACKED_ERR 4u
+#define TN_ANOMALY_LOCAL_SEEN 0x100u
+
+/* Anomaly mode, process-wide. Relaxed: a plain setting; no data is
+ * published with it. Bit TN_ANOMALY_LOCAL_SEEN is set once any thread has
+ * used a thread-local override, and only then is the thread-local word read
+ * (0: no override; else 0x80 | its flags). */
+extern _Atomic unsigned tn__anomaly_flags;
+extern _Thread_local unsigned tn__anomaly_local;
+static inline unsigned tn__anomaly_mode(void) {
+    unsigned g = atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed);
+    if (TN_UNLIKELY(g & TN_ANOMALY_LOCAL_SEEN) && tn__anomaly_local)
+        return tn__anomaly_local & 0x7fu;
+    return g & 0xffu;
+}
+static inline bool tn__anomaly_enabled(void) { return tn__anomaly_mode() & TN_ANOMALY_ON; }
+static inline bool tn__anomaly_nan(void) { return tn__anomaly_mode() & TN_ANOMALY_NAN; }
+
+/* The race detector. Relaxed: a plain setting read at each kernel; the
+ * per-storage state carries its own ordering (debug/race.c). */
+extern _Atomic unsigned tn__race_flag;
+static inline bool tn__races_on(void) {
+    return atomic_load_explicit(&tn__race_flag, memory_order_relaxed) != 0;
+}
+
+/* ---- the table ------------------------------------------------------------------------ */
+
+typedef struct tn_saved tn_saved;
+
+#define TN_RACE_MAX_OPS 4
+/* One kernel's registered accesses (n = 0: nothing tracked). */
+typedef struct tn_race_access {
+    int n;
+    struct tn_race_slot *slot[TN_RACE_MAX_OPS];
+} tn_race_access;
+
+typedef struct tn_hooks {
+    /* -- installed by autograd/ -- */
+    /* A tensor's autograd meta is freed with the tensor (core/tensor.c). */
+    void (*meta_free)(tn_autograd_meta *m);
+
+    /* -- installed by debug/, called by core -- */
+    /* Anomaly mode: an in-place write of t moved its version to `version`
+     * (op: a static string). */
+    void (*version_bump)(const tn_tensor *t, uint64_t version, const char *op);
+    /* The last reference to s is gone and it carries debug state (its ring or
+     * race fields are set). */
+    void (*storage_free)(tn_storage *s);
+    /* check_nan: a synchronisation point of dev (a read of device data,
+     * tn_synchronize); reports what the device's NaN checks found. */
+    tn_status (*device_poll)(tn_device dev, bool in_backward);
+    /* The same for every device (the end of a backward call). */
+    tn_status (*poll_devices)(bool in_backward);
+    /* Race detector: a kernel over ops (operand k written when bit k of
+     * write_mask is set) is about to run / has run; `kind` names the family. */
+    void (*race_begin)(tn_race_access *ra, int nops, const tn_tensor *const *ops,
+                       unsigned write_mask, const char *kind);
+    void (*race_end)(tn_race_access *ra);
+
+    /* -- installed by debug/, called by autograd/ (anomaly mode on) -- */
+    void (*node_new)(tn_node *n);  /* capture the forward trace, the parent */
+    void (*node_free)(tn_node *n); /* n has a trace or a parent */
+    tn_node *(*set_running)(tn_node *n); /* returns the previous one */
+    /* Version mismatch of a saved tensor: builds the report, returns the first
+     * culprit ("fn (file:line)") or NULL. */
+    const char *(*inplace_report)(tn_node *n, const tn_saved *s, uint64_t cur);
+    /* Untracked write to a saved tensor: warning + report, or the error. */
+    tn_status (*check_untracked)(tn_node *n, const tn_saved *s);
+    /* Any other backward failure of n: attach the node's report. */
+    void (*backward_error)(tn_node *n, tn_status st);
+    /* check_nan: a backward output non-finite from finite gradients. */
+    tn_status (*check_backward)(tn_node *n, tn_tensor *const *go, tn_tensor *const *gi);
+
+    /* -- installed by debug/, called by ops/ (check_nan on) -- */
+    /* Warn + report when `out` is non-finite and every input finite. */
+    void (*check_forward)(const char *op, const tn_tensor *out, int n_in,
+                          const tn_tensor *const *in);
+} tn_hooks;
+
+/* The one table (engine/core/hooks.c). Each layer writes its own entries,
+ * from constructors only. */
+extern tn_hooks tn__hooks;
+
+/* ---- call sites of core ------------------------------------------------------------------ */
+
+/* Bumps the version (release: pairs with the acquire load in saved-tensor
+ * unpack, so a reader that sees the new version sees the write) and, in
+ * anomaly mode, records the write with `op` (a static string). */
+static inline uint64_t tn__version_bump(tn_tensor *t, const char *op) {
+    tn__storage_wrote(t->storage);
+    uint64_t v = atomic_fetch_add_explicit(&t->version->version, 1, memory_order_release) + 1;
+    if (TN_UNLIKELY(tn__anomaly_mode() & TN_ANOMALY_ON)) tn__hooks.version_bump(t, v, op);
+    return v;
+}
+
+/* A synchronisation point of dev (see device_poll); st passes through. */
+static inline tn_status tn__sync_point(tn_device dev, tn_status st) {
+    if (TN_UNLIKELY(tn__anomaly_nan()) && st == TN_OK) return tn__hooks.device_poll(dev, false);
+    return st;
+}
+
+/* Brackets a kernel over tensors for the race detector. */
+static inline void tn__race_begin(tn_race_access *ra, int nops, const tn_tensor *const *ops,
+                                  unsigned write_mask, const char *kind) {
+    ra->n = 0;
+    if (TN_UNLIKELY(tn__races_on())) tn__hooks.race_begin(ra, nops, ops, write_mask, kind);
+}
+/* Always ends what begin registered, even if the detector was switched off
+ * in between. */
+static inline void tn__race_end(tn_race_access *ra) {
+    if (TN_UNLIKELY(ra->n)) tn__hooks.race_end(ra);
+}
+
+/* ---- call site of ops/ -------------------------------------------------------------------- */
+
+/* The forward check every producing op calls on its result (cheap when off). */
+static inline void tn__anomaly_forward(const char *op, const tn_tensor *out, int n_in,
+                                       const tn_tensor *const *in) {
+    if (TN_UNLIKELY(tn__anomaly_nan()) && out && !tn__in_engine())
+        tn__hooks.check_forward(op, out, n_in, in);
+}
+
+#endif

@@ -1,0 +1,47 @@
+/* The CPU's backend table: the reference kernels of every family, registered
+ * with core from a constructor (core never names a back end). Host memory is
+ * core's own (engine/core/alloc.c), so the memory entries are NULL. */
+#include "cpu_backend.h"
+#include "gemm.h"
+#include "pointwise_loops.h"
+
+static int cpu_device_count(void) { return 1; }
+
+static tn_status cpu_synchronize(int dev) {
+    (void)dev; /* every CPU kernel has finished when its call returns */
+    return TN_OK;
+}
+
+static tn_status cpu_pointwise(int dev, tn_pw_code code, tn_dtype dt, const tn_iter *it,
+                               const void *ctx) {
+    (void)dev;
+    tn_loop_fn loop = code == TN_PW_MASKED_ZERO ? tn__cpu_mz_loops[dt]
+                      : code == TN_PW_ACCUM     ? tn__cpu_acc_loops[dt]
+                      : code == TN_PW_SGD       ? tn__cpu_sgd_loops[dt]
+                      : code == TN_PW_ADAM      ? tn__cpu_adam_loops[dt]
+                                                : tn__pw_loops[code][dt];
+    if (TN_UNLIKELY(!loop))
+        return tn__error(TN_ERR_INTERNAL, "no CPU loop for pointwise code %d and %s", (int)code,
+                         tn_dtype_name(dt));
+    tn__iter_run(it, loop, (void *)ctx);
+    return TN_OK;
+}
+
+static tn_status cpu_gemm(int dev, tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b) {
+    (void)dev;
+    return tn__gemm(dt, g, b);
+}
+
+static const tn_backend cpu_backend = {
+    .name = "cpu",
+    .device_count = cpu_device_count,
+    .synchronize = cpu_synchronize,
+    .pointwise = cpu_pointwise,
+    .copy = tn__cpu_copy,
+    .fill = tn__cpu_fill,
+    .gemm = cpu_gemm,
+};
+
+__attribute__((constructor)) static void register_cpu(void) {
+    tn__backend_register(TN_CPU, &cpu_backend);
+}

@@ -1,0 +1,36 @@
+/* engine/ops/ops_internal.h — what ops/ defines for the layers that use it.
+ *
+ * Ops record autograd nodes (engine/autograd/autograd_internal.h), and the
+ * autograd engine computes with ops: it sums and converts gradients, makes
+ * views and copies for in-place rebasing, moves gradients between devices.
+ * That pair is the one loop between folders (docs/design.md, "Layers");
+ * these are the functions autograd/ and optim/ take from ops/.
+ */
+#ifndef TN_OPS_INTERNAL_H
+#define TN_OPS_INTERNAL_H
+
+#include "../autograd/autograd_internal.h"
+
+/* Sums g back to `shape` (broadcast reduction) and converts to dtype. Returns
+ * g retained when nothing is needed (sum_to.c). */
+tn_tensor *tn__sum_to(tn_tensor *g, int ndim, const int64_t *shape, tn_dtype dt);
+
+/* dst += src in place (same shape), no autograd, no version bump (binary.c). */
+tn_status tn__add_into(tn_tensor *dst, const tn_tensor *src);
+
+/* Creates a view of a with the given geometry (offset in elements, absolute);
+ * records `fn` (with params set by the caller afterwards via *node_out when
+ * non-NULL) when a requires grad (view_core.c). */
+tn_tensor *tn__make_view(tn_tensor *a, int ndim, const int64_t *shape,
+                         const int64_t *stride, int64_t offset, const tn_fn_info *fn,
+                         tn_node **node_out);
+
+/* ---- conversions (alias.c) ------------------------------------------------------------ */
+/* src converted to dtype with ToCopyBackward0 when src requires grad. */
+tn_tensor *tn__to_dtype_autograd(tn_tensor *src, tn_dtype dt);
+/* Same to another device and/or dtype. */
+tn_tensor *tn__to_autograd(tn_tensor *src, tn_dtype dt, tn_device dev);
+/* clone() not registered in scopes: CloneBackward0 when t requires grad. */
+tn_tensor *tn__clone_recorded(const tn_tensor *t);
+
+#endif
