@@ -48,7 +48,7 @@ tn_status tn__check_device(tn_device d) {
 
 const tn_backend *tn__backend_of(tn_device d) {
     if (tn__check_device(d) < 0) return NULL;
-    const tn_backend *be = tn__backends[d.type];
+    const tn_backend *be = (unsigned)d.type < TN_DEVICE_TYPES ? tn__backends[d.type] : NULL;
     if (!be) tn__error(TN_ERR_DEVICE, "no backend for %s", d.type == TN_CPU ? "cpu" : "cuda");
     return be;
 }

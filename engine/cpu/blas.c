@@ -40,6 +40,7 @@
  * tolerance; tn_set_blas(false) gives bit-reproducible results).
  */
 #include "blas.h"
+#include "tenet/runtime.h" /* tn_set_blas, tn_blas_enabled: exported */
 
 #include <limits.h>
 #include <pthread.h>

@@ -15,6 +15,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+TN_API_BEGIN
 
 /* requires_grad_(flag). Error on a non-leaf turning it off ("you can only
  * change requires_grad flags of leaf variables") and on integer dtypes. */
@@ -65,6 +66,7 @@ tn_status tn_zero_grad(tn_tensor *t);
 bool tn_set_grad_enabled(bool enabled);
 bool tn_is_grad_enabled(void);
 
+TN_API_END
 #ifdef __cplusplus
 }
 #endif

@@ -30,6 +30,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+TN_API_BEGIN
 
 /* torch.autograd.set_detect_anomaly(enabled, check_nan). Also read at start
  * from TENET_DETECT_ANOMALY: "1" = on, "nan" = on with NaN/Inf checks. */
@@ -107,6 +108,7 @@ tn_status tn_anomaly_report_print(const tn_anomaly_report *r, FILE *f);
  * `dot -Tsvg graph.dot > graph.svg`. */
 tn_status tn_graph_dot(const tn_tensor *root, FILE *f);
 
+TN_API_END
 #ifdef __cplusplus
 }
 #endif

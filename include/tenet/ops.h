@@ -16,6 +16,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+TN_API_BEGIN
 
 /* ---- pointwise, binary (broadcasting) ------------------------------------ */
 tn_tensor *tn_add(const tn_tensor *a, const tn_tensor *b);
@@ -129,6 +130,7 @@ tn_status tn_sigmoid_(tn_tensor *a);
 tn_status tn_exp_(tn_tensor *a);
 tn_status tn_neg_(tn_tensor *a);
 
+TN_API_END
 #ifdef __cplusplus
 }
 #endif

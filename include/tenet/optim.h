@@ -13,6 +13,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+TN_API_BEGIN
 
 typedef struct tn_sgd tn_sgd;
 typedef struct tn_adam tn_adam;
@@ -33,6 +34,7 @@ tn_status tn_adam_step(tn_adam *opt);
 tn_status tn_adam_zero_grad(tn_adam *opt);
 void tn_adam_free(tn_adam *opt);
 
+TN_API_END
 #ifdef __cplusplus
 }
 #endif

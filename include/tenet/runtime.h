@@ -11,6 +11,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+TN_API_BEGIN
 
 /* Number of OpenMP threads an op may use (>= 1); default: OpenMP's. */
 void tn_set_num_threads(int n);
@@ -60,6 +61,7 @@ tn_status tn_synchronize(tn_device device);
  * a product is enqueued). */
 void tn_cuda_set_allow_tf32(bool allow);
 
+TN_API_END
 #ifdef __cplusplus
 }
 #endif

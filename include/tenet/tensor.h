@@ -22,6 +22,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+TN_API_BEGIN
 
 /* ---- errors (thread-local) ---------------------------------------------- */
 
@@ -115,6 +116,7 @@ tn_status tn_print(const tn_tensor *t, FILE *f);
 /* Same text into buf (always NUL-terminated); returns the full length. */
 int tn_format(const tn_tensor *t, char *buf, size_t size);
 
+TN_API_END
 #ifdef __cplusplus
 }
 #endif

@@ -43,6 +43,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+TN_API_BEGIN
 
 /* Parallel backward (process-wide, off by default): independent branches of
  * one graph run as OpenMP tasks on up to tn_get_num_threads() threads, with
@@ -73,6 +74,7 @@ void tn_set_race_report_stream(FILE *f);
  * truncated to size) and returns its full length; 0 when none. */
 size_t tn_race_last_report(char *buf, size_t size);
 
+TN_API_END
 #ifdef __cplusplus
 }
 #endif

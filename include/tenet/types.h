@@ -16,6 +16,16 @@ extern "C" {
 
 #define TN_MAX_DIMS 8
 
+/* The library is built with hidden visibility; the public headers bracket
+ * their declarations with these, so only the public API is exported. */
+#if defined(__GNUC__)
+#define TN_API_BEGIN _Pragma("GCC visibility push(default)")
+#define TN_API_END _Pragma("GCC visibility pop")
+#else
+#define TN_API_BEGIN
+#define TN_API_END
+#endif
+
 /* Opaque, atomically refcounted tensor handle. */
 typedef struct tn_tensor tn_tensor;
 

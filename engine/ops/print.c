@@ -5,7 +5,8 @@
  * The text is built in two passes over the elements that will be shown
  * (all of them, or the 3 first and 3 last along every dimension once the
  * tensor has more than 1000 elements): the first sizes the columns exactly
- * as torch's _Formatter does, the second writes them.
+ * as torch's _Formatter does, the second writes them. It lives with the ops
+ * because a tensor's repr names its autograd state (grad_fn, requires_grad).
  */
 #include <limits.h>
 #include <math.h>
@@ -13,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "ops_internal.h"
 
 enum { PRECISION = 4, THRESHOLD = 1000, EDGEITEMS = 3, LINEWIDTH = 80 };
 /* device, size, dtype, grad_fn/requires_grad; a size of 8 int64 dims fits */
