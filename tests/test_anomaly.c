@@ -1,4 +1,4 @@
-/* tests/test_anomaly.c — anomaly mode (SEMANTICS.md §6): backtraces and
+/* tests/test_anomaly.c — anomaly mode (docs/semantics.md §6): backtraces and
  * their symbols, reports, tn_graph_dot, and end-to-end reports that name the
  * planted culprit's function and line.
  *

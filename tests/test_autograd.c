@@ -1,4 +1,4 @@
-/* tests/test_autograd.c — SEMANTICS.md §2-§5: version counters, saved
+/* tests/test_autograd.c — docs/semantics.md §2-§5: version counters, saved
  * tensors and their checks, autograd errors, gradients, grad mode, scopes.
  * Expected values and texts come from PyTorch 1.13 (2.11 where the spec says). */
 #define _POSIX_C_SOURCE 200809L /* pthread barriers */

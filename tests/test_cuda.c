@@ -315,7 +315,7 @@ static void copies(void **state) {
     assert_same(back, at, 1e-6, "round trip");
     tn_tensor *gg = tn_clone(gt); /* D2D */
     assert_same(gg, at, 1e-6, "clone on device");
-    /* copy_ across devices keeps the destination's device and dtype (SEMANTICS §1) */
+    /* copy_ across devices keeps the destination's device and dtype (docs/semantics.md §1) */
     tn_tensor *dst = tn_zeros(2, (int64_t[]){7, 5}, TN_F64);
     assert_int_equal(tn_copy_(dst, gt), TN_OK);
     assert_int_equal(tn_device_of(dst).type, TN_CPU);
@@ -374,7 +374,7 @@ static void to_device_is_differentiable(void **state) {
     tn_release(x), tn_release(g), tn_release(y), tn_release(l), tn_release(gx), tn_release(want);
 }
 
-/* ---- the seed scenarios on GPU tensors (SEMANTICS.md §1, §3) ---------------------------- */
+/* ---- the seed scenarios on GPU tensors (docs/semantics.md §1, §3) ---------------------------- */
 
 static void seeds_on_gpu(void **state) {
     NEED_GPU();

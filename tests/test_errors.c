@@ -513,7 +513,7 @@ static void negative_dims_message(void **state) {
               "Trying to create tensor with negative dimension -3: [2, -3]", true);
 }
 
-/* Autograd misuse (beyond SEMANTICS §4's, tested in test_autograd.c). */
+/* Autograd misuse (beyond docs/semantics.md §4's, tested in test_autograd.c). */
 static void autograd_errors(void **state) {
     tn_scope_begin();
     tn_tensor *a = f32(1, S3, true), *c = f32(1, S3, false);

@@ -1,4 +1,4 @@
-/* tests/test_seeds.c — SEMANTICS.md §1: what aliases share, and every
+/* tests/test_seeds.c — docs/semantics.md §1: what aliases share, and every
  * "Consequences" scenario, with the values real PyTorch (1.13) gives. */
 #include "util.h"
 

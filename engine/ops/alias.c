@@ -1,4 +1,4 @@
-/* Aliases and copies (SEMANTICS.md §1): detach, detach_, .data, clone,
+/* Aliases and copies (docs/semantics.md §1): detach, detach_, .data, clone,
  * copy_, dtype conversion. */
 #include "pointwise_driver.h"
 

@@ -1,6 +1,6 @@
 /* tenet/autograd.h — reverse-mode autograd with PyTorch's semantics.
  *
- * Aliases (SEMANTICS.md §1): views and tn_detach share storage AND version
+ * Aliases (docs/semantics.md §1): views and tn_detach share storage AND version
  * counter; tn_data shares storage with a NEW counter (untracked: unsafe by
  * design, as torch's .data); tn_clone deep-copies with history.
  *

@@ -4,7 +4,7 @@
  * ops broadcast like PyTorch and promote dtypes like torch.result_type.
  * Views share storage and the version counter with their input.
  * In-place ops (trailing underscore) return a tn_status, bump the version
- * counter once, and follow PyTorch's leaf/view rules (SEMANTICS.md §4).
+ * counter once, and follow PyTorch's leaf/view rules (docs/semantics.md §4).
  * Threads: ops may run concurrently on any tensors; concurrent in-place
  * writes to the same tensor are the caller's race.
  */
