@@ -107,8 +107,8 @@ static tn_status mlp_step(mlp *m, const tn_tensor *x, const tn_tensor *y) {
     return rc < 0 ? rc : tn_sgd_step(m->opt);
 }
 
-/* The PERF.md models, SGD lr 0.01: CPU batch 256, 784 -> 256 -> 10; GPU
- * batch 4096, 784 -> 1024 -> 10. */
+/* The performance models (docs/performance.md), SGD lr 0.01: CPU batch 256,
+ * 784 -> 256 -> 10; GPU batch 4096, 784 -> 1024 -> 10. */
 enum { MLP_BATCH = 256, MLP_IN = 784, MLP_HIDDEN = 256, MLP_OUT = 10 };
 enum { GPU_MLP_BATCH = 4096, GPU_MLP_HIDDEN = 1024 };
 

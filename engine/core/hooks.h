@@ -63,7 +63,7 @@ typedef struct tn_race_access {
 
 typedef struct tn_hooks {
     /* -- installed by autograd/ -- */
-    /* A tensor's autograd meta is freed with the tensor (core/tensor.c). */
+    /* A tensor's autograd meta is freed with the tensor (engine/core/tensor.c). */
     void (*meta_free)(tn_autograd_meta *m);
 
     /* -- installed by debug/, called by core -- */

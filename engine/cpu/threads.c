@@ -3,7 +3,8 @@
 #include <omp.h>
 #endif
 
-#include "../core/internal.h"
+#include "../core/base.h"
+#include "tenet/runtime.h" /* tn_set_num_threads, tn_get_num_threads: exported */
 
 /* 0 = not set: use OpenMP's default. Relaxed: a plain setting, read at op start. */
 static _Atomic int g_num_threads;
