@@ -84,6 +84,9 @@ typedef struct tn_backend {
     /* Returns the first recorded tag and clears it (0: none). Waits for the
      * device's stream. */
     uint32_t (*nonfinite_poll)(int dev);
+    /* Fused cross-entropy (tn_ce_args). NULL where the device has none: the
+     * op composes log_softmax and the NLL from the other entries instead. */
+    tn_status (*cross_entropy)(int dev, const tn_ce_args *a);
 } tn_backend;
 
 /* Device types with a slot in the table. */

@@ -1,5 +1,6 @@
 /* Devices: availability, the result-device rule, and the dispatch of kernel
- * families to the CPU kernels or a device backend (device.h). */
+ * families to the CPU kernels or a device backend (device.h; reductions:
+ * reduce.c). */
 #include <stdio.h>
 
 #include "device.h"
@@ -108,11 +109,6 @@ tn_status tn__dev_pointwise(tn_pw_code code, tn_dtype dt, int nops, tn_tensor *c
     return st;
 }
 
-tn_status tn__dev_reduce(const tn_red_args *a, tn_device dev) {
-    const tn_backend *be = table_of(dev);
-    return be ? be->reduce(dev.index, a) : tn_last_status();
-}
-
 tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn_device dev,
                        int nops, const tn_tensor *const *ops) {
     const tn_backend *be = table_of(dev);
@@ -124,9 +120,35 @@ tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn
     return st;
 }
 
-tn_status tn__dev_softmax(const tn_sm_args *a, tn_device dev) {
+tn_status tn__dev_softmax(const tn_sm_args *a, tn_device dev, int nops,
+                          const tn_tensor *const *ops) {
     const tn_backend *be = table_of(dev);
-    return be ? be->softmax(dev.index, a) : tn_last_status();
+    if (!be) return tn_last_status();
+    tn_race_access ra; /* out written, x and y read */
+    tn__race_begin(&ra, nops, ops, 1u, "softmax");
+    tn_status st = be->softmax(dev.index, a);
+    tn__race_end(&ra);
+    if (st == TN_OK) tn__storage_wrote(ops[0]->storage);
+    return st;
+}
+
+bool tn__dev_has_cross_entropy(tn_device dev) {
+    const tn_backend *be = table_of(dev);
+    return be && be->cross_entropy;
+}
+
+tn_status tn__dev_cross_entropy(const tn_ce_args *a, tn_device dev, const tn_tensor *const ops[4]) {
+    const tn_backend *be = table_of(dev);
+    if (!be) return tn_last_status();
+    if (!be->cross_entropy) return tn__error(TN_ERR_INTERNAL, "no fused cross_entropy kernel");
+    bool fwd = a->mode == TN_CE_FWD;
+    tn_race_access ra; /* forward: loss and stats written; backward: gx */
+    tn__race_begin(&ra, 4, ops, fwd ? 3u : 1u, "cross_entropy");
+    tn_status st = be->cross_entropy(dev.index, a);
+    tn__race_end(&ra);
+    if (st == TN_OK) tn__storage_wrote(ops[0]->storage);
+    if (st == TN_OK && fwd) tn__storage_wrote(ops[1]->storage);
+    return st;
 }
 
 tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n) {

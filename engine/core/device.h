@@ -1,5 +1,5 @@
 /* engine/core/device.h — where a tensor lives and how an op reaches the
- * kernels of that device (engine/core/device.c, copy.c, iter.c).
+ * kernels of that device (engine/core/device.c, copy.c, iter.c, reduce.c).
  *
  * Ops are written once: they validate, pick the result device with
  * tn__result_device, allocate there (tn__empty_on) and run kernels through
@@ -59,11 +59,31 @@ void tn__iter_init(tn_iter *it, int nops, tn_tensor *const *ops);
  * one thread (an output that aliases itself, e.g. a sum into a broadcast). */
 tn_status tn__dev_pointwise(tn_pw_code code, tn_dtype dt, int nops, tn_tensor *const *ops,
                             const void *ctx, bool serial);
-tn_status tn__dev_reduce(const tn_red_args *a, tn_device dev);
+/* Reduces `in` over dimension `dim` (0 <= dim < max(in->ndim, 1)), or over
+ * all its elements when dim < 0 (then `in` must be contiguous), on in's
+ * device (engine/core/reduce.c). vals, idx: contiguous outputs on that
+ * device holding one element per reduced slice, in row-major order of in's
+ * shape with `dim` removed (either may be NULL). TN_RED_SUM writes vals
+ * only: float32/float64 for float inputs (divided by `div`, 1 for a plain
+ * sum), int64 otherwise. TN_RED_MAX/MIN write the extreme value (in's
+ * dtype) and/or the int64 index of its first occurrence; NaN wins (the
+ * first NaN), as PyTorch. An empty input gives sums of 0 (0/div); MAX/MIN
+ * need a reduced size > 0 unless there is no output element. Deterministic
+ * (backend.h), and on the CPU independent of the thread count. */
+tn_status tn__dev_reduce(tn_red_op op, const tn_tensor *in, int dim, tn_tensor *vals,
+                         tn_tensor *idx, double div);
 /* ops: the product's tensors (output first) for the race detector. */
 tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn_device dev,
                        int nops, const tn_tensor *const *ops);
-tn_status tn__dev_softmax(const tn_sm_args *a, tn_device dev);
+/* ops: out (written), then x and y (read; y may be NULL), for the race
+ * detector. */
+tn_status tn__dev_softmax(const tn_sm_args *a, tn_device dev, int nops,
+                          const tn_tensor *const *ops);
+/* Whether dev's backend has the fused cross-entropy kernel. */
+bool tn__dev_has_cross_entropy(tn_device dev);
+/* ops for the race detector: CE_FWD {loss, stats (written), x, targets};
+ * CE_BWD {gx (written), x, stats, targets}. */
+tn_status tn__dev_cross_entropy(const tn_ce_args *a, tn_device dev, const tn_tensor *const ops[4]);
 /* Host copy of n bytes of t's data from its first element (t contiguous). */
 tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n);
 /* Writes n bytes from host to t's data at its first element (t contiguous). */

@@ -157,6 +157,37 @@ typedef struct tn_sm_args {
     void *out;
 } tn_sm_args;
 
+/* ---- fused cross-entropy --------------------------------------------------------------- */
+
+enum { TN_CE_FWD, TN_CE_BWD };
+
+/* Cross-entropy of n rows of c logits x (contiguous (n, c), float32 or
+ * float64) against n int64 targets (contiguous; each in [0, c), checked by
+ * the caller, or ignore_index: the row counts nothing), in one pass with no
+ * log-probability tensor. stats (contiguous (n, 2), the logits' dtype)
+ * holds per row m = max (NaN wins) and log_s = log(sum exp(x - m)),
+ * computed as the softmax kernel's log_softmax does, so the values equal
+ * the two-step log_softmax + NLL.
+ *   CE_FWD: writes stats and loss (one element of the dtype):
+ *           -(sum over rows of (x[t] - m) - log_s, in double, in row
+ *           order; ignored rows 0) / count.
+ *   CE_BWD: reads stats; gx (contiguous (n, c)) = S onehot(t) -
+ *           exp((x - m) - log_s) S with S = scale (= -g / count) as the
+ *           dtype; ignored rows 0. */
+typedef struct tn_ce_args {
+    int mode;
+    tn_dtype dtype;
+    int64_t n, c;
+    const void *x;
+    const int64_t *target;
+    int64_t ignore_index;
+    void *stats;
+    void *loss;   /* CE_FWD */
+    double count; /* CE_FWD: the divisor (rows not ignored) */
+    double scale; /* CE_BWD */
+    void *gx;     /* CE_BWD */
+} tn_ce_args;
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,7 +39,10 @@ static const tn_backend cpu_backend = {
     .pointwise = cpu_pointwise,
     .copy = tn__cpu_copy,
     .fill = tn__cpu_fill,
+    .reduce = tn__cpu_reduce,
     .gemm = cpu_gemm,
+    .softmax = tn__cpu_softmax,
+    .cross_entropy = tn__cpu_cross_entropy,
 };
 
 __attribute__((constructor)) static void register_cpu(void) {

@@ -19,4 +19,8 @@ extern const tn_loop_fn tn__cpu_adam_loops[TN_DTYPE_COUNT]; /* optim_kernels.c *
 tn_status tn__cpu_copy(int dev, tn_dtype dst, tn_dtype src, const tn_iter *it);
 tn_status tn__cpu_fill(int dev, tn_dtype dt, const tn_iter *it, double v);
 
+tn_status tn__cpu_reduce(int dev, const tn_red_args *a);         /* reduce_kernels.c */
+tn_status tn__cpu_softmax(int dev, const tn_sm_args *a);         /* softmax_kernels.c */
+tn_status tn__cpu_cross_entropy(int dev, const tn_ce_args *a);   /* cross_entropy_kernels.c */
+
 #endif

@@ -1,4 +1,13 @@
-/* Reduction kernels: see reduce_kernels.h for the contract.
+/* The CPU's reduction kernel: the backend table's `reduce` entry (sum/mean,
+ * max/min with the index of the first extremum, over one dimension or over
+ * a whole contiguous input), working from tn_red_args alone (the contract
+ * is in engine/core/kernel_args.h; the tensor-level checks, the empty
+ * input's fill and the race-detector bracket are engine/core/reduce.c's).
+ *
+ * Determinism: every result is independent of the thread count. A reduced
+ * range is cut into fixed-size blocks (sizes depend on the shape only);
+ * block results are combined in block order whether the blocks ran on one
+ * thread or many. float32 accumulates in double, integers and bool in int64.
  *
  * The outputs are walked as rows of a tn_iter over the kept dims (the
  * reduced dim set to size 1), so any strides work and contiguous dims
@@ -18,8 +27,7 @@
  */
 #include <stdlib.h>
 
-#include "../core/device.h"
-#include "reduce_kernels.h"
+#include "cpu_backend.h"
 
 enum {
     SLICE_BLOCK = 4096, /* slice mode: elements of a slice per block */
@@ -415,17 +423,37 @@ static const row_fn min_rows[TN_DTYPE_COUNT] = {row_ext_min_f32, row_ext_min_f64
 
 /* ---- driver ------------------------------------------------------------------------- */
 
-/* A handle-less stand-in for iterating: `src`'s storage and offset seen with
- * the kept shape (size 1 at dim) and the given element strides. */
-static void geometry(tn_tensor *v, const tn_tensor *src, int nd, const int64_t *shape,
-                     const int64_t *stride) {
-    memset(v, 0, sizeof *v);
-    v->ndim = nd;
-    v->dtype = src->dtype;
-    v->offset = src->offset;
-    v->storage = src->storage;
-    memcpy(v->shape, shape, (size_t)nd * sizeof *shape);
-    memcpy(v->stride, stride, (size_t)nd * sizeof *stride);
+/* The kept geometry (nd dims, size 1 at the reduced dim) of nops operands
+ * as an iterator: operand 0 the input, then the outputs; byte strides.
+ * Size-1 dims are dropped and a dim is merged into the one before when
+ * every operand is contiguous across the pair, as engine/core/iter.c does
+ * for pointwise operands (all operands here have the same shape). */
+static void kept_iter(tn_iter *it, int nd, const int64_t *shape, int nops,
+                      const int64_t (*stride)[TN_MAX_DIMS], char *const *base) {
+    int n = 0;
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] == 1) continue;
+        bool merge = n > 0;
+        for (int k = 0; k < nops && merge; k++)
+            merge = it->stride[k][n - 1] == stride[k][d] * shape[d];
+        if (merge)
+            it->shape[n - 1] *= shape[d];
+        else
+            it->shape[n++] = shape[d];
+        for (int k = 0; k < nops; k++)
+            it->stride[k][n - 1] = stride[k][d];
+    }
+    if (n == 0) { /* one output */
+        it->shape[n++] = 1;
+        for (int k = 0; k < nops; k++)
+            it->stride[k][0] = 0;
+    }
+    it->ndim = n;
+    it->nops = nops;
+    it->serial = false;
+    it->numel = tn__numel(nd, shape);
+    for (int k = 0; k < nops; k++)
+        it->base[k] = base[k];
 }
 
 /* Pointers of row `row` of the iterator (one division per dim per row).
@@ -451,63 +479,53 @@ static void row_at(const tn_iter *it, int kv, int kj, int64_t row, red_row *w) {
     w->sj = kj > 0 ? it->stride[kj][d] : 0;
 }
 
-/* Empty slices (nothing to read): sums are 0, means 0/0. */
-static void fill_empty(tn_tensor *vals, int64_t nout, double div) {
-    size_t es = tn__dtype_sizes[vals->dtype];
-    for (int64_t j = 0; j < nout; j++)
-        tn__store(tn__ptr(vals) + (size_t)j * es, vals->dtype, 0.0 / div);
-}
-
-/* A device input: the backend's kernel, same contract. */
-static tn_status reduce_on_device(tn_red_op op, const tn_tensor *in, int dim, tn_tensor *vals,
-                                  tn_tensor *idx, double div) {
-    if (tn__numel(in->ndim, in->shape) == 0) /* empty slices: sum 0 (mean NaN) */
-        return vals && tn__numel(vals->ndim, vals->shape) ? tn__fill_into(vals, 0.0 / div) : TN_OK;
-    tn_red_args a = {.op = op, .dtype = in->dtype, .in = tn__ptr(in), .ndim = in->ndim,
-                     .dim = dim, .vals = vals ? tn__ptr(vals) : NULL,
-                     .idx = idx ? (int64_t *)tn__ptr(idx) : NULL, .div = div};
-    memcpy(a.shape, in->shape, (size_t)in->ndim * sizeof *a.shape);
-    memcpy(a.stride, in->stride, (size_t)in->ndim * sizeof *a.stride);
-    return tn__dev_reduce(&a, tn__dev(in));
-}
-
-tn_status tn__reduce_kernel(tn_red_op op, const tn_tensor *in, int dim, tn_tensor *vals,
-                            tn_tensor *idx, double div) {
-    if (!tn__on_cpu(in)) return reduce_on_device(op, in, dim, vals, idx, div);
-    /* Whole (contiguous) tensor: one slice of numel elements; 0-dim input:
+tn_status tn__cpu_reduce(int dev, const tn_red_args *a) {
+    (void)dev;
+    if (!a->vals && !a->idx) return TN_OK; /* nothing asked for */
+    /* Whole (contiguous) input: one slice of numel elements; 0-dim input:
      * one slice of one element. */
-    int nd = dim < 0 || in->ndim == 0 ? 1 : in->ndim;
-    int64_t shape[TN_MAX_DIMS], istride[TN_MAX_DIMS], ostride[TN_MAX_DIMS];
-    if (dim < 0 || in->ndim == 0) {
-        shape[0] = tn__numel(in->ndim, in->shape);
-        istride[0] = 1;
+    int nd = a->dim < 0 || a->ndim == 0 ? 1 : a->ndim, dim = a->dim;
+    int64_t shape[TN_MAX_DIMS], stride[3][TN_MAX_DIMS];
+    if (a->dim < 0 || a->ndim == 0) {
+        shape[0] = tn__numel(a->ndim, a->shape);
+        stride[0][0] = 1;
         dim = 0;
     } else {
-        memcpy(shape, in->shape, (size_t)nd * sizeof *shape);
-        memcpy(istride, in->stride, (size_t)nd * sizeof *istride);
+        memcpy(shape, a->shape, (size_t)nd * sizeof *shape);
+        memcpy(stride[0], a->stride, (size_t)nd * sizeof *stride[0]);
     }
-    red_ctx c = {shape[dim], istride[dim] * (int64_t)tn__dtype_sizes[in->dtype], div};
+    tn_dtype vdt = a->op == TN_RED_SUM && !tn__is_float(a->dtype) ? TN_I64 : a->dtype;
+    int64_t es = (int64_t)tn__dtype_sizes[a->dtype], vs = (int64_t)tn__dtype_sizes[vdt];
+    red_ctx c = {shape[dim], stride[0][dim] * es, a->div};
     shape[dim] = 1;
-    tn__contiguous_strides(nd, shape, ostride);
     int64_t nout = tn__numel(nd, shape);
     if (nout == 0) return TN_OK;
-    if (c.R == 0) {
-        if (vals) fill_empty(vals, nout, div);
+    if (c.R == 0) { /* empty slices: sums are 0, means 0/0 */
+        if (a->op != TN_RED_SUM)
+            return tn__error(TN_ERR_INDEX, "reduce: %s of an empty range",
+                             a->op == TN_RED_MAX ? "max" : "min");
+        for (int64_t j = 0; j < nout; j++)
+            tn__store((char *)a->vals + j * vs, vdt, 0.0 / a->div);
         return TN_OK;
     }
-    /* The outputs are contiguous with `dim` dropped: seen with the kept
-     * shape, their strides are ostride. */
-    tn_tensor g[3];
-    tn_tensor *ops[3] = {&g[0], &g[1], &g[2]};
+    /* Operand strides in bytes; the outputs are contiguous with `dim`
+     * dropped, i.e. row-major over the kept shape. */
+    char *base[3] = {(char *)a->in};
     int nops = 1, kv = -1, kj = -1;
-    geometry(&g[0], in, nd, shape, istride);
-    if (vals) geometry(&g[kv = nops++], vals, nd, shape, ostride);
-    if (idx) geometry(&g[kj = nops++], idx, nd, shape, ostride);
+    if (a->vals) base[kv = nops++] = a->vals;
+    if (a->idx) base[kj = nops++] = (char *)a->idx;
+    int64_t out = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        stride[0][d] *= es;
+        if (kv > 0) stride[kv][d] = out * vs;
+        if (kj > 0) stride[kj][d] = out * 8;
+        out *= shape[d];
+    }
     tn_iter it;
-    tn__iter_init(&it, nops, ops);
-    row_fn fn = op == TN_RED_SUM   ? sum_rows[in->dtype]
-                : op == TN_RED_MAX ? max_rows[in->dtype]
-                                   : min_rows[in->dtype];
+    kept_iter(&it, nd, shape, nops, (const int64_t(*)[TN_MAX_DIMS])stride, base);
+    row_fn fn = a->op == TN_RED_SUM   ? sum_rows[a->dtype]
+                : a->op == TN_RED_MAX ? max_rows[a->dtype]
+                                      : min_rows[a->dtype];
     int64_t rows = nout / it.shape[it.ndim - 1];
     int nt = tn__threads_for(nout * c.R);
     if (nt > 1 && rows >= nt) {

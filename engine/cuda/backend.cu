@@ -188,6 +188,7 @@ const tn_backend g_backend = {
     tn__cuda_softmax,
     tn__cuda_nonfinite_check,
     tn__cuda_nonfinite_poll,
+    NULL,
 };
 
 } // namespace

@@ -1,7 +1,7 @@
 /* engine/cuda/softmax.cu — softmax / log_softmax forward and backward over
  * contiguous (outer, d, inner) tensors (tn_sm_args), float32 and float64.
  *
- * The formulas are the CPU's (engine/ops/nn.c, DEFINE_SM_ROW): the max with
+ * The formulas are the CPU's (engine/cpu/softmax_kernels.c, DEFINE_SM_ROW): the max with
  * NaN winning, sums in the element type, softmax as exp(x - max) times the
  * reciprocal of the sum, log_softmax as (x - max) - log(sum).
  *

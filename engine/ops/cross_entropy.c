@@ -1,12 +1,14 @@
 /* cross_entropy(logits, targets) = nll_loss(log_softmax(logits, -1), targets),
  * mean over the targets not equal to ignore_index (-100).
  *
- * CPU: one fused pass (no log-probability tensor): per row the max m and
+ * Where the device's backend has the fused kernel (the CPU:
+ * engine/cpu/cross_entropy_kernels.c, through tn__dev_cross_entropy): one
+ * pass with no log-probability tensor; per row the max m and
  * log(sum exp(x - m)) in the logits' dtype, in the log_softmax kernel's
  * order, so every value equals the two-step result; the loss sums rows in
  * double, in row order. Backward: g / count * (exp(x - m - log_s) - onehot)
- * from the saved row statistics. Devices: log_softmax then the NLL (one
- * node each), as before.
+ * from the saved row statistics. Elsewhere (CUDA): log_softmax then the
+ * NLL (one node each), as PyTorch.
  *
  * Node layouts:
  *   NllLossBackward0 (fused): input {logits}; saved {0: logits, 1: targets,
@@ -16,7 +18,6 @@
  */
 #include <math.h>
 
-#include "../cpu/reduce_kernels.h"
 #include "pointwise_driver.h"
 
 #define IGNORE_INDEX (-100) /* PyTorch's default ignore_index */
@@ -116,7 +117,8 @@ static tn_status ce_check(const tn_tensor *logits, const tn_tensor *targets) {
     return TN_OK;
 }
 
-/* On a device: sum(lp * weights), the weights -1/count at the targets. */
+/* The composed path (a device without the fused kernel): sum(lp * weights),
+ * the weights -1/count at the targets. */
 static tn_tensor *nll_forward_device(const tn_tensor *lp, const int64_t *vals, int64_t nt,
                                      int64_t count) {
     if (count == 0) return tn__full_on(0, NULL, lp->dtype, NAN, tn__dev(lp));
@@ -124,7 +126,7 @@ static tn_tensor *nll_forward_device(const tn_tensor *lp, const int64_t *vals, i
                                   tn__dev(lp));
     tn_tensor *p = w ? tn__pw_binary("nll_loss", TN_PW_mul, lp, w, lp->dtype, lp->dtype) : NULL;
     tn_tensor *out = p ? tn__empty_on(0, NULL, lp->dtype, tn__dev(lp)) : NULL;
-    if (out && tn__reduce_kernel(TN_RED_SUM, p, -1, out, NULL, 1) < 0) {
+    if (out && tn__dev_reduce(TN_RED_SUM, p, -1, out, NULL, 1) < 0) {
         tn_release(out);
         out = NULL;
     }
@@ -133,71 +135,60 @@ static tn_tensor *nll_forward_device(const tn_tensor *lp, const int64_t *vals, i
     return out;
 }
 
-/* ---- the fused CPU path ---------------------------------------------------------------- */
+/* ---- the fused path -------------------------------------------------------------------- */
 
-/* Rows of c logits: stats[2i] = max, stats[2i+1] = log(sum exp(x - max));
- * part[i] = log-probability of the row's target (0 for ignored rows). */
-#define DEFINE_CE_FWD(SUF, T)                                                                     \
-    static void ce_fwd_##SUF(const T *x, int64_t n, int64_t c, const int64_t *t, T *stats,        \
-                             double *part) {                                                      \
-        int nt = tn__threads_for(n * c);                                                          \
-        (void)nt; /* only read by OpenMP */                                                       \
-        _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")                  \
-        for (int64_t i = 0; i < n; i++) {                                                         \
-            const T *r = x + i * c;                                                               \
-            T m = r[0], s = 0;                                                                    \
-            for (int64_t j = 1; j < c; j++)                                                       \
-                m = r[j] > m || r[j] != r[j] ? r[j] : m;                                          \
-            for (int64_t j = 0; j < c; j++)                                                       \
-                s += TN_M(exp, r[j] - m);                                                         \
-            T ls = TN_M(log, s);                                                                  \
-            stats[2 * i] = m, stats[2 * i + 1] = ls;                                              \
-            part[i] = t[i] == IGNORE_INDEX ? 0 : (double)((r[t[i]] - m) - ls);                    \
-        }                                                                                         \
-    }
-/* gx = S (onehot) - exp(lp) S with S = -g/count as T, lp = (x - m) - log_s:
- * log_softmax's backward of nll's gradient, in the same arithmetic. */
-#define DEFINE_CE_BWD(SUF, T)                                                                     \
-    static void ce_bwd_##SUF(const T *x, int64_t n, int64_t c, const int64_t *t, const T *stats,  \
-                             double scale, T *gx) {                                               \
-        int nt = tn__threads_for(n * c);                                                          \
-        (void)nt;                                                                                 \
-        const T S = (T)scale;                                                                     \
-        _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")                  \
-        for (int64_t i = 0; i < n; i++) {                                                         \
-            const T *r = x + i * c;                                                               \
-            T *o = gx + i * c;                                                                    \
-            if (t[i] == IGNORE_INDEX) {                                                           \
-                for (int64_t j = 0; j < c; j++) o[j] = 0;                                         \
-                continue;                                                                         \
-            }                                                                                     \
-            const T m = stats[2 * i], ls = stats[2 * i + 1];                                      \
-            for (int64_t j = 0; j < c; j++)                                                       \
-                o[j] = (j == t[i] ? S : (T)0) - TN_M(exp, (r[j] - m) - ls) * S;                   \
-        }                                                                                         \
-    }
-DEFINE_CE_FWD(f32, float)
-DEFINE_CE_FWD(f64, double)
-DEFINE_CE_BWD(f32, float)
-DEFINE_CE_BWD(f64, double)
+/* t as a contiguous tensor on dev (new reference): the kernel reads the
+ * targets as an array. */
+static tn_tensor *contig_on(const tn_tensor *t, tn_device dev) {
+    if (tn__same_device(tn__dev(t), dev) && tn__is_contiguous(t))
+        return tn__retain((tn_tensor *)t);
+    return tn__copy_to_device(t, t->dtype, dev);
+}
+
+/* The fused kernel over the contiguous logits x and targets t (nrow rows of
+ * c); ops for the race detector as tn__dev_cross_entropy. */
+static tn_status ce_run(tn_ce_args *a, const tn_tensor *x, const tn_tensor *t, int64_t nrow,
+                        const tn_tensor *const ops[4]) {
+    a->dtype = x->dtype;
+    a->n = nrow;
+    a->c = x->shape[x->ndim - 1];
+    a->x = tn__ptr(x);
+    a->target = (const int64_t *)tn__ptr(t);
+    a->ignore_index = IGNORE_INDEX;
+    return tn__dev_cross_entropy(a, tn__dev(x), ops);
+}
 
 /* Under create_graph: g / count * (softmax(x) - onehot), ignored rows 0,
  * with public ops so the backward is itself recorded. */
 static tn_tensor *ce_grad_recorded(const tn_tensor *x, const int64_t *vals, int64_t nrow,
                                    tn_tensor *g, double count) {
-    int64_t c = x->shape[x->ndim - 1], rshape[2] = {nrow, 1};
+    int64_t rshape[2] = {nrow, 1};
     tn_tensor *onehot = target_weights(x->ndim, x->shape, x->dtype, vals, nrow, 1.0, tn__dev(x));
-    tn_tensor *rows = tn__empty(x->ndim == 2 ? 2 : 1, x->ndim == 2 ? rshape : &rshape[1], x->dtype);
-    if (rows)
+    tn_tensor *rh = tn__empty(x->ndim == 2 ? 2 : 1, x->ndim == 2 ? rshape : &rshape[1], x->dtype);
+    if (rh)
         for (int64_t i = 0; i < nrow; i++)
-            tn__store(tn__ptr(rows) + i * (int64_t)tn__dtype_sizes[x->dtype], x->dtype,
+            tn__store(tn__ptr(rh) + i * (int64_t)tn__dtype_sizes[x->dtype], x->dtype,
                       vals[i] != IGNORE_INDEX);
+    tn_tensor *rows = rh ? tn__on_device(rh, tn__dev(x)) : NULL; /* 1 where counted */
     tn_tensor *p = rows && onehot ? tn_softmax(x, -1) : NULL;
     tn_tensor *pm = p ? tn_mul(p, rows) : NULL, *d = pm ? tn_sub(pm, onehot) : NULL;
     tn_tensor *gs = d ? tn_div_scalar(g, count) : NULL, *gx = gs ? tn_mul(d, gs) : NULL;
-    (void)c;
-    tn_release(onehot), tn_release(rows), tn_release(p), tn_release(pm), tn_release(d);
-    tn_release(gs);
+    tn_release(onehot), tn_release(rh), tn_release(rows), tn_release(p), tn_release(pm);
+    tn_release(d), tn_release(gs);
+    return gx;
+}
+
+/* Without create_graph: the kernel's backward from the saved row stats. */
+static tn_tensor *ce_grad_direct(const tn_tensor *x, const tn_tensor *t, const tn_tensor *stats,
+                                 double scale) {
+    tn_tensor *tc = contig_on(t, tn__dev(x)), *gx = tc ? tn__empty_like(x) : NULL;
+    tn_ce_args a = {.mode = TN_CE_BWD, .stats = tn__ptr(stats), .scale = scale,
+                    .gx = gx ? tn__ptr(gx) : NULL};
+    if (gx && ce_run(&a, x, tc, tn_numel(t), (const tn_tensor *[]){gx, x, stats, tc}) < 0) {
+        tn_release(gx);
+        gx = NULL;
+    }
+    tn_release(tc);
     return gx;
 }
 
@@ -219,19 +210,8 @@ static tn_status ce_fused_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     } else if (st == TN_OK) {
         double gv = 0;
         st = tn_item(go[0], &gv);
-        tn_tensor *gx = st == TN_OK ? tn__empty_like(x) : NULL;
-        if (gx) {
-            double scale = -gv / n->d[0];
-            if (x->dtype == TN_F32)
-                ce_bwd_f32((const float *)tn__ptr(x), nrow, c, vals, (const float *)tn__ptr(stats), scale,
-                           (float *)tn__ptr(gx));
-            else
-                ce_bwd_f64((const double *)tn__ptr(x), nrow, c, vals, (const double *)tn__ptr(stats), scale,
-                           (double *)tn__ptr(gx));
-            gi[0] = gx;
-        } else if (st == TN_OK) {
+        if (st == TN_OK && !(gi[0] = ce_grad_direct(x, t, stats, -gv / n->d[0])))
             st = tn_last_status();
-        }
     }
     tn__free(vals);
     tn_release(xs), tn_release(x), tn_release(t), tn_release(stats);
@@ -239,22 +219,19 @@ static tn_status ce_fused_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
 }
 static const tn_fn_info ce_fused_fn = {"NllLossBackward0", ce_fused_bw};
 
-static tn_tensor *ce_fused(const tn_tensor *logits, const tn_tensor *targets, const int64_t *vals,
-                           int64_t count) {
-    int64_t nrow = tn_numel(targets), c = logits->shape[logits->ndim - 1];
-    tn_tensor *x = logits->ndim && tn__is_contiguous(logits) ? tn__retain((tn_tensor *)logits)
-                                                             : tn__copy_as(logits, logits->dtype);
-    tn_tensor *stats = x ? tn__empty(2, (int64_t[]){nrow, 2}, logits->dtype) : NULL;
-    double *part = stats ? tn__alloc((size_t)(nrow ? nrow : 1) * sizeof *part) : NULL;
-    tn_tensor *out = NULL;
-    if (part) {
-        if (logits->dtype == TN_F32)
-            ce_fwd_f32((const float *)tn__ptr(x), nrow, c, vals, (float *)tn__ptr(stats), part);
-        else
-            ce_fwd_f64((const double *)tn__ptr(x), nrow, c, vals, (double *)tn__ptr(stats), part);
-        double sum = 0;
-        for (int64_t i = 0; i < nrow; i++) sum += part[i]; /* row order: as nll_loss */
-        out = tn__full(0, NULL, logits->dtype, -sum / (double)count);
+static tn_tensor *ce_fused(const tn_tensor *logits, const tn_tensor *targets, int64_t count) {
+    int64_t nrow = tn_numel(targets);
+    tn_device dev = tn__dev(logits);
+    tn_tensor *x = contig_on(logits, dev), *t = x ? contig_on(targets, dev) : NULL;
+    tn_tensor *stats = t ? tn__empty_on(2, (int64_t[]){nrow, 2}, logits->dtype, dev) : NULL;
+    tn_tensor *out = stats ? tn__empty_on(0, NULL, logits->dtype, dev) : NULL;
+    if (out) {
+        tn_ce_args a = {.mode = TN_CE_FWD, .stats = tn__ptr(stats), .loss = tn__ptr(out),
+                        .count = (double)count};
+        if (ce_run(&a, x, t, nrow, (const tn_tensor *[]){out, stats, x, t}) < 0) {
+            tn_release(out);
+            out = NULL;
+        }
     }
     if (out && tn__needs_grad(1, &logits)) {
         tn_node *n = tn__node_new(&ce_fused_fn, 1, &logits, 3, 1);
@@ -271,8 +248,7 @@ static tn_tensor *ce_fused(const tn_tensor *logits, const tn_tensor *targets, co
             out = NULL;
         }
     }
-    tn__free(part);
-    tn_release(x), tn_release(stats);
+    tn_release(x), tn_release(t), tn_release(stats);
     return out;
 }
 
@@ -289,9 +265,9 @@ tn_tensor *tn_cross_entropy(const tn_tensor *logits, const tn_tensor *targets) {
         tn__free(vals);
         return NULL;
     }
-    if (tn__on_cpu(logits)) {
-        tn_tensor *out = ce_fused(logits, targets, vals, count);
+    if (tn__dev_has_cross_entropy(tn__dev(logits))) {
         tn__free(vals);
+        tn_tensor *out = ce_fused(logits, targets, count);
         tn__anomaly_forward("cross_entropy", out, 1, &logits);
         return tn__ret(out);
     }

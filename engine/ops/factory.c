@@ -35,8 +35,11 @@ tn_tensor *tn_tensor_from(const void *data, tn_dtype dtype, int ndim, const int6
     return finish_leaf(t, requires_grad);
 }
 
-/* The device a conversion targets: src's for TN_DEVICE_SAME; checked. */
-static tn_status target_device(const tn_tensor *src, tn_device *d) {
+/* The dtype and device a conversion of src targets (TN_DTYPE_SAME and
+ * TN_DEVICE_SAME: src's), checked. */
+static tn_status conversion_target(const tn_tensor *src, tn_dtype *dt, tn_device *d) {
+    if (*dt == TN_DTYPE_SAME) *dt = src->dtype;
+    if (!tn__valid_dtype(*dt)) return tn__error(TN_ERR_DTYPE, "invalid dtype %d", (int)*dt);
     if (d->type == TN_DEVICE_SAME) *d = tn__dev(src);
     if (d->type == TN_CPU) d->index = 0; /* "cpu" and "cpu:-1" name the one CPU device */
     return tn__check_device(*d);
@@ -45,12 +48,7 @@ static tn_status target_device(const tn_tensor *src, tn_device *d) {
 tn_tensor *tn_new_tensor(const tn_tensor *src, tn_dtype dtype, tn_device device,
                          bool requires_grad) {
     TN_CHECK_NULL_ARG(src, "src");
-    if (dtype == TN_DTYPE_SAME) dtype = src->dtype;
-    if (!tn__valid_dtype(dtype)) {
-        tn__error(TN_ERR_DTYPE, "invalid dtype %d", (int)dtype);
-        return NULL;
-    }
-    if (target_device(src, &device) < 0) return NULL;
+    if (conversion_target(src, &dtype, &device) < 0) return NULL;
     if (requires_grad && !tn__is_float(dtype)) {
         tn__error(TN_ERR_DTYPE,
                   "Only Tensors of floating point and complex dtype can require gradients");
@@ -61,12 +59,7 @@ tn_tensor *tn_new_tensor(const tn_tensor *src, tn_dtype dtype, tn_device device,
 
 tn_tensor *tn_to(tn_tensor *src, tn_dtype dtype, tn_device device) {
     TN_CHECK_NULL_ARG(src, "src");
-    if (dtype == TN_DTYPE_SAME) dtype = src->dtype;
-    if (!tn__valid_dtype(dtype)) {
-        tn__error(TN_ERR_DTYPE, "invalid dtype %d", (int)dtype);
-        return NULL;
-    }
-    if (target_device(src, &device) < 0) return NULL;
+    if (conversion_target(src, &dtype, &device) < 0) return NULL;
     if (dtype == src->dtype && tn__same_device(device, tn__dev(src)))
         return tn__ret(tn__retain(src));
     tn__internal_enter();

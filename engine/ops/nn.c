@@ -7,21 +7,17 @@
  */
 #include <math.h>
 
-#include "../cpu/reduce_kernels.h"
 #include "pointwise_driver.h"
 
+/* ---- softmax kernels: engine/cpu/softmax_kernels.c (CPU), through tn__dev_softmax ---- */
 
-/* ---- softmax kernels --------------------------------------------------------------- */
-
-/* A tensor seen as (outer, D, inner) around the softmax dim; work is split
- * into rows of one outer index and up to CHUNK inner positions. */
-#define CHUNK 256
+/* A tensor seen as (outer, D, inner) around the softmax dim. */
 typedef struct sm_geom {
-    int64_t outer, d, inner, chunks;
+    int64_t outer, d, inner;
 } sm_geom;
 
 static sm_geom geom_of(const tn_tensor *t, int dim) {
-    sm_geom g = {1, 1, 1, 1};
+    sm_geom g = {1, 1, 1};
     for (int i = 0; i < t->ndim; i++) {
         if (i < dim)
             g.outer *= t->shape[i];
@@ -30,97 +26,16 @@ static sm_geom geom_of(const tn_tensor *t, int dim) {
         else
             g.inner *= t->shape[i];
     }
-    g.chunks = (g.inner + CHUNK - 1) / CHUNK;
     return g;
 }
 
-/* modes: TN_SM_FWD, TN_LSM_FWD, TN_SM_BWD, TN_LSM_BWD (kernel_args.h) */
-
-/* Forward (x -> y) and backward (g, y -> gx) of softmax and log_softmax
- * over one row of g->d values spaced `inner` apart, for w <= CHUNK
- * adjacent inner positions at once (the inner loops vectorise over them).
- *   softmax:      y = e / sum(e), e = exp(x - max)
- *   log_softmax:  y = (x - max) - log(sum(e))
- *   backward:     softmax gx = y (g - sum(g y)); log_softmax gx = g - exp(y) sum(g) */
-#define DEFINE_SM_ROW(SUF, T)                                                                      \
-    static void sm_row_##SUF(int mode, const T *x, const T *y, T *out, int64_t dn, int64_t inner,  \
-                             int64_t w) {                                                          \
-        T m[CHUNK], s[CHUNK];                                                                      \
-        for (int64_t i = 0; i < w; i++) {                                                          \
-            m[i] = mode == TN_SM_FWD || mode == TN_LSM_FWD ? x[i] : 0;                                   \
-            s[i] = 0;                                                                              \
-        }                                                                                          \
-        if (mode == TN_SM_FWD || mode == TN_LSM_FWD) {                                                   \
-            for (int64_t d = 1; d < dn; d++)                                                       \
-                for (int64_t i = 0; i < w; i++) {                                                  \
-                    T v = x[d * inner + i];                                                        \
-                    m[i] = v > m[i] || v != v ? v : m[i];                                          \
-                }                                                                                  \
-            for (int64_t d = 0; d < dn; d++)                                                       \
-                for (int64_t i = 0; i < w; i++) {                                                  \
-                    T e = TN_M(exp, x[d * inner + i] - m[i]);                                      \
-                    if (mode == TN_SM_FWD) out[d * inner + i] = e;                                    \
-                    s[i] += e;                                                                     \
-                }                                                                                  \
-            if (mode == TN_SM_FWD) {                                                                  \
-                for (int64_t i = 0; i < w; i++)                                                    \
-                    s[i] = 1 / s[i];                                                               \
-                for (int64_t d = 0; d < dn; d++)                                                   \
-                    for (int64_t i = 0; i < w; i++)                                                \
-                        out[d * inner + i] *= s[i];                                                \
-            } else {                                                                               \
-                /* (x - max) - log(sum) keeps the precision of small differences */                \
-                for (int64_t i = 0; i < w; i++)                                                    \
-                    s[i] = TN_M(log, s[i]);                                                        \
-                for (int64_t d = 0; d < dn; d++)                                                   \
-                    for (int64_t i = 0; i < w; i++)                                                \
-                        out[d * inner + i] = (x[d * inner + i] - m[i]) - s[i];                     \
-            }                                                                                      \
-            return;                                                                                \
-        }                                                                                          \
-        /* backward: x is the incoming gradient g */                                               \
-        for (int64_t d = 0; d < dn; d++)                                                           \
-            for (int64_t i = 0; i < w; i++)                                                        \
-                s[i] += mode == TN_SM_BWD ? x[d * inner + i] * y[d * inner + i] : x[d * inner + i];   \
-        for (int64_t d = 0; d < dn; d++)                                                           \
-            for (int64_t i = 0; i < w; i++) {                                                      \
-                int64_t k = d * inner + i;                                                         \
-                out[k] = mode == TN_SM_BWD ? y[k] * (x[k] - s[i]) : x[k] - TN_M(exp, y[k]) * s[i];    \
-            }                                                                                      \
-    }
-DEFINE_SM_ROW(f32, float)
-DEFINE_SM_ROW(f64, double)
-
-/* out = mode(x[, y]); all contiguous with geometry g. Threads own rows. */
+/* out = mode(x[, y]) (TN_SM_FWD, TN_LSM_FWD, TN_SM_BWD, TN_LSM_BWD:
+ * kernel_args.h); all contiguous with geometry g, on out's device. */
 static tn_status sm_run(int mode, tn_dtype dt, const tn_tensor *x, const tn_tensor *y,
                         tn_tensor *out, sm_geom g) {
-    if (!tn__on_cpu(out)) {
-        tn_sm_args a = {mode, dt, g.outer, g.d, g.inner, tn__ptr(x), y ? tn__ptr(y) : NULL,
-                        tn__ptr(out)};
-        tn_status st = tn__dev_softmax(&a, tn__dev(out));
-        if (st == TN_OK) tn__storage_wrote(out->storage);
-        return st;
-    }
-    int64_t rows = g.outer * g.chunks;
-    int nt = tn__threads_for(g.outer * g.d * g.inner);
-    (void)nt; /* only read by OpenMP */
-    size_t es = tn__dtype_sizes[dt];
-    const char *xp = tn__ptr(x), *yp = y ? tn__ptr(y) : NULL;
-    char *op = tn__ptr(out);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t o = r / g.chunks, i0 = r % g.chunks * CHUNK;
-        int64_t w = g.inner - i0 < CHUNK ? g.inner - i0 : CHUNK;
-        size_t off = (size_t)(o * g.d * g.inner + i0) * es;
-        if (dt == TN_F32)
-            sm_row_f32(mode, (const float *)(xp + off), yp ? (const float *)(yp + off) : NULL,
-                       (float *)(op + off), g.d, g.inner, w);
-        else
-            sm_row_f64(mode, (const double *)(xp + off), yp ? (const double *)(yp + off) : NULL,
-                       (double *)(op + off), g.d, g.inner, w);
-    }
-    tn__storage_wrote(out->storage);
-    return TN_OK;
+    tn_sm_args a = {mode, dt, g.outer, g.d, g.inner, tn__ptr(x), y ? tn__ptr(y) : NULL,
+                    tn__ptr(out)};
+    return tn__dev_softmax(&a, tn__dev(out), 3, (const tn_tensor *[]){out, x, y});
 }
 
 /* t itself when contiguous, else a contiguous copy (new reference either way). */
@@ -220,45 +135,11 @@ tn_tensor *tn_log_softmax(const tn_tensor *a, int dim) {
 
 /* ---- mse_loss -------------------------------------------------------------------------- */
 
-/* Sum of a contiguous float buffer in fixed blocks (partial sums in block
- * order), so the result does not depend on the thread count. */
-#define SUM_BLOCK 4096
-static tn_status sum_contig(const tn_tensor *t, double *out) {
-    int64_t n = tn_numel(t), nb = (n + SUM_BLOCK - 1) / SUM_BLOCK;
-    double stack[64], *part = nb <= 64 ? stack : tn__alloc((size_t)nb * sizeof *part);
-    if (!part) return TN_ERR_OUT_OF_MEMORY;
-    int nt = tn__threads_for(n);
-    (void)nt; /* only read by OpenMP */
-    const void *p = tn__ptr(t);
-    bool f32 = t->dtype == TN_F32;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t b = 0; b < nb; b++) {
-        int64_t i0 = b * SUM_BLOCK, i1 = i0 + SUM_BLOCK < n ? i0 + SUM_BLOCK : n;
-        double s[16] = {0};
-        for (int64_t i = i0; i < i1; i++)
-            s[i % 16] += f32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
-        double acc = 0;
-        for (int l = 0; l < 16; l++)
-            acc += s[l];
-        part[b] = acc;
-    }
-    double total = 0;
-    for (int64_t b = 0; b < nb; b++)
-        total += part[b];
-    if (part != stack) tn__free(part);
-    *out = total;
-    return TN_OK;
-}
-
 /* Mean of a contiguous float tensor as a 0-dim tensor on its device. */
 static tn_tensor *mean_all(const tn_tensor *t) {
     int64_t n = tn_numel(t);
-    if (tn__on_cpu(t)) {
-        double sum = 0;
-        return sum_contig(t, &sum) == TN_OK ? tn__full(0, NULL, t->dtype, sum / (double)n) : NULL;
-    }
     tn_tensor *out = tn__empty_on(0, NULL, t->dtype, tn__dev(t));
-    if (out && tn__reduce_kernel(TN_RED_SUM, t, -1, out, NULL, (double)n) < 0) {
+    if (out && tn__dev_reduce(TN_RED_SUM, t, -1, out, NULL, (double)n) < 0) {
         tn_release(out);
         return NULL;
     }

@@ -1,12 +1,12 @@
 /* Reductions: sum, mean, max, min over the whole tensor or one dim, argmax,
- * with their backward. Kernels live in engine/cpu/reduce_kernels.c.
+ * with their backward. The kernels run through tn__dev_reduce
+ * (engine/core/reduce.c; the CPU's is engine/cpu/reduce_kernels.c).
  * Node layout: input {a}; i[0] = dim (-1: whole tensor), i[1] = keepdim,
  * d[0] = divisor of the mean; saved {0: a (whole max/min) or the indices
  * (max_dim), 1: the result (whole max/min)}. */
 #include <math.h>
 #include <stdlib.h>
 
-#include "../cpu/reduce_kernels.h"
 #include "pointwise_driver.h"
 
 /* ---- backward ---------------------------------------------------------------------- */
@@ -220,7 +220,7 @@ static tn_status reduce_strided(const reduction *r, const tn_tensor *a, tn_tenso
     if (r->want_idx) {
         tn_tensor *c = tn__copy_as(a, a->dtype);
         if (!c) return tn_last_status();
-        tn_status st = tn__reduce_kernel(r->op, c, -1, NULL, vals, div);
+        tn_status st = tn__dev_reduce(r->op, c, -1, NULL, vals, div);
         tn_release(c);
         return st;
     }
@@ -228,8 +228,8 @@ static tn_status reduce_strided(const reduction *r, const tn_tensor *a, tn_tenso
     int64_t n = tn__numel(a->ndim, a->shape) / a->shape[d];
     tn_tensor *part = tn__empty_on(1, &n, vals->dtype, tn__dev(a));
     if (!part) return tn_last_status();
-    tn_status st = tn__reduce_kernel(r->op, a, d, part, NULL, 1);
-    if (st == TN_OK) st = tn__reduce_kernel(r->op, part, -1, vals, NULL, div);
+    tn_status st = tn__dev_reduce(r->op, a, d, part, NULL, 1);
+    if (st == TN_OK) st = tn__dev_reduce(r->op, part, -1, vals, NULL, div);
     tn_release(part);
     return st;
 }
@@ -244,7 +244,7 @@ static tn_status compute(const reduction *r, const tn_tensor *a, int dim, int nd
     double div = r->mean ? mean_div(a, dim) : 1;
     if (dim < 0 && tn__numel(a->ndim, a->shape) > 0 && !tn__is_contiguous(a))
         return reduce_strided(r, a, r->want_vals ? *vals : *idx, div);
-    return tn__reduce_kernel(r->op, a, dim, *vals, *idx, div);
+    return tn__dev_reduce(r->op, a, dim, *vals, *idx, div);
 }
 
 /* The common path of every reduction; whole: over all elements (dim is

@@ -20,10 +20,10 @@
  *     TN_GRAIN (32768) elements. With many user threads each calling large
  *     ops, call tn_set_num_threads(1) so user threads are the parallelism.
  *
- * Race detector (debug): while on, every kernel that goes through the
- * strided loop driver (pointwise ops, copies, fills, in-place ops,
- * optimiser steps) and every matrix product registers its access (storage,
- * byte range, read or write) for the time the kernel runs. A write that
+ * Race detector (debug): while on, every CPU kernel (pointwise ops, copies,
+ * fills, in-place ops, optimiser steps, matrix products, reductions,
+ * softmax, the fused cross-entropy) registers its access (storage, byte
+ * range, read or write) for the time the kernel runs. A write that
  * overlaps another thread's in-flight read or write of the same bytes, or a
  * read that overlaps another thread's in-flight write, is reported once: a
  * warning on stderr naming both ops, both threads and both call stacks
