@@ -1,9 +1,11 @@
-/* Intra-op thread policy: OpenMP above a grain size, serial below it. */
+/* Intra-op thread policy: OpenMP above a grain size, serial below it. A
+ * core setting: the CPU kernels ask it how many threads an op may use, and
+ * the autograd engine how many its parallel backward may. */
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-#include "../core/base.h"
+#include "base.h"
 #include "tenet/runtime.h" /* tn_set_num_threads, tn_get_num_threads: exported */
 
 /* 0 = not set: use OpenMP's default. Relaxed: a plain setting, read at op start. */
