@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The layering of docs/design.md ("Layers"), checked on the #include lines of the engine:
+#   core/        includes nothing above it (no cpu/, cuda/, autograd/, ops/, optim/, debug/)
+#   cpu/, cuda/  see only core's base.h, kernel_args.h, backend.h, pw_ops.h (no tensor handles)
+#   autograd/    core, and from ops/ only ops_internal.h (the autograd <-> ops loop)
+#   ops/         core, autograd (no cpu/, cuda/, optim/, debug/)
+#   optim/       core, autograd, ops (no cpu/, cuda/, debug/)
+#   engine/      never includes debug/ (the side-car is reached through core/hooks.h)
+# usage: check_layers.sh REPO_ROOT
+set -euo pipefail
+cd "$1"
+fail=0
+# bad FOLDER REGEX WHY [ALLOWED]: an #include "..." in FOLDER matching REGEX (and not ALLOWED)
+# is a violation
+bad() {
+    local hits
+    hits="$(grep -HnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"' "$1"/* 2>/dev/null |
+        grep -E "$2" | grep -vE "${4:-^$}" || true)"
+    if [ -n "$hits" ]; then
+        echo "$3:"
+        echo "$hits" | sed 's/^/  /'
+        fail=1
+    fi
+}
+bad engine/core '"\.\./(cpu|cuda|autograd|ops|optim)/|debug/' "core includes a layer above it"
+bad engine/cpu '"\.\./core/(internal|device|hooks)\.h"|"\.\./(autograd|ops|optim|cuda)/|debug/' \
+    "a CPU kernel file sees tensor objects or a layer above"
+bad engine/cuda '"\.\./core/(internal|device|hooks)\.h"|"\.\./(autograd|ops|optim|cpu)/|debug/' \
+    "a CUDA file sees tensor objects or a layer above"
+bad engine/autograd '"\.\./(cpu|cuda|optim|ops)/|debug/' \
+    "autograd includes a back end, optim, debug or an ops header other than ops_internal.h" \
+    '"\.\./ops/ops_internal\.h"'
+bad engine/ops '"\.\./(cpu|cuda|optim)/|debug/' "ops include a back end, optim or debug"
+bad engine/optim '"\.\./(cpu|cuda)/|debug/' "optim includes a back end or debug"
+# back ends see launch descriptions, never a tensor handle
+handles="$(grep -lw tn_tensor engine/cpu/* engine/cuda/* 2>/dev/null || true)"
+if [ -n "$handles" ]; then
+    echo "a back-end file names tn_tensor:" $handles
+    fail=1
+fi
+if [ "$fail" -eq 0 ]; then echo "layers: every #include goes down (or autograd -> ops_internal.h)"; fi
+exit "$fail"
