@@ -15,7 +15,12 @@
 #define TN_TSAN 1
 #endif
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TN_TSAN_CLANG 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(TN_TSAN_CLANG)
 #define TN_TSAN 1
 #endif
 

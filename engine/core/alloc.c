@@ -16,7 +16,13 @@
 /* Under AddressSanitizer/ThreadSanitizer, memory goes through the libc
  * allocator that the sanitizer intercepts, so overflows, leaks and races on
  * tensor memory stay visible (jemalloc's arenas would hide them). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+/* gcc defines __SANITIZE_*__; clang only answers __has_feature */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TN_SANITIZED_CLANG 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(TN_SANITIZED_CLANG)
 #define TN_SANITIZED 1
 #else
 #define TN_SANITIZED 0

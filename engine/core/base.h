@@ -56,7 +56,13 @@ extern const size_t tn__dtype_sizes[TN_DTYPE_COUNT];
 static inline bool tn__is_float(tn_dtype d) { return d == TN_F32 || d == TN_F64; }
 static inline bool tn__valid_dtype(tn_dtype d) { return d >= 0 && d < TN_DTYPE_COUNT; }
 double tn__load(const void *p, tn_dtype dt);
+/* Stores v as dt; integers through int64, wrapped (engine/core/convert.h). */
 void tn__store(void *p, tn_dtype dt, double v);
+/* A scalar that a factory or a fill stores as dt must fit it: NaN, ±Inf and
+ * out-of-range values are an error for integers ("value cannot be converted
+ * to type int without overflow", PyTorch's text), finite values beyond
+ * float32's range for float32. */
+tn_status tn__check_scalar(double v, tn_dtype dt);
 
 /* ---- shapes ---------------------------------------------------------------- */
 int64_t tn__numel(int ndim, const int64_t *shape);

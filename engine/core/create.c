@@ -7,6 +7,7 @@
 #include "device.h"
 
 tn_tensor *tn_scalar(double value, tn_dtype dtype) {
+    if (tn__valid_dtype(dtype) && tn__check_scalar(value, dtype) < 0) return NULL;
     return tn__ret(tn__full(0, NULL, dtype, value));
 }
 
@@ -23,6 +24,7 @@ tn_tensor *tn_ones(int ndim, const int64_t *shape, tn_dtype dtype) {
 }
 
 tn_tensor *tn_full(int ndim, const int64_t *shape, tn_dtype dtype, double value) {
+    if (tn__valid_dtype(dtype) && tn__check_scalar(value, dtype) < 0) return NULL;
     return tn__ret(tn__full(ndim, shape, dtype, value));
 }
 

@@ -1,6 +1,8 @@
 /* dtypes: sizes, names, element load/store as double, type promotion. */
+#include <float.h>
 #include <math.h>
 
+#include "convert.h"
 #include "internal.h"
 
 const size_t tn__dtype_sizes[TN_DTYPE_COUNT] = {4, 8, 2, 4, 8, 1};
@@ -29,12 +31,27 @@ void tn__store(void *p, tn_dtype dt, double v) {
     switch (dt) {
     case TN_F32: *(float *)p = (float)v; break;
     case TN_F64: *(double *)p = v; break;
-    case TN_I16: *(int16_t *)p = (int16_t)v; break;
-    case TN_I32: *(int32_t *)p = (int32_t)v; break;
-    case TN_I64: *(int64_t *)p = (int64_t)v; break;
+    /* integers: through int64, wrapped (convert.h) */
+    case TN_I16: *(int16_t *)p = (int16_t)(uint64_t)tn_scalar_to_i64(v); break;
+    case TN_I32: *(int32_t *)p = (int32_t)(uint64_t)tn_scalar_to_i64(v); break;
+    case TN_I64: *(int64_t *)p = tn_scalar_to_i64(v); break;
     case TN_BOOL: *(uint8_t *)p = v != 0; break;
     default: break;
     }
+}
+
+tn_status tn__check_scalar(double v, tn_dtype dt) {
+    const char *type = NULL;
+    switch (dt) { /* PyTorch's names, in its message */
+    case TN_F32: type = isfinite(v) && fabs(v) > FLT_MAX ? "float" : NULL; break;
+    case TN_I16: type = v > -32769.0 && v < 32768.0 ? NULL : "int16_t"; break;
+    case TN_I32: type = v > -TN_TWO_31 - 1.0 && v < TN_TWO_31 ? NULL : "int"; break;
+    case TN_I64: type = v >= -TN_TWO_63 && v < TN_TWO_63 ? NULL : "int64_t"; break;
+    default: break; /* float64 holds any double; bool is v != 0 */
+    }
+    if (!type) return TN_OK;
+    return tn__error(TN_ERR_INVALID_ARGUMENT, "value cannot be converted to type %s without overflow",
+                     type);
 }
 
 /* Category: bool < integer < floating. */

@@ -11,6 +11,8 @@
 #ifndef TN_CORE_PW_OPS_H
 #define TN_CORE_PW_OPS_H
 
+#include "convert.h"
+
 #ifdef __CUDACC__
 /* Device overloads pick the float or double function by argument type. */
 #define TN_M(fn, x) fn(x)
@@ -18,9 +20,10 @@
 #else
 #include <math.h>
 #define TN_M(fn, x) _Generic((x), float: fn##f((float)(x)), default: fn((double)(x)))
-/* float: powf; double and integers: pow in double (as the CPU always did). */
+/* float: powf; double: pow; integers: exact, wrapping (tn_ipow, convert.h). */
 #define TN_POWX(x, y) _Generic((x), float: powf((float)(x), (float)(y)), \
-                               default: pow((double)(x), (double)(y)))
+                               double: pow((double)(x), (double)(y)),   \
+                               default: tn_ipow((int64_t)(x), (int64_t)(y)))
 #endif
 
 #define TN_PW_BINARY_OPS(X)                                                              \

@@ -47,7 +47,7 @@ static const tn_loop_fn copy_loops[TN_DTYPE_COUNT][TN_DTYPE_COUNT] = {
 
 #define DEFINE_FILL(ID, T, S)                                                            \
     static void fill_##S(void *ctx, int64_t n, char **p, const int64_t *s) {             \
-        T v = TN_CVT(T, *(const double *)ctx);                                           \
+        T v = TN_SCALAR(T, *(const double *)ctx);                                        \
         if (s[0] == sizeof(T)) {                                                         \
             T *o = (T *)p[0];                                                            \
             for (int64_t i = 0; i < n; i++) o[i] = v;                                    \

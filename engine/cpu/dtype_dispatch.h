@@ -3,6 +3,8 @@
 #ifndef TN_CPU_DTYPE_DISPATCH_H
 #define TN_CPU_DTYPE_DISPATCH_H
 
+#include "../core/convert.h"
+
 #define TN_FOR_EACH_DTYPE(X)                                                             \
     X(TN_F32, float, f32)                                                                \
     X(TN_F64, double, f64)                                                               \
@@ -15,7 +17,20 @@
     X(TN_F32, float, f32)                                                                \
     X(TN_F64, double, f64)
 
-/* Converts v to T; bool (uint8_t) stores v != 0. */
-#define TN_CVT(T, v) _Generic((T)0, uint8_t: (uint8_t)((v) != 0), default: (T)(v))
+/* Converts a tensor element v to T (engine/core/convert.h): bool stores
+ * v != 0, a float or double becomes an integer through tn_cvt_*, any other
+ * conversion is a C cast. */
+#define TN_CVT(T, v)                                                                     \
+    _Generic((T)0, uint8_t: (uint8_t)((v) != 0),                                         \
+             int16_t: TN_CVT_INT_(int16_t, tn_cvt_i16, v),                               \
+             int32_t: TN_CVT_INT_(int32_t, tn_cvt_i32, v),                               \
+             int64_t: TN_CVT_INT_(int64_t, tn_cvt_i64, v), default: (T)(v))
+#define TN_CVT_INT_(T, f, v) _Generic((v), float: f(v), double: f(v), default: (T)(v))
+
+/* A double scalar (c0, c1, a fill value) as element type T: integers through
+ * int64, wrapped to T's width, as PyTorch's integer scalars. */
+#define TN_SCALAR(T, v)                                                                  \
+    _Generic((T)0, uint8_t: (uint8_t)((v) != 0), float: (float)(v), double: (double)(v), \
+             default: (T)(uint64_t)tn_scalar_to_i64(v))
 
 #endif

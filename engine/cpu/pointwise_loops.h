@@ -53,8 +53,8 @@
 #define TN_DEFINE_UNARY_LOOP(NAME, T, EXPR)                                               \
     static void NAME(void *ctx_, int64_t n, char **p, const int64_t *s) {                 \
         const tn_pw_ctx *ctx = ctx_;                                                      \
-        const T c0 = ctx ? TN_CVT(T, ctx->c0) : (T)0;                                     \
-        const T c1 = ctx ? TN_CVT(T, ctx->c1) : (T)0;                                     \
+        const T c0 = ctx ? TN_SCALAR(T, ctx->c0) : (T)0;                                  \
+        const T c1 = ctx ? TN_SCALAR(T, ctx->c1) : (T)0;                                  \
         (void)c0;                                                                         \
         (void)c1;                                                                         \
         if (s[0] == sizeof(T) && s[1] == sizeof(T)) {                                     \

@@ -1,9 +1,9 @@
 /* engine/cuda/copy.cu — copy with dtype conversion and broadcast (all 6 x 6
  * dtype pairs), and fill, on the pointwise engine.
  *
- * Conversions are C casts, bool stores v != 0 (as the CPU's TN_CVT). A float
- * outside an integer type's range (or NaN) converts to an undefined value in
- * C; here it saturates (NaN gives 0), which may differ from the CPU.
+ * Conversions are the CPU's (engine/core/convert.h): bool stores v != 0, a
+ * float outside an integer type's range (or NaN) gives what PyTorch gives on
+ * x86-64, the same on both back ends.
  */
 #include "pointwise.cuh"
 
@@ -64,7 +64,7 @@ template <typename DT> tn_status copy_from(int dev, tn_dtype src, const tn_iter 
 
 template <typename T> tn_status fill_typed(int dev, const tn_iter *it, double v) {
     fill_f<T> f;
-    f.v = cvt_to<T>::f(v);
+    f.v = scalar_to<T>(v);
     return pw_launch(dev, f, it, "fill");
 }
 

@@ -129,11 +129,28 @@ inline size_t dtype_size(tn_dtype dt) {
 /* PyTorch's names, for messages. */
 const char *dtype_name(tn_dtype dt);
 
-/* bool stores v != 0; every other dtype converts as a C cast. Used for the
- * pointwise results and for scalars converted on the host (fill, c0, c1). */
+/* Tensor elements, as the CPU's TN_CVT (engine/core/convert.h): bool stores
+ * v != 0, a float or double becomes an integer through tn_cvt_*, any other
+ * conversion is a cast. */
 template <typename OT> struct cvt_to {
-    template <typename V> __host__ __device__ static OT f(V v) { return static_cast<OT>(v); }
+    template <typename V> __host__ __device__ static OT f(V v) {
+        if constexpr (std::is_floating_point<V>::value && std::is_same<OT, int64_t>::value)
+            return tn_cvt_i64(static_cast<double>(v));
+        else if constexpr (std::is_floating_point<V>::value && std::is_same<OT, int32_t>::value)
+            return tn_cvt_i32(static_cast<double>(v));
+        else if constexpr (std::is_floating_point<V>::value && std::is_same<OT, int16_t>::value)
+            return tn_cvt_i16(static_cast<double>(v));
+        else
+            return static_cast<OT>(v);
+    }
 };
+/* A double scalar (c0, c1, a fill value), as the CPU's TN_SCALAR: integers
+ * through int64, wrapped to the element width. */
+template <typename OT> __host__ __device__ inline OT scalar_to(double v) {
+    if constexpr (std::is_same<OT, uint8_t>::value) return static_cast<uint8_t>(v != 0);
+    else if constexpr (std::is_floating_point<OT>::value) return static_cast<OT>(v);
+    else return static_cast<OT>(static_cast<uint64_t>(tn_scalar_to_i64(v)));
+}
 template <> struct cvt_to<uint8_t> {
     template <typename V> __host__ __device__ static uint8_t f(V v) {
         return static_cast<uint8_t>(v != 0);

@@ -33,26 +33,12 @@ __device__ __forceinline__ float tanh(float x) { return ::tanhf(x); }
 __device__ __forceinline__ double tanh(double x) { return ::tanh(x); }
 
 /* TN_POWX: float in float, double in double (CUDA's powf / pow, within a
- * few ulp of the C library's). Integers: the CPU computes pow in double and
- * converts; the C library's pow is correctly rounded, so for an integer
- * exponent the result is x^|y| computed exactly (binary powering is exact
- * while it stays below 2^53), then 1 / that for a negative exponent (one
- * rounding, as the correctly rounded result). CUDA's pow may be an ulp off,
- * which truncation to an integer would turn into an off-by-one. */
+ * few ulp of the C library's). Integers: exact and wrapping, by squaring
+ * modulo 2^64 (tn_ipow, engine/core/convert.h), as the CPU and PyTorch. */
 __device__ __forceinline__ float tn_pow_dev(float x, float y) { return ::powf(x, y); }
 __device__ __forceinline__ double tn_pow_dev(double x, double y) { return ::pow(x, y); }
-template <typename T> __device__ __forceinline__ double tn_pow_dev(T x, T y) {
-    unsigned long long e =
-        y < 0 ? 0ull - static_cast<unsigned long long>(y) : static_cast<unsigned long long>(y);
-    double b = static_cast<double>(x), r = 1.0;
-    const double exact = 9007199254740992.0; /* 2^53 */
-    for (; e; e >>= 1) {
-        if (e & 1u) r *= b;
-        b *= b;
-        if (fabs(r) > exact || (e > 1 && fabs(b) > exact))
-            return ::pow(static_cast<double>(x), static_cast<double>(y));
-    }
-    return y < 0 ? 1.0 / r : r;
+template <typename T> __device__ __forceinline__ T tn_pow_dev(T x, T y) {
+    return static_cast<T>(tn_ipow(static_cast<int64_t>(x), static_cast<int64_t>(y)));
 }
 
 enum pw_kind { K_ALL, K_FLOAT, K_NOBOOL, K_CMP };
@@ -171,8 +157,8 @@ template <class OP, typename T>
 tn_status launch_unary(int dev, const tn_iter *it, const tn_pw_ctx *c) {
     /* the scalars convert to the compute type once, on the host, as the CPU does */
     unary_f<OP, T> f;
-    f.c0 = c ? cvt_to<T>::f(c->c0) : T(0);
-    f.c1 = c ? cvt_to<T>::f(c->c1) : T(0);
+    f.c0 = c ? scalar_to<T>(c->c0) : T(0);
+    f.c1 = c ? scalar_to<T>(c->c1) : T(0);
     return pw_launch(dev, f, it, OP::NAME);
 }
 

@@ -208,11 +208,28 @@ tn_tensor *tn_tanh(const tn_tensor *a) { return unary(&op_tanh, a, 0, 0); }
 tn_tensor *tn_relu(const tn_tensor *a) { return unary(&op_relu, a, 0, 0); }
 tn_tensor *tn_sin(const tn_tensor *a) { return unary(&op_sin, a, 0, 0); }
 tn_tensor *tn_cos(const tn_tensor *a) { return unary(&op_cos, a, 0, 0); }
+/* An integer tensor's bounds are cut to its dtype's range (-INFINITY /
+ * INFINITY: no bound), so they convert exactly; a fractional bound
+ * truncates toward zero. */
+static void clamp_bounds(tn_dtype dt, double *lo, double *hi) {
+    double min, max;
+    switch (dt) {
+    case TN_I16: min = -32768.0, max = 32767.0; break;
+    case TN_I32: min = -TN_TWO_31, max = TN_TWO_31 - 1.0; break;
+    case TN_I64: min = -TN_TWO_63, max = TN_TWO_63; /* converts saturating: INT64_MAX */ break;
+    case TN_BOOL: min = 0.0, max = 1.0; break;
+    default: return;
+    }
+    *lo = *lo < min ? min : *lo > max ? max : *lo;
+    *hi = *hi > max ? max : *hi < min ? min : *hi;
+}
+
 tn_tensor *tn_clamp(const tn_tensor *a, double lo, double hi) {
     if (isnan(lo) || isnan(hi) || lo > hi) {
         tn__error(TN_ERR_INVALID_ARGUMENT, "clamp: invalid bounds [%g, %g]", lo, hi);
         return NULL;
     }
+    if (a) clamp_bounds(a->dtype, &lo, &hi);
     return unary(&op_clamp, a, lo, hi);
 }
 tn_tensor *tn_add_scalar(const tn_tensor *a, double s) { return unary(&op_adds, a, s, 0); }
@@ -230,6 +247,7 @@ static tn_status unary_(const unop *op, const char *name, tn_tensor *self, doubl
     tn_dtype dt = op == &op_zero || op == &op_fill ? self->dtype : out_dtype(op, self->dtype, c0);
     tn_status st = tn__inplace_prepare(op->name, self, NULL, dt);
     if (st == TN_OK) st = tn__pw_check_dtype(op->name, op->code, self->dtype);
+    if (st == TN_OK && op == &op_fill) st = tn__check_scalar(c0, self->dtype);
     if (st < 0) return st;
     tn_node *n = NULL;
     if (tn__needs_grad(1, (const tn_tensor *[]){self})) {
@@ -271,5 +289,6 @@ tn_status tn_neg_(tn_tensor *a) { return unary_(&op_neg, "neg_", a, 0, 0); }
 tn_status tn_clamp_(tn_tensor *a, double lo, double hi) {
     if (isnan(lo) || isnan(hi) || lo > hi)
         return tn__error(TN_ERR_INVALID_ARGUMENT, "clamp: invalid bounds [%g, %g]", lo, hi);
+    if (a) clamp_bounds(a->dtype, &lo, &hi);
     return unary_(&op_clamp, "clamp_", a, lo, hi);
 }
