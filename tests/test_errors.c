@@ -568,6 +568,25 @@ static void error_state_is_sticky(void **state) {
     tn_scope_end();
 }
 
+/* Reference cycles: a tensor cannot be its own grad (PyTorch's check); the
+ * failed call changes nothing and the teardown's leak check passes. */
+static void reference_cycles_set_grad_self(void **state) {
+    (void)state;
+    tn_tensor *x = tn_zeros(1, (const int64_t[]){3}, TN_F32);
+    assert_int_equal(tn_requires_grad_(x, true), TN_OK);
+    assert_int_equal(tn_set_grad(x, x), TN_ERR_AUTOGRAD);
+    tt_assert_error(TN_ERR_AUTOGRAD, "can't assign Variable as its own grad");
+    assert_null(tn_grad(x));
+    tn_tensor *g = tn_ones(1, (const int64_t[]){3}, TN_F32);
+    assert_int_equal(tn_set_grad(x, g), TN_OK);
+    assert_int_equal(tn_set_grad(x, x), TN_ERR_AUTOGRAD);
+    tn_tensor *kept = tn_grad(x);
+    assert_ptr_equal(kept, g); /* the earlier grad stays */
+    tn_release(kept);
+    tn_release(g);
+    tn_release(x);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(null_args_binary_and_unary),
@@ -583,6 +602,7 @@ int main(void) {
         TT_TEST(negative_dims_message),
         TT_TEST(autograd_errors),
         TT_TEST(error_state_is_sticky),
+        TT_TEST(reference_cycles_set_grad_self),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

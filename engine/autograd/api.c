@@ -150,6 +150,8 @@ tn_tensor *tn_grad(tn_tensor *t) {
 
 tn_status tn_set_grad(tn_tensor *t, tn_tensor *g) {
     TN_CHECK_NULL_ARG_ST(t, "t");
+    if (g == t) /* t's cell would own t: a reference cycle */
+        return tn__error(TN_ERR_AUTOGRAD, "can't assign Variable as its own grad");
     if (g) {
         if (!tn__same_shape(t, g))
             return tn__error(TN_ERR_SHAPE, "assigned grad has data of a different size");
