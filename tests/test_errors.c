@@ -339,6 +339,9 @@ static void broadcast_mismatch(void **state) {
              "output with shape [2, 3] doesn't match the broadcast shape [4, 2, 3]", true);
     FAILS_ST(tn_mul_(m23, m43), TN_ERR_SHAPE, NULL, false);
     FAILS_ST(tn_copy_(m23, b), TN_ERR_SHAPE, NULL, false);
+    tn_tensor *m21 = f32(2, (const int64_t[]){2, 1}, false);
+    FAILS_ST(tn_copy_(m21, f32(2, (const int64_t[]){1, 3}, false)), TN_ERR_SHAPE,
+             "output with shape [2, 1] doesn't match the broadcast shape [2, 3]", true);
     FAILS_ST(tn_add_out(m23, tn_detach(a), b), TN_ERR_SHAPE, NULL, false);
     FAILS_ST(tn_backward(tn_mul_scalar(a, 2), b, false), TN_ERR_SHAPE, NULL, false);
     unchanged(&sa);

@@ -17,32 +17,22 @@ static tn_tensor *i64s(int n, const int64_t *v) {
     return tn_tensor_from(v, TN_I64, 1, s, false);
 }
 
-static void want_i64(const tn_tensor *t, const int64_t *want, int n) {
+/* t has integer dtype dt and its first n elements are want's. */
+static void want_ints(const tn_tensor *t, tn_dtype dt, const int64_t *want, int n) {
     assert_non_null(t);
-    assert_int_equal(tn_dtype_of(t), TN_I64);
-    int64_t got[16];
-    assert_int_equal(tn_copy_to(t, got, sizeof got), TN_OK);
+    assert_int_equal(tn_dtype_of(t), dt);
+    union {
+        int16_t i16[16];
+        int32_t i32[16];
+        int64_t i64[16];
+    } got;
+    assert_int_equal(tn_copy_to(t, &got, sizeof got), TN_OK);
     for (int i = 0; i < n; i++) {
-        if (got[i] != want[i]) print_error("element %d: got %lld, want %lld\n", i,
-                                           (long long)got[i], (long long)want[i]);
-        assert_true(got[i] == want[i]);
+        int64_t g = dt == TN_I16 ? got.i16[i] : dt == TN_I32 ? got.i32[i] : got.i64[i];
+        if (g != want[i])
+            print_error("element %d: got %lld, want %lld\n", i, (long long)g, (long long)want[i]);
+        assert_true(g == want[i]);
     }
-}
-
-static void want_i32(const tn_tensor *t, const int32_t *want, int n) {
-    assert_non_null(t);
-    assert_int_equal(tn_dtype_of(t), TN_I32);
-    int32_t got[16];
-    assert_int_equal(tn_copy_to(t, got, sizeof got), TN_OK);
-    for (int i = 0; i < n; i++) assert_int_equal(got[i], want[i]);
-}
-
-static void want_i16(const tn_tensor *t, const int16_t *want, int n) {
-    assert_non_null(t);
-    assert_int_equal(tn_dtype_of(t), TN_I16);
-    int16_t got[16];
-    assert_int_equal(tn_copy_to(t, got, sizeof got), TN_OK);
-    for (int i = 0; i < n; i++) assert_int_equal(got[i], want[i]);
 }
 
 /* ---- scalars that do not fit: PyTorch's error, nothing made or changed ---------------- */
@@ -71,10 +61,10 @@ static void scalar_overflow_is_an_error(void **state) {
 
     /* what fits: truncated toward zero; float32 and float64 keep ±Inf and NaN; bool is v != 0 */
     tn_tensor *t = tn_full(1, s, TN_I64, 2.7);
-    want_i64(t, (const int64_t[]){2, 2}, 2);
+    want_ints(t, TN_I64, (const int64_t[]){2, 2}, 2);
     tn_release(t);
     t = tn_full(1, s, TN_I64, -9223372036854775808.0);
-    want_i64(t, (const int64_t[]){INT64_MIN, INT64_MIN}, 2);
+    want_ints(t, TN_I64, (const int64_t[]){INT64_MIN, INT64_MIN}, 2);
     tn_release(t);
     t = tn_full(1, s, TN_F32, INFINITY);
     assert_non_null(t);
@@ -91,9 +81,9 @@ static void scalar_overflow_is_an_error(void **state) {
     tt_assert_error(TN_ERR_INVALID_ARGUMENT, "type int without overflow");
     assert_int_equal(tn_fill_(z, -2147483649.0), TN_ERR_INVALID_ARGUMENT);
     assert_int_equal(tn_version(z), 0);
-    want_i32(z, (const int32_t[]){0, 0}, 2);
+    want_ints(z, TN_I32, (const int64_t[]){0, 0}, 2);
     assert_int_equal(tn_fill_(z, -2147483648.0), TN_OK);
-    want_i32(z, (const int32_t[]){INT32_MIN, INT32_MIN}, 2);
+    want_ints(z, TN_I32, (const int64_t[]){INT32_MIN, INT32_MIN}, 2);
     tn_release(z);
 }
 
@@ -106,11 +96,12 @@ static void float_to_integer_conversions(void **state) {
     int64_t s[] = {7};
     tn_tensor *f = tn_tensor_from(NASTY, TN_F32, 1, s, false);
     tn_tensor *t = tn_to(f, TN_I64, TN_DEVICE_KEEP);
-    want_i64(t, (const int64_t[]){INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, 2, -2},
-             7);
+    want_ints(t, TN_I64,
+              (const int64_t[]){INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, 2, -2}, 7);
     tn_release(t);
     t = tn_new_tensor(f, TN_I32, TN_DEVICE_KEEP, false);
-    want_i32(t, (const int32_t[]){INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, 2, -2}, 7);
+    want_ints(t, TN_I32,
+              (const int64_t[]){INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, 2, -2}, 7);
     tn_release(t);
 
     /* int16 converts through int32 and keeps the low 16 bits */
@@ -119,14 +110,15 @@ static void float_to_integer_conversions(void **state) {
     tn_tensor *f16 = tn_tensor_from(v16, TN_F32, 1, s8, false);
     tn_tensor *d16 = tn_zeros(1, s8, TN_I16);
     assert_int_equal(tn_copy_(d16, f16), TN_OK);
-    want_i16(d16, (const int16_t[]){0, 0, 0, 0, 0, -25536, 25536, 2}, 8);
+    want_ints(d16, TN_I16, (const int64_t[]){0, 0, 0, 0, 0, -25536, 25536, 2}, 8);
 
     /* from float64, 3e9 is out of int32's range */
     int64_t s5[] = {5};
     const double v64[] = {NAN, INFINITY, -INFINITY, 1e20, 3e9};
     tn_tensor *f64 = tn_tensor_from(v64, TN_F64, 1, s5, false);
     t = tn_to(f64, TN_I32, TN_DEVICE_KEEP);
-    want_i32(t, (const int32_t[]){INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN}, 5);
+    want_ints(t, TN_I32,
+              (const int64_t[]){INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN}, 5);
     tn_release(t);
 
     /* bool: v != 0, NaN is true */
@@ -151,34 +143,34 @@ static void integer_arithmetic_wraps(void **state) {
     (void)state;
     tn_scope_begin();
     tn_tensor *big = i64s(1, (const int64_t[]){INT64_C(1) << 62});
-    want_i64(tn_mul_scalar(big, 4), (const int64_t[]){0}, 1);
+    want_ints(tn_mul_scalar(big, 4), TN_I64, (const int64_t[]){0}, 1);
     tn_tensor *max = i64s(1, (const int64_t[]){INT64_MAX});
-    want_i64(tn_add_scalar(max, 1), (const int64_t[]){INT64_MIN}, 1);
+    want_ints(tn_add_scalar(max, 1), TN_I64, (const int64_t[]){INT64_MIN}, 1);
     tn_tensor *min = i64s(1, (const int64_t[]){INT64_MIN});
-    want_i64(tn_abs(min), (const int64_t[]){INT64_MIN}, 1);
-    want_i64(tn_neg(min), (const int64_t[]){INT64_MIN}, 1);
-    want_i64(tn_sub(min, i64s(1, (const int64_t[]){1})), (const int64_t[]){INT64_MAX}, 1);
-    want_i64(tn_sum(i64s(2, (const int64_t[]){INT64_C(1) << 62, INT64_C(1) << 62})),
-             (const int64_t[]){INT64_MIN}, 1);
+    want_ints(tn_abs(min), TN_I64, (const int64_t[]){INT64_MIN}, 1);
+    want_ints(tn_neg(min), TN_I64, (const int64_t[]){INT64_MIN}, 1);
+    want_ints(tn_sub(min, i64s(1, (const int64_t[]){1})), TN_I64, (const int64_t[]){INT64_MAX}, 1);
+    want_ints(tn_sum(i64s(2, (const int64_t[]){INT64_C(1) << 62, INT64_C(1) << 62})), TN_I64,
+              (const int64_t[]){INT64_MIN}, 1);
     int16_t h = 32767;
     tn_tensor *i16 = tn_tensor_from(&h, TN_I16, 1, S1, false);
-    want_i16(tn_add_scalar(i16, 1), (const int16_t[]){-32768}, 1);
+    want_ints(tn_add_scalar(i16, 1), TN_I16, (const int64_t[]){-32768}, 1);
     /* a scalar becomes an int64, then wraps to the element width */
     int32_t five = 5;
     tn_tensor *i32 = tn_tensor_from(&five, TN_I32, 1, S1, false);
-    want_i32(tn_add_scalar(i32, 1e10), (const int32_t[]){1410065413}, 1);
-    want_i32(tn_mul_scalar(i32, 1e10), (const int32_t[]){-1539607552}, 1);
-    want_i32(tn_sub_scalar(i32, 1e10), (const int32_t[]){-1410065403}, 1);
+    want_ints(tn_add_scalar(i32, 1e10), TN_I32, (const int64_t[]){1410065413}, 1);
+    want_ints(tn_mul_scalar(i32, 1e10), TN_I32, (const int64_t[]){-1539607552}, 1);
+    want_ints(tn_sub_scalar(i32, 1e10), TN_I32, (const int64_t[]){-1410065403}, 1);
     int16_t five16 = 5;
     tn_tensor *f16 = tn_tensor_from(&five16, TN_I16, 1, S1, false);
-    want_i16(tn_add_scalar(f16, 100000), (const int16_t[]){-31067}, 1);
+    want_ints(tn_add_scalar(f16, 100000), TN_I16, (const int64_t[]){-31067}, 1);
     /* in place, and a product */
     assert_int_equal(tn_add_scalar_(i32, 1e10), TN_OK);
-    want_i32(i32, (const int32_t[]){1410065413}, 1);
+    want_ints(i32, TN_I32, (const int64_t[]){1410065413}, 1);
     int64_t s11[] = {1, 1};
     tn_tensor *ma = tn_tensor_from((const int64_t[]){INT64_C(1) << 62}, TN_I64, 2, s11, false);
     tn_tensor *mb = tn_tensor_from((const int64_t[]){4}, TN_I64, 2, s11, false);
-    want_i64(tn_reshape(tn_matmul(ma, mb), 1, S1), (const int64_t[]){0}, 1);
+    want_ints(tn_reshape(tn_matmul(ma, mb), 1, S1), TN_I64, (const int64_t[]){0}, 1);
     tn_scope_end();
 }
 
@@ -188,15 +180,15 @@ static void integer_pow_is_exact_and_wraps(void **state) {
     tn_scope_begin();
     tn_tensor *a = i64s(8, (const int64_t[]){2, 3, -1, 1, 0, 2, -2, 5});
     tn_tensor *e = i64s(8, (const int64_t[]){70, 40, -3, -5, -1, -1, 3, 0});
-    want_i64(tn_pow(a, e),
-             (const int64_t[]){0, INT64_C(-6289078614652622815), -1, 1, 0, 0, -8, 1}, 8);
+    want_ints(tn_pow(a, e), TN_I64,
+              (const int64_t[]){0, INT64_C(-6289078614652622815), -1, 1, 0, 0, -8, 1}, 8);
     int64_t s5[] = {5}, s2[] = {2};
     tn_tensor *a32 = tn_tensor_from((const int32_t[]){2, 3, -1, 1, 2}, TN_I32, 1, s5, false);
     tn_tensor *e32 = tn_tensor_from((const int32_t[]){31, 21, -3, -5, 33}, TN_I32, 1, s5, false);
-    want_i32(tn_pow(a32, e32), (const int32_t[]){INT32_MIN, 1870418611, -1, 1, 0}, 5);
+    want_ints(tn_pow(a32, e32), TN_I32, (const int64_t[]){INT32_MIN, 1870418611, -1, 1, 0}, 5);
     tn_tensor *a16 = tn_tensor_from((const int16_t[]){2, 3}, TN_I16, 1, s2, false);
     tn_tensor *e16 = tn_tensor_from((const int16_t[]){15, 11}, TN_I16, 1, s2, false);
-    want_i16(tn_pow(a16, e16), (const int16_t[]){-32768, -19461}, 2);
+    want_ints(tn_pow(a16, e16), TN_I16, (const int64_t[]){-32768, -19461}, 2);
     tn_scope_end();
 }
 
@@ -204,18 +196,19 @@ static void integer_pow_is_exact_and_wraps(void **state) {
 static void arange_and_clamp_bounds(void **state) {
     (void)state;
     tn_scope_begin();
-    want_i32(tn_arange(0, 5e9, 1e9, TN_I32),
-             (const int32_t[]){0, 1000000000, 2000000000, -1294967296, -294967296}, 5);
+    want_ints(tn_arange(0, 5e9, 1e9, TN_I32), TN_I32,
+              (const int64_t[]){0, 1000000000, 2000000000, -1294967296, -294967296}, 5);
     tn_tensor *v = tn_tensor_from((const int32_t[]){-7, 5, 9}, TN_I32, 1,
                                   (const int64_t[]){3}, false);
-    want_i32(tn_clamp(v, -INFINITY, 6), (const int32_t[]){-7, 5, 6}, 3);
-    want_i32(tn_clamp(v, 0, INFINITY), (const int32_t[]){0, 5, 9}, 3);
-    want_i32(tn_clamp(v, -1e20, 1e20), (const int32_t[]){-7, 5, 9}, 3);
+    want_ints(tn_clamp(v, -INFINITY, 6), TN_I32, (const int64_t[]){-7, 5, 6}, 3);
+    want_ints(tn_clamp(v, 0, INFINITY), TN_I32, (const int64_t[]){0, 5, 9}, 3);
+    want_ints(tn_clamp(v, -1e20, 1e20), TN_I32, (const int64_t[]){-7, 5, 9}, 3);
     tn_tensor *w = tn_tensor_from((const int64_t[]){INT64_MIN, 0, INT64_MAX}, TN_I64, 1,
                                   (const int64_t[]){3}, false);
-    want_i64(tn_clamp(w, -INFINITY, INFINITY), (const int64_t[]){INT64_MIN, 0, INT64_MAX}, 3);
+    want_ints(tn_clamp(w, -INFINITY, INFINITY), TN_I64,
+              (const int64_t[]){INT64_MIN, 0, INT64_MAX}, 3);
     assert_int_equal(tn_clamp_(v, -2.5, 2.5), TN_OK); /* fractional bounds truncate */
-    want_i32(v, (const int32_t[]){-2, 2, 2}, 3);
+    want_ints(v, TN_I32, (const int64_t[]){-2, 2, 2}, 3);
     tn_scope_end();
 }
 

@@ -69,7 +69,8 @@ typedef struct tn_backend {
     tn_status (*copy)(int dev, tn_dtype dst, tn_dtype src, const tn_iter *it);
     /* operand 0 = v converted to dt. */
     tn_status (*fill)(int dev, tn_dtype dt, const tn_iter *it, double v);
-    /* Deterministic: the same inputs give the same bits on every run. */
+    /* Deterministic: the same inputs give the same bits on every run. Never
+     * called with an empty input (core/reduce.c fills those results). */
     tn_status (*reduce)(int dev, const tn_red_args *a);
     /* float32 / float64 (integers: TN_ERR_DTYPE). TF32 only when allowed by
      * tn_cuda_set_allow_tf32. */

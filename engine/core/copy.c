@@ -26,26 +26,17 @@ static tn_status copy_across(tn_tensor *dst, const tn_tensor *src) {
 }
 
 tn_status tn__copy_into(tn_tensor *dst, const tn_tensor *src) {
-    int nd;
-    int64_t shape[TN_MAX_DIMS];
-    if (tn__broadcast_shape(dst->ndim, dst->shape, src->ndim, src->shape, &nd, shape) < 0)
-        return TN_ERR_SHAPE;
-    if (nd != dst->ndim || memcmp(shape, dst->shape, (size_t)nd * sizeof *shape) != 0) {
-        char a[128], b[128];
-        tn__format_shape(a, sizeof a, src->ndim, src->shape);
-        tn__format_shape(b, sizeof b, dst->ndim, dst->shape);
-        return tn__error(TN_ERR_SHAPE, "output with shape %s doesn't match the broadcast shape %s",
-                         b, a);
-    }
+    tn_status st = tn__check_broadcast_into(dst, src->ndim, src->shape);
+    if (st < 0) return st;
     if (!tn__same_device(tn__dev(dst), tn__dev(src))) return copy_across(dst, src);
-    const tn_backend *be = tn__on_cpu(dst) ? tn__backends[TN_CPU] : tn__backend_of(tn__dev(dst));
+    const tn_backend *be = tn__table_of(tn__dev(dst));
     if (!be) return tn_last_status();
     tn_tensor *const ops[2] = {dst, (tn_tensor *)src};
     tn_iter it;
     tn__iter_init(&it, 2, ops);
     tn_race_access ra; /* dst written, src read */
     tn__race_begin(&ra, 2, (const tn_tensor *const *)ops, 1u, "elementwise");
-    tn_status st = be->copy(tn__dev(dst).index, dst->dtype, src->dtype, &it);
+    st = be->copy(tn__dev(dst).index, dst->dtype, src->dtype, &it);
     tn__race_end(&ra);
     if (st < 0) return st;
     tn__storage_wrote(dst->storage);
@@ -65,13 +56,18 @@ tn_tensor *tn__copy_as(const tn_tensor *src, tn_dtype dt) {
     return tn__copy_to_device(src, dt, tn__dev(src));
 }
 
+tn_tensor *tn__contiguous_on(const tn_tensor *t, tn_device d) {
+    if (tn__same_device(tn__dev(t), d) && tn__is_contiguous(t)) return tn__retain((tn_tensor *)t);
+    return tn__copy_to_device(t, t->dtype, d);
+}
+
 tn_tensor *tn__cast(const tn_tensor *src, tn_dtype dt) {
     if (src->dtype == dt) return tn__retain((tn_tensor *)src);
     return tn__copy_as(src, dt);
 }
 
 tn_status tn__fill_into(tn_tensor *dst, double v) {
-    const tn_backend *be = tn__on_cpu(dst) ? tn__backends[TN_CPU] : tn__backend_of(tn__dev(dst));
+    const tn_backend *be = tn__table_of(tn__dev(dst));
     if (!be) return tn_last_status();
     tn_iter it;
     tn__iter_init(&it, 1, &dst);

@@ -88,16 +88,10 @@ tn_tensor *tn__on_device(const tn_tensor *t, tn_device d) {
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
-/* The table of an op's device: the CPU's without a check (it is always
- * there), else checked. */
-static inline const tn_backend *table_of(tn_device dev) {
-    return TN_LIKELY(dev.type == TN_CPU) ? tn__backends[TN_CPU] : tn__backend_of(dev);
-}
-
 tn_status tn__dev_pointwise(tn_pw_code code, tn_dtype dt, int nops, tn_tensor *const *ops,
                             const void *ctx, bool serial) {
     tn_device dev = tn__dev(ops[0]);
-    const tn_backend *be = table_of(dev);
+    const tn_backend *be = tn__table_of(dev);
     if (!be) return tn_last_status();
     tn_iter it;
     tn__iter_init(&it, nops, ops);
@@ -111,7 +105,7 @@ tn_status tn__dev_pointwise(tn_pw_code code, tn_dtype dt, int nops, tn_tensor *c
 
 tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn_device dev,
                        int nops, const tn_tensor *const *ops) {
-    const tn_backend *be = table_of(dev);
+    const tn_backend *be = tn__table_of(dev);
     if (!be) return tn_last_status();
     tn_race_access ra; /* C written, A and B read */
     tn__race_begin(&ra, nops, ops, 1u, "matmul");
@@ -122,7 +116,7 @@ tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn
 
 tn_status tn__dev_softmax(const tn_sm_args *a, tn_device dev, int nops,
                           const tn_tensor *const *ops) {
-    const tn_backend *be = table_of(dev);
+    const tn_backend *be = tn__table_of(dev);
     if (!be) return tn_last_status();
     tn_race_access ra; /* out written, x and y read */
     tn__race_begin(&ra, nops, ops, 1u, "softmax");
@@ -133,12 +127,12 @@ tn_status tn__dev_softmax(const tn_sm_args *a, tn_device dev, int nops,
 }
 
 bool tn__dev_has_cross_entropy(tn_device dev) {
-    const tn_backend *be = table_of(dev);
+    const tn_backend *be = tn__table_of(dev);
     return be && be->cross_entropy;
 }
 
 tn_status tn__dev_cross_entropy(const tn_ce_args *a, tn_device dev, const tn_tensor *const ops[4]) {
-    const tn_backend *be = table_of(dev);
+    const tn_backend *be = tn__table_of(dev);
     if (!be) return tn_last_status();
     if (!be->cross_entropy) return tn__error(TN_ERR_INTERNAL, "no fused cross_entropy kernel");
     bool fwd = a->mode == TN_CE_FWD;

@@ -24,6 +24,11 @@ static inline bool tn__same_device(tn_device a, tn_device b) {
 /* The backend of device d (checked: built and present), or NULL + a
  * TN_ERR_DEVICE error. */
 const tn_backend *tn__backend_of(tn_device d);
+/* The table of an op's device: the CPU's without a check (always there),
+ * else tn__backend_of's. */
+static inline const tn_backend *tn__table_of(tn_device d) {
+    return TN_LIKELY(d.type == TN_CPU) ? tn__backends[TN_CPU] : tn__backend_of(d);
+}
 /* Checks d names a device this build and machine have. */
 tn_status tn__check_device(tn_device d);
 /* "cpu" / "cuda:0" */
@@ -42,6 +47,8 @@ static inline tn_status tn__result_device(int n, const tn_tensor *const *ts, tn_
 /* t on device d: t itself (retained) when it is there, else a contiguous
  * copy. No autograd. */
 tn_tensor *tn__on_device(const tn_tensor *t, tn_device d);
+/* Same, and contiguous: t itself when it already is both (engine/core/copy.c). */
+tn_tensor *tn__contiguous_on(const tn_tensor *t, tn_device d);
 
 /* New contiguous tensor on dev (uninitialised / zeroed). No autograd. */
 tn_tensor *tn__empty_on(int ndim, const int64_t *shape, tn_dtype dt, tn_device dev);

@@ -107,6 +107,11 @@ bool tn__same_shape(const tn_tensor *a, const tn_tensor *b);
 /* Broadcast of two shapes; TN_ERR_SHAPE with PyTorch's message on failure. */
 tn_status tn__broadcast_shape(int na, const int64_t *sa, int nb, const int64_t *sb,
                               int *nout, int64_t *out);
+/* out's shape must be the broadcast shape (nd, shape): else PyTorch's
+ * "output with shape [..] doesn't match the broadcast shape [..]". */
+tn_status tn__check_out_shape(const tn_tensor *out, int nd, const int64_t *shape);
+/* Same for a source of shape (nd, shape) written into out (copy_, in place). */
+tn_status tn__check_broadcast_into(const tn_tensor *out, int nd, const int64_t *shape);
 /* Normalises a possibly negative dim for a tensor of ndim dims (ndim 0 acts
  * as 1, as PyTorch); -1 + error on failure. */
 int tn__wrap_dim(int dim, int ndim);

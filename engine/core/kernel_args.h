@@ -35,6 +35,13 @@ typedef struct tn_iter {
     char *base[TN_ITER_MAX_OPS];
 } tn_iter;
 
+/* Builds it over nd dims of `shape` (nd may be 0) for nops operands with
+ * the given byte strides and first elements: size-1 dims dropped, adjacent
+ * dims merged where every operand is contiguous across them
+ * (engine/core/iter.c; tensors go through tn__iter_init, core/device.h). */
+void tn__iter_build(tn_iter *it, int nops, int nd, const int64_t *shape,
+                    const int64_t (*stride)[TN_MAX_DIMS], char *const *base);
+
 /* Scalar parameters of a pointwise op (c0, c1 in pw_ops.h's expressions). */
 typedef struct tn_pw_ctx {
     double c0, c1;

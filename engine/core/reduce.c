@@ -42,7 +42,7 @@ tn_status tn__dev_reduce(tn_red_op op, const tn_tensor *in, int dim, tn_tensor *
     if (dim < 0 && !tn__is_contiguous(in))
         return tn__error(TN_ERR_INTERNAL, "reduce: a whole reduction needs a contiguous input");
     tn_device dev = tn__dev(in);
-    const tn_backend *be = tn__on_cpu(in) ? tn__backends[TN_CPU] : tn__backend_of(dev);
+    const tn_backend *be = tn__table_of(dev);
     if (!be) return tn_last_status();
     tn_red_args a = {.op = op, .dtype = in->dtype, .in = tn__ptr(in), .ndim = in->ndim,
                      .dim = dim, .vals = vals ? tn__ptr(vals) : NULL,

@@ -29,6 +29,23 @@ tn_status tn__check_shape(int ndim, const int64_t *shape, tn_dtype dt, int64_t *
     return TN_OK;
 }
 
+tn_status tn__check_out_shape(const tn_tensor *out, int nd, const int64_t *shape) {
+    if (nd == out->ndim && memcmp(shape, out->shape, (size_t)nd * sizeof *shape) == 0)
+        return TN_OK;
+    char a[160], b[160];
+    tn__format_shape(a, sizeof a, out->ndim, out->shape);
+    tn__format_shape(b, sizeof b, nd, shape);
+    return tn__error(TN_ERR_SHAPE, "output with shape %s doesn't match the broadcast shape %s", a,
+                     b);
+}
+
+tn_status tn__check_broadcast_into(const tn_tensor *out, int nd, const int64_t *shape) {
+    int nb;
+    int64_t b[TN_MAX_DIMS];
+    tn_status st = tn__broadcast_shape(out->ndim, out->shape, nd, shape, &nb, b);
+    return st < 0 ? st : tn__check_out_shape(out, nb, b);
+}
+
 int64_t tn__numel(int ndim, const int64_t *shape) {
     int64_t n = 1;
     for (int i = 0; i < ndim; i++) n *= shape[i];

@@ -15,11 +15,7 @@ static tn_status cpu_synchronize(int dev) {
 static tn_status cpu_pointwise(int dev, tn_pw_code code, tn_dtype dt, const tn_iter *it,
                                const void *ctx) {
     (void)dev;
-    tn_loop_fn loop = code == TN_PW_MASKED_ZERO ? tn__cpu_mz_loops[dt]
-                      : code == TN_PW_ACCUM     ? tn__cpu_acc_loops[dt]
-                      : code == TN_PW_SGD       ? tn__cpu_sgd_loops[dt]
-                      : code == TN_PW_ADAM      ? tn__cpu_adam_loops[dt]
-                                                : tn__pw_loops[code][dt];
+    tn_loop_fn loop = tn__pw_loops[code][dt];
     if (TN_UNLIKELY(!loop))
         return tn__error(TN_ERR_INTERNAL, "no CPU loop for pointwise code %d and %s", (int)code,
                          tn_dtype_name(dt));

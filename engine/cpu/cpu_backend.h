@@ -9,11 +9,12 @@
 #include "../core/base.h"
 #include "iter.h"
 
-/* Row loops of the special pointwise codes, by dtype (float32, float64). */
-extern const tn_loop_fn tn__cpu_mz_loops[TN_DTYPE_COUNT];   /* pw_kernels.c */
-extern const tn_loop_fn tn__cpu_acc_loops[TN_DTYPE_COUNT];  /* pw_kernels.c */
-extern const tn_loop_fn tn__cpu_sgd_loops[TN_DTYPE_COUNT];  /* optim_kernels.c */
-extern const tn_loop_fn tn__cpu_adam_loops[TN_DTYPE_COUNT]; /* optim_kernels.c */
+/* The optimisers' row loops (optim_kernels.c), entries of tn__pw_loops
+ * (pw_kernels.c) for TN_PW_SGD and TN_PW_ADAM. */
+void tn__cpu_sgd_f32(void *ctx, int64_t n, char **ptr, const int64_t *s);
+void tn__cpu_sgd_f64(void *ctx, int64_t n, char **ptr, const int64_t *s);
+void tn__cpu_adam_f32(void *ctx, int64_t n, char **ptr, const int64_t *s);
+void tn__cpu_adam_f64(void *ctx, int64_t n, char **ptr, const int64_t *s);
 
 /* copy_kernels.c */
 tn_status tn__cpu_copy(int dev, tn_dtype dst, tn_dtype src, const tn_iter *it);

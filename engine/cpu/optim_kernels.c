@@ -27,7 +27,7 @@ typedef tn_sgd_ctx sgd_ctx;
             *p = *p + neg_lr * d;                                                                  \
         }                                                                                          \
     }                                                                                              \
-    static void sgd_loop_##SFX(void *ctx, int64_t n, char **ptr, const int64_t *s) {               \
+    void tn__cpu_sgd_##SFX(void *ctx, int64_t n, char **ptr, const int64_t *s) {                   \
         const sgd_ctx *c = ctx;                                                                    \
         const int64_t e = (int64_t)sizeof(T);                                                      \
         bool use_buf = c->momentum != 0;                                                           \
@@ -42,7 +42,6 @@ typedef tn_sgd_ctx sgd_ctx;
 SGD_KERNEL(float, f32)
 SGD_KERNEL(double, f64)
 
-const tn_loop_fn tn__cpu_sgd_loops[TN_DTYPE_COUNT] = {sgd_loop_f32, sgd_loop_f64};
 
 typedef tn_adam_ctx adam_ctx;
 
@@ -72,7 +71,7 @@ typedef tn_adam_ctx adam_ctx;
             *p = *p + neg_step * mi / denom;                                                       \
         }                                                                                          \
     }                                                                                              \
-    static void adam_loop_##SFX(void *ctx, int64_t n, char **ptr, const int64_t *s) {              \
+    void tn__cpu_adam_##SFX(void *ctx, int64_t n, char **ptr, const int64_t *s) {                  \
         const int64_t e = (int64_t)sizeof(T);                                                      \
         if (s[0] == e && s[1] == e && s[2] == e && s[3] == e)                                      \
             adam_row_##SFX(ctx, n, ptr[0], ptr[1], ptr[2], ptr[3], e, e, e, e);                    \
@@ -83,5 +82,4 @@ typedef tn_adam_ctx adam_ctx;
 ADAM_KERNEL(float, f32, sqrtf)
 ADAM_KERNEL(double, f64, sqrt)
 
-const tn_loop_fn tn__cpu_adam_loops[TN_DTYPE_COUNT] = {adam_loop_f32, adam_loop_f64};
 

@@ -74,9 +74,9 @@
         }                                                                                 \
     }
 
-/* The loops of every pw_ops.h op (engine/cpu/pw_kernels.c): NULL where the
- * op's kind has no such dtype. The special codes (TN_PW_MASKED_ZERO and
- * after) have tables of their own (cpu_backend.h). */
+/* The loops of every pointwise code (engine/cpu/pw_kernels.c), the special
+ * ones after TN_PW_MASKED_ZERO included: NULL where the code has no such
+ * dtype. */
 extern const tn_loop_fn tn__pw_loops[TN_PW_COUNT][TN_DTYPE_COUNT];
 
 #endif

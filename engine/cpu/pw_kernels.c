@@ -1,6 +1,7 @@
 /* The CPU loops of every pointwise op of engine/core/pw_ops.h, expanded
  * per dtype as the op's kind says, the masked-zero loop, and the table the
  * CPU backend indexes by code. */
+#include "cpu_backend.h"
 #include "pointwise_loops.h"
 
 /* Each kind extends the narrower one: FLOAT < NOBOOL (+ integers) < ALL (+ bool). */
@@ -44,8 +45,6 @@ TN_PW_UNARY_OPS(UNARY)
 #define ROW_FLOAT(N) {N##_f32, N##_f64, NULL, NULL, NULL, NULL}
 #define ENTRY(N, KIND, EXPR) [TN_PW_##N] = ROW_##KIND(N),
 
-const tn_loop_fn tn__pw_loops[TN_PW_COUNT][TN_DTYPE_COUNT] = {
-    TN_PW_BINARY_OPS(ENTRY) TN_PW_UNARY_OPS(ENTRY)};
 
 /* out = mask ? 0 : x (mask is bool, passed as operand 2) */
 #define MZ(T)                                                                             \
@@ -65,7 +64,6 @@ const tn_loop_fn tn__pw_loops[TN_PW_COUNT][TN_DTYPE_COUNT] = {
 MZ(float)
 MZ(double)
 
-const tn_loop_fn tn__cpu_mz_loops[TN_DTYPE_COUNT] = {mz_float, mz_double};
 
 /* TN_PW_ACCUM: out += x where out may repeat (stride 0 over the dims a
  * gradient is summed over); the dispatcher runs it serially. */
@@ -83,5 +81,13 @@ const tn_loop_fn tn__cpu_mz_loops[TN_DTYPE_COUNT] = {mz_float, mz_double};
     }
 ACC(float)
 ACC(double)
-const tn_loop_fn tn__cpu_acc_loops[TN_DTYPE_COUNT] = {acc_float, acc_double};
 
+/* Every code's loops by dtype, the special ones included (their other
+ * dtypes NULL): the CPU backend's one lookup. */
+const tn_loop_fn tn__pw_loops[TN_PW_COUNT][TN_DTYPE_COUNT] = {
+    TN_PW_BINARY_OPS(ENTRY) TN_PW_UNARY_OPS(ENTRY)
+    [TN_PW_MASKED_ZERO] = {mz_float, mz_double},
+    [TN_PW_SGD] = {tn__cpu_sgd_f32, tn__cpu_sgd_f64},
+    [TN_PW_ADAM] = {tn__cpu_adam_f32, tn__cpu_adam_f64},
+    [TN_PW_ACCUM] = {acc_float, acc_double},
+};

@@ -423,39 +423,6 @@ static const row_fn min_rows[TN_DTYPE_COUNT] = {row_ext_min_f32, row_ext_min_f64
 
 /* ---- driver ------------------------------------------------------------------------- */
 
-/* The kept geometry (nd dims, size 1 at the reduced dim) of nops operands
- * as an iterator: operand 0 the input, then the outputs; byte strides.
- * Size-1 dims are dropped and a dim is merged into the one before when
- * every operand is contiguous across the pair, as engine/core/iter.c does
- * for pointwise operands (all operands here have the same shape). */
-static void kept_iter(tn_iter *it, int nd, const int64_t *shape, int nops,
-                      const int64_t (*stride)[TN_MAX_DIMS], char *const *base) {
-    int n = 0;
-    for (int d = 0; d < nd; d++) {
-        if (shape[d] == 1) continue;
-        bool merge = n > 0;
-        for (int k = 0; k < nops && merge; k++)
-            merge = it->stride[k][n - 1] == stride[k][d] * shape[d];
-        if (merge)
-            it->shape[n - 1] *= shape[d];
-        else
-            it->shape[n++] = shape[d];
-        for (int k = 0; k < nops; k++)
-            it->stride[k][n - 1] = stride[k][d];
-    }
-    if (n == 0) { /* one output */
-        it->shape[n++] = 1;
-        for (int k = 0; k < nops; k++)
-            it->stride[k][0] = 0;
-    }
-    it->ndim = n;
-    it->nops = nops;
-    it->serial = false;
-    it->numel = tn__numel(nd, shape);
-    for (int k = 0; k < nops; k++)
-        it->base[k] = base[k];
-}
-
 /* Pointers of row `row` of the iterator (one division per dim per row).
  * Operands: 0 the input, then the value output at kv and the index output
  * at kj (-1 when absent). */
@@ -499,15 +466,7 @@ tn_status tn__cpu_reduce(int dev, const tn_red_args *a) {
     red_ctx c = {shape[dim], stride[0][dim] * es, a->div};
     shape[dim] = 1;
     int64_t nout = tn__numel(nd, shape);
-    if (nout == 0) return TN_OK;
-    if (c.R == 0) { /* empty slices: sums are 0, means 0/0 */
-        if (a->op != TN_RED_SUM)
-            return tn__error(TN_ERR_INDEX, "reduce: %s of an empty range",
-                             a->op == TN_RED_MAX ? "max" : "min");
-        for (int64_t j = 0; j < nout; j++)
-            tn__store((char *)a->vals + j * vs, vdt, 0.0 / a->div);
-        return TN_OK;
-    }
+    if (nout == 0 || c.R == 0) return TN_OK; /* never: the dispatcher handles empty inputs */
     /* Operand strides in bytes; the outputs are contiguous with `dim`
      * dropped, i.e. row-major over the kept shape. */
     char *base[3] = {(char *)a->in};
@@ -522,7 +481,7 @@ tn_status tn__cpu_reduce(int dev, const tn_red_args *a) {
         out *= shape[d];
     }
     tn_iter it;
-    kept_iter(&it, nd, shape, nops, (const int64_t(*)[TN_MAX_DIMS])stride, base);
+    tn__iter_build(&it, nops, nd, shape, (const int64_t(*)[TN_MAX_DIMS])stride, base);
     row_fn fn = a->op == TN_RED_SUM   ? sum_rows[a->dtype]
                 : a->op == TN_RED_MAX ? max_rows[a->dtype]
                                       : min_rows[a->dtype];

@@ -281,14 +281,8 @@ static tn_status binary_out(const binop *op, tn_tensor *out, const tn_tensor *a,
     int nd;
     int64_t shape[TN_MAX_DIMS];
     if (st == TN_OK) st = tn__broadcast_shape(a->ndim, a->shape, b->ndim, b->shape, &nd, shape);
+    if (st == TN_OK) st = tn__check_out_shape(out, nd, shape);
     if (st < 0) return st;
-    if (nd != out->ndim || memcmp(shape, out->shape, (size_t)nd * sizeof *shape) != 0) {
-        char x[160], y[160];
-        tn__format_shape(x, sizeof x, out->ndim, out->shape);
-        tn__format_shape(y, sizeof y, nd, shape);
-        return tn__error(TN_ERR_SHAPE, "output with shape %s doesn't match the broadcast shape %s",
-                         x, y);
-    }
     if (out->dtype != dt)
         return tn__error(TN_ERR_DTYPE, "%s(): expected out dtype %s, got %s", op->name,
                          tn_dtype_name(dt), tn_dtype_name(out->dtype));

@@ -137,14 +137,6 @@ static tn_tensor *nll_forward_device(const tn_tensor *lp, const int64_t *vals, i
 
 /* ---- the fused path -------------------------------------------------------------------- */
 
-/* t as a contiguous tensor on dev (new reference): the kernel reads the
- * targets as an array. */
-static tn_tensor *contig_on(const tn_tensor *t, tn_device dev) {
-    if (tn__same_device(tn__dev(t), dev) && tn__is_contiguous(t))
-        return tn__retain((tn_tensor *)t);
-    return tn__copy_to_device(t, t->dtype, dev);
-}
-
 /* The fused kernel over the contiguous logits x and targets t (nrow rows of
  * c); ops for the race detector as tn__dev_cross_entropy. */
 static tn_status ce_run(tn_ce_args *a, const tn_tensor *x, const tn_tensor *t, int64_t nrow,
@@ -181,7 +173,7 @@ static tn_tensor *ce_grad_recorded(const tn_tensor *x, const int64_t *vals, int6
 /* Without create_graph: the kernel's backward from the saved row stats. */
 static tn_tensor *ce_grad_direct(const tn_tensor *x, const tn_tensor *t, const tn_tensor *stats,
                                  double scale) {
-    tn_tensor *tc = contig_on(t, tn__dev(x)), *gx = tc ? tn__empty_like(x) : NULL;
+    tn_tensor *tc = tn__contiguous_on(t, tn__dev(x)), *gx = tc ? tn__empty_like(x) : NULL;
     tn_ce_args a = {.mode = TN_CE_BWD, .stats = tn__ptr(stats), .scale = scale,
                     .gx = gx ? tn__ptr(gx) : NULL};
     if (gx && ce_run(&a, x, tc, tn_numel(t), (const tn_tensor *[]){gx, x, stats, tc}) < 0) {
@@ -196,9 +188,7 @@ static tn_status ce_fused_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     tn_tensor *xs = tn__node_unpack(n, 0), *t = xs ? tn__node_unpack(n, 1) : NULL;
     tn_tensor *stats = t ? tn__node_unpack(n, 2) : NULL;
     /* the kernel reads rows: a strided (saved) input is copied first */
-    tn_tensor *x = !stats ? NULL
-                   : tn__is_contiguous(xs) ? tn__retain(xs)
-                                          : tn__copy_as(xs, xs->dtype);
+    tn_tensor *x = stats ? tn__contiguous_on(xs, tn__dev(xs)) : NULL;
     if (stats && !x) stats = (tn_release(stats), NULL);
     tn_status st = stats ? TN_OK : tn_last_status();
     int64_t c = st == TN_OK ? x->shape[x->ndim - 1] : 1, nrow = st == TN_OK ? tn_numel(t) : 0;
@@ -222,7 +212,7 @@ static const tn_fn_info ce_fused_fn = {"NllLossBackward0", ce_fused_bw};
 static tn_tensor *ce_fused(const tn_tensor *logits, const tn_tensor *targets, int64_t count) {
     int64_t nrow = tn_numel(targets);
     tn_device dev = tn__dev(logits);
-    tn_tensor *x = contig_on(logits, dev), *t = x ? contig_on(targets, dev) : NULL;
+    tn_tensor *x = tn__contiguous_on(logits, dev), *t = x ? tn__contiguous_on(targets, dev) : NULL;
     tn_tensor *stats = t ? tn__empty_on(2, (int64_t[]){nrow, 2}, logits->dtype, dev) : NULL;
     tn_tensor *out = stats ? tn__empty_on(0, NULL, logits->dtype, dev) : NULL;
     if (out) {

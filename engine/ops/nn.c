@@ -38,11 +38,6 @@ static tn_status sm_run(int mode, tn_dtype dt, const tn_tensor *x, const tn_tens
     return tn__dev_softmax(&a, tn__dev(out), 3, (const tn_tensor *[]){out, x, y});
 }
 
-/* t itself when contiguous, else a contiguous copy (new reference either way). */
-static tn_tensor *contig(const tn_tensor *t) {
-    return tn__is_contiguous(t) ? tn__retain((tn_tensor *)t) : tn__copy_as(t, t->dtype);
-}
-
 /* ---- softmax / log_softmax ---------------------------------------------------------- */
 
 /* Backward with public ops when the graph of the backward is recorded
@@ -53,7 +48,7 @@ static tn_status softmax_family_bw(tn_node *n, tn_tensor *g, tn_tensor **gi, boo
     int dim = (int)n->i[0];
     tn_status st = TN_OK;
     if (!tn__grad_enabled()) {
-        tn_tensor *gc = contig(g), *out = gc ? tn__empty_like(y) : NULL;
+        tn_tensor *gc = tn__contiguous_on(g, tn__dev(g)), *out = gc ? tn__empty_like(y) : NULL;
         st = out ? sm_run(log ? TN_LSM_BWD : TN_SM_BWD, y->dtype, gc, y, out, geom_of(y, dim))
                  : tn_last_status();
         if (st < 0) {
@@ -99,7 +94,7 @@ tn_tensor *tn__softmax_family(const tn_tensor *a, int dim, bool log) {
                   log ? "log_softmax" : "softmax", last ? "_lastdim" : "", tn_dtype_name(a->dtype));
         return NULL;
     }
-    tn_tensor *x = contig(a), *out = x ? tn__empty_like(a) : NULL;
+    tn_tensor *x = tn__contiguous_on(a, tn__dev(a)), *out = x ? tn__empty_like(a) : NULL;
     if (out && tn_numel(a) > 0 &&
         sm_run(log ? TN_LSM_FWD : TN_SM_FWD, a->dtype, x, NULL, out, geom_of(a, d)) < 0) {
         tn_release(out);

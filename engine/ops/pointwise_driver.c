@@ -124,18 +124,6 @@ tn_status tn__inplace_prepare(const char *op, tn_tensor *self, const tn_tensor *
     if (category(result_dt) > category(self->dtype))
         return tn__error(TN_ERR_DTYPE, "result type %s can't be cast to the desired output type %s",
                          tn_dtype_name(result_dt), tn_dtype_name(self->dtype));
-    if (!src) return TN_OK;
-    int nd;
-    int64_t shape[TN_MAX_DIMS];
-    if (tn__broadcast_shape(self->ndim, self->shape, src->ndim, src->shape, &nd, shape) < 0)
-        return TN_ERR_SHAPE;
-    if (nd != self->ndim || memcmp(shape, self->shape, (size_t)nd * sizeof *shape) != 0) {
-        char a[160], b[160];
-        tn__format_shape(a, sizeof a, self->ndim, self->shape);
-        tn__format_shape(b, sizeof b, nd, shape);
-        return tn__error(TN_ERR_SHAPE,
-                         "output with shape %s doesn't match the broadcast shape %s", a, b);
-    }
     (void)op;
-    return TN_OK;
+    return src ? tn__check_broadcast_into(self, src->ndim, src->shape) : TN_OK;
 }

@@ -57,7 +57,9 @@ tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs,
  * TN_OK then). Reading .grad of a non-leaf that does not retain its grad
  * warns once on stderr, as PyTorch. */
 tn_tensor *tn_grad(tn_tensor *t);
-/* Sets .grad to g (retained; must match t's shape), or clears it with NULL. */
+/* Sets .grad to g (retained; must match t's shape and dtype), or clears it
+ * with NULL. g == t is refused (TN_ERR_AUTOGRAD, "can't assign Variable as
+ * its own grad"). */
 tn_status tn_set_grad(tn_tensor *t, tn_tensor *g);
 /* Clears .grad (sets it to NULL, as zero_grad(set_to_none=True)). */
 tn_status tn_zero_grad(tn_tensor *t);

@@ -123,6 +123,7 @@ tn_status tn_div_(tn_tensor *a, const tn_tensor *b);
 tn_status tn_add_scalar_(tn_tensor *a, double s);
 tn_status tn_mul_scalar_(tn_tensor *a, double s);
 tn_status tn_zero_(tn_tensor *a);
+/* value must fit a's dtype, as tn_full's (TN_ERR_INVALID_ARGUMENT otherwise). */
 tn_status tn_fill_(tn_tensor *a, double value);
 tn_status tn_clamp_(tn_tensor *a, double lo, double hi);
 tn_status tn_relu_(tn_tensor *a);

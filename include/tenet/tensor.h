@@ -58,7 +58,11 @@ tn_tensor *tn_keep(tn_tensor *t);
  * when the numel is 0). requires_grad needs a floating dtype. */
 tn_tensor *tn_tensor_from(const void *data, tn_dtype dtype, int ndim,
                           const int64_t *shape, bool requires_grad);
-/* 0-dim tensor holding value converted to dtype. */
+/* 0-dim tensor holding value converted to dtype. tn_scalar and tn_full
+ * refuse a value that does not fit the dtype (NaN, ±Inf or out of range for
+ * an integer dtype, a finite value beyond float32's range): NULL and
+ * TN_ERR_INVALID_ARGUMENT, "value cannot be converted to type int without
+ * overflow" (docs/semantics.md §6b); a fraction truncates toward zero. */
 tn_tensor *tn_scalar(double value, tn_dtype dtype);
 tn_tensor *tn_empty(int ndim, const int64_t *shape, tn_dtype dtype);
 tn_tensor *tn_zeros(int ndim, const int64_t *shape, tn_dtype dtype);
