@@ -80,7 +80,7 @@ static void *arena_alloc(tn_anomaly_report *r, size_t n) {
     arena_chunk *c = r->arena;
     if (!c || c->cap - c->used < n) {
         size_t cap = n > 16384 ? n : 16384;
-        arena_chunk *fresh = malloc(sizeof *fresh + cap);
+        arena_chunk *fresh = tn__malloc_quiet(sizeof *fresh + cap);
         if (!fresh) return NULL;
         fresh->next = c;
         fresh->used = 0;
@@ -110,7 +110,7 @@ static void arena_reset(tn_anomaly_report *r, bool keep_one) {
     }
     while (c) {
         arena_chunk *next = c->next;
-        free(c);
+        tn__mfree(c);
         c = next;
     }
     r->arena = keep;
@@ -119,7 +119,7 @@ static void arena_reset(tn_anomaly_report *r, bool keep_one) {
 static void report_free(void *p) {
     tn_anomaly_report *r = p;
     arena_reset(r, false);
-    free(r->body);
+    tn__mfree(r->body);
     r->body = NULL;
 }
 
@@ -145,7 +145,7 @@ static void set_trace(rep_trace *t, const tn_backtrace *bt) {
 tn_anomaly_report *tn__report_begin(tn_anomaly_kind kind, const char *node_name) {
     tn_anomaly_report *r = &tls_report;
     if (!r->body) {
-        r->body = malloc(sizeof *r->body);
+        r->body = tn__malloc_quiet(sizeof *r->body);
         pthread_once(&exit_once, make_exit_key);
         if (r->body && exit_key_ok) pthread_setspecific(exit_key, r);
     }
@@ -300,7 +300,7 @@ static void symbolize_trace(tn_anomaly_report *r, memo *m, rep_trace *t) {
 static void symbolize_report(tn_anomaly_report *r) {
     if (r->symbolised) return;
     arena_reset(r, true);           /* drop a previous pass's frames */
-    memo *m = calloc(1, sizeof *m); /* NULL: symbolise without the memo */
+    memo *m = tn__calloc_quiet(1, sizeof *m); /* NULL: symbolise without the memo */
     symbolize_trace(r, m, &r->forward);
     for (int i = 0; i < r->n_parents; i++)
         symbolize_trace(r, m, &r->body->parents[i].trace);
@@ -310,7 +310,7 @@ static void symbolize_report(tn_anomaly_report *r) {
         r->body->events[i] = (tn_write_event){w->op,      w->version,        w->tid,
                                               w->tracked, w->trace.n_frames, w->trace.frames};
     }
-    free(m);
+    tn__mfree(m);
     r->symbolised = true;
 }
 

@@ -74,7 +74,10 @@ tn_node *tn__node_new(const tn_fn_info *fn, int n_in, const tn_tensor *const *in
     n->saved = (tn_saved *)p;
     p += (size_t)n_saved * sizeof(tn_saved);
     n->retained = (_Atomic(tn_grad_cell *) *)p;
-    if (TN_UNLIKELY(tn__anomaly_enabled())) tn__hooks.node_new(n);
+    if (TN_UNLIKELY(tn__anomaly_enabled()) && tn__hooks.node_new(n) < 0) {
+        tn__node_release(n); /* no edge taken yet */
+        return NULL;
+    }
     for (int i = 0; i < n_in; i++) {
         const tn_tensor *t = inputs ? inputs[i] : NULL;
         if (!t) continue;
@@ -121,13 +124,13 @@ void tn__node_release(tn_node *n) {
                 if (!child) continue;
                 if (top == cap) {
                     size_t ncap = cap * 2;
-                    tn_node **w = malloc(ncap * sizeof *w);
+                    tn_node **w = tn__malloc_quiet(ncap * sizeof *w);
                     if (!w) { /* fall back to recursion rather than leak */
                         tn__node_release(child);
                         continue;
                     }
                     memcpy(w, work, top * sizeof *w);
-                    if (work != stack) free(work);
+                    if (work != stack) tn__mfree(work);
                     work = w;
                     cap = ncap;
                 }
@@ -146,7 +149,7 @@ void tn__node_release(tn_node *n) {
         }
         n = top ? work[--top] : NULL;
     }
-    if (work != stack) free(work);
+    if (work != stack) tn__mfree(work);
 }
 
 tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr) {

@@ -46,11 +46,25 @@ void tn__warn(const char *fmt, ...) TN_PRINTF(1, 2);
                              name);                                                      \
     } while (0)
 
-/* ---- memory ---------------------------------------------------------------- */
+/* ---- memory ----------------------------------------------------------------
+ * Every allocation the library makes goes through these (engine/core/alloc.c),
+ * so the allocation-failure hook of include/tenet/testing.h reaches all of
+ * them. "NULL + error": NULL and TN_ERR_OUT_OF_MEMORY with a message. */
 void *tn__alloc(size_t bytes);          /* 64-byte aligned, jemalloc; NULL + error */
 void tn__free(void *p);
 void *tn__calloc_small(size_t bytes);   /* metadata: zeroed, NULL + error */
 void tn__free_small(void *p);
+/* Plain heap blocks (working memory, not tensors'), freed with tn__mfree.
+ * NULL + error; the _quiet forms set no error, for callers that go on
+ * without the block (a serial fallback, a debug record dropped) and so must
+ * not leave a message behind a call that succeeds. */
+void *tn__malloc(size_t bytes);
+void *tn__calloc(size_t n, size_t size);
+void *tn__realloc(void *p, size_t bytes); /* p is kept on failure */
+void *tn__malloc_quiet(size_t bytes);
+void *tn__calloc_quiet(size_t n, size_t size);
+void *tn__aligned_quiet(size_t align, size_t bytes); /* not zeroed */
+void tn__mfree(void *p);
 /* ---- dtype ----------------------------------------------------------------- */
 extern const size_t tn__dtype_sizes[TN_DTYPE_COUNT];
 static inline bool tn__is_float(tn_dtype d) { return d == TN_F32 || d == TN_F64; }
