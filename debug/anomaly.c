@@ -304,21 +304,33 @@ void tn__anomaly_backward_error(tn_node *n, tn_status st) {
 
 /* ---- NaN / Inf checks ------------------------------------------------------------------ */
 
-/* 0: all finite; 1: NaN present; 2: Inf (and no NaN). */
-static int nonfinite(const tn_tensor *t) {
-    if (!t || !tn__is_float(t->dtype)) return 0;
-    int64_t n = tn__numel(t->ndim, t->shape);
-    tn_tensor *c = tn__is_contiguous(t) && t->storage->device.type == TN_CPU
-                       ? tn__retain((tn_tensor *)t)
-                       : tn__copy_to_device(t, t->dtype, TN_DEVICE_CPU);
-    if (!c) return 0;
+/* 0: all finite; 1: NaN present; 2: Inf (and no NaN). A CPU tensor is read
+ * in place through its strides (an odometer over the dims): the check
+ * allocates nothing and cannot fail. A device tensor (a mixed-device node's
+ * other side) is copied to the host first. */
+static int nonfinite_cpu(const tn_tensor *t) {
+    int64_t n = tn__numel(t->ndim, t->shape), idx[TN_MAX_DIMS] = {0}, off = 0;
+    const char *p = tn__ptr(t);
     int res = 0;
-    const char *p = tn__ptr(c);
     for (int64_t i = 0; i < n && res != 1; i++) {
-        double v = t->dtype == TN_F32 ? ((const float *)p)[i] : ((const double *)p)[i];
+        double v = t->dtype == TN_F32 ? ((const float *)p)[off] : ((const double *)p)[off];
         if (v != v) res = 1;
         else if (v - v != 0) res = 2;
+        for (int d = t->ndim - 1; d >= 0; d--) { /* next element, last dim fastest */
+            off += t->stride[d];
+            if (++idx[d] < t->shape[d]) break;
+            off -= t->stride[d] * t->shape[d];
+            idx[d] = 0;
+        }
     }
+    return res;
+}
+
+static int nonfinite(const tn_tensor *t) {
+    if (!t || !tn__is_float(t->dtype)) return 0;
+    if (tn__on_cpu(t)) return nonfinite_cpu(t);
+    tn_tensor *c = tn__copy_to_device(t, t->dtype, TN_DEVICE_CPU);
+    int res = c ? nonfinite_cpu(c) : 0;
     tn_release(c);
     return res;
 }

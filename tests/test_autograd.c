@@ -423,6 +423,19 @@ static void detach_inplace_of_saved_input(void **state) {
     tn_scope_end();
 }
 
+/* x.mul_(x) on a non-leaf saves x as its own output: backward reports the
+ * write as PyTorch does (the saved output moved), not as a detach_(). */
+static void inplace_with_itself_reports_the_version(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *a = vec3(1, 2, 3, true);
+    tn_tensor *x = tn_mul_scalar(a, 1);
+    assert_int_equal(tn_mul_(x, x), TN_OK);
+    assert_int_equal(tn_backward(tn_sum(x), NULL, false), TN_ERR_INPLACE_MODIFIED);
+    tt_assert_error(TN_ERR_INPLACE_MODIFIED, "which is output 0 of MulBackward0, is at version 1; "
+                                             "expected version 0 instead");
+    tn_scope_end();
+}
+
 /* ---- §4 in-place on leaves -------------------------------------------------- */
 
 static void inplace_on_leaf_refused(void **state) {
@@ -776,6 +789,7 @@ int main(void) {
         TT_TEST(second_backward_with_retain_graph),
         TT_TEST(second_backward_without_saved_tensors),
         TT_TEST(detach_inplace_of_saved_input),
+        TT_TEST(inplace_with_itself_reports_the_version),
         TT_TEST(inplace_on_leaf_refused),
         TT_TEST(inplace_on_view_of_leaf_refused),
         TT_TEST(inplace_on_leaf_allowed_without_grad),

@@ -93,3 +93,56 @@ tn_status tn__cell_accumulate(tn_grad_cell *c, tn_tensor *g, bool create_graph) 
             return TN_OK;
     }
 }
+
+/* ---- a run's delivery: all cells or none --------------------------------------------- */
+
+tn_status tn__cell_prepare(tn_grad_cell *c, tn_tensor *g, bool create_graph,
+                           tn_cell_update *u) {
+    *u = (tn_cell_update){0};
+    if (!create_graph) { /* the in-place merge at commit allocates nothing */
+        u->g = own(g);
+        return u->g ? TN_OK : tn_last_status();
+    }
+    u->g = g;
+    u->old = tn__cell_load(c);
+    if (u->old && !(u->sum = tn_add(u->old, g))) {
+        tn__cell_update_drop(u);
+        return tn_last_status();
+    }
+    return TN_OK;
+}
+
+void tn__cell_update_drop(tn_cell_update *u) {
+    tn_release(u->sum);
+    tn_release(u->old);
+    tn_release(u->g);
+    *u = (tn_cell_update){0};
+}
+
+tn_status tn__cell_commit(tn_grad_cell *c, tn_cell_update *u, bool create_graph) {
+    if (create_graph) {
+        /* Install the sum made at prepare if the cell still holds what it was
+         * made from. acq_rel: pairs with the installers' release (the tensor
+         * we take back) and publishes ours to the next reader, as in
+         * tn__cell_accumulate. */
+        tn_tensor *expected = u->old, *mine = u->sum ? u->sum : u->g;
+        if (atomic_compare_exchange_strong_explicit(&c->grad, &expected, mine,
+                                                    memory_order_acq_rel,
+                                                    memory_order_acquire)) {
+            if (u->old) {
+                tn__cell_release_taken(c, u->old); /* the cell's reference */
+                u->sum = NULL;
+            } else {
+                u->g = NULL;
+            }
+            tn__cell_update_drop(u);
+            return TN_OK;
+        }
+        /* Another thread changed the cell since: accumulate as usual (this
+         * one may allocate, and so fail, when threads race on the cell). */
+    }
+    tn_tensor *g = u->g;
+    u->g = NULL;
+    tn__cell_update_drop(u);
+    return tn__cell_accumulate(c, g, create_graph);
+}

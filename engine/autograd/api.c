@@ -117,16 +117,22 @@ tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs, tn_tensor *cons
                               n_in, inputs, grads_out);
     for (int i = 0; i < n_out; i++) tn_release(seeds[i]);
     tn__free_small(seeds);
-    for (int i = 0; i < n_in; i++) {
-        if (st < 0) {
-            tn_release(grads_out[i]);
-            grads_out[i] = NULL;
-        } else if (grads_out[i]) {
-            tn_tensor *h = tn__sum_to(grads_out[i], inputs[i]->ndim, inputs[i]->shape,
-                                      inputs[i]->dtype);
-            tn_release(grads_out[i]);
-            grads_out[i] = tn__ret(h);
-        }
+    /* Summed to the inputs' shapes, then handed out (registered in the
+     * caller's scope) only once every one is made: a failure returns none. */
+    for (int i = 0; i < n_in && st == TN_OK; i++) {
+        if (!grads_out[i]) continue;
+        tn_tensor *h = tn__sum_to(grads_out[i], inputs[i]->ndim, inputs[i]->shape,
+                                  inputs[i]->dtype);
+        tn_release(grads_out[i]);
+        if (!(grads_out[i] = h)) st = tn_last_status();
+    }
+    int handed = 0; /* grads_out[0, handed) are the scope's now (or NULL) */
+    for (; st == TN_OK && handed < n_in; handed++)
+        if (grads_out[handed] && !(grads_out[handed] = tn__ret(grads_out[handed])))
+            st = tn_last_status();
+    for (int i = 0; i < n_in && st < 0; i++) {
+        if (i >= handed) tn_release(grads_out[i]);
+        grads_out[i] = NULL;
     }
     return st;
 }

@@ -46,6 +46,7 @@ typedef struct node_state {
 typedef struct cell_state {
     tn_grad_cell *cell;
     tn_inbox inbox;
+    tn_cell_update up; /* the update deliver_cells prepared */
 } cell_state;
 
 typedef struct run {
@@ -144,6 +145,16 @@ static tn_status cell_insert(run *r, tn_grad_cell *c) {
     return TN_OK;
 }
 
+/* Registers n's retain_grad cells: like leaves' cells, they are fed at the
+ * end of the run (deliver_cells), so a failed run changes no .grad. */
+static tn_status note_retained(run *r, tn_node *n) {
+    for (int k = 0; k < n->n_out && !r->functional; k++) {
+        tn_grad_cell *rc = atomic_load_explicit(&n->retained[k], memory_order_acquire);
+        if (rc && cell_insert(r, rc) < 0) return TN_ERR_OUT_OF_MEMORY;
+    }
+    return TN_OK;
+}
+
 /* Discovery: every node reachable from the roots, with dependency counts. */
 static tn_status discover(run *r, int n_roots, tn_node *const *roots) {
     size_t cap = 64 + (size_t)n_roots, top = 0;
@@ -157,6 +168,7 @@ static tn_status discover(run *r, int n_roots, tn_node *const *roots) {
     }
     while (top) {
         tn_node *n = stack[--top];
+        if (note_retained(r, n) < 0) goto oom;
         for (int i = 0; i < n->n_in; i++) {
             if (n->edges[i].cell && cell_insert(r, n->edges[i].cell) < 0) goto oom;
             tn_node *c = n->edges[i].node;
@@ -324,22 +336,26 @@ static tn_status send(run *r, const tn_edge *e, tn_tensor *g, uint64_t seq, int 
 }
 
 /* End of a run: each leaf's gradient, summed in order, into its .grad (or
- * into grads_out for tn_autograd_grad). */
+ * into grads_out for tn_autograd_grad). Every cell's update is prepared
+ * (all allocations) before any is committed, so a failed run changes no
+ * .grad. */
 static tn_status deliver_cells(run *r) {
     tn_status st = TN_OK;
-    for (size_t i = 0; i < r->cell_cap; i++) {
+    for (size_t i = 0; i < r->cell_cap && st == TN_OK; i++) {
         cell_state *cs = &r->cells[i];
-        if (!cs->cell) continue;
         tn_tensor *g = NULL;
-        if (st == TN_OK) st = tn__inbox_take(&cs->inbox, &g);
-        if (!g) continue;
+        if (!cs->cell || (st = tn__inbox_take(&cs->inbox, &g)) < 0 || !g) continue;
         if (!r->functional) {
-            st = tn__cell_accumulate(cs->cell, g, r->create_graph);
+            st = tn__cell_prepare(cs->cell, g, r->create_graph, &cs->up);
             continue;
         }
         int k = capture_index_cell(r, cs->cell);
         if (k < 0) tn_release(g);
         else st = buffer_add(&r->grads_out[k], g);
+    }
+    for (size_t i = 0; i < r->cell_cap && st == TN_OK; i++) {
+        cell_state *cs = &r->cells[i];
+        if (cs->up.g) st = tn__cell_commit(cs->cell, &cs->up, r->create_graph);
     }
     return st;
 }
@@ -370,7 +386,11 @@ static tn_status execute(run *r, node_state *s) {
         }
         tn_grad_cell *rc = atomic_load_explicit(&n->retained[k], memory_order_acquire);
         if (rc && !r->functional) {
-            st = tn__cell_accumulate(rc, tn__retain(s->inbuf[k]), r->create_graph);
+            cell_state *cs = r->cell_cap ? cell_lookup(r, rc) : NULL;
+            if (cs && cs->cell == rc) /* registered at discovery: delivered at the end */
+                st = tn__inbox_push(&cs->inbox, tn__retain(s->inbuf[k]), n->seq, k);
+            else /* retain_grad called while this run was going */
+                st = tn__cell_accumulate(rc, tn__retain(s->inbuf[k]), r->create_graph);
             if (st < 0) return st;
         }
     }
@@ -432,8 +452,11 @@ static void run_free(run *r) {
         }
         tn__mfree(s->inbuf);
     }
-    for (size_t i = 0; i < r->cell_cap; i++)
-        if (r->cells[i].cell) tn__inbox_clear(&r->cells[i].inbox);
+    for (size_t i = 0; i < r->cell_cap; i++) {
+        if (!r->cells[i].cell) continue;
+        tn__inbox_clear(&r->cells[i].inbox);
+        tn__cell_update_drop(&r->cells[i].up);
+    }
     tn__mfree(r->cells);
     tn__mfree(r->tab);
     tn__mfree(r->heap);

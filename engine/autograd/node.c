@@ -152,7 +152,28 @@ void tn__node_release(tn_node *n) {
     if (work != stack) tn__mfree(work);
 }
 
+tn_status tn__node_alias_self(tn_node *n, tn_tensor *out, int output_nr) {
+    /* A saved input that is this very tensor (x.mul_(x)) would make a cycle
+     * node -> tensor -> node: keep it as a detached alias instead. Its saved
+     * version predates the write, so backward reports the in-place change;
+     * it is an output now, so the detach_() check of inputs does not apply. */
+    for (int i = 0; i < n->n_saved; i++) {
+        tn_saved *s = &n->saved[i];
+        if (s->t != out || s->is_output) continue;
+        tn_tensor *alias = tn__detached_alias(out);
+        if (!alias) return TN_ERR_OUT_OF_MEMORY;
+        tn_release(s->t);
+        s->t = alias;
+        s->is_output = true;
+        s->had_grad_fn = false;
+        s->output_nr = output_nr;
+    }
+    return TN_OK;
+}
+
 tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr) {
+    /* what can fail first, so that a failure changes nothing */
+    if (tn__node_alias_self(n, out, output_nr) < 0) return TN_ERR_OUT_OF_MEMORY;
     tn_autograd_meta *m = tn__meta_get_or_create(out);
     if (!m) return TN_ERR_OUT_OF_MEMORY;
     tn__node_retain(n);
@@ -173,22 +194,6 @@ tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr) {
         /* A leaf that became a non-leaf (copy_ into it): no .grad any more. */
         tn__cell_release(m->cell);
         m->cell = NULL;
-    }
-    /* A saved input that is this very tensor (x.mul_(x)) would make a cycle
-     * node -> tensor -> node: keep it as a detached alias instead. Its saved
-     * version predates the write, so backward reports the in-place change. */
-    for (int i = 0; i < n->n_saved; i++) {
-        tn_saved *s = &n->saved[i];
-        if (s->t != out || s->is_output) continue;
-        tn_tensor *alias = tn__detached_alias(out);
-        if (!alias) {
-            tn__node_release(old);
-            return TN_ERR_OUT_OF_MEMORY;
-        }
-        tn_release(s->t);
-        s->t = alias;
-        s->is_output = true;
-        s->output_nr = output_nr;
     }
     tn__node_release(old);
     return TN_OK;
