@@ -557,7 +557,7 @@ static void print_writes(FILE *f, const tn_anomaly_report *r) {
 
 tn_status tn_anomaly_report_print(const tn_anomaly_report *r, FILE *f) {
     CHECK_REPORT(r, TN_ERR_INVALID_ARGUMENT);
-    TN_CHECK_NULL_ARG_ST(f, "f");
+    TN_CHECK_NULL_PTR_ST(f, "f");
     r = readable(r);
     print_headline(f, r);
     if (r->kind == TN_ANOMALY_NAN_FORWARD)

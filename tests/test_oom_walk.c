@@ -580,6 +580,8 @@ teardown:
 static void oom_walk(void **state) {
     program g = {.sink = tmpfile()};
     assert_non_null(g.sink);
+    tn_memory_stats_t base; /* what was alive before: every run must come back to it */
+    tn_memory_stats(&base);
     /* The reference run: allocations counted, none failed. A first run warms
      * what later runs find ready (backward sizes its tables from the last). */
     W = (walk){.n = INT64_MAX};
@@ -608,14 +610,16 @@ static void oom_walk(void **state) {
             issue("N=%lld: the run's results differ from the reference run's", (long long)n);
         tn_memory_stats_t ms;
         tn_memory_stats(&ms);
-        if (ms.tensors_live != 0 || ms.storages_live != 0 || ms.bytes_live != 0)
+        if (ms.tensors_live != base.tensors_live || ms.storages_live != base.storages_live ||
+            ms.bytes_live != base.bytes_live)
             issue("N=%lld: %lld tensors, %lld storages (%zu bytes) alive after the run",
-                  (long long)n, (long long)ms.tensors_live, (long long)ms.storages_live,
-                  ms.bytes_live);
+                  (long long)n, (long long)(ms.tensors_live - base.tensors_live),
+                  (long long)(ms.storages_live - base.storages_live),
+                  ms.bytes_live - base.bytes_live);
         if (getenv("TENET_OOM_WALK_VERBOSE"))
             printf("N=%lld: %s\n", (long long)n, W.where);
         if (W.issues) {
-            for (int i = 0; i < W.issues && i < MAX_ISSUES; i++)
+            for (int i = 0; i < W.issues && i < MAX_ISSUES && unclean < MAX_ISSUES; i++)
                 fprintf(stderr, "oom walk: %s\n", W.issue[i]);
             unclean++;
         } else if (W.clean) {
@@ -637,7 +641,51 @@ static void oom_walk(void **state) {
            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
 }
 
+/* ---- the failures the walk found, one by one ------------------------------------------ */
+
+/* A scope whose frame stack cannot grow is not opened, and says so: the
+ * enclosing scope (or the caller) still owns what is returned. */
+static void scope_begin_out_of_memory(void **state) {
+    tn_test_fail_alloc_at(1); /* the frame stack's first allocation */
+    assert_int_equal(tn_scope_begin(), TN_ERR_OUT_OF_MEMORY);
+    tn_test_fail_alloc_at(0);
+    tt_assert_error(TN_ERR_OUT_OF_MEMORY, "out of memory opening a scope");
+    tn_tensor *t = tn_ones(1, (int64_t[]){2}, TN_F32);
+    assert_ptr_equal(tn_keep(t), t); /* no scope open: t is ours */
+    tn_release(t);
+    int depth = 0;
+    for (; depth < 16; depth++) /* the frame stack's first size */
+        assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_test_fail_alloc_at(1);
+    assert_int_equal(tn_scope_begin(), TN_ERR_OUT_OF_MEMORY);
+    tn_test_fail_alloc_at(0);
+    t = tn_ones(1, (int64_t[]){2}, TN_F32); /* the 16th scope's */
+    assert_non_null(t);
+    for (; depth > 0; depth--)
+        tn_scope_end(); /* the teardown checks that t went with the 16th */
+}
+
+/* Out of memory in an inner call of a nested expression stays out of memory
+ * (not "argument is NULL"); a NULL passed after a tensor came back is still
+ * reported as a NULL argument. */
+static void nested_calls_keep_out_of_memory(void **state) {
+    tn_tensor *a = tn_ones(1, (int64_t[]){3}, TN_F32);
+    tn_test_fail_alloc_at(1); /* tn_mul's */
+    tn_tensor *s = tn_sum(tn_mul(a, a));
+    tn_test_fail_alloc_at(0);
+    assert_null(s);
+    tt_assert_error(TN_ERR_OUT_OF_MEMORY, "out of memory");
+    tn_tensor *m = tn_mul(a, a);
+    assert_non_null(m);
+    assert_null(tn_sum(NULL));
+    tt_assert_error(TN_ERR_INVALID_ARGUMENT, "argument 'self' is NULL");
+    tn_release(m);
+    tn_release(a);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {TT_TEST(oom_walk)};
+    const struct CMUnitTest tests[] = {TT_TEST(scope_begin_out_of_memory),
+                                       TT_TEST(nested_calls_keep_out_of_memory),
+                                       TT_TEST(oom_walk)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

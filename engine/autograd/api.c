@@ -96,7 +96,7 @@ tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs, tn_tensor *cons
         return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_autograd_grad: empty or NULL argument list");
     for (int i = 0; i < n_in; i++) {
         if (!inputs[i])
-            return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_autograd_grad: inputs[%d] is NULL", i);
+            return tn__null_arg(true, "tn_autograd_grad: inputs[%d] is NULL", i);
         if (!tn__requires_grad(inputs[i]))
             return tn__error(TN_ERR_AUTOGRAD, "One of the differentiated Tensors does not "
                              "require grad");
@@ -106,7 +106,7 @@ tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs, tn_tensor *cons
     tn_status st = TN_OK;
     for (int i = 0; i < n_out && st == TN_OK; i++) {
         if (!outputs[i])
-            st = tn__error(TN_ERR_INVALID_ARGUMENT, "tn_autograd_grad: outputs[%d] is NULL", i);
+            st = tn__null_arg(true, "tn_autograd_grad: outputs[%d] is NULL", i);
         else if ((st = check_root(outputs[i], i)) == TN_OK &&
                  !(seeds[i] = seed_grad(outputs[i], grad_outputs ? grad_outputs[i] : NULL, i)))
             st = tn_last_status();
@@ -184,14 +184,14 @@ tn_status tn_zero_grad(tn_tensor *t) { return tn_set_grad(t, NULL); }
 
 bool tn_requires_grad(const tn_tensor *t) {
     if (!t) {
-        tn__error(TN_ERR_INVALID_ARGUMENT, "%s: argument 't' is NULL", __func__);
+        tn__null_arg(true, "%s: argument 't' is NULL", __func__);
         return false;
     }
     return tn__requires_grad(t);
 }
 bool tn_is_leaf(const tn_tensor *t) {
     if (!t) {
-        tn__error(TN_ERR_INVALID_ARGUMENT, "%s: argument 't' is NULL", __func__);
+        tn__null_arg(true, "%s: argument 't' is NULL", __func__);
         return false;
     }
     return !t->ag || !t->ag->grad_fn;

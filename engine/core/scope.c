@@ -34,7 +34,9 @@ static bool push(scope_stack *s, tn_tensor *t) {
 
 tn_tensor *tn__ret(tn_tensor *t) {
     scope_stack *s = &tls_scope;
-    if (!t || s->depth == 0 || tls_internal > 0) return t;
+    if (!t || tls_internal > 0) return t;
+    tn__failed_last = false;
+    if (s->depth == 0) return t;
     if (!push(s, t)) {
         /* Cannot track it: the caller would leak it silently, so fail cleanly. */
         tn_release(t);

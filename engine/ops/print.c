@@ -329,7 +329,7 @@ int tn_format(const tn_tensor *t, char *buf, size_t size) {
 
 tn_status tn_print(const tn_tensor *t, FILE *f) {
     TN_CHECK_NULL_ARG_ST(t, "t");
-    TN_CHECK_NULL_ARG_ST(f, "f");
+    TN_CHECK_NULL_PTR_ST(f, "f");
     sbuf b = {0};
     tn_status st = build(t, &b);
     if (st == TN_OK) {

@@ -6,7 +6,9 @@
  *
  * Errors: pointer-returning functions return NULL, status-returning ones a
  * negative tn_status; tn_last_status()/tn_last_error() (thread-local) say why.
- * No call aborts the process; a failed call changes no tensor.
+ * No call aborts the process; a failed call changes no tensor. Out of memory
+ * is TN_ERR_OUT_OF_MEMORY, also in a nested call whose inner call ran out
+ * (tn_sum(tn_mul(a, b))); include/tenet/testing.h makes allocations fail.
  *
  * Threads: all functions may be called from any thread. Reading a tensor
  * from several threads is safe; writing one tensor from several threads at
