@@ -168,7 +168,10 @@ static inline bool tn__ref_try_inc(_Atomic int64_t *rc) {
 }
 static inline bool tn__try_retain(tn_tensor *t) { return tn__ref_try_inc(&t->refcount); }
 static inline char *tn__ptr(const tn_tensor *t) {
-    return (char *)t->storage->data + t->offset * (int64_t)tn__dtype_sizes[t->dtype];
+    /* In integers: an empty view's offset may lie anywhere (it wraps, as in
+     * PyTorch), and its pointer is never dereferenced. */
+    return (char *)((uintptr_t)t->storage->data +
+                    (uintptr_t)t->offset * (uintptr_t)tn__dtype_sizes[t->dtype]);
 }
 /* Fresh contiguous copy with dtype `dt`, no autograd (grad mode ignored). */
 tn_tensor *tn__copy_as(const tn_tensor *src, tn_dtype dt);
