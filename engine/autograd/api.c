@@ -96,6 +96,14 @@ tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs, tn_tensor *cons
                            bool retain_graph, bool create_graph) {
     if (n_out <= 0 || n_in <= 0 || !outputs || !inputs || !grads_out)
         return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_autograd_grad: empty or NULL argument list");
+    /* PyTorch's order: the outputs first ("element 0 of tensors does not
+     * require grad ..." when x does not require grad in grad(f(x), x)). */
+    for (int i = 0; i < n_out; i++) {
+        if (!outputs[i])
+            return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_autograd_grad: outputs[%d] is NULL", i);
+        tn_status st = check_root(outputs[i], i);
+        if (st < 0) return st;
+    }
     for (int i = 0; i < n_in; i++) {
         if (!inputs[i])
             return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_autograd_grad: inputs[%d] is NULL", i);
@@ -106,13 +114,9 @@ tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs, tn_tensor *cons
     tn_tensor **seeds = tn__calloc_small((size_t)n_out * sizeof *seeds);
     if (!seeds) return TN_ERR_OUT_OF_MEMORY;
     tn_status st = TN_OK;
-    for (int i = 0; i < n_out && st == TN_OK; i++) {
-        if (!outputs[i])
-            st = tn__error(TN_ERR_INVALID_ARGUMENT, "tn_autograd_grad: outputs[%d] is NULL", i);
-        else if ((st = check_root(outputs[i], i)) == TN_OK &&
-                 !(seeds[i] = seed_grad(outputs[i], grad_outputs ? grad_outputs[i] : NULL, i)))
+    for (int i = 0; i < n_out && st == TN_OK; i++)
+        if (!(seeds[i] = seed_grad(outputs[i], grad_outputs ? grad_outputs[i] : NULL, i)))
             st = tn_last_status();
-    }
     for (int i = 0; i < n_in; i++) grads_out[i] = NULL;
     if (st == TN_OK)
         st = tn__run_backward(n_out, outputs, seeds, retain_graph || create_graph, create_graph,
