@@ -355,7 +355,6 @@ static bool step_views(program *g) {
     CALL_S(tn_mul_scalar_(v, 2.0));                   /* CopySlices on c */
     CALL_T(t, tn_transpose(v, 0, 1));
     CALL_S(tn_add_scalar_(t, 0.5));                   /* through a view of a view */
-    CALL_S(tn_relu_(v));
     CALL_T(r, tn_reshape(c, 1, (int64_t[]){HID * IN}));
     CALL_T(d, tn_detach(r));
     CALL_T(e, tn_clone(d));
@@ -370,6 +369,7 @@ static bool step_views(program *g) {
     CALL_S(tn_mul_(k, c));                            /* saves k's old value */
     CALL_T(kv, tn_narrow(k, 1, 0, 2));
     CALL_S(tn_add_(kv, kv));                          /* binary, through a view */
+    CALL_S(tn_relu_(k));                              /* saves its output */
     CALL_T(sq, tn_mul(cp, cp));
     CALL_T(s, tn_sum(sq));
     CALL_T(ks, tn_sum(k));

@@ -283,12 +283,8 @@ static tn_status second_time_error(void) {
 static void saved_put(tn_node *n) {
     /* acq_rel: the last user's release orders its reads of the saved
      * tensors before the free done by whoever reaches zero. */
-    if (atomic_fetch_sub_explicit(&n->saved_refs, 1, memory_order_acq_rel) == 1) {
-        for (int i = 0; i < n->n_saved; i++) {
-            tn_release(n->saved[i].t);
-            n->saved[i].t = NULL;
-        }
-    }
+    if (atomic_fetch_sub_explicit(&n->saved_refs, 1, memory_order_acq_rel) == 1)
+        tn__node_free_saved(n);
 }
 
 static tn_status saved_get(tn_node *n, bool retain_graph) {
@@ -335,6 +331,18 @@ static tn_status send(run *r, const tn_edge *e, tn_tensor *g, uint64_t seq, int 
     return tn__inbox_push(&s->inbox[e->input_nr], g, seq, edge);
 }
 
+/* The graph holds cells weakly: accumulate g (consumed) into c while its
+ * tensor lives; a gradient for a tensor that is gone is dropped. */
+static tn_status accumulate_weak(tn_grad_cell *c, tn_tensor *g, bool create_graph) {
+    if (!tn__cell_try_retain(c)) {
+        tn_release(g);
+        return TN_OK;
+    }
+    tn_status st = tn__cell_accumulate(c, g, create_graph);
+    tn__cell_release(c);
+    return st;
+}
+
 /* End of a run: each leaf's gradient, summed in order, into its .grad (or
  * into grads_out for tn_autograd_grad). Every cell's update is prepared
  * (all allocations) before any is committed, so a failed run changes no
@@ -355,7 +363,7 @@ static tn_status deliver_cells(run *r) {
     }
     for (size_t i = 0; i < r->cell_cap && st == TN_OK; i++) {
         cell_state *cs = &r->cells[i];
-        if (cs->up.g) st = tn__cell_commit(cs->cell, &cs->up, r->create_graph);
+        if (cs->up.cell) st = tn__cell_commit(&cs->up, r->create_graph);
     }
     return st;
 }
@@ -390,7 +398,7 @@ static tn_status execute(run *r, node_state *s) {
             if (cs && cs->cell == rc) /* registered at discovery: delivered at the end */
                 st = tn__inbox_push(&cs->inbox, tn__retain(s->inbuf[k]), n->seq, k);
             else /* retain_grad called while this run was going */
-                st = tn__cell_accumulate(rc, tn__retain(s->inbuf[k]), r->create_graph);
+                st = accumulate_weak(rc, tn__retain(s->inbuf[k]), r->create_graph);
             if (st < 0) return st;
         }
     }

@@ -139,7 +139,7 @@ static tn_status prepare_view(tn_tensor *self, tn_node *f, tn_rebase *rb) {
     for (int i = 1; i < f->n_in; i++) { /* share f's edges to the other inputs */
         cs->edges[i] = f->edges[i];
         if (cs->edges[i].node) tn__node_retain(cs->edges[i].node);
-        if (cs->edges[i].cell) tn__cell_retain(cs->edges[i].cell);
+        tn__cell_weak_retain(cs->edges[i].cell);
         cs->in_meta[i] = f->in_meta[i];
     }
     cs->inner = f; /* takes f's reference */
@@ -170,8 +170,7 @@ tn_status tn__inplace_prepare_rebase(tn_tensor *self, tn_node *n, tn_rebase *rb)
         st = prepare_view(self, n, rb);
     } else {
         rb->n = n;
-        st = tn__node_alias_self(n, self, 0);
-        if (st == TN_OK && !tn__meta_get_or_create(self)) st = tn_last_status();
+        st = tn__meta_get_or_create(self) ? TN_OK : tn_last_status();
     }
     if (st < 0) tn__inplace_abandon(rb);
     return st;
