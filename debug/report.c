@@ -11,7 +11,10 @@
  * lists and the arena are on the heap, allocated on the thread's first
  * anomaly, reused by later ones, and freed by tn_anomaly_clear or at thread
  * exit. Out of memory, writes are counted as dropped and frames print as raw
- * addresses. A report is read on the thread that made it (not thread-safe).
+ * addresses: the report is made to explain another error, which is the one
+ * the call returns, so its own allocations (tn__malloc_quiet) fail quietly
+ * and leave a shorter report. A report is read on the thread that made it
+ * (not thread-safe).
  */
 #include <inttypes.h>
 #include <pthread.h>

@@ -10,13 +10,17 @@ static _Thread_local char tls_msg[TN_ERRMSG_MAX];
 /* An error was set and no tensor was returned to the user since (tn__ret). */
 _Thread_local bool tn__failed_last;
 
+static void set_error(tn_status st, const char *fmt, va_list ap) {
+    vsnprintf(tls_msg, sizeof tls_msg, fmt, ap);
+    tls_status = st;
+    tn__failed_last = true;
+}
+
 tn_status tn__error(tn_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tls_msg, sizeof tls_msg, fmt, ap);
+    set_error(st, fmt, ap);
     va_end(ap);
-    tls_status = st;
-    tn__failed_last = true;
     return st;
 }
 
@@ -24,11 +28,9 @@ tn_status tn__null_arg(bool handle, const char *fmt, ...) {
     if (handle && tn__failed_last && tls_status == TN_ERR_OUT_OF_MEMORY) return tls_status;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tls_msg, sizeof tls_msg, fmt, ap);
+    set_error(TN_ERR_INVALID_ARGUMENT, fmt, ap);
     va_end(ap);
-    tls_status = TN_ERR_INVALID_ARGUMENT;
-    tn__failed_last = true;
-    return tls_status;
+    return TN_ERR_INVALID_ARGUMENT;
 }
 
 void tn__warn(const char *fmt, ...) {
