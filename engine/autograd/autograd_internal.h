@@ -188,6 +188,12 @@ tn_status tn__inplace_prepare_rebase(tn_tensor *self, tn_node *n, tn_rebase *rb)
 tn_status tn__inplace_commit(tn_tensor *self, tn_rebase *rb, const char *op);
 void tn__inplace_abandon(tn_rebase *rb);
 
+/* The CopySlices running `inner`'s backward on this thread, or NULL; and
+ * the history a view written in place had after the write (r: an alias of
+ * the view), AsStridedBackward0 over that CopySlices. */
+tn_node *tn__copy_slices_running(const tn_node *inner);
+tn_status tn__view_history_after_write(tn_node *cs, tn_tensor *r);
+
 /* ---- engine (engine/autograd/engine.c) ------------------------------------- */
 tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *const *grads,
                            bool retain_graph, bool create_graph, int n_inputs,

@@ -90,6 +90,17 @@ static tn_status as_strided_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi)
 
 /* grad of the base: g, except that the slice the view covers is replaced by
  * the inner op's gradient for the view's old value. */
+/* The CopySlices running its wrapped node's backward on this thread: a
+ * create_graph unpack of that node's saved output (the view, written in
+ * place) then gives it the view's history after the write, as PyTorch's
+ * saved output of an in-place op on a view, not the wrapped node itself
+ * (which only ever runs inside CopySlices). */
+static _Thread_local tn_node *tls_copy_slices;
+
+tn_node *tn__copy_slices_running(const tn_node *inner) {
+    return tls_copy_slices && tls_copy_slices->inner == inner ? tls_copy_slices : NULL;
+}
+
 static tn_status copy_slices_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     tn_node *f = n->inner;
     tn_tensor *fin[8] = {0}, *g0 = NULL, *gslice = NULL, *v = NULL;
@@ -97,7 +108,12 @@ static tn_status copy_slices_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi
     tn_status st = res ? tn_copy_(res, go[0]) : tn_last_status();
     if (st == TN_OK && !(v = view_of(n, res))) st = tn_last_status();
     if (st == TN_OK && !(gslice = tn_clone(v))) st = tn_last_status();
-    if (st == TN_OK) st = f->fn->backward(f, &gslice, fin);
+    if (st == TN_OK) {
+        tn_node *outer = tls_copy_slices;
+        tls_copy_slices = n;
+        st = f->fn->backward(f, &gslice, fin);
+        tls_copy_slices = outer;
+    }
     if (st == TN_OK) { /* the view's old value gets fin[0]; zero if none */
         if (fin[0]) g0 = tn__sum_to(fin[0], f->in_meta[0].ndim, f->in_meta[0].shape, v->dtype);
         else g0 = tn__zeros_like(v);
@@ -118,6 +134,30 @@ static tn_status copy_slices_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi
 
 static const tn_fn_info as_strided_fn = {"AsStridedBackward0", as_strided_bw};
 static const tn_fn_info copy_slices_fn = {"CopySlices", copy_slices_bw};
+
+/* A view's AsStridedBackward0 with cs's geometry over a base described by
+ * base_meta; its edge (to the base's history) is the caller's to set. */
+static tn_node *as_strided_new(const tn_node *cs, const tn_input_meta *base_meta) {
+    tn_node *as = tn__node_new(&as_strided_fn, 1, NULL, 0, 1);
+    if (!as) return NULL;
+    as->in_meta[0] = *base_meta;
+    if (add_geom(as) < 0) {
+        tn__node_release(as);
+        return NULL;
+    }
+    *as->geom = *cs->geom; /* same geometry */
+    return as;
+}
+
+tn_status tn__view_history_after_write(tn_node *cs, tn_tensor *r) {
+    tn_node *as = as_strided_new(cs, &cs->out_meta[0]);
+    if (!as) return tn_last_status();
+    as->edges[0] = (tn_edge){.node = cs, .input_nr = 0};
+    tn__node_retain(cs);
+    tn_status st = tn__node_set_output(as, r, 0);
+    tn__node_release(as);
+    return st;
+}
 
 /* Writing into a view: CopySlices over the base wrapping f, and the view's
  * AsStridedBackward0, whose edge to CopySlices is set at commit (the base's
@@ -148,16 +188,9 @@ static tn_status prepare_view(tn_tensor *self, tn_node *f, tn_rebase *rb) {
     tn_view_geom *g = cs->geom;
     put_geom(&g->view_ndim, &g->view_offset, g->view_shape, g->view_stride, self);
     put_geom(&g->base_ndim, &g->base_offset, g->base_shape, g->base_stride, base);
-    tn_node *as = tn__node_new(&as_strided_fn, 1, NULL, 0, 1);
-    if (!as) return tn_last_status();
-    rb->as = as;
-    tn_input_meta *m = &as->in_meta[0]; /* input 0: the base */
-    m->ndim = base->ndim;
-    m->dtype = base->dtype;
-    m->device = tn__dev(base);
-    memcpy(m->shape, base->shape, (size_t)base->ndim * sizeof *m->shape);
-    if (add_geom(as) < 0) return tn_last_status();
-    *as->geom = *cs->geom; /* same geometry */
+    tn_input_meta m = {.ndim = base->ndim, .dtype = base->dtype, .device = tn__dev(base)};
+    memcpy(m.shape, base->shape, (size_t)base->ndim * sizeof *m.shape);
+    if (!(rb->as = as_strided_new(cs, &m))) return tn_last_status();
     if (!tn__meta_get_or_create(base) || !tn__meta_get_or_create(self)) return tn_last_status();
     return TN_OK;
 }

@@ -356,7 +356,9 @@ tn_tensor *tn__node_unpack(tn_node *n, int slot) {
     tn_tensor *r = tn__detached_alias(s->orig);
     if (!r) return NULL;
     tn_status st = TN_OK;
-    if (s->is_output) st = tn__node_set_output(n, r, s->output_nr);
+    tn_node *cs = s->is_output ? tn__copy_slices_running(n) : NULL;
+    if (cs) st = tn__view_history_after_write(cs, r);
+    else if (s->is_output) st = tn__node_set_output(n, r, s->output_nr);
     else if (s->requires_grad) st = rebuild_input_history(s, r);
     if (st < 0) {
         tn_release(r);
