@@ -124,6 +124,26 @@ static void set_grad_leading_back(void **state) {
     tn_scope_end();
 }
 
+/* create_graph delivers the gradient as it comes: seeded with a view of the
+ * leaf (y = x.view(..), backward of y with y itself), x.grad would be a view
+ * of x; seeded with a leaf whose .grad is x, x.grad would lead back to x.
+ * Both are stored as differentiable clones (values as PyTorch's). */
+static void create_graph_gradient_leading_back(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *x = vec(1, 2, 3, true);
+    tn_tensor *y = tn_view(x, 2, (const int64_t[]){3, 1});
+    assert_int_equal(tn_backward_ex(y, y, false, true), TN_OK);
+    tt_assert_grad(x, (double[]){1, 2, 3}, 3, 0);
+    tn_tensor *w = vec(4, 5, 6, true), *x2 = vec(7, 8, 9, true);
+    assert_int_equal(tn_set_grad(w, x2), TN_OK);
+    assert_int_equal(tn_backward_ex(tn_clone(x2), w, false, true), TN_OK);
+    tt_assert_grad(x2, (double[]){4, 5, 6}, 3, 0);
+    tn_tensor *g = tn_grad(x2);
+    assert_true(tn_requires_grad(g)); /* differentiable in w */
+    tn_scope_end();
+}
+
 /* A leaf freed before backward: its gradient reaches no one, and a
  * create_graph backward that rebuilds its history still runs. */
 static void leaf_freed_before_backward(void **state) {
@@ -149,6 +169,7 @@ int main(void) {
         TT_TEST(inplace_on_itself),
         TT_TEST(retained_grad_with_create_graph),
         TT_TEST(set_grad_leading_back),
+        TT_TEST(create_graph_gradient_leading_back),
         TT_TEST(leaf_freed_before_backward),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

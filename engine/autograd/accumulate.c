@@ -54,11 +54,23 @@ void tn__cell_release_taken(tn_grad_cell *c, tn_tensor *t) {
     tn_release(t);
 }
 
+/* create_graph keeps the gradient as it comes, history and all. One that
+ * is a view (its base is a tensor) or has a .grad of its own may lead back
+ * to the cell's owner (backward of y = x.view(..) seeded with y itself:
+ * x.grad would be a view of x), a cycle no refcount frees: it is stored as
+ * a differentiable clone instead. */
+static tn_tensor *no_path_back(tn_tensor *g) {
+    if (!g->view_base && !(g->ag && g->ag->cell)) return g;
+    tn__internal_enter();
+    tn_tensor *c = tn_clone(g);
+    tn__internal_leave();
+    tn_release(g);
+    return c;
+}
+
 tn_status tn__cell_accumulate(tn_grad_cell *c, tn_tensor *g, bool create_graph) {
-    if (!create_graph) {
-        g = own(g);
-        if (!g) return tn_last_status();
-    }
+    g = create_graph ? no_path_back(g) : own(g);
+    if (!g) return tn_last_status();
     for (;;) {
         /* seq_cst: acquires the previous installer's writes to the tensor we
          * take, and orders the take before our readers check (retirement). */
@@ -106,10 +118,9 @@ tn_status tn__cell_prepare(tn_grad_cell *c, tn_tensor *g, bool create_graph,
     u->cell = c;
     if (!create_graph) { /* the in-place merge at commit allocates nothing */
         u->g = own(g);
-    } else {
-        u->g = g;
+    } else if ((u->g = no_path_back(g))) {
         u->old = tn__cell_load(c);
-        if (u->old) u->sum = tn_add(u->old, g);
+        if (u->old) u->sum = tn_add(u->old, u->g);
     }
     if (u->g && (!u->old || u->sum)) return TN_OK;
     tn__cell_update_drop(u);
