@@ -130,6 +130,14 @@ static void math_on_empty(void **state) {
     tn_tensor *a2 = tn_zeros(2, (const int64_t[]){0, BIG}, TN_F32);
     tn_tensor *b2 = tn_zeros(2, (const int64_t[]){BIG, 0}, TN_F32);
     assert_shape(tn_matmul(a2, b2), 2, (const int64_t[]){0, 0});
+    /* batched: (0, 2^33, 2^33) @ itself, and broadcast against a huge batch */
+    const int64_t big3[] = {0, (int64_t)1 << 33, (int64_t)1 << 33};
+    tn_tensor *e3 = tn_zeros(3, big3, TN_F32);
+    assert_shape(tn_matmul(e3, e3), 3, big3);
+    tn_tensor *w = tn_zeros(2, (const int64_t[]){(int64_t)1 << 33, 0}, TN_F32);
+    assert_shape(tn_matmul(e3, w), 3, (const int64_t[]){0, (int64_t)1 << 33, 0});
+    assert_shape(tn_linear(e3, tn_zeros(2, (const int64_t[]){0, (int64_t)1 << 33}, TN_F32), NULL),
+                 3, (const int64_t[]){0, (int64_t)1 << 33, 0});
     FILE *tmp = tmpfile();
     assert_non_null(tmp);
     assert_int_equal(tn_print(f, tmp), TN_OK);

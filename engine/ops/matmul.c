@@ -97,6 +97,9 @@ static tn_status product(tn_tensor *out, const tn_tensor *a, bool a_vec, const t
 
 static tn_status product_on(tn_tensor *out, const tn_tensor *a, bool a_vec, const tn_tensor *b,
                             bool b_vec, int nbd, const int64_t *bshape, bool accumulate) {
+    /* an empty product: nothing to write (its batch strides may not even fit
+     * int64, as an empty tensor's sizes need not multiply) */
+    if (tn__numel(out->ndim, out->shape) == 0) return TN_OK;
     int64_t n = a_vec ? 1 : a->shape[a->ndim - 2], k = a->shape[a->ndim - 1];
     int64_t m = b_vec ? 1 : b->shape[b->ndim - 1];
     tn_gemm g = {
