@@ -9,6 +9,29 @@
 #include <limits.h>
 #include <sys/sysinfo.h>
 
+/* A shape argument has `ndim` entries only when ndim is in range: every
+ * function that takes (ndim, shape) or (ndim, dims) checks ndim before it
+ * reads (under ASan a read past `one` is a report). Found: tn_expand
+ * formatted its error message from INT_MAX entries. */
+static void ndim_checked_before_shape_is_read(void **state) {
+    const int64_t one[1] = {2};
+    const int dims[1] = {0};
+    tn_tensor *a = tn_zeros(1, one, TN_F32);
+    const int bad[] = {INT_MAX, TN_MAX_DIMS + 1, -1, INT_MIN};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int nd = bad[i];
+        assert_null(tn_expand(a, nd, one));
+        assert_int_equal(tn_last_status(), TN_ERR_SHAPE);
+        assert_null(tn_view(a, nd, one));
+        assert_null(tn_reshape(a, nd, one));
+        assert_null(tn_permute(a, nd, dims));
+        assert_null(tn_zeros(nd, one, TN_F32));
+        assert_null(tn_tensor_from(one, TN_I64, nd, one, false));
+    }
+    assert_int_equal(tn_version(a), 0);
+    tn_release(a);
+}
+
 /* Bytes no allocation on this machine could give: 256 GiB, or more where
  * the machine has that much memory and swap. */
 static int64_t unattainable_floats(void) {
@@ -42,6 +65,7 @@ static void huge_requests_refused_before_allocating(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        TT_TEST(ndim_checked_before_shape_is_read),
         TT_TEST(huge_requests_refused_before_allocating),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
