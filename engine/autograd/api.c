@@ -148,10 +148,39 @@ tn_tensor *tn_grad(tn_tensor *t) {
     return g ? tn__ret(g) : NULL;
 }
 
+/* Whether t is reachable from g through what tensors own besides their
+ * history: their view base and their .grad (a view of t, a tensor whose
+ * .grad is t, ...). t's cell would then own t: a reference cycle, which
+ * refcounting never frees. The walk holds references (tn__cell_load); past
+ * TN_OWN_WALK tensors it gives up (no cycle assumed). */
+#define TN_OWN_WALK 64
+static bool owns(tn_tensor *g, const tn_tensor *t) {
+    tn_tensor *todo[TN_OWN_WALK];
+    int n = 0, seen = 0;
+    bool found = false;
+    todo[n++] = tn__retain(g);
+    while (n > 0) {
+        tn_tensor *x = todo[--n];
+        found |= x == t;
+        tn_tensor *next[2] = {x->view_base ? tn__retain(x->view_base) : NULL,
+                              x->ag && x->ag->cell ? tn__cell_load(x->ag->cell) : NULL};
+        for (int k = 0; k < 2; k++) {
+            if (next[k] && !found && n < TN_OWN_WALK && ++seen < TN_OWN_WALK) todo[n++] = next[k];
+            else tn_release(next[k]);
+        }
+        tn_release(x);
+    }
+    return found;
+}
+
 tn_status tn_set_grad(tn_tensor *t, tn_tensor *g) {
     TN_CHECK_NULL_ARG_ST(t, "t");
     if (g == t) /* t's cell would own t: a reference cycle */
         return tn__error(TN_ERR_AUTOGRAD, "can't assign Variable as its own grad");
+    if (g && owns(g, t))
+        return tn__error(TN_ERR_AUTOGRAD,
+                         "can't assign as grad a Variable that references the tensor itself (a "
+                         "view of it, or a tensor whose grad it is): a reference cycle");
     if (g) {
         if (!tn__same_shape(t, g))
             return tn__error(TN_ERR_SHAPE, "assigned grad has data of a different size");
