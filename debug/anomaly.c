@@ -226,9 +226,9 @@ static tn_anomaly_report *node_report(tn_anomaly_kind kind, tn_node *n) {
 static int add_writes(tn_anomaly_report *r, const tn_saved *s, bool tracked) {
     tn_write_snap w[TN_RING];
     uint64_t dropped;
-    int n = tn__ring_snapshot(s->t->storage, s->epoch, w, TN_RING, &dropped), listed = 0;
+    int n = tn__ring_snapshot(s->orig->storage, s->epoch, w, TN_RING, &dropped), listed = 0;
     for (int i = 0; i < n; i++) {
-        bool same = w[i].vblock == (const void *)s->t->version;
+        bool same = w[i].vblock == (const void *)s->orig->version;
         if (same != tracked) continue;
         if (tracked && (w[i].version <= s->version)) continue;
         tn__report_add_write(r, &w[i], tracked);
@@ -240,36 +240,36 @@ static int add_writes(tn_anomaly_report *r, const tn_saved *s, bool tracked) {
 
 const char *tn__anomaly_inplace_report(tn_node *n, const tn_saved *s, uint64_t cur) {
     tn_anomaly_report *r = node_report(TN_ANOMALY_INPLACE, n);
-    tn__report_set_saved(r, s->t, s->is_output ? s->output_nr : -1, s->version, cur);
+    tn__report_set_saved(r, s->orig, s->is_output ? s->output_nr : -1, s->version, cur);
     add_writes(r, s, true);
     return tn__report_first_culprit(r);
 }
 
 tn_status tn__anomaly_check_untracked(tn_node *n, const tn_saved *s) {
-    uint64_t now = atomic_load_explicit(&s->t->storage->write_epoch, memory_order_relaxed);
+    uint64_t now = atomic_load_explicit(&s->orig->storage->write_epoch, memory_order_relaxed);
     if (now == s->epoch) return TN_OK;
     /* Build into a scratch check first: only a write through another
      * counter is an untracked write (tracked ones moved the version). */
     tn_write_snap w[TN_RING];
     uint64_t dropped;
-    int n_w = tn__ring_snapshot(s->t->storage, s->epoch, w, TN_RING, &dropped), other = 0;
-    for (int i = 0; i < n_w; i++) other += w[i].vblock != (const void *)s->t->version;
+    int n_w = tn__ring_snapshot(s->orig->storage, s->epoch, w, TN_RING, &dropped), other = 0;
+    for (int i = 0; i < n_w; i++) other += w[i].vblock != (const void *)s->orig->version;
     if (!other) return TN_OK;
     tn_anomaly_report *r = node_report(TN_ANOMALY_UNTRACKED, n);
-    uint64_t v = tn__version_get(s->t);
-    tn__report_set_saved(r, s->t, s->is_output ? s->output_nr : -1, s->version, v);
+    uint64_t v = tn__version_get(s->orig);
+    tn__report_set_saved(r, s->orig, s->is_output ? s->output_nr : -1, s->version, v);
     add_writes(r, s, false);
     const char *who = tn__report_first_culprit(r);
     char type[200];
-    tn__format_shape(type, sizeof type, s->t->ndim, s->t->shape);
+    tn__format_shape(type, sizeof type, s->orig->ndim, s->orig->shape);
     const char *msg = "a variable needed for gradient computation was modified through an alias "
                       "that autograd does not track (e.g. .data)";
     if (tn__anomaly() & TN_ANOMALY_UNTRACKED_ERR)
         return tn__error(TN_ERR_INPLACE_MODIFIED, "%s: [%s %s], saved by %s, written by %s.", msg,
-                         tn_dtype_name(s->t->dtype), type, n->fn->name, who ? who : "(unknown)");
+                         tn_dtype_name(s->orig->dtype), type, n->fn->name, who ? who : "(unknown)");
     tn__warn("%s: [%s %s], saved by %s, written by %s. The gradient may be silently wrong; "
              "tn_anomaly_report_print(tn_last_anomaly(), stderr) shows every write.",
-             msg, tn_dtype_name(s->t->dtype), type, n->fn->name, who ? who : "(unknown)");
+             msg, tn_dtype_name(s->orig->dtype), type, n->fn->name, who ? who : "(unknown)");
     return TN_OK;
 }
 

@@ -148,17 +148,17 @@ static void anomaly_view_init(anomaly_view *a) {
     }
 }
 
-static bool slot_stale(const tn_saved *s) { return tn__version_get(s->t) != s->version; }
+static bool slot_stale(const tn_saved *s) { return tn__version_get(s->orig) != s->version; }
 
 static bool slot_written_behind(const tn_saved *s) {
     return !slot_stale(s) &&
-           atomic_load_explicit(&s->t->storage->write_epoch, memory_order_relaxed) != s->epoch;
+           atomic_load_explicit(&s->orig->storage->write_epoch, memory_order_relaxed) != s->epoch;
 }
 
 /* True when slot s is the saved tensor the report is about. */
 static bool slot_is_reported(const anomaly_view *a, const tn_saved *s) {
-    if (!a->has_saved || !s->defined || !s->t) return false;
-    const tn_tensor *t = s->t;
+    if (!a->has_saved || !s->defined || !s->orig) return false;
+    const tn_tensor *t = s->orig;
     return t->dtype == a->dtype && t->ndim == a->ndim &&
            !memcmp(t->shape, a->shape, (size_t)t->ndim * sizeof(int64_t)) &&
            s->version == a->saved_v && tn__version_get(t) == a->cur_v;
@@ -182,18 +182,18 @@ static void put_saved_rows(FILE *f, const tn_node *n, const char *prefix) {
         const tn_saved *s = &n->saved[i];
         if (!s->defined) continue;
         fprintf(f, "<BR/>");
-        if (!s->t) {
+        if (!s->orig) {
             fprintf(f, "%ssaved[%d]: freed (backward ran without retain_graph)", prefix, i);
             continue;
         }
-        uint64_t now = tn__version_get(s->t);
+        uint64_t now = tn__version_get(s->orig);
         bool stale = now != s->version, behind = slot_written_behind(s);
         if (stale)
             fprintf(f, "<FONT COLOR=\"red\">");
         else if (behind)
             fprintf(f, "<FONT COLOR=\"darkorange\">");
         fprintf(f, "%ssaved[%d]: ", prefix, i);
-        put_type(f, s->t->dtype, s->t->ndim, s->t->shape);
+        put_type(f, s->orig->dtype, s->orig->ndim, s->orig->shape);
         fprintf(f, " %s, saved v%" PRIu64 ", now v%" PRIu64, s->is_output ? "output" : "input",
                 s->version, now);
         if (behind) fprintf(f, ", memory written behind autograd");

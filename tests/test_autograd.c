@@ -620,6 +620,50 @@ static void create_graph_second_derivative(void **state) {
     tn_scope_end();
 }
 
+/* relu's gradient under create_graph is ThresholdBackwardBackward0 (torch):
+ * it requires grad, its derivative in x is zeros (x still gets a gradient),
+ * and in the incoming gradient v it is the mask x > 0. */
+static void relu_double_backward(void **state) {
+    tn_scope_begin();
+    tn_tensor *x = vec3d(-1, 2, 0, true), *v = vec3d(3, 4, 5, true), *g = NULL, *gv = NULL;
+    tn_tensor *y = tn_relu(x);
+    assert_int_equal(tn_autograd_grad(1, &y, &v, 1, &x, &g, false, true), TN_OK);
+    tt_assert_close(g, (double[]){0, 4, 0}, 3, 0);
+    assert_true(tn_requires_grad(g));
+    assert_string_equal(tn_grad_fn_name(g), "ThresholdBackwardBackward0");
+    tn_tensor *s = tn_sum(g);
+    assert_int_equal(tn_autograd_grad(1, &s, NULL, 1, &v, &gv, true, false), TN_OK);
+    tt_assert_close(gv, (double[]){0, 1, 0}, 3, 0);
+    assert_int_equal(tn_backward(s, NULL, false), TN_OK);
+    tt_assert_grad(x, (double[]){0, 0, 0}, 3, 0);
+    tt_assert_grad(v, (double[]){0, 1, 0}, 3, 0);
+    /* in place (relu_) records the same gradient */
+    tn_tensor *h = tn_clone(x), *gh = NULL;
+    assert_int_equal(tn_relu_(h), TN_OK);
+    tn_tensor *sh = tn_sum(h);
+    assert_int_equal(tn_autograd_grad(1, &sh, NULL, 1, &x, &gh, false, true), TN_OK);
+    assert_string_equal(tn_grad_fn_name(gh), "ThresholdBackwardBackward0");
+    tt_assert_close(gh, (double[]){0, 1, 0}, 3, 0);
+    tn_scope_end();
+}
+
+/* torch.autograd.grad checks the outputs first: grad(f(x), x) with x not
+ * requiring grad names the output; an unused input that does not require
+ * grad is the "differentiated Tensors" error. */
+static void autograd_grad_error_order(void **state) {
+    tn_scope_begin();
+    tn_tensor *x = vec3d(1, 2, 3, false), *w = vec3d(1, 1, 1, true), *g = NULL;
+    tn_tensor *y = tn_sum(tn_mul_scalar(x, 2));
+    assert_int_equal(tn_autograd_grad(1, &y, NULL, 1, &x, &g, false, false), TN_ERR_AUTOGRAD);
+    tt_assert_error(TN_ERR_AUTOGRAD,
+                    "element 0 of tensors does not require grad and does not have a grad_fn");
+    tn_tensor *yw = tn_sum(tn_mul(x, w));
+    assert_int_equal(tn_autograd_grad(1, &yw, NULL, 1, &x, &g, false, false), TN_ERR_AUTOGRAD);
+    tt_assert_error(TN_ERR_AUTOGRAD, "One of the differentiated Tensors does not require grad");
+    assert_null(g);
+    tn_scope_end();
+}
+
 /* ---- grad mode is thread-local ---------------------------------------------- */
 
 typedef struct {
@@ -786,6 +830,8 @@ int main(void) {
         TT_TEST(nonleaf_grad_is_null),
         TT_TEST(autograd_grad_accumulates_nothing),
         TT_TEST(create_graph_second_derivative),
+        TT_TEST(relu_double_backward),
+        TT_TEST(autograd_grad_error_order),
         TT_TEST(grad_mode_is_thread_local),
         TT_TEST(scope_frees_all_but_kept),
         TT_TEST(scopes_nest),

@@ -1,4 +1,6 @@
 /* Public autograd API: requires_grad_, retain_grad, backward, grad access. */
+#include <stdlib.h>
+
 #include "../ops/ops_internal.h"
 
 tn_status tn_requires_grad_(tn_tensor *t, bool requires_grad) {
@@ -36,10 +38,10 @@ tn_status tn_retain_grad(tn_tensor *t) {
         if (!m->cell) return TN_ERR_OUT_OF_MEMORY;
     }
     m->retains_grad = true;
-    tn__cell_retain(m->cell);
+    tn__cell_weak_retain(m->cell); /* the graph's reference is weak (no cycle) */
     tn_grad_cell *prev = atomic_exchange_explicit(&m->grad_fn->retained[m->output_nr], m->cell,
                                                   memory_order_acq_rel);
-    tn__cell_release(prev);
+    tn__cell_weak_release(prev);
     return TN_OK;
 }
 
@@ -94,6 +96,14 @@ tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs, tn_tensor *cons
                            bool retain_graph, bool create_graph) {
     if (n_out <= 0 || n_in <= 0 || !outputs || !inputs || !grads_out)
         return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_autograd_grad: empty or NULL argument list");
+    /* PyTorch's order: the outputs first ("element 0 of tensors does not
+     * require grad ..." when x does not require grad in grad(f(x), x)). */
+    for (int i = 0; i < n_out; i++) {
+        if (!outputs[i])
+            return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_autograd_grad: outputs[%d] is NULL", i);
+        tn_status st = check_root(outputs[i], i);
+        if (st < 0) return st;
+    }
     for (int i = 0; i < n_in; i++) {
         if (!inputs[i])
             return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_autograd_grad: inputs[%d] is NULL", i);
@@ -104,13 +114,9 @@ tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs, tn_tensor *cons
     tn_tensor **seeds = tn__calloc_small((size_t)n_out * sizeof *seeds);
     if (!seeds) return TN_ERR_OUT_OF_MEMORY;
     tn_status st = TN_OK;
-    for (int i = 0; i < n_out && st == TN_OK; i++) {
-        if (!outputs[i])
-            st = tn__error(TN_ERR_INVALID_ARGUMENT, "tn_autograd_grad: outputs[%d] is NULL", i);
-        else if ((st = check_root(outputs[i], i)) == TN_OK &&
-                 !(seeds[i] = seed_grad(outputs[i], grad_outputs ? grad_outputs[i] : NULL, i)))
+    for (int i = 0; i < n_out && st == TN_OK; i++)
+        if (!(seeds[i] = seed_grad(outputs[i], grad_outputs ? grad_outputs[i] : NULL, i)))
             st = tn_last_status();
-    }
     for (int i = 0; i < n_in; i++) grads_out[i] = NULL;
     if (st == TN_OK)
         st = tn__run_backward(n_out, outputs, seeds, retain_graph || create_graph, create_graph,
@@ -148,28 +154,43 @@ tn_tensor *tn_grad(tn_tensor *t) {
     return g ? tn__ret(g) : NULL;
 }
 
-/* Whether t is reachable from g through what tensors own besides their
- * history: their view base and their .grad (a view of t, a tensor whose
- * .grad is t, ...). t's cell would then own t: a reference cycle, which
- * refcounting never frees. The walk holds references (tn__cell_load); past
- * TN_OWN_WALK tensors it gives up (no cycle assumed). */
-#define TN_OWN_WALK 64
-static bool owns(tn_tensor *g, const tn_tensor *t) {
-    tn_tensor *todo[TN_OWN_WALK];
-    int n = 0, seen = 0;
+/* True when t can be reached from g through .grad and view bases: storing
+ * g in t's cell would then make a reference cycle (x.grad = y; y.grad = x,
+ * or x.grad = a view of x). Iterative; each step holds a reference. */
+static bool leads_to(tn_tensor *g, const tn_tensor *t, bool *oom) {
+    tn_tensor *local[16], **stack = local;
+    size_t n = 0, cap = 16;
     bool found = false;
-    todo[n++] = tn__retain(g);
-    while (n > 0) {
-        tn_tensor *x = todo[--n];
-        found |= x == t;
-        tn_tensor *next[2] = {x->view_base ? tn__retain(x->view_base) : NULL,
-                              x->ag && x->ag->cell ? tn__cell_load(x->ag->cell) : NULL};
+    stack[n++] = tn__retain(g);
+    while (n) {
+        tn_tensor *u = stack[--n];
+        found |= u == t || u->view_base == t;
+        tn_tensor *next[2] = {u->view_base ? tn__retain(u->view_base) : NULL,
+                              u->ag && u->ag->cell ? tn__cell_load(u->ag->cell) : NULL};
+        tn_release(u);
         for (int k = 0; k < 2; k++) {
-            if (next[k] && !found && n < TN_OWN_WALK && ++seen < TN_OWN_WALK) todo[n++] = next[k];
-            else tn_release(next[k]);
+            if (!next[k]) continue;
+            if (found) {
+                tn_release(next[k]);
+                continue;
+            }
+            if (n == cap) {
+                tn_tensor **w = malloc(2 * cap * sizeof *w);
+                if (!w) {
+                    *oom = true;
+                    found = true; /* stop; the caller reports the failure */
+                    tn_release(next[k]);
+                    continue;
+                }
+                memcpy(w, stack, n * sizeof *w);
+                if (stack != local) free(stack);
+                stack = w;
+                cap *= 2;
+            }
+            stack[n++] = next[k];
         }
-        tn_release(x);
     }
+    if (stack != local) free(stack);
     return found;
 }
 
@@ -177,25 +198,33 @@ tn_status tn_set_grad(tn_tensor *t, tn_tensor *g) {
     TN_CHECK_NULL_ARG_ST(t, "t");
     if (g == t) /* t's cell would own t: a reference cycle */
         return tn__error(TN_ERR_AUTOGRAD, "can't assign Variable as its own grad");
-    if (g && owns(g, t))
-        return tn__error(TN_ERR_AUTOGRAD,
-                         "can't assign as grad a Variable that references the tensor itself (a "
-                         "view of it, or a tensor whose grad it is): a reference cycle");
     if (g) {
         if (!tn__same_shape(t, g))
             return tn__error(TN_ERR_SHAPE, "assigned grad has data of a different size");
         if (g->dtype != t->dtype)
             return tn__error(TN_ERR_DTYPE, "assigned grad has data of a different type");
+        /* A gradient that leads back to t is stored as a detached alias
+         * (same storage and version counter, no history nor .grad). */
+        bool oom = false;
+        tn__internal_enter();
+        bool cycle = (g->view_base || (g->ag && g->ag->cell)) && leads_to(g, t, &oom);
+        tn__internal_leave();
+        if (oom) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in tn_set_grad");
+        g = cycle ? tn__detached_alias(g) : tn__retain(g);
+        if (!g) return TN_ERR_OUT_OF_MEMORY;
     }
     tn_autograd_meta *m = t->ag;
     if (!m || !m->cell) {
         if (!g) return TN_OK;
-        m = tn__meta_get_or_create(t);
-        if (!m) return TN_ERR_OUT_OF_MEMORY;
-        m->cell = tn__cell_new();
-        if (!m->cell) return TN_ERR_OUT_OF_MEMORY;
+        tn_grad_cell *c = tn__cell_new();
+        m = c ? tn__meta_get_or_create(t) : NULL;
+        if (!m) {
+            tn__cell_release(c);
+            tn_release(g);
+            return TN_ERR_OUT_OF_MEMORY;
+        }
+        m->cell = c;
     }
-    if (g) tn__retain(g);
     tn__cell_release_taken(m->cell,
                            atomic_exchange_explicit(&m->cell->grad, g, memory_order_seq_cst));
     return TN_OK;

@@ -29,21 +29,36 @@
 
 typedef struct tn_edge {
     tn_node *node;      /* owned; the input's grad_fn (NULL for leaves/none) */
-    tn_grad_cell *cell; /* owned; the input leaf's gradient cell */
+    tn_grad_cell *cell; /* weak; the input leaf's gradient cell */
     int input_nr;       /* output index of the input within `node` */
 } tn_edge;
 
 static inline bool tn__edge_valid(const tn_edge *e) { return e->node || e->cell; }
 
+/* A saved tensor, as PyTorch's SavedVariable: the data and what is needed
+ * to rebuild its history, never a strong path back to a tensor that could
+ * own this node. So the graph makes no cycle whatever the program does
+ * (create_graph through an op saving its input, y.add_(y.abs()) on a
+ * non-leaf y, x.mul_(x)): nodes own older nodes; they hold tensors and
+ * cells only weakly.
+ *
+ * `orig` is the tensor itself, held weakly: its handle stays allocated and
+ * its geometry (dtype, shape, strides, offset) never changes, while the slot
+ * holds its storage and version counter strongly. Unpacking returns the
+ * tensor itself while it lives, else an alias made from those. */
 typedef struct tn_saved {
-    tn_tensor *t;       /* inputs: the tensor itself (owned); outputs: a
-                         * detached alias (shares storage + version, no meta) */
+    tn_tensor *orig;    /* weak + its storage and version (owned); NULL once freed */
+    union {             /* inputs requiring grad, as when saved: */
+        tn_node *grad_fn;   /* non-leaf (has_fn): the grad_fn (owned: older) */
+        tn_grad_cell *cell; /* leaf: its gradient cell (weak) */
+    } h;
     uint64_t version;   /* version at save time */
     uint64_t epoch;     /* storage write epoch at save time (untracked writes) */
+    int output_nr;      /* outputs: index in the saver; inputs: in grad_fn */
     bool defined;
     bool is_output;
-    bool had_grad_fn;   /* input was a non-leaf when saved (detach_ check) */
-    int output_nr;
+    bool requires_grad; /* inputs: requires_grad when saved */
+    bool has_fn;        /* h is a grad_fn */
 } tn_saved;
 
 typedef struct tn_input_meta {
@@ -63,7 +78,7 @@ typedef struct tn_fn_info {
     tn_backward_fn backward;
 } tn_fn_info;
 
-#define TN_NODE_MAX_I 24
+#define TN_NODE_MAX_I TN_MAX_DIMS /* op parameters: permute keeps a whole order */
 
 /* Where a view sits in its base's storage (CopySlices / AsStridedBackward0);
  * kept out of tn_node so that ordinary nodes stay small. */
@@ -115,10 +130,9 @@ tn_status tn__node_save(tn_node *n, int slot, const tn_tensor *t, bool is_output
 /* Backward side: a new reference to saved tensor `slot`, after the freed and
  * version checks; NULL + PyTorch's error otherwise. */
 tn_tensor *tn__node_unpack(tn_node *n, int slot);
-/* Non-owning peek (no checks) for formulas that only need metadata. */
-static inline const tn_tensor *tn__node_saved_peek(tn_node *n, int slot) {
-    return n->saved[slot].t;
-}
+/* Drops what the saved slots hold (backward without retain_graph, or the
+ * node's end); a later unpack reports the second backward. */
+void tn__node_free_saved(tn_node *n);
 
 /* Autograd meta helpers (node.c, which installs tn__hooks.meta_free). */
 tn_autograd_meta *tn__meta_get_or_create(tn_tensor *t);
@@ -126,6 +140,11 @@ void tn__meta_free(tn_autograd_meta *m);
 tn_grad_cell *tn__cell_new(void);
 void tn__cell_retain(tn_grad_cell *c);
 void tn__cell_release(tn_grad_cell *c);
+/* Weak references (the graph's): keep the struct, not the gradient. */
+void tn__cell_weak_retain(tn_grad_cell *c);
+void tn__cell_weak_release(tn_grad_cell *c);
+/* A strong reference from a weak one; false once the tensors are gone. */
+bool tn__cell_try_retain(tn_grad_cell *c);
 /* Releases t, which was installed in c and has been taken out of it, once
  * no tn_grad reader can still be about to retain it. */
 void tn__cell_release_taken(tn_grad_cell *c, tn_tensor *t);

@@ -271,12 +271,8 @@ static tn_status second_time_error(void) {
 static void saved_put(tn_node *n) {
     /* acq_rel: the last user's release orders its reads of the saved
      * tensors before the free done by whoever reaches zero. */
-    if (atomic_fetch_sub_explicit(&n->saved_refs, 1, memory_order_acq_rel) == 1) {
-        for (int i = 0; i < n->n_saved; i++) {
-            tn_release(n->saved[i].t);
-            n->saved[i].t = NULL;
-        }
-    }
+    if (atomic_fetch_sub_explicit(&n->saved_refs, 1, memory_order_acq_rel) == 1)
+        tn__node_free_saved(n);
 }
 
 static tn_status saved_get(tn_node *n, bool retain_graph) {
@@ -323,6 +319,18 @@ static tn_status send(run *r, const tn_edge *e, tn_tensor *g, uint64_t seq, int 
     return tn__inbox_push(&s->inbox[e->input_nr], g, seq, edge);
 }
 
+/* The graph holds cells weakly: accumulate g (consumed) into c while its
+ * tensor lives; a gradient for a tensor that is gone is dropped. */
+static tn_status accumulate_weak(tn_grad_cell *c, tn_tensor *g, bool create_graph) {
+    if (!tn__cell_try_retain(c)) {
+        tn_release(g);
+        return TN_OK;
+    }
+    tn_status st = tn__cell_accumulate(c, g, create_graph);
+    tn__cell_release(c);
+    return st;
+}
+
 /* End of a run: each leaf's gradient, summed in order, into its .grad (or
  * into grads_out for tn_autograd_grad). */
 static tn_status deliver_cells(run *r) {
@@ -334,7 +342,7 @@ static tn_status deliver_cells(run *r) {
         if (st == TN_OK) st = tn__inbox_take(&cs->inbox, &g);
         if (!g) continue;
         if (!r->functional) {
-            st = tn__cell_accumulate(cs->cell, g, r->create_graph);
+            st = accumulate_weak(cs->cell, g, r->create_graph);
             continue;
         }
         int k = capture_index_cell(r, cs->cell);
@@ -370,7 +378,7 @@ static tn_status execute(run *r, node_state *s) {
         }
         tn_grad_cell *rc = atomic_load_explicit(&n->retained[k], memory_order_acquire);
         if (rc && !r->functional) {
-            st = tn__cell_accumulate(rc, tn__retain(s->inbuf[k]), r->create_graph);
+            st = accumulate_weak(rc, tn__retain(s->inbuf[k]), r->create_graph);
             if (st < 0) return st;
         }
     }

@@ -136,7 +136,7 @@ static tn_status rebase_view(tn_tensor *self, tn_node *f) {
     for (int i = 1; i < f->n_in; i++) { /* share f's edges to the other inputs */
         cs->edges[i] = f->edges[i];
         if (cs->edges[i].node) tn__node_retain(cs->edges[i].node);
-        if (cs->edges[i].cell) tn__cell_retain(cs->edges[i].cell);
+        tn__cell_weak_retain(cs->edges[i].cell);
         cs->in_meta[i] = f->in_meta[i];
     }
     cs->inner = f; /* takes f's reference */

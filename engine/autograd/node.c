@@ -10,6 +10,7 @@ tn_grad_cell *tn__cell_new(void) {
     tn_grad_cell *c = tn__calloc_small(sizeof *c);
     if (!c) return NULL;
     atomic_init(&c->refcount, 1);
+    atomic_init(&c->weak, 1);
     atomic_init(&c->grad, NULL);
     return c;
 }
@@ -18,10 +19,27 @@ void tn__cell_retain(tn_grad_cell *c) {
     atomic_fetch_add_explicit(&c->refcount, 1, memory_order_relaxed);
 }
 
+void tn__cell_weak_retain(tn_grad_cell *c) {
+    /* relaxed: made from a reference the caller holds (strong or weak). */
+    if (c) atomic_fetch_add_explicit(&c->weak, 1, memory_order_relaxed);
+}
+
+void tn__cell_weak_release(tn_grad_cell *c) {
+    /* acq_rel: the last holder frees after every other's use of the struct */
+    if (c && atomic_fetch_sub_explicit(&c->weak, 1, memory_order_acq_rel) == 1)
+        tn__free_small(c);
+}
+
 void tn__cell_release(tn_grad_cell *c) {
     if (!c || atomic_fetch_sub_explicit(&c->refcount, 1, memory_order_acq_rel) != 1) return;
-    tn_release(atomic_load_explicit(&c->grad, memory_order_acquire));
-    tn__free_small(c);
+    /* No strong holder is left, so no tn_grad reader either: the gradient
+     * goes now, whoever still holds the struct weakly. */
+    tn_release(atomic_exchange_explicit(&c->grad, NULL, memory_order_acq_rel));
+    tn__cell_weak_release(c);
+}
+
+bool tn__cell_try_retain(tn_grad_cell *c) {
+    return tn__ref_try_inc(&c->refcount); /* 0: the gradient went with its tensors */
 }
 
 /* ---- autograd meta ------------------------------------------------------------ */
@@ -91,7 +109,7 @@ tn_node *tn__node_new(const tn_fn_info *fn, int n_in, const tn_tensor *const *in
             e->input_nr = t->ag->output_nr;
         } else {
             e->cell = t->ag->cell;
-            tn__cell_retain(e->cell);
+            tn__cell_weak_retain(e->cell);
         }
     }
     return n;
@@ -101,52 +119,74 @@ void tn__node_retain(tn_node *n) {
     if (n) atomic_fetch_add_explicit(&n->refcount, 1, memory_order_relaxed);
 }
 
-static void free_saved(tn_node *n) {
+void tn__node_free_saved(tn_node *n) {
     for (int i = 0; i < n->n_saved; i++) {
-        tn_release(n->saved[i].t);
-        n->saved[i].t = NULL;
+        tn_saved *s = &n->saved[i];
+        if (s->orig) {
+            tn__storage_release(s->orig->storage);
+            tn__version_release(s->orig->version);
+            tn__weak_release(s->orig);
+            s->orig = NULL;
+        }
+        if (s->has_fn) tn__node_release(s->h.grad_fn);
+        else tn__cell_weak_release(s->h.cell);
+        s->h.grad_fn = NULL;
+        s->has_fn = false;
     }
+}
+
+/* Work stack of nodes whose reference is to drop (release below); starts
+ * in the caller's array, moves to the heap when it outgrows it. */
+typedef struct drop_stack {
+    tn_node **v, **first;
+    size_t n, cap;
+} drop_stack;
+
+static void drop_push(drop_stack *w, tn_node *child) {
+    if (!child) return;
+    if (w->n == w->cap) {
+        size_t ncap = w->cap * 2;
+        tn_node **v = malloc(ncap * sizeof *v);
+        if (!v) { /* no room: recurse for this one rather than leak */
+            tn__node_release(child);
+            return;
+        }
+        memcpy(v, w->v, w->n * sizeof *v);
+        if (w->v != w->first) free(w->v);
+        w->v = v;
+        w->cap = ncap;
+    }
+    w->v[w->n++] = child;
 }
 
 /* Iterative: dropping the head of a long chain must not recurse per node. */
 void tn__node_release(tn_node *n) {
     tn_node *stack[64];
-    tn_node **work = stack;
-    size_t top = 0, cap = 64;
+    drop_stack w = {stack, stack, 0, 64};
     while (n) {
         if (atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) == 1) {
             for (int i = 0; i < n->n_in; i++) {
-                tn__cell_release(n->edges[i].cell);
-                tn_node *child = n->edges[i].node;
-                if (!child) continue;
-                if (top == cap) {
-                    size_t ncap = cap * 2;
-                    tn_node **w = malloc(ncap * sizeof *w);
-                    if (!w) { /* fall back to recursion rather than leak */
-                        tn__node_release(child);
-                        continue;
-                    }
-                    memcpy(w, work, top * sizeof *w);
-                    if (work != stack) free(work);
-                    work = w;
-                    cap = ncap;
-                }
-                work[top++] = child;
+                tn__cell_weak_release(n->edges[i].cell);
+                drop_push(&w, n->edges[i].node);
             }
-            free_saved(n);
+            for (int i = 0; i < n->n_saved; i++) { /* their histories: older nodes */
+                tn_saved *s = &n->saved[i];
+                if (!s->has_fn) continue;
+                drop_push(&w, s->h.grad_fn);
+                s->h.grad_fn = NULL;
+                s->has_fn = false;
+            }
+            tn__node_free_saved(n);
             for (int i = 0; i < n->n_out; i++)
-                tn__cell_release(atomic_load_explicit(&n->retained[i], memory_order_acquire));
-            if (n->inner) {
-                if (top == cap) tn__node_release(n->inner);
-                else work[top++] = n->inner;
-            }
+                tn__cell_weak_release(atomic_load_explicit(&n->retained[i], memory_order_acquire));
+            drop_push(&w, n->inner);
             if (n->trace || n->parent) tn__hooks.node_free(n);
             tn__free_small(n->geom);
             tn__free_small(n);
         }
-        n = top ? work[--top] : NULL;
+        n = w.n ? w.v[--w.n] : NULL;
     }
-    if (work != stack) free(work);
+    if (w.v != w.first) free(w.v);
 }
 
 tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr) {
@@ -164,28 +204,12 @@ tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr) {
     memcpy(om->shape, out->shape, (size_t)out->ndim * sizeof(int64_t));
     if (m->cell && m->retains_grad) {
         /* retain_grad follows the tensor to its new grad_fn (in-place). */
-        tn__cell_retain(m->cell);
+        tn__cell_weak_retain(m->cell);
         atomic_store_explicit(&n->retained[output_nr], m->cell, memory_order_release);
     } else if (m->cell) {
         /* A leaf that became a non-leaf (copy_ into it): no .grad any more. */
         tn__cell_release(m->cell);
         m->cell = NULL;
-    }
-    /* A saved input that is this very tensor (x.mul_(x)) would make a cycle
-     * node -> tensor -> node: keep it as a detached alias instead. Its saved
-     * version predates the write, so backward reports the in-place change. */
-    for (int i = 0; i < n->n_saved; i++) {
-        tn_saved *s = &n->saved[i];
-        if (s->t != out || s->is_output) continue;
-        tn_tensor *alias = tn__detached_alias(out);
-        if (!alias) {
-            tn__node_release(old);
-            return TN_ERR_OUT_OF_MEMORY;
-        }
-        tn_release(s->t);
-        s->t = alias;
-        s->is_output = true;
-        s->output_nr = output_nr;
     }
     tn__node_release(old);
     return TN_OK;
@@ -194,20 +218,45 @@ tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr) {
 tn_status tn__node_save(tn_node *n, int slot, const tn_tensor *t, bool is_output) {
     tn_saved *s = &n->saved[slot];
     if (!t) return TN_OK;
+    s->orig = (tn_tensor *)t;
+    tn__weak_retain(s->orig);
+    tn__storage_retain(t->storage);
+    tn__version_retain(t->version);
     s->defined = true;
     n->has_saved = true;
     s->version = tn__version_get(t);
     s->epoch = atomic_load_explicit(&t->storage->write_epoch, memory_order_relaxed);
     s->is_output = is_output;
-    if (is_output) {
-        s->t = tn__detached_alias(t);
-        if (!s->t) return TN_ERR_OUT_OF_MEMORY;
-        s->output_nr = t->ag ? t->ag->output_nr : 0;
-    } else {
-        s->t = tn__retain((tn_tensor *)t);
-        s->had_grad_fn = t->ag && t->ag->grad_fn;
+    s->output_nr = t->ag ? t->ag->output_nr : 0;
+    if (is_output) return TN_OK; /* its history is n itself, rebuilt at unpack */
+    const tn_autograd_meta *m = t->ag;
+    if (!m) return TN_OK;
+    s->requires_grad = m->requires_grad;
+    if (m->grad_fn) {
+        s->has_fn = true;
+        s->h.grad_fn = m->grad_fn;
+        tn__node_retain(s->h.grad_fn);
+    } else if (m->requires_grad) {
+        s->h.cell = m->cell;
+        tn__cell_weak_retain(s->h.cell);
     }
     return TN_OK;
+}
+
+/* The saved input's grad_fn now (in-place ops and detach_ change it since
+ * the save); the save-time one once the tensor is gone. */
+static const tn_fn_info *input_fn_now(const tn_saved *s, int *output_nr) {
+    if (s->orig && tn__try_retain(s->orig)) {
+        const tn_autograd_meta *m = s->orig->ag;
+        const tn_fn_info *fn = m && m->grad_fn ? m->grad_fn->fn : NULL;
+        *output_nr = fn ? m->output_nr : 0;
+        tn__internal_enter(); /* our own reference: not a scope's */
+        tn_release(s->orig);
+        tn__internal_leave();
+        return fn;
+    }
+    *output_nr = s->output_nr;
+    return s->has_fn ? s->h.grad_fn->fn : NULL;
 }
 
 static void type_string(char *buf, size_t n, const tn_tensor *t) {
@@ -223,12 +272,10 @@ static void type_string(char *buf, size_t n, const tn_tensor *t) {
 
 static tn_status version_error(tn_node *n, const tn_saved *s, uint64_t cur) {
     char type[200], which[200] = "", hint[600];
-    type_string(type, sizeof type, s->t);
-    if (s->is_output)
-        snprintf(which, sizeof which, ", which is output %d of %s,", s->output_nr, n->fn->name);
-    else if (s->t->ag && s->t->ag->grad_fn)
-        snprintf(which, sizeof which, ", which is output %d of %s,", s->t->ag->output_nr,
-                 s->t->ag->grad_fn->fn->name);
+    type_string(type, sizeof type, s->orig);
+    int nr = s->output_nr;
+    const tn_fn_info *fn = s->is_output ? n->fn : input_fn_now(s, &nr);
+    if (fn) snprintf(which, sizeof which, ", which is output %d of %s,", nr, fn->name);
     if (tn__anomaly_enabled()) {
         /* PyTorch ends with "Good luck!"; we name the write instead. */
         const char *who = tn__hooks.inplace_report(n, s, cur);
@@ -253,10 +300,31 @@ static tn_status version_error(tn_node *n, const tn_saved *s, uint64_t cur) {
                      type, which, (unsigned long long)cur, (unsigned long long)s->version, hint);
 }
 
+/* r (a fresh alias of a saved input) gets the input's history as it was
+ * when saved: its grad_fn, or its leaf's cell (a new one if the leaf is
+ * gone: the gradient then reaches no one, as it would have). */
+static tn_status rebuild_input_history(const tn_saved *s, tn_tensor *r) {
+    tn_autograd_meta *m = tn__meta_get_or_create(r);
+    if (!m) return TN_ERR_OUT_OF_MEMORY;
+    m->requires_grad = true;
+    if (s->has_fn) {
+        m->grad_fn = s->h.grad_fn;
+        tn__node_retain(m->grad_fn);
+        m->output_nr = s->output_nr;
+        return TN_OK;
+    }
+    if (s->h.cell && tn__cell_try_retain(s->h.cell)) {
+        m->cell = s->h.cell;
+        return TN_OK;
+    }
+    m->cell = tn__cell_new();
+    return m->cell ? TN_OK : TN_ERR_OUT_OF_MEMORY;
+}
+
 tn_tensor *tn__node_unpack(tn_node *n, int slot) {
     tn_saved *s = &n->saved[slot];
     if (!s->defined) return NULL;
-    if (!s->t) {
+    if (!s->orig) {
         tn__error(TN_ERR_AUTOGRAD,
                   "Trying to backward through the graph a second time (or directly access saved "
                   "tensors after they have already been freed). Saved intermediate values of the "
@@ -265,23 +333,29 @@ tn_tensor *tn__node_unpack(tn_node *n, int slot) {
                   "if you need to access saved tensors after calling backward.");
         return NULL;
     }
-    if (s->had_grad_fn && !(s->t->ag && s->t->ag->grad_fn)) {
+    int nr;
+    if (s->has_fn && !input_fn_now(s, &nr)) {
         tn__error(TN_ERR_AUTOGRAD,
                   "Trying to use a saved tensor that has been detached in-place, i.e. with "
                   ".detach_().This is not supported, please use out-of-place `.detach()` instead");
         return NULL;
     }
-    uint64_t cur = tn__version_get(s->t);
+    uint64_t cur = tn__version_get(s->orig);
     if (cur != s->version) {
         version_error(n, s, cur);
         return NULL;
     }
     if (TN_UNLIKELY(tn__anomaly_enabled()) && tn__hooks.check_untracked(n, s) < 0)
         return NULL;
-    if (!s->is_output || !tn__grad_enabled()) return tn__retain(s->t);
-    /* create_graph: the saved output must carry its history (this node). */
-    tn_tensor *r = tn__detached_alias(s->t);
-    if (r && tn__node_set_output(n, r, s->output_nr) < 0) {
+    if (!tn__grad_enabled()) /* the tensor itself, or its data once it is gone */
+        return tn__try_retain(s->orig) ? s->orig : tn__detached_alias(s->orig);
+    /* create_graph: a tensor with the saved one's history, made afresh. */
+    tn_tensor *r = tn__detached_alias(s->orig);
+    if (!r) return NULL;
+    tn_status st = TN_OK;
+    if (s->is_output) st = tn__node_set_output(n, r, s->output_nr);
+    else if (s->requires_grad) st = rebuild_input_history(s, r);
+    if (st < 0) {
         tn_release(r);
         return NULL;
     }

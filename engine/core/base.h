@@ -65,7 +65,21 @@ void tn__store(void *p, tn_dtype dt, double v);
 tn_status tn__check_scalar(double v, tn_dtype dt);
 
 /* ---- shapes ---------------------------------------------------------------- */
+/* Two's-complement (wrapping) arithmetic for strides and offsets that only
+ * empty tensors can overflow: theirs address nothing, PyTorch lets them
+ * wrap, and they must not be undefined behaviour. */
+static inline int64_t tn__wrap_mul(int64_t a, int64_t b) {
+    return (int64_t)((uint64_t)a * (uint64_t)b);
+}
+static inline int64_t tn__wrap_add(int64_t a, int64_t b) {
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+/* Elements of a shape: 0 when a dim is 0, whatever the others (one rule for
+ * empty shapes); saturates at INT64_MAX for an unchecked shape that overflows. */
 int64_t tn__numel(int ndim, const int64_t *shape);
+/* The same, exact: false when a non-empty shape's product overflows int64
+ * (shape's sizes must be >= 0). */
+bool tn__numel_checked(int ndim, const int64_t *shape, int64_t *out);
 
 /* ---- random ---------------------------------------------------------------- */
 uint64_t tn__rand_u64(void);

@@ -34,6 +34,7 @@ tn_status tn__copy_into(tn_tensor *dst, const tn_tensor *src) {
     tn_tensor *const ops[2] = {dst, (tn_tensor *)src};
     tn_iter it;
     tn__iter_init(&it, 2, ops);
+    if (it.numel == 0) return TN_OK; /* empty: no kernel on any back end */
     tn_race_access ra; /* dst written, src read */
     tn__race_begin(&ra, 2, (const tn_tensor *const *)ops, 1u, "elementwise");
     st = be->copy(tn__dev(dst).index, dst->dtype, src->dtype, &it);
@@ -71,6 +72,7 @@ tn_status tn__fill_into(tn_tensor *dst, double v) {
     if (!be) return tn_last_status();
     tn_iter it;
     tn__iter_init(&it, 1, &dst);
+    if (it.numel == 0) return TN_OK;
     tn_race_access ra; /* dst written */
     tn__race_begin(&ra, 1, (const tn_tensor *const *)&dst, 1u, "elementwise");
     tn_status st = be->fill(tn__dev(dst).index, dst->dtype, &it, v);

@@ -95,6 +95,7 @@ tn_status tn__dev_pointwise(tn_pw_code code, tn_dtype dt, int nops, tn_tensor *c
     if (!be) return tn_last_status();
     tn_iter it;
     tn__iter_init(&it, nops, ops);
+    if (it.numel == 0) return TN_OK; /* empty: no kernel on any back end */
     it.serial = serial;
     tn_race_access ra; /* operand 0 written, the others read */
     tn__race_begin(&ra, nops, (const tn_tensor *const *)ops, 1u, "elementwise");
@@ -116,6 +117,7 @@ tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn
 
 tn_status tn__dev_softmax(const tn_sm_args *a, tn_device dev, int nops,
                           const tn_tensor *const *ops) {
+    if (a->outer == 0 || a->d == 0 || a->inner == 0) return TN_OK; /* empty */
     const tn_backend *be = tn__table_of(dev);
     if (!be) return tn_last_status();
     tn_race_access ra; /* out written, x and y read */

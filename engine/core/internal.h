@@ -38,11 +38,16 @@ typedef struct tn_version_block {
     _Atomic uint64_t version;
 } tn_version_block;
 
-/* Where a gradient lands: a leaf's .grad or a retained non-leaf grad. Shared
- * (refcounted) by the tensor and by the graph edges that feed it, so the
- * graph never holds the tensor itself (no cycles). */
+/* Where a gradient lands: a leaf's .grad or a retained non-leaf grad.
+ * Strong references are the tensors' (their autograd meta): when the last
+ * goes, the gradient is dropped, for no one can read it any more. The graph
+ * (edges, retain_grad slots, saved leaves) holds weak references, made
+ * strong only while it accumulates: so a gradient whose own graph leads back
+ * to its cell (create_graph) never keeps that cell, and the tensor, alive. */
 typedef struct tn_grad_cell {
     _Atomic int64_t refcount;
+    /* weak references + 1 for all the strong ones: the struct's lifetime */
+    _Atomic int64_t weak;
     _Atomic(tn_tensor *) grad;
     /* Threads between loading `grad` and retaining it (tn_grad). A tensor
      * that was ever installed is released only when this is 0, so a reader
@@ -69,6 +74,11 @@ struct tn_tensor {
     tn_autograd_meta *ag;  /* NULL: does not require grad, no history */
     tn_tensor *view_base;  /* views: the root base (owned), else NULL */
     _Atomic int32_t scoped; /* references owned by scopes of the creating thread */
+    /* Weak references (saved tensors, autograd/node.c) plus one held by all
+     * the strong ones together: the handle's memory outlives its contents
+     * until the last weak reference goes. A handle's geometry, storage and
+     * version never change after it is made. */
+    _Atomic int32_t weak;
     int64_t shape[TN_MAX_DIMS];
     int64_t stride[TN_MAX_DIMS];
 };
@@ -136,8 +146,32 @@ static inline tn_tensor *tn__retain(tn_tensor *t) {
     atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
     return t;
 }
+/* Weak references: keep the handle's memory, not its contents. A weak
+ * reference is made from a strong one; tn__try_retain turns it back into a
+ * strong reference, or returns false once the tensor has been torn down. */
+static inline void tn__weak_retain(tn_tensor *t) {
+    /* relaxed: made from a strong reference, which keeps the handle alive. */
+    atomic_fetch_add_explicit(&t->weak, 1, memory_order_relaxed);
+}
+void tn__weak_release(tn_tensor *t);
+/* Increments a refcount that is > 0; false once it reached 0 (final: the
+ * object is being torn down). acquire on success: pairs with the release
+ * half of the other owners' acq_rel decrements, as a retain from a held
+ * reference would. */
+static inline bool tn__ref_try_inc(_Atomic int64_t *rc) {
+    int64_t c = atomic_load_explicit(rc, memory_order_relaxed);
+    while (c > 0)
+        if (atomic_compare_exchange_weak_explicit(rc, &c, c + 1, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return true;
+    return false;
+}
+static inline bool tn__try_retain(tn_tensor *t) { return tn__ref_try_inc(&t->refcount); }
 static inline char *tn__ptr(const tn_tensor *t) {
-    return (char *)t->storage->data + t->offset * (int64_t)tn__dtype_sizes[t->dtype];
+    /* In integers: an empty view's offset may lie anywhere (it wraps, as in
+     * PyTorch), and its pointer is never dereferenced. */
+    return (char *)((uintptr_t)t->storage->data +
+                    (uintptr_t)t->offset * (uintptr_t)tn__dtype_sizes[t->dtype]);
 }
 /* Fresh contiguous copy with dtype `dt`, no autograd (grad mode ignored). */
 tn_tensor *tn__copy_as(const tn_tensor *src, tn_dtype dt);

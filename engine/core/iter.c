@@ -9,6 +9,15 @@ void tn__iter_build(tn_iter *it, int nops, int nd, const int64_t *shape,
     it->nops = nops;
     it->serial = false;
     it->numel = tn__numel(nd, shape);
+    if (it->numel == 0) { /* one row of no element: kernels loop over nothing */
+        it->ndim = 1;
+        it->shape[0] = 0;
+        for (int k = 0; k < nops; k++) {
+            it->stride[k][0] = 0;
+            it->base[k] = base[k];
+        }
+        return;
+    }
     /* Drop size-1 dims, then merge dim d into the one before when every
      * operand is contiguous across the pair (stride[d-1] == stride[d] * shape[d]). */
     int n = 0;
@@ -42,7 +51,7 @@ void tn__iter_init(tn_iter *it, int nops, tn_tensor *const *ops) {
         base[k] = tn__ptr(t);
         for (int d = 0; d < nd; d++) { /* inputs broadcast with stride 0 */
             int td = t->ndim - nd + d;
-            stride[k][d] = (td < 0 || t->shape[td] == 1) ? 0 : t->stride[td] * es;
+            stride[k][d] = (td < 0 || t->shape[td] == 1) ? 0 : tn__wrap_mul(t->stride[td], es);
         }
     }
     tn__iter_build(it, nops, nd, out->shape, (const int64_t(*)[TN_MAX_DIMS])stride, base);

@@ -19,10 +19,13 @@ static tn_status check(tn_red_op op, const tn_tensor *in, int dim, const tn_tens
                        const tn_tensor *idx, int64_t *reduced) {
     if (dim >= (in->ndim ? in->ndim : 1) || (op == TN_RED_SUM && idx))
         return tn__error(TN_ERR_INTERNAL, "reduce: bad dim %d or outputs", dim);
-    int64_t nout = 1;
+    int64_t nout = 1, kept[TN_MAX_DIMS];
     *reduced = dim < 0 ? tn__numel(in->ndim, in->shape) : in->ndim ? in->shape[dim] : 1;
-    for (int d = 0; d < in->ndim; d++)
-        if (d != dim && dim >= 0) nout *= in->shape[d];
+    if (dim >= 0 && in->ndim) {
+        memcpy(kept, in->shape, (size_t)in->ndim * sizeof *kept);
+        kept[dim] = 1;
+        nout = tn__numel(in->ndim, kept);
+    }
     tn_dtype vdt = op == TN_RED_SUM && !tn__is_float(in->dtype) ? TN_I64 : in->dtype;
     tn_status st = check_out(vals, "value", nout, vdt, tn__dev(in));
     if (st == TN_OK) st = check_out(idx, "index", nout, TN_I64, tn__dev(in));

@@ -10,7 +10,6 @@ tn_status tn__check_shape(int ndim, const int64_t *shape, tn_dtype dt, int64_t *
     if (ndim > 0 && !shape)
         return tn__error(TN_ERR_INVALID_ARGUMENT, "shape is NULL for a %d-dim tensor", ndim);
     if (!tn__valid_dtype(dt)) return tn__error(TN_ERR_DTYPE, "invalid dtype %d", (int)dt);
-    int64_t n = 1;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0) {
             char buf[256];
@@ -18,9 +17,12 @@ tn_status tn__check_shape(int ndim, const int64_t *shape, tn_dtype dt, int64_t *
             return tn__error(TN_ERR_SHAPE, "Trying to create tensor with negative dimension %lld: %s",
                              (long long)shape[i], buf);
         }
-        if (shape[i] != 0 && n > INT64_MAX / shape[i])
-            return tn__error(TN_ERR_SHAPE, "tensor size overflows int64 at dimension %d", i);
-        n *= shape[i];
+    }
+    int64_t n;
+    if (!tn__numel_checked(ndim, shape, &n)) {
+        char buf[256];
+        tn__format_shape(buf, sizeof buf, ndim, shape);
+        return tn__error(TN_ERR_SHAPE, "the number of elements of shape %s overflows int64", buf);
     }
     if ((uint64_t)n > SIZE_MAX / 2 / tn__dtype_sizes[dt])
         return tn__error(TN_ERR_SHAPE, "tensor of %lld elements is too large to allocate",
@@ -46,17 +48,29 @@ tn_status tn__check_broadcast_into(const tn_tensor *out, int nd, const int64_t *
     return st < 0 ? st : tn__check_out_shape(out, nb, b);
 }
 
-int64_t tn__numel(int ndim, const int64_t *shape) {
+bool tn__numel_checked(int ndim, const int64_t *shape, int64_t *out) {
+    *out = 0;
+    for (int i = 0; i < ndim; i++) /* one rule for empty shapes: any zero dim */
+        if (shape[i] == 0) return true;
     int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
-    return n;
+    for (int i = 0; i < ndim; i++)
+        if (__builtin_mul_overflow(n, shape[i], &n)) return false;
+    *out = n;
+    return true;
 }
 
+int64_t tn__numel(int ndim, const int64_t *shape) {
+    int64_t n;
+    return tn__numel_checked(ndim, shape, &n) ? n : INT64_MAX;
+}
+
+/* PyTorch's rule, products of max(size, 1); they wrap (two's complement)
+ * only for empty tensors, whose strides address nothing. */
 void tn__contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
-    int64_t s = 1;
+    uint64_t s = 1;
     for (int i = ndim - 1; i >= 0; i--) {
-        stride[i] = s;
-        s *= shape[i] > 1 ? shape[i] : 1;
+        stride[i] = (int64_t)s;
+        s *= shape[i] > 1 ? (uint64_t)shape[i] : 1;
     }
 }
 
@@ -68,10 +82,10 @@ bool tn__same_shape(const tn_tensor *a, const tn_tensor *b) {
 }
 
 bool tn__is_contiguous(const tn_tensor *t) {
+    if (tn__numel(t->ndim, t->shape) == 0) return true; /* as PyTorch: nothing to address */
     int64_t s = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         if (t->shape[i] == 1) continue;
-        if (t->shape[i] == 0) return true;
         if (t->stride[i] != s) return false;
         s *= t->shape[i];
     }

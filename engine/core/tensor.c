@@ -9,6 +9,7 @@ static tn_tensor *handle_new(int ndim, const int64_t *shape, const int64_t *stri
     tn_tensor *t = tn__calloc_small(sizeof *t);
     if (!t) return NULL;
     atomic_init(&t->refcount, 1);
+    atomic_init(&t->weak, 1);
     t->ndim = ndim;
     t->dtype = dt;
     for (int i = 0; i < ndim; i++) {
@@ -104,8 +105,23 @@ void tn_release(tn_tensor *t) {
     tn__storage_release(t->storage);
     tn__version_release(t->version);
     tn__count_tensors(-1);
-    tn__free_small(t);
+    /* Weak holders (saved tensors) still read the handle's geometry, storage
+     * and version fields, which teardown leaves as they were: the holders
+     * keep the storage and version counter alive themselves. */
+    /* The strong references' weak one. acquire: pairs with the release of
+     * weak holders that are done with the handle. A load of 1 means no weak
+     * reference is left and none can be made (no strong one is). */
+    if (atomic_load_explicit(&t->weak, memory_order_acquire) == 1 ||
+        atomic_fetch_sub_explicit(&t->weak, 1, memory_order_acq_rel) == 1)
+        tn__free_small(t);
     tn__internal_leave();
+}
+
+void tn__weak_release(tn_tensor *t) {
+    /* acq_rel: the last holder, weak or strong, frees after every other's
+     * reads of the handle. */
+    if (t && atomic_fetch_sub_explicit(&t->weak, 1, memory_order_acq_rel) == 1)
+        tn__free_small(t);
 }
 
 /* ---- metadata ---------------------------------------------------------------- */

@@ -67,7 +67,7 @@ static tn_status place(tn_tensor *out, int d, int64_t pos, int64_t len, const tn
         sh[nd] = i == d ? len : out->shape[i];
         st[nd++] = out->stride[i];
     }
-    tn_tensor *slice = tn__alias(out, nd, sh, st, pos * out->stride[d]);
+    tn_tensor *slice = tn__alias(out, nd, sh, st, tn__wrap_mul(pos, out->stride[d]));
     if (!slice) return tn_last_status();
     tn_status s = tn__copy_into(slice, src);
     tn_release(slice);

@@ -17,15 +17,11 @@ typedef struct sm_geom {
 } sm_geom;
 
 static sm_geom geom_of(const tn_tensor *t, int dim) {
-    sm_geom g = {1, 1, 1};
-    for (int i = 0; i < t->ndim; i++) {
-        if (i < dim)
-            g.outer *= t->shape[i];
-        else if (i == dim)
-            g.d = t->shape[i];
-        else
-            g.inner *= t->shape[i];
-    }
+    if (t->ndim == 0) return (sm_geom){1, 1, 1};
+    /* tn__numel: 0 for an empty side, whatever the other's product */
+    sm_geom g = {tn__numel(dim, t->shape), t->shape[dim],
+                 tn__numel(t->ndim - dim - 1, t->shape + dim + 1)};
+    if (g.outer == 0 || g.d == 0 || g.inner == 0) g.outer = g.d = g.inner = 0;
     return g;
 }
 

@@ -65,11 +65,9 @@ static tn_tensor *unselected_mask_host(const tn_input_meta *m, int dim, const tn
     tn_tensor *mask = tn__full(m->ndim, m->shape, TN_BOOL, 1);
     if (!mask) return NULL;
     // mask is (O, R, I), idx is (O, I)
-    int64_t O = 1, R = m->ndim ? m->shape[dim] : 1, I = 1;
-    for (int d = 0; d < m->ndim; d++) {
-        if (d < dim) O *= m->shape[d];
-        if (d > dim) I *= m->shape[d];
-    }
+    int64_t R = m->ndim ? m->shape[dim] : 1, O = tn__numel(dim, m->shape),
+            I = m->ndim ? tn__numel(m->ndim - dim - 1, m->shape + dim + 1) : 1;
+    if (O == 0 || I == 0) return mask; /* empty: no slice (the other may saturate) */
     uint8_t *mk = (uint8_t *)tn__ptr(mask);
     const int64_t *ix = (const int64_t *)tn__ptr(idx);
     for (int64_t o = 0; o < O; o++)

@@ -53,17 +53,56 @@ static tn_tensor *d_cos(tn_node *n, const tn_tensor *x) {
 static tn_tensor *d_abs(tn_node *n, const tn_tensor *x) {
     return tn__pw_unary("sign", TN_PW_sign, x, x->dtype, NULL);
 }
-static tn_tensor *d_relu(tn_node *n, const tn_tensor *r) { /* threshold: r > 0 */
+/* relu's gradient, PyTorch's threshold_backward: g where r > 0, else 0.
+ * Under create_graph it records ThresholdBackwardBackward0 (inputs {g, r},
+ * saved {0: r}): differentiable in g (the same mask), zero in r. */
+static tn_tensor *threshold_backward(const tn_tensor *g, const tn_tensor *r);
+
+static tn_status threshold_bw_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
+    tn_tensor *r = tn__node_unpack(n, 0);
+    TN_TRY(r);
+    tn_status st = TN_OK;
+    if (tn__edge_valid(&n->edges[0]) && !(gi[0] = threshold_backward(go[0], r)))
+        st = tn_last_status();
+    if (st == TN_OK && tn__edge_valid(&n->edges[1]) && !(gi[1] = tn__zeros_like(go[0])))
+        st = tn_last_status();
+    tn_release(r);
+    return st;
+}
+static const tn_fn_info threshold_bw_fn = {"ThresholdBackwardBackward0", threshold_bw_bw};
+
+static tn_tensor *threshold_backward(const tn_tensor *g, const tn_tensor *r) {
     tn_pw_ctx c = {0, INFINITY};
     tn_tensor *m = tn__pw_unary("relu_backward", TN_PW_clampmask, r, r->dtype, &c);
-    if (!m) return NULL;
     /* clampmask gives r >= 0; remove the zeros */
-    tn_tensor *z = tn__zeros(0, NULL, r->dtype), *eq = z ? tn_eq(r, z) : NULL;
-    tn_tensor *d = eq ? tn__masked_zero(m, eq) : NULL;
+    tn_tensor *z = m ? tn__zeros(0, NULL, r->dtype) : NULL;
+    tn_tensor *eq = z ? tn__pw_binary("eq", TN_PW_eq, r, z, r->dtype, TN_BOOL) : NULL;
+    tn_tensor *mask = eq ? tn__masked_zero(m, eq) : NULL;
+    tn_dtype dt = tn__promote(g, r);
+    tn_tensor *out = mask ? tn__pw_binary("mul", TN_PW_mul, g, mask, dt, dt) : NULL;
+    tn_release(m);
     tn_release(z);
     tn_release(eq);
-    tn_release(m);
-    return d;
+    tn_release(mask);
+    const tn_tensor *in[2] = {g, r};
+    if (!out || !tn__needs_grad(2, in)) return out;
+    tn_node *n = tn__node_new(&threshold_bw_fn, 2, in, 1, 1);
+    tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
+    if (st == TN_OK) st = tn__node_save(n, 0, r, false);
+    tn__node_release(n);
+    if (st < 0) {
+        tn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static tn_status relu_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
+    tn_tensor *r = tn__node_unpack(n, 1);
+    TN_TRY(r);
+    gi[0] = threshold_backward(go[0], r);
+    tn_release(r);
+    return gi[0] ? TN_OK : tn_last_status();
 }
 static tn_tensor *d_clamp(tn_node *n, const tn_tensor *x) {
     tn_pw_ctx c = {n->d[0], n->d[1]};
@@ -88,7 +127,6 @@ CHAIN_BW(tanh_bw, 1, d_tanh)
 CHAIN_BW(sin_bw, 0, d_sin)
 CHAIN_BW(cos_bw, 0, d_cos)
 CHAIN_BW(abs_bw, 0, d_abs)
-CHAIN_BW(relu_bw, 1, d_relu)
 CHAIN_BW(clamp_bw, 0, d_clamp)
 CHAIN_BW(pows_bw, 0, d_pows)
 

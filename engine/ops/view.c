@@ -19,7 +19,6 @@ static tn_status infer_size(int ndim, const int64_t *shape, int64_t numel, int64
                          TN_MAX_DIMS);
     if (ndim > 0 && !shape)
         return tn__error(TN_ERR_INVALID_ARGUMENT, "shape is NULL for a %d-dim view", ndim);
-    int64_t newsize = 1;
     int infer = -1;
     bool overflow = false;
     for (int i = 0; i < ndim; i++) {
@@ -27,12 +26,13 @@ static tn_status infer_size(int ndim, const int64_t *shape, int64_t numel, int64
         if (shape[i] == -1) {
             if (infer >= 0) return tn__error(TN_ERR_SHAPE, "only one dimension can be inferred");
             infer = i;
-        } else if (shape[i] >= 0) {
-            overflow |= __builtin_mul_overflow(newsize, shape[i], &newsize);
-        } else {
+        } else if (shape[i] < 0) {
             return tn__error(TN_ERR_SHAPE, "invalid shape dimension %lld", (long long)shape[i]);
         }
     }
+    int64_t newsize; /* of the given dims: 0 when one is 0, whatever the others */
+    if (infer >= 0) out[infer] = 1;
+    overflow = !tn__numel_checked(ndim, out, &newsize);
     char buf[192];
     if (!overflow && infer >= 0 && newsize == 0) {
         tn__format_shape(buf, sizeof buf, ndim, shape);
@@ -157,7 +157,7 @@ static int64_t slice_geometry(int ndim, const int64_t *shape, const int64_t *str
         memmove(nstride + dim, nstride + dim + 1, (size_t)(ndim - dim - 1) * sizeof *nstride);
         *nd = ndim - 1;
     }
-    return offset + p[1] * stride[dim];
+    return tn__wrap_add(offset, tn__wrap_mul(p[1], stride[dim])); /* wraps only when empty */
 }
 
 static tn_tensor *embed(tn_tensor *g, const tn_input_meta *m, const int64_t *p) {
@@ -260,9 +260,14 @@ tn_tensor *tn_flatten(tn_tensor *a, int start_dim, int end_dim) {
     int nd = 0;
     for (int d = 0; d < s; d++)
         sh[nd++] = a->shape[d];
-    sh[nd] = 1;
-    for (int d = s; d <= e; d++)
-        sh[nd] *= a->shape[d];
+    if (!tn__numel_checked(e - s + 1, a->shape + s, &sh[nd])) {
+        char buf[192];
+        tn__format_shape(buf, sizeof buf, a->ndim, a->shape);
+        tn__error(TN_ERR_SHAPE,
+                  "flatten: the size of dims %d to %d of a tensor of shape %s overflows int64", s, e,
+                  buf);
+        return NULL;
+    }
     nd++;
     for (int d = e + 1; d < a->ndim; d++)
         sh[nd++] = a->shape[d];
@@ -430,7 +435,8 @@ static tn_status expand_geometry(const tn_tensor *a, int ndim, const int64_t *sh
     for (int i = ndim - 1; i >= 0; i--) {
         int dim = a->ndim - ndim + i;
         int64_t size = dim >= 0 ? a->shape[dim] : 1;
-        int64_t stride = dim >= 0 ? a->stride[dim] : (i + 1 < ndim ? sh[i + 1] * st[i + 1] : 1);
+        int64_t stride =
+            dim >= 0 ? a->stride[dim] : (i + 1 < ndim ? tn__wrap_mul(sh[i + 1], st[i + 1]) : 1);
         int64_t target = shape[i];
         if (target == -1 && dim >= 0) target = size;
         if (target < 0) return expand_error(a, ndim, shape, i, target, size);
@@ -496,7 +502,7 @@ tn_tensor *tn_unsqueeze(tn_tensor *a, int dim) {
     for (int i = 0, j = 0; i <= a->ndim; i++) {
         if (i == d) {
             sh[i] = 1;
-            st[i] = d < a->ndim ? a->shape[d] * a->stride[d] : 1;
+            st[i] = d < a->ndim ? tn__wrap_mul(a->shape[d], a->stride[d]) : 1;
         } else {
             sh[i] = a->shape[j];
             st[i] = a->stride[j++];

@@ -59,7 +59,10 @@ tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs,
 tn_tensor *tn_grad(tn_tensor *t);
 /* Sets .grad to g (retained; must match t's shape and dtype), or clears it
  * with NULL. g == t is refused (TN_ERR_AUTOGRAD, "can't assign Variable as
- * its own grad"). */
+ * its own grad"). A g that leads back to t (t is g's view base, or reached
+ * through g's own .grad) would make a reference cycle: a detached alias of
+ * g is stored instead (same storage and version counter, no history), and
+ * tn_grad(t) returns that alias. */
 tn_status tn_set_grad(tn_tensor *t, tn_tensor *g);
 /* Clears .grad (sets it to NULL, as zero_grad(set_to_none=True)). */
 tn_status tn_zero_grad(tn_tensor *t);
