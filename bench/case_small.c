@@ -58,7 +58,7 @@ static int add_inplace_body(void *st, int64_t iters) {
 static int tiny_body(void *st, int64_t iters) {
     small *s = st;
     for (int64_t i = 0; i < iters; i++) {
-        tn_scope_begin();
+        if (tn_scope_begin() != TN_OK) return bench_fail("tiny", "scope");
         tn_tensor *y = tn_sum(tn_sigmoid(tn_mul_scalar(s->x, 2.0)));
         tn_status rc = y ? tn_backward(y, NULL, false) : tn_last_status();
         tn_scope_end();
@@ -72,7 +72,7 @@ enum { CHAIN = 100 };
 static int chain_body(void *st, int64_t iters) {
     small *s = st;
     for (int64_t i = 0; i < iters; i++) {
-        tn_scope_begin();
+        if (tn_scope_begin() != TN_OK) return bench_fail("chain100", "scope");
         tn_tensor *y = s->x;
         for (int k = 0; k < CHAIN && y; k++)
             y = tn_add(tn_mul(y, s->a), s->b);

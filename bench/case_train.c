@@ -99,8 +99,7 @@ static tn_tensor *mlp_forward(const mlp *m, const tn_tensor *x) {
 /* zero_grad, forward, cross-entropy, backward, step. */
 static tn_status mlp_step(mlp *m, const tn_tensor *x, const tn_tensor *y) {
     tn_status rc = tn_sgd_zero_grad(m->opt);
-    if (rc < 0) return rc;
-    tn_scope_begin();
+    if (rc < 0 || (rc = tn_scope_begin()) < 0) return rc;
     tn_tensor *loss = tn_cross_entropy(mlp_forward(m, x), y);
     rc = loss ? tn_backward(loss, NULL, false) : tn_last_status();
     tn_scope_end();
@@ -291,7 +290,7 @@ static bool gather(digits_state *s, const int64_t *idx, int64_t n, tn_tensor **x
 
 static double digits_accuracy(digits_state *s, const mlp *m) {
     int64_t n = s->d.n - D_TRAIN, correct = -1;
-    tn_scope_begin();
+    if (tn_scope_begin() != TN_OK) return -1;
     bool prev = tn_set_grad_enabled(false);
     tn_tensor *x, *y, *pred = NULL;
     if (gather(s, s->rows + D_TRAIN, n, &x, &y) &&
@@ -320,7 +319,7 @@ static int digits_body(void *st, int64_t iters) {
             example_shuffle(s->order, D_TRAIN, &rng);
             for (int64_t b = 0; b < D_TRAIN && rc == TN_OK; b += D_BATCH) {
                 int64_t n = D_TRAIN - b < D_BATCH ? D_TRAIN - b : D_BATCH;
-                tn_scope_begin();
+                if ((rc = tn_scope_begin()) < 0) break;
                 tn_tensor *x, *y;
                 rc = gather(s, s->order + b, n, &x, &y) ? mlp_step(&m, x, y) : tn_last_status();
                 tn_scope_end();

@@ -88,21 +88,26 @@ typedef struct tn_write_ring {
     ring_slot slot[TN_RING];
 } tn_write_ring;
 
+/* Out of memory, the write is not recorded: the write itself has happened
+ * (this runs at its version bump) and cannot fail any more, and a report on
+ * the storage then says that the write was not recorded ("or dropped"). */
 static tn_write_ring *ring_get(tn_storage *s) {
     /* acquire: pairs with the release CAS that installed it (zeroed memory
      * must be visible before the pointer). */
     tn_write_ring *r = atomic_load_explicit(&s->ring, memory_order_acquire);
     if (r) return r;
-    tn_write_ring *fresh = calloc(1, sizeof *fresh);
+    tn_write_ring *fresh = tn__calloc_quiet(1, sizeof *fresh);
     if (!fresh) return NULL;
     if (atomic_compare_exchange_strong_explicit(&s->ring, &r, fresh, memory_order_acq_rel,
                                                 memory_order_acquire))
         return fresh;
-    free(fresh); /* another writer installed one first */
+    tn__mfree(fresh); /* another writer installed one first */
     return r;
 }
 
-void tn__ring_free(tn_storage *s) { free(atomic_load_explicit(&s->ring, memory_order_acquire)); }
+void tn__ring_free(tn_storage *s) {
+    tn__mfree(atomic_load_explicit(&s->ring, memory_order_acquire));
+}
 
 void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *op) {
     tn_backtrace bt;
@@ -197,18 +202,23 @@ tn_node *tn__anomaly_set_running(tn_node *n) {
     return prev;
 }
 
-void tn__anomaly_on_node(tn_node *n) {
-    tn_backtrace *bt = malloc(sizeof *bt);
-    if (bt) tn__bt_capture(bt);
+/* Anomaly mode promises every node its forward trace (a report without one
+ * reads as "recorded with anomaly mode off"), so a node whose trace cannot
+ * be stored is not made: the op fails with TN_ERR_OUT_OF_MEMORY. */
+tn_status tn__anomaly_on_node(tn_node *n) {
+    tn_backtrace *bt = tn__malloc(sizeof *bt);
+    if (!bt) return TN_ERR_OUT_OF_MEMORY;
+    tn__bt_capture(bt);
     n->trace = bt;
     if (tls_running) {
         n->parent = tls_running;
         tn__node_retain(n->parent);
     }
+    return TN_OK;
 }
 
 void tn__anomaly_node_free(tn_node *n) {
-    free(n->trace);
+    tn__mfree(n->trace);
     if (n->parent) tn__node_release(n->parent);
 }
 
@@ -294,21 +304,33 @@ void tn__anomaly_backward_error(tn_node *n, tn_status st) {
 
 /* ---- NaN / Inf checks ------------------------------------------------------------------ */
 
-/* 0: all finite; 1: NaN present; 2: Inf (and no NaN). */
-static int nonfinite(const tn_tensor *t) {
-    if (!t || !tn__is_float(t->dtype)) return 0;
-    int64_t n = tn__numel(t->ndim, t->shape);
-    tn_tensor *c = tn__is_contiguous(t) && t->storage->device.type == TN_CPU
-                       ? tn__retain((tn_tensor *)t)
-                       : tn__copy_to_device(t, t->dtype, TN_DEVICE_CPU);
-    if (!c) return 0;
+/* 0: all finite; 1: NaN present; 2: Inf (and no NaN). A CPU tensor is read
+ * in place through its strides (an odometer over the dims): the check
+ * allocates nothing and cannot fail. A device tensor (a mixed-device node's
+ * other side) is copied to the host first. */
+static int nonfinite_cpu(const tn_tensor *t) {
+    int64_t n = tn__numel(t->ndim, t->shape), idx[TN_MAX_DIMS] = {0}, off = 0;
+    const char *p = tn__ptr(t);
     int res = 0;
-    const char *p = tn__ptr(c);
     for (int64_t i = 0; i < n && res != 1; i++) {
-        double v = t->dtype == TN_F32 ? ((const float *)p)[i] : ((const double *)p)[i];
+        double v = t->dtype == TN_F32 ? ((const float *)p)[off] : ((const double *)p)[off];
         if (v != v) res = 1;
         else if (v - v != 0) res = 2;
+        for (int d = t->ndim - 1; d >= 0; d--) { /* next element, last dim fastest */
+            off += t->stride[d];
+            if (++idx[d] < t->shape[d]) break;
+            off -= t->stride[d] * t->shape[d];
+            idx[d] = 0;
+        }
     }
+    return res;
+}
+
+static int nonfinite(const tn_tensor *t) {
+    if (!t || !tn__is_float(t->dtype)) return 0;
+    if (tn__on_cpu(t)) return nonfinite_cpu(t);
+    tn_tensor *c = tn__copy_to_device(t, t->dtype, TN_DEVICE_CPU);
+    int res = c ? nonfinite_cpu(c) : 0;
     tn_release(c);
     return res;
 }

@@ -54,7 +54,7 @@ void tn__ring_free(tn_storage *s);
 
 /* ---- the engine's events (anomaly.c, anomaly_device.c; installed in
  * engine/core/hooks.h's table by debug/hooks.c) ------------------------------ */
-void tn__anomaly_on_node(tn_node *n);   /* capture the forward trace, parent */
+tn_status tn__anomaly_on_node(tn_node *n); /* capture the forward trace, parent */
 void tn__anomaly_node_free(tn_node *n);
 tn_node *tn__anomaly_set_running(tn_node *n); /* returns the previous one */
 /* Builds the report of a version mismatch; returns the first culprit

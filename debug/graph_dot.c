@@ -30,11 +30,11 @@ static size_t slot_of(const void *p, size_t cap) {
 
 static bool map_grow(ptr_map *m) {
     size_t cap = m->cap ? m->cap * 2 : 64;
-    const void **key = calloc(cap, sizeof *key);
-    int *id = malloc(cap * sizeof *id);
+    const void **key = tn__calloc(cap, sizeof *key);
+    int *id = tn__malloc(cap * sizeof *id);
     if (!key || !id) {
-        free(key);
-        free(id);
+        tn__mfree(key);
+        tn__mfree(id);
         return false;
     }
     for (size_t i = 0; i < m->cap; i++) {
@@ -45,8 +45,8 @@ static bool map_grow(ptr_map *m) {
         key[k] = m->key[i];
         id[k] = m->id[i];
     }
-    free(m->key);
-    free(m->id);
+    tn__mfree(m->key);
+    tn__mfree(m->id);
     m->key = key;
     m->id = id;
     m->cap = cap;
@@ -76,7 +76,7 @@ typedef struct node_stack {
 static bool push(node_stack *s, tn_node *n) {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 64;
-        tn_node **v = realloc(s->v, cap * sizeof *v);
+        tn_node **v = tn__realloc(s->v, cap * sizeof *v);
         if (!v) return false;
         s->v = v;
         s->cap = cap;
@@ -306,7 +306,7 @@ static tn_status walk_graph(walk *w, const tn_tensor *root) {
 
 tn_status tn_graph_dot(const tn_tensor *root, FILE *f) {
     TN_CHECK_NULL_ARG_ST(root, "root");
-    TN_CHECK_NULL_ARG_ST(f, "f");
+    TN_CHECK_NULL_PTR_ST(f, "f");
     if (!root->ag || !root->ag->grad_fn)
         return tn__error(TN_ERR_INVALID_ARGUMENT,
                          "tn_graph_dot: the tensor has no grad_fn (a leaf, or a tensor that does "
@@ -318,9 +318,9 @@ tn_status tn_graph_dot(const tn_tensor *root, FILE *f) {
     fprintf(f, "digraph tenet {\n  node [shape=box, fontname=\"monospace\"];\n");
     tn_status st = walk_graph(&w, root);
     fprintf(f, "}\n");
-    free(w.ids.key);
-    free(w.ids.id);
-    free(w.todo.v);
+    tn__mfree(w.ids.key);
+    tn__mfree(w.ids.id);
+    tn__mfree(w.todo.v);
     if (st == TN_ERR_OUT_OF_MEMORY)
         return tn__error(st, "tn_graph_dot: out of memory while walking the graph (the output is "
                              "incomplete)");

@@ -163,7 +163,7 @@ static tn_race_rec *my_rec(void) {
             break;
     }
     if (!r) {
-        r = calloc(1, sizeof *r);
+        r = tn__calloc_quiet(1, sizeof *r);
         if (!r) return NULL;
         atomic_init(&r->in_use, true);
         tn_race_rec *head = atomic_load_explicit(&g_recs, memory_order_relaxed);
@@ -279,17 +279,19 @@ static struct tn_race_state *state_of(tn_storage *s) {
     /* acquire: pairs with the acq_rel CAS that installed it (zeroed slots). */
     struct tn_race_state *st = atomic_load_explicit(&s->race, memory_order_acquire);
     if (TN_LIKELY(st)) return st;
-    struct tn_race_state *mine = aligned_alloc(TN_CACHELINE, sizeof *mine);
+    struct tn_race_state *mine = tn__aligned_quiet(TN_CACHELINE, sizeof *mine);
     if (!mine) return NULL;
     memset(mine, 0, sizeof *mine);
     if (atomic_compare_exchange_strong_explicit(&s->race, &st, mine, memory_order_acq_rel,
                                                 memory_order_acquire))
         return mine;
-    free(mine);
+    tn__mfree(mine);
     return st;
 }
 
-void tn__race_free(tn_storage *s) { free(atomic_load_explicit(&s->race, memory_order_relaxed)); }
+void tn__race_free(tn_storage *s) {
+    tn__mfree(atomic_load_explicit(&s->race, memory_order_relaxed));
+}
 
 static tn_race_slot *claim(struct tn_race_state *st, uint64_t id, uintptr_t lo, uintptr_t hi,
                            tn_race_rec *rec) {

@@ -11,7 +11,10 @@
  * lists and the arena are on the heap, allocated on the thread's first
  * anomaly, reused by later ones, and freed by tn_anomaly_clear or at thread
  * exit. Out of memory, writes are counted as dropped and frames print as raw
- * addresses. A report is read on the thread that made it (not thread-safe).
+ * addresses: the report is made to explain another error, which is the one
+ * the call returns, so its own allocations (tn__malloc_quiet) fail quietly
+ * and leave a shorter report. A report is read on the thread that made it
+ * (not thread-safe).
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -80,7 +83,7 @@ static void *arena_alloc(tn_anomaly_report *r, size_t n) {
     arena_chunk *c = r->arena;
     if (!c || c->cap - c->used < n) {
         size_t cap = n > 16384 ? n : 16384;
-        arena_chunk *fresh = malloc(sizeof *fresh + cap);
+        arena_chunk *fresh = tn__malloc_quiet(sizeof *fresh + cap);
         if (!fresh) return NULL;
         fresh->next = c;
         fresh->used = 0;
@@ -110,7 +113,7 @@ static void arena_reset(tn_anomaly_report *r, bool keep_one) {
     }
     while (c) {
         arena_chunk *next = c->next;
-        free(c);
+        tn__mfree(c);
         c = next;
     }
     r->arena = keep;
@@ -119,7 +122,7 @@ static void arena_reset(tn_anomaly_report *r, bool keep_one) {
 static void report_free(void *p) {
     tn_anomaly_report *r = p;
     arena_reset(r, false);
-    free(r->body);
+    tn__mfree(r->body);
     r->body = NULL;
 }
 
@@ -145,7 +148,7 @@ static void set_trace(rep_trace *t, const tn_backtrace *bt) {
 tn_anomaly_report *tn__report_begin(tn_anomaly_kind kind, const char *node_name) {
     tn_anomaly_report *r = &tls_report;
     if (!r->body) {
-        r->body = malloc(sizeof *r->body);
+        r->body = tn__malloc_quiet(sizeof *r->body);
         pthread_once(&exit_once, make_exit_key);
         if (r->body && exit_key_ok) pthread_setspecific(exit_key, r);
     }
@@ -300,7 +303,7 @@ static void symbolize_trace(tn_anomaly_report *r, memo *m, rep_trace *t) {
 static void symbolize_report(tn_anomaly_report *r) {
     if (r->symbolised) return;
     arena_reset(r, true);           /* drop a previous pass's frames */
-    memo *m = calloc(1, sizeof *m); /* NULL: symbolise without the memo */
+    memo *m = tn__calloc_quiet(1, sizeof *m); /* NULL: symbolise without the memo */
     symbolize_trace(r, m, &r->forward);
     for (int i = 0; i < r->n_parents; i++)
         symbolize_trace(r, m, &r->body->parents[i].trace);
@@ -310,7 +313,7 @@ static void symbolize_report(tn_anomaly_report *r) {
         r->body->events[i] = (tn_write_event){w->op,      w->version,        w->tid,
                                               w->tracked, w->trace.n_frames, w->trace.frames};
     }
-    free(m);
+    tn__mfree(m);
     r->symbolised = true;
 }
 
@@ -557,7 +560,7 @@ static void print_writes(FILE *f, const tn_anomaly_report *r) {
 
 tn_status tn_anomaly_report_print(const tn_anomaly_report *r, FILE *f) {
     CHECK_REPORT(r, TN_ERR_INVALID_ARGUMENT);
-    TN_CHECK_NULL_ARG_ST(f, "f");
+    TN_CHECK_NULL_PTR_ST(f, "f");
     r = readable(r);
     print_headline(f, r);
     if (r->kind == TN_ANOMALY_NAN_FORWARD)

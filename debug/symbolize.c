@@ -90,7 +90,7 @@ static const char *scope_name(Dwfl_Module *mod, Dwarf_Addr addr) {
         if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine)
             name = dwarf_diename(&scopes[i]); /* follows abstract_origin */
     }
-    free(scopes);
+    free(scopes); /* libdw's array, not ours */
     return name; /* points into the module's DWARF data, alive with the Dwfl */
 }
 

@@ -72,6 +72,14 @@ static void report_error(const char *what) {
             tn_last_error());
 }
 
+/* Opens the scope of a step; false (reported) when it cannot, and then there
+ * is no scope to end. */
+static bool open_scope(const char *what) {
+    if (tn_scope_begin() == TN_OK) return true;
+    report_error(what);
+    return false;
+}
+
 /* ---- the model ------------------------------------------------------------ */
 
 typedef struct mlp {
@@ -141,7 +149,7 @@ static int64_t count_correct(tn_tensor *logits, int64_t n, batch_buf *b) {
  * parameters and the optimiser's momentum buffers live on. */
 static bool train_step(const mlp *m, tn_sgd *opt, const digits *d, const int64_t *order, int64_t n,
                        batch_buf *b, double *loss_sum, int64_t *correct) {
-    tn_scope_begin();
+    if (!open_scope("a training step")) return false;
     tn_tensor *x, *y, *loss = NULL, *logits = NULL;
     double loss_v = 0;
     int64_t ok = -1;
@@ -189,7 +197,7 @@ static bool train(const mlp *m, const digits *d, int64_t *order, batch_buf *b, d
 /* Accuracy on the n rows in `order`, one forward pass under no-grad; -1 on error. */
 static double test_accuracy(const mlp *m, const digits *d, const int64_t *order, int64_t n,
                             batch_buf *b, int64_t *correct) {
-    tn_scope_begin();
+    if (!open_scope("evaluating the test set")) return -1;
     bool prev = tn_set_grad_enabled(false);
     tn_tensor *x, *y, *logits = NULL;
     *correct = -1;
@@ -233,7 +241,7 @@ static bool grad_is(tn_tensor *a, const double *want) {
 }
 
 static bool lesson_detach(void) {
-    tn_scope_begin();
+    if (!open_scope("the lesson")) return false;
     tn_tensor *a, *out;
     printf("(1) out.detach().zero_(); out.sum().backward()\n");
     bool good = lesson_setup(&a, &out) && tn_zero_(tn_detach(out)) == TN_OK;
@@ -257,7 +265,7 @@ static bool lesson_detach(void) {
 }
 
 static bool lesson_data(void) {
-    tn_scope_begin();
+    if (!open_scope("the lesson")) return false;
     tn_tensor *a, *out, *clean_a, *clean_out, *alias = NULL;
     printf("(2) out.data.zero_(); out.sum().backward()\n");
     /* A clean run gives the correct gradient to compare with. */
@@ -303,8 +311,8 @@ static const char *DOT_PATH = "/tmp/tenet-demo-graph.dot";
 
 static bool lesson_anomaly(void) {
     bool good = true;
+    if (!open_scope("the lesson")) return false;
     tn_set_detect_anomaly(true, false);
-    tn_scope_begin();
     tn_tensor *a = tn_tensor_from((float[]){1, 2, 3}, TN_F32, 1, (int64_t[]){3}, true);
     tn_tensor *out = forward_pass(a);
     corrupt_through_detach(out);

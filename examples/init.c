@@ -5,7 +5,7 @@
 
 tn_tensor *uniform_leaf(int ndim, const int64_t *shape, int64_t fan_in) {
     double k = 1.0 / sqrt((double)fan_in);
-    tn_scope_begin();
+    if (tn_scope_begin() != TN_OK) return NULL; /* the error is set */
     bool prev = tn_set_grad_enabled(false);
     tn_tensor *w = tn_add_scalar(tn_mul_scalar(tn_rand(ndim, shape, TN_F32), 2 * k), -k);
     tn_set_grad_enabled(prev);

@@ -5,7 +5,12 @@
 #include <tenet.h>
 
 int main(void) {
-    tn_scope_begin(); /* every tensor returned from here on is released by tn_scope_end() */
+    /* Every tensor returned from here on is released by tn_scope_end(). A scope
+     * that cannot be opened (out of memory) is not ended. */
+    if (tn_scope_begin() != TN_OK) {
+        fprintf(stderr, "tour: %s\n", tn_last_error());
+        return 1;
+    }
 
     /* Tensors copy C arrays. w is a leaf that requires grad. */
     float xv[] = {1, 2, 3, 4, 5, 6}, wv[] = {0.1f, -0.2f, 0.3f};

@@ -14,7 +14,7 @@ OPS = ["create", "tensor_from", "arange", "new_tensor", "to", "inspect", "binary
        "scalar", "unary", "out", "reduce", "reduce_dim", "matmul", "nn", "view", "transpose",
        "permute", "narrow", "select", "expand", "squeeze", "flatten", "contiguous", "join",
        "inplace", "inplace_scalar", "alias", "requires_grad", "backward", "autograd_grad", "grad",
-       "grad_mode", "anomaly", "scope", "optim", "runtime", "slots"]
+       "grad_mode", "anomaly", "scope", "optim", "runtime", "slots", "fail_alloc"]
 F32, F64, I16, I32, I64, BOOL, SAME, BAD = range(8)
 
 HOSTILE_SIZES = [-1, -2, -2**63, 2**63 - 1, 2**62, 2**31, 2**32, 2**36, 2**40, 2**62 + 1, 2**20,
@@ -283,6 +283,14 @@ def seeds():
                               .op("unary", 1, 0, 0, 0, dst(1)).op("unary", 8, 0, 0, 0, dst(2))
                               .op("binary", 2, 1, 2, 0, dst(3)).op("reduce", 0, 3, dst(4))
                               .op("backward", 4, 2, 0).op("backward", 4, 0, 0))
+    for n in (1, 2, 5, 9, 17, 40):
+        s[f"out-of-memory-at-{n}"] = (P().op("scope", 0, 0).tensor(0, [2, 3], rg=True)
+                                      .tensor(1, [3, 2], rg=True).op("fail_alloc", n - 1)
+                                      .op("matmul", 0, 0, 1, 2, dst(2)).op("unary", 5, 2, 0, 0, dst(3))
+                                      .op("reduce", 1, 3, dst(4)).op("backward", 4, 2, 0)
+                                      .op("inplace", 0, 0, 0).op("optim", 1, 2, 0, 1, scalar(1e-3),
+                                                                 scalar(0.5), scalar(0.5), scalar(0))
+                                      .op("scope", 1, 0))
     return s
 
 

@@ -15,7 +15,7 @@ void tf_op_create(tf_state *s) {
     tf_shape(s, ndim, shape);
     double value = tf_scalar(s);
     uint8_t dst = tf_dst(s);
-    if (!tf_affordable(tf_numel_of(ndim, shape), 0) || tf_huge_empty(ndim, shape)) return;
+    if (!tf_affordable(tf_numel_of(ndim, shape), 0)) return;
     tn_tensor *t = NULL;
     switch (v) {
     case 0:
@@ -94,7 +94,7 @@ void tf_op_tensor_from(tf_state *s) {
         if (buf) store_element(buf + k * esize, dt, b);
     }
     uint8_t dst = tf_dst(s);
-    if (buf && tf_affordable(n, 0) && !tf_huge_empty(ndim, shape))
+    if (buf && tf_affordable(n, 0))
         tf_put(s, dst, tn_tensor_from(flags & 2 ? NULL : buf, dt, ndim, shape, flags & 1));
     free(buf);
 }

@@ -3,7 +3,7 @@
  * A tour:
  *
  *   #include <tenet.h>
- *   tn_scope_begin();                       // everything below is freed at end
+ *   if (tn_scope_begin() != TN_OK) return;  // everything below is freed at end
  *   int64_t shape[] = {3};
  *   float v[] = {1, 2, 3};
  *   tn_tensor *a = tn_tensor_from(v, TN_F32, 1, shape, true);   // leaf

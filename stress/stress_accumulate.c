@@ -38,7 +38,10 @@ static void worker(st_worker *w) {
     bool functional = w->id % 3 == 2;
     int64_t passes = 0;
     for (int64_t i = 0; st_go(w, i); i++) {
-        tn_scope_begin(); /* owns every tensor returned below, g included */
+        if (tn_scope_begin() != TN_OK) { /* owns every tensor returned below, g included */
+            st_fail(w, "tn_scope_begin failed: %s", tn_last_error());
+            break;
+        }
         tn_tensor *loss = tn_sum(tn_mul_scalar(s->w, 2.0));
         if (!loss) {
             st_fail(w, "forward failed: %s", tn_last_error());

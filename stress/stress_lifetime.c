@@ -97,7 +97,10 @@ static void handoff(st_worker *w, shared *s) {
 static void worker(st_worker *w) {
     shared *s = w->arg;
     for (int64_t i = 0; st_go(w, i); i++) {
-        tn_scope_begin();
+        if (tn_scope_begin() != TN_OK) {
+            st_fail(w, "tn_scope_begin failed: %s", tn_last_error());
+            break;
+        }
         switch (st_randint(w, 4)) {
         case 0:
             views(w, s);

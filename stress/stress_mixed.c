@@ -95,7 +95,10 @@ static double run_program(const shared *s, uint64_t seed, prog *p) {
     memset(p, 0, sizeof *p);
     p->r = seed | 1;
     double sum = 0;
-    tn_scope_begin();
+    if (tn_scope_begin() != TN_OK) {
+        snprintf(p->err, sizeof p->err, "tn_scope_begin: %s", tn_last_error());
+        return NAN;
+    }
     int64_t rows = 1 + pick(p, 64), start = pick(p, 65 - (int)rows);
     tn_tensor *h = ok(p, tn_narrow(s->X, 0, start, rows), "narrow X");
     if (pick(p, 2)) h = ok(p, tn_transpose(ok(p, tn_transpose(h, 0, 1), "t"), 0, 1), "t");

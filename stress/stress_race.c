@@ -54,7 +54,10 @@ static void disjoint(st_worker *w) {
     shared *s = w->arg;
     tn_tensor *mine = tn_narrow(s->x, 0, (int64_t)w->id * SLICE, SLICE);
     for (int64_t i = 0; mine && st_go(w, i); i++) {
-        tn_scope_begin();
+        if (tn_scope_begin() != TN_OK) {
+            st_fail(w, "tn_scope_begin failed: %s", tn_last_error());
+            break;
+        }
         if (tn_add_scalar_(mine, 1.0) != TN_OK || !tn_mul_scalar(mine, 2.0) ||
             tn_copy_(mine, tn_exp(tn_mul_scalar(mine, 0.0))) != TN_OK)
             st_fail(w, "disjoint: %s", tn_last_error());

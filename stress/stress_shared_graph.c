@@ -49,7 +49,8 @@ static void build(shared *s) {
     int64_t shape[] = {N_ELEMS};
     s->w = tn_full(1, shape, TN_F64, 0.5);
     if (!s->w || tn_requires_grad_(s->w, true) != TN_OK) return;
-    tn_scope_begin(); /* frees our reference to the product; the graph keeps its own */
+    /* The scope frees our reference to the product; the graph keeps its own. */
+    if (tn_scope_begin() != TN_OK) return;
     s->loss = tn_keep(tn_sum(tn_mul(s->w, s->w)));
     tn_scope_end();
 }

@@ -44,7 +44,10 @@ static void worker(st_worker *w) {
     bool prev = tn_set_grad_enabled(false);
     int64_t writes = 0;
     for (int64_t i = 0; st_go(w, i); i++) {
-        tn_scope_begin();
+        if (tn_scope_begin() != TN_OK) {
+            st_fail(w, "tn_scope_begin failed: %s", tn_last_error());
+            break;
+        }
         int how = st_randint(w, 4);
         tn_tensor *a = slice_alias(s->x, w->id, how);
         int64_t before = tn_version(s->x);

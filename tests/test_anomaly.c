@@ -390,7 +390,7 @@ static void report_null_arguments(void **state) {
 /* ---- graph_dot ------------------------------------------------------------------ */
 
 static void graph_dot_small_graph(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *s = tn_sum(tn_mul(tn_sigmoid(a), a)); /* a used twice: one leaf box */
     char *g = graph_of(s);
@@ -486,7 +486,7 @@ static void assert_inplace_report(const char *node, int output_nr, const char *o
 }
 
 static void e2e_inplace_on_saved_output(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_set_detect_anomaly(true, false);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *out = make_sigmoid(a);
@@ -524,7 +524,7 @@ static NOINLINE void corrupt_input(tn_tensor *h) {
 }
 
 static void e2e_inplace_on_saved_input(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_set_detect_anomaly(true, false);
     /* b requires grad: mul saves h for b's gradient */
     tn_tensor *a = vec3(1, 2, 3, true), *b = vec3(4, 5, 6, true);
@@ -549,7 +549,7 @@ static NOINLINE void corrupt_through_view(tn_tensor *out) {
 }
 
 static void e2e_inplace_through_view(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_set_detect_anomaly(true, false);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *out = make_sigmoid(a), *s = tn_sum(out);
@@ -577,7 +577,7 @@ static NOINLINE void *bump_worker(void *arg) {
 }
 
 static void e2e_bumps_from_two_threads(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_set_detect_anomaly(true, false);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *out = make_sigmoid(a), *s = tn_sum(out), *d = tn_detach(out);
@@ -630,7 +630,7 @@ static void assert_untracked_report(void) {
 }
 
 static void e2e_untracked_data_write(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_set_detect_anomaly(true, false);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *out = make_sigmoid(a), *s = tn_sum(out);
@@ -659,7 +659,7 @@ static NOINLINE tn_tensor *make_sqrt(tn_tensor *a) {
 }
 
 static void e2e_nan_in_backward(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_set_detect_anomaly(true, true);
     tn_tensor *a = vec3(0, 1, 4, true);
     tn_tensor *y = make_sqrt(a), *s = tn_sum(y);
@@ -691,7 +691,7 @@ static NOINLINE tn_tensor *produce_nan(tn_tensor *x) {
 }
 
 static void e2e_nan_in_forward(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_set_detect_anomaly(true, true);
     tn_tensor *x = vec3(-1, 1, 2, false);
     tn_tensor *y = produce_nan(x); /* finite inputs: reported (a warning) */
@@ -737,7 +737,7 @@ static NOINLINE void corrupt_leaf(tn_tensor *x) { /* as an optimiser step */
 /* x.grad = cos(x) is made by SinBackward0's backward (create_graph): its
  * CosBackward0 saved x, which the step then changed. */
 static void e2e_create_graph_chain(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_set_detect_anomaly(true, false);
     tn_tensor *x = vec3(0, 1, 2, true);
     tn_tensor *y = make_sin(x), *s = tn_sum(y);
@@ -767,7 +767,7 @@ static void e2e_create_graph_chain(void **state) {
 }
 
 static void e2e_forward_recorded_without_anomaly(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *out = make_sigmoid(a), *s = tn_sum(out); /* anomaly mode off */
     tn_set_detect_anomaly(true, false);
@@ -792,7 +792,7 @@ static void e2e_symbols_unavailable(void **state) {
     for (int m = 0; m < 2; m++) {
         tn__symbolize_set_mode(modes[m]);
         tn_set_detect_anomaly(true, false);
-        tn_scope_begin();
+        assert_int_equal(tn_scope_begin(), TN_OK);
         tn_tensor *a = vec3(1, 2, 3, true);
         tn_tensor *out = make_sigmoid(a), *s = tn_sum(out);
         corrupt_output(out);
@@ -828,7 +828,7 @@ static void local_override_is_per_thread(void **state) {
     assert_int_equal(pthread_create(&th, NULL, read_mode, &other), 0);
     pthread_join(th, NULL);
     assert_false(other); /* a new thread follows the process-wide switch */
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = tn_tensor_from((float[]){1, 2, 3}, TN_F32, 1, (int64_t[]){3}, true);
     tn_tensor *out = tn_sigmoid(a);
     assert_int_equal(tn_zero_(tn_detach(out)), TN_OK);

@@ -88,7 +88,7 @@ static void every_inplace_op_bumps_once(void **state) {
     for (int mode = 0; mode < 2; mode++) { /* whatever the grad mode */
         bool prev = tn_set_grad_enabled(mode == 0);
         for (int i = 0; i < N_INPLACE; i++) {
-            tn_scope_begin();
+            assert_int_equal(tn_scope_begin(), TN_OK);
             tn_tensor *x = vec3(1, 2, 3, false), *o = vec3(4, 5, 6, false);
             if (INPLACE[i].f(x, o) != TN_OK)
                 fail_msg("%s failed: %s", INPLACE[i].name, tn_last_error());
@@ -102,7 +102,7 @@ static void every_inplace_op_bumps_once(void **state) {
 }
 
 static void inplace_noop_values_still_bump(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = vec3(1, 2, 3, false);
     assert_int_equal(tn_add_scalar_(x, 0), TN_OK); /* add_(0) */
     assert_int_equal(tn_version(x), 1);
@@ -116,7 +116,7 @@ static void inplace_noop_values_still_bump(void **state) {
 
 /* x.mul_(2).add_(1) twice: 4 bumps. */
 static void chained_inplace_bumps_each(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = vec3(1, 1, 1, false);
     for (int i = 0; i < 2; i++) {
         assert_int_equal(tn_mul_scalar_(x, 2), TN_OK);
@@ -128,7 +128,7 @@ static void chained_inplace_bumps_each(void **state) {
 }
 
 static void inplace_through_views_bumps_base(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     const int64_t shape[] = {4, 3};
     tn_tensor *base = tn_ones(2, shape, TN_F32);
     tn_tensor *v = tn_narrow(base, 0, 1, 2);
@@ -152,7 +152,7 @@ static void inplace_through_views_bumps_base(void **state) {
 }
 
 static void out_of_place_never_bumps_inputs(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     const int64_t s23[] = {2, 3};
     tn_tensor *a = tt_f32(2, s23, (const float[]){1, 2, 3, 4, 5, 6}, true);
     tn_tensor *b = vec3(1, 2, 3, false);
@@ -188,7 +188,7 @@ static void out_of_place_never_bumps_inputs(void **state) {
 }
 
 static void zero_grad_bumps_nothing(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = vec3(1, 2, 3, true);
     assert_int_equal(tn_backward(tn_sum(tn_mul_scalar(x, 2)), NULL, false), TN_OK);
     tn_tensor *g = tn_grad(x);
@@ -210,7 +210,7 @@ static void optimizer_step_bumps_once_zero_grad_none(void **state) {
     static const double want[4][3] = {
         {0.8, 1.8, 2.8}, {0.799, 1.798, 2.797}, {0.9, 1.9, 2.9}, {0.9, 1.9, 2.9}};
     for (int k = 0; k < 4; k++) {
-        tn_scope_begin();
+        assert_int_equal(tn_scope_begin(), TN_OK);
         tn_tensor *x = vec3(1, 2, 3, true);
         tn_sgd *sgd = k == 0   ? tn_sgd_new(1, &x, 0.1, 0, 0)
                       : k == 1 ? tn_sgd_new(1, &x, 0.1, 0.9, 0.01)
@@ -237,7 +237,7 @@ static void optimizer_step_bumps_once_zero_grad_none(void **state) {
 /* mul saves its inputs: h.add_(1) after y = h*b breaks backward, and the
  * message names h's CURRENT grad_fn (the in-place op). */
 static void mul_saved_input_modified(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true), *b = vec3(4, 5, 6, true);
     tn_tensor *h = tn_mul_scalar(a, 2);
     tn_tensor *y = tn_mul(h, b);
@@ -256,7 +256,7 @@ static void mul_saved_input_modified(void **state) {
 
 /* mul only saves an input when the OTHER one needs a gradient (PyTorch). */
 static void mul_saves_input_only_for_other_grad(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true), *b = vec3(4, 5, 6, false);
     tn_tensor *h = tn_mul_scalar(a, 2);
     tn_tensor *y = tn_mul(h, b);
@@ -268,7 +268,7 @@ static void mul_saves_input_only_for_other_grad(void **state) {
 
 /* div likewise saves self only when other requires grad. */
 static void div_saves_self_only_for_other_grad(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3d(1, 2, 3, true), *b = vec3d(4, 5, 6, false);
     tn_tensor *h = tn_mul_scalar(a, 2);
     tn_tensor *y = tn_div(h, b);
@@ -287,7 +287,7 @@ static void div_saves_self_only_for_other_grad(void **state) {
 }
 
 static void add_saves_nothing(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true), *b = vec3(4, 5, 6, true);
     tn_tensor *h = tn_mul_scalar(a, 2);
     tn_tensor *y = tn_add(tn_sub(h, b), b);
@@ -334,7 +334,7 @@ static void unary_saved_tensors(void **state) {
         const char *name = UNARY_SAVES[i].grad_fn;
         bool out_saved = UNARY_SAVES[i].saves_output;
         for (int modify_output = 0; modify_output < 2; modify_output++) {
-            tn_scope_begin();
+            assert_int_equal(tn_scope_begin(), TN_OK);
             tn_tensor *a = vec3(1, 2, 3, true);
             tn_tensor *h = tn_mul_scalar(a, 2);
             tn_tensor *y = UNARY_SAVES[i].f(h);
@@ -362,7 +362,7 @@ static void unary_saved_tensors(void **state) {
 
 /* Modifying the output of an in-place op that saves its result (exp_). */
 static void inplace_op_saving_output(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *h = tn_mul_scalar(a, 1);
     assert_int_equal(tn_exp_(h), TN_OK);
@@ -377,7 +377,7 @@ static void inplace_op_saving_output(void **state) {
 }
 
 static void second_backward_without_retain_graph(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *y = tn_sum(tn_mul(a, a));
     assert_int_equal(tn_backward(y, NULL, false), TN_OK);
@@ -390,7 +390,7 @@ static void second_backward_without_retain_graph(void **state) {
 }
 
 static void second_backward_with_retain_graph(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *y = tn_sum(tn_mul(a, a));
     assert_int_equal(tn_backward(y, NULL, true), TN_OK);
@@ -403,7 +403,7 @@ static void second_backward_with_retain_graph(void **state) {
 
 /* Only a freed SAVED tensor is an error: (a+1).sum() saves nothing. */
 static void second_backward_without_saved_tensors(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *y = tn_sum(tn_add_scalar(a, 1));
     assert_int_equal(tn_backward(y, NULL, false), TN_OK);
@@ -413,7 +413,7 @@ static void second_backward_without_saved_tensors(void **state) {
 }
 
 static void detach_inplace_of_saved_input(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true), *b = vec3(4, 5, 6, true);
     tn_tensor *h = tn_mul_scalar(a, 2);
     tn_tensor *y = tn_mul(h, b); /* saves h for b's gradient */
@@ -423,12 +423,25 @@ static void detach_inplace_of_saved_input(void **state) {
     tn_scope_end();
 }
 
+/* x.mul_(x) on a non-leaf saves x as its own output: backward reports the
+ * write as PyTorch does (the saved output moved), not as a detach_(). */
+static void inplace_with_itself_reports_the_version(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *a = vec3(1, 2, 3, true);
+    tn_tensor *x = tn_mul_scalar(a, 1);
+    assert_int_equal(tn_mul_(x, x), TN_OK);
+    assert_int_equal(tn_backward(tn_sum(x), NULL, false), TN_ERR_INPLACE_MODIFIED);
+    tt_assert_error(TN_ERR_INPLACE_MODIFIED, "which is output 0 of MulBackward0, is at version 1; "
+                                             "expected version 0 instead");
+    tn_scope_end();
+}
+
 /* ---- §4 in-place on leaves -------------------------------------------------- */
 
 static void inplace_on_leaf_refused(void **state) {
     for (int i = 0; i < N_INPLACE; i++) {
         if (INPLACE[i].f == ip_add_out || INPLACE[i].f == ip_mul_out) continue;
-        tn_scope_begin();
+        assert_int_equal(tn_scope_begin(), TN_OK);
         tn_tensor *a = vec3(1, 2, 3, true), *o = vec3(4, 5, 6, false);
         if (INPLACE[i].f(a, o) != TN_ERR_AUTOGRAD)
             fail_msg("%s on a leaf requiring grad must fail", INPLACE[i].name);
@@ -447,7 +460,7 @@ static void inplace_on_view_of_leaf_refused(void **state) {
     for (int i = 0; i < N_INPLACE; i++) {
         if (INPLACE[i].f == ip_add_out || INPLACE[i].f == ip_mul_out) continue;
         for (int deep = 0; deep < 2; deep++) {
-            tn_scope_begin();
+            assert_int_equal(tn_scope_begin(), TN_OK);
             tn_tensor *a = tt_f32(2, s23, (const float[]){1, 2, 3, 4, 5, 6}, true);
             tn_tensor *v = deep ? tn_narrow(tn_select(a, 0, 1), 0, 0, 2) : tn_select(a, 0, 1);
             tn_tensor *o = deep ? tt_f32(1, (const int64_t[]){2}, (const float[]){7, 8}, false)
@@ -465,7 +478,7 @@ static void inplace_on_view_of_leaf_refused(void **state) {
 
 /* No-grad mode: how optimisers step. */
 static void inplace_on_leaf_allowed_without_grad(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     bool prev = tn_set_grad_enabled(false);
     assert_true(prev);
@@ -486,7 +499,7 @@ static void inplace_on_leaf_allowed_without_grad(void **state) {
 }
 
 static void backward_errors(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     assert_true(tn_backward(tn_mul_scalar(a, 2), NULL, false) < 0);
     assert_string_equal(tn_last_error(), "grad can be implicitly created only for scalar outputs");
@@ -504,7 +517,7 @@ static void backward_errors(void **state) {
 /* ---- §5 gradients ------------------------------------------------------------- */
 
 static void leaves_accumulate_until_cleared(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     assert_int_equal(tn_backward(tn_sum(tn_mul_scalar(a, 3)), NULL, false), TN_OK);
     assert_int_equal(tn_backward(tn_sum(tn_mul_scalar(a, 3)), NULL, false), TN_OK);
@@ -523,7 +536,7 @@ static void leaves_accumulate_until_cleared(void **state) {
 
 /* ((a*b + c) * a).sum() with a (2,3), b (3), c (2,1). */
 static void broadcast_grads_summed_back(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     const int64_t s23[] = {2, 3}, s21[] = {2, 1};
     tn_tensor *a = tt_f64(2, s23, (const double[]){1, 2, 3, 4, 5, 6}, true);
     tn_tensor *b = vec3d(0.5, -1, 2, true);
@@ -540,7 +553,7 @@ static void broadcast_grads_summed_back(void **state) {
 }
 
 static void retain_grad_keeps_nonleaf_grad(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *h = tn_mul_scalar(a, 2);
     assert_int_equal(tn_retain_grad(h), TN_OK);
@@ -552,7 +565,7 @@ static void retain_grad_keeps_nonleaf_grad(void **state) {
 }
 
 static void nonleaf_grad_is_null(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *h = tn_mul_scalar(a, 2);
     assert_int_equal(tn_backward(tn_sum(tn_mul(h, h)), NULL, false), TN_OK);
@@ -567,7 +580,7 @@ static void nonleaf_grad_is_null(void **state) {
 }
 
 static void autograd_grad_accumulates_nothing(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3d(1, 2, 3, true), *b = vec3d(4, 5, 6, true);
     tn_tensor *y = tn_sum(tn_mul(tn_mul(a, a), b));
     tn_tensor *ins[] = {a, b}, *g[2] = {NULL, NULL};
@@ -590,7 +603,7 @@ static void autograd_grad_accumulates_nothing(void **state) {
 
 /* d/dx x^3 = 3x^2 (with graph), d2/dx2 = 6x. */
 static void create_graph_second_derivative(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = tn_scalar(1.5, TN_F64);
     assert_int_equal(tn_requires_grad_(x, true), TN_OK);
     tn_tensor *y = tn_pow_scalar(x, 3), *g = NULL, *g2 = NULL;
@@ -624,7 +637,7 @@ static void create_graph_second_derivative(void **state) {
  * it requires grad, its derivative in x is zeros (x still gets a gradient),
  * and in the incoming gradient v it is the mask x > 0. */
 static void relu_double_backward(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = vec3d(-1, 2, 0, true), *v = vec3d(3, 4, 5, true), *g = NULL, *gv = NULL;
     tn_tensor *y = tn_relu(x);
     assert_int_equal(tn_autograd_grad(1, &y, &v, 1, &x, &g, false, true), TN_OK);
@@ -651,7 +664,7 @@ static void relu_double_backward(void **state) {
  * requiring grad names the output; an unused input that does not require
  * grad is the "differentiated Tensors" error. */
 static void autograd_grad_error_order(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = vec3d(1, 2, 3, false), *w = vec3d(1, 1, 1, true), *g = NULL;
     tn_tensor *y = tn_sum(tn_mul_scalar(x, 2));
     assert_int_equal(tn_autograd_grad(1, &y, NULL, 1, &x, &g, false, false), TN_ERR_AUTOGRAD);
@@ -726,7 +739,7 @@ static void grad_mode_is_thread_local(void **state) {
 
 static void scope_frees_all_but_kept(void **state) {
     int64_t base = tt_live_tensors();
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, false); /* no graph: nothing else holds references */
     tn_tensor *y = tn_sum(tn_mul(tn_sigmoid(a), a));
     assert_non_null(y);
@@ -740,9 +753,9 @@ static void scope_frees_all_but_kept(void **state) {
 
 static void scopes_nest(void **state) {
     int64_t base = tt_live_tensors();
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = vec3(1, 2, 3, false);
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *y = tn_mul(x, x);
     tn_tensor *z = tn_add(y, x);
     assert_ptr_equal(tn_keep(z), z); /* to the outer scope */
@@ -758,9 +771,9 @@ static void scopes_nest(void **state) {
 
 static void keep_of_foreign_tensor_fails(void **state) {
     tn_tensor *outside = vec3(1, 2, 3, false); /* not in any scope */
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *inner = tn_mul_scalar(outside, 2);
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     assert_null(tn_keep(outside));
     assert_int_equal(tn_last_status(), TN_ERR_INVALID_ARGUMENT);
     assert_null(tn_keep(inner)); /* owned by the enclosing scope, not the innermost */
@@ -772,7 +785,7 @@ static void keep_of_foreign_tensor_fails(void **state) {
 
 static void backward_after_scope_end(void **state) {
     int64_t base = tt_live_tensors();
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = tn_keep(vec3d(1, 2, 3, true));
     tn_tensor *y = tn_keep(tn_sum(tn_mul(tn_sigmoid(a), a)));
     tn_scope_end();
@@ -792,7 +805,7 @@ static void backward_after_scope_end(void **state) {
 /* Nothing is freed twice when a scope owns a tensor the user also retained. */
 static void scope_and_retain(void **state) {
     int64_t base = tt_live_tensors();
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = tn_retain(vec3(1, 2, 3, false));
     tn_scope_end();
     assert_int_equal(tt_live_tensors() - base, 1);
@@ -820,6 +833,7 @@ int main(void) {
         TT_TEST(second_backward_with_retain_graph),
         TT_TEST(second_backward_without_saved_tensors),
         TT_TEST(detach_inplace_of_saved_input),
+        TT_TEST(inplace_with_itself_reports_the_version),
         TT_TEST(inplace_on_leaf_refused),
         TT_TEST(inplace_on_view_of_leaf_refused),
         TT_TEST(inplace_on_leaf_allowed_without_grad),

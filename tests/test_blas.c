@@ -111,7 +111,7 @@ typedef struct mm_case {
 } mm_case;
 
 static void run_case(const mm_case *c, tn_dtype dt) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_manual_seed(11);
     tn_tensor *a = operand(c->nba, c->ba + 2 - c->nba, c->m, c->k, c->fa, dt);
     tn_tensor *b = operand(c->nbb, c->bb + 2 - c->nbb, c->k, c->n, c->fb, dt);
@@ -183,7 +183,7 @@ static void products_f64(void **state) {
  * CBLAS), then the gradients of sum(y * g) (products with transposed
  * operands), on every path against the OFF path and a float64 reference. */
 static void linear_mode(tn_dtype dt, tn__blas_mode mode, double **out) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_manual_seed(5);
     tn_tensor *x = tn_randn(3, S(3, 40, 70), dt), *w = tn_randn(2, S(50, 70), dt);
     tn_tensor *bias = tn_randn(1, S(50), dt), *g = tn_randn(3, S(3, 40, 50), dt);
@@ -392,7 +392,7 @@ static void *user_main(void *p) {
 /* USERS threads multiply at once, each on 2 op threads (OpenMP teams of
  * their own), half of the rounds with B transposed: no wrong element. */
 static void concurrent_users(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_manual_seed(9);
     tn_tensor *a = tn_randn(2, S(96, 400), TN_F32), *b = tn_randn(2, S(400, 72), TN_F32);
     tn_tensor *bt = tn_contiguous(tn_transpose(b, 0, 1));

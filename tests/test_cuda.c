@@ -239,7 +239,7 @@ static void run_case(const op_case *c, tn_dtype dt) {
     }
     char what[128];
     snprintf(what, sizeof what, "%s (%s) forward", c->name, tn_dtype_name(dt));
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *yc = c->fn(cpu), *yg = c->fn(gpu);
     assert_non_null(yc);
     if (!yg) print_error("%s: %s\n", what, tn_last_error());
@@ -427,7 +427,7 @@ static void optimizers_match_cpu(void **state) {
             ag = tn_adam_new(1, &wg, 0.01, 0.9, 0.999, 1e-8, 0.01);
         }
         for (int step = 0; step < 3; step++) {
-            tn_scope_begin();
+            assert_int_equal(tn_scope_begin(), TN_OK);
             tn_tensor *lc = tn_sum(tn_tanh(tn_matmul(x, wc)));
             tn_tensor *lg = tn_sum(tn_tanh(tn_matmul(xg, wg)));
             assert_int_equal(tn_backward(lc, NULL, false), TN_OK);

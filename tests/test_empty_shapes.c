@@ -31,7 +31,7 @@ static void check_shape(const tn_tensor *t, int ndim, const int64_t *shape, int 
  * is (0, 4, 1). */
 static void creation_any_order(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     const int64_t orders[][3] = {{0, BIG, 4}, {BIG, 4, 0}, {4, 0, BIG}, {BIG, 0, BIG}};
     for (int i = 0; i < 4; i++) {
         tn_tensor *z = tn_zeros(3, orders[i], TN_F32);
@@ -53,7 +53,7 @@ static void creation_any_order(void **state) {
 
 static void views_of_empty(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *f = tn_zeros(3, (const int64_t[]){0, BIG, 4}, TN_F32);
     assert_shape(tn_flatten(f, 0, -1), 1, (const int64_t[]){0});
     assert_shape(tn_flatten(f, 0, 1), 2, (const int64_t[]){0, 4});
@@ -85,7 +85,7 @@ static void views_of_empty(void **state) {
 
 static void joins_of_empty(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *e = tn_zeros(2, (const int64_t[]){0, BIG}, TN_F32);
     tn_tensor *two[] = {e, e};
     assert_shape(tn_stack(2, two, 0), 3, (const int64_t[]){2, 0, BIG});
@@ -101,7 +101,7 @@ static void joins_of_empty(void **state) {
 
 static void math_on_empty(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *f = tn_zeros(3, (const int64_t[]){BIG, 4, 0}, TN_F32);
     assert_int_equal(tn_requires_grad_(f, true), TN_OK);
     tn_tensor *g = tn_zeros(3, (const int64_t[]){BIG, 4, 0}, TN_F32);
@@ -146,7 +146,7 @@ static void math_on_empty(void **state) {
  * softmax, max/argmax, with the huge dims on either side of the empty one. */
 static void dim_ops_on_empty(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     const int64_t s4[] = {0, 2, BIG, 4}, s3[] = {BIG, 0, 4};
     tn_tensor *a = tn_zeros(4, s4, TN_F32), *b = tn_zeros(3, s3, TN_F64);
     assert_int_equal(tn_requires_grad_(a, true), TN_OK);

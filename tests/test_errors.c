@@ -82,7 +82,7 @@ static tn_tensor *f32(int ndim, const int64_t *shape, bool rg) {
 /* ---- NULL handles --------------------------------------------------------- */
 
 static void null_args_binary_and_unary(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = f32(1, S3, true);
     snap sa = take(a);
     NULL_PTR(tn_add(NULL, a));
@@ -122,7 +122,7 @@ static void null_args_binary_and_unary(void **state) {
 }
 
 static void null_args_reductions_nn_views(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = f32(2, S23, true);
     snap sa = take(a);
     const int64_t shp[] = {3, 2};
@@ -171,7 +171,7 @@ static void null_args_reductions_nn_views(void **state) {
 }
 
 static void null_args_inplace_and_autograd(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = f32(1, S3, false), *r = f32(1, S3, true);
     snap sa = take(a), sr = take(r);
     NULL_ST(tn_add_(NULL, a));
@@ -218,7 +218,7 @@ static void null_args_inplace_and_autograd(void **state) {
 }
 
 static void null_args_creation_and_metadata(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = f32(1, S3, false);
     double d;
     char buf[16];
@@ -267,7 +267,7 @@ static void null_args_creation_and_metadata(void **state) {
 #define INT_GRAD_MSG "Only Tensors of floating point and complex dtype can require gradients"
 
 static void dtype_errors(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     const int64_t iv[] = {1, 2, 3};
     FAILS_PTR(tn_tensor_from(iv, TN_I64, 1, S3, true), TN_ERR_DTYPE, INT_GRAD_MSG, true);
     tn_tensor *i = tn_tensor_from(iv, TN_I64, 1, S3, false);
@@ -311,7 +311,7 @@ static void dtype_errors(void **state) {
 /* ---- shapes ------------------------------------------------------------------ */
 
 static void broadcast_mismatch(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = f32(1, S3, true), *b = f32(1, S4, false);
     tn_tensor *m23 = f32(2, S23, false), *m43 = f32(2, (const int64_t[]){4, 3}, false);
     tn_tensor *m24 = f32(2, (const int64_t[]){2, 4}, false);
@@ -352,7 +352,7 @@ static void broadcast_mismatch(void **state) {
 }
 
 static void matmul_and_nn_shape_errors(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = f32(2, S23, true), *w = f32(2, (const int64_t[]){4, 2}, true);
     snap sa = take(a), sw = take(w);
     FAILS_PTR(tn_matmul(a, w), TN_ERR_SHAPE,
@@ -397,7 +397,7 @@ static void matmul_and_nn_shape_errors(void **state) {
     "Dimension out of range (expected to be in range of [" #lo ", " #hi "], but got " #got ")"
 
 static void bad_dims(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = f32(2, S23, true);
     snap sa = take(a);
     FAILS_PTR(tn_transpose(a, 0, 5), TN_ERR_INDEX, DIM_MSG(-2, 1, 5), true);
@@ -437,7 +437,7 @@ static void bad_dims(void **state) {
 }
 
 static void wrong_numel_in_view(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = f32(2, S23, true);
     snap sa = take(a);
     FAILS_PTR(tn_view(a, 1, (const int64_t[]){5}), TN_ERR_SHAPE,
@@ -473,7 +473,7 @@ static void wrong_numel_in_view(void **state) {
 }
 
 static void overflow_and_negative_shapes(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     const int64_t huge[] = {INT64_MAX / 2, 4}, huge2[] = {INT64_MAX, INT64_MAX},
                   big[] = {(int64_t)1 << 40, (int64_t)1 << 40}, nearly[] = {INT64_MAX / 8, 2};
     float one = 1;
@@ -518,7 +518,7 @@ static void negative_dims_message(void **state) {
 
 /* Autograd misuse (beyond docs/semantics.md §4's, tested in test_autograd.c). */
 static void autograd_errors(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = f32(1, S3, true), *c = f32(1, S3, false);
     snap sa = take(a);
     tn_tensor *h = tn_mul_scalar(a, 2);
@@ -554,7 +554,7 @@ static void autograd_errors(void **state) {
 /* A failed call leaves the previous status readable until cleared, and a
  * later success does not reset it (errno-like). */
 static void error_state_is_sticky(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_clear_error();
     assert_int_equal(tn_last_status(), TN_OK);
     assert_string_equal(tn_last_error(), "");

@@ -382,7 +382,7 @@ static void run_golden(void **state) {
     golden_fn fn = lookup(c->op);
     if (!fn) fail_msg("%s: unknown op %s", path, c->op);
 
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x[MAX_TENSORS] = {0};
     int n = 0;
     for (int i = 0; i < c->nt; i++) {

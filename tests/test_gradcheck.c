@@ -166,7 +166,7 @@ static int failures, checked;
     } while (0)
 
 static bool eval(gc_ctx *c, double *v) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *l = loss(c);
     bool ok = l && tn_item(l, v) == TN_OK;
     tn_scope_end();
@@ -198,7 +198,7 @@ static bool analytic(gc_ctx *c, tn_tensor *in, tn_tensor *g, int i, double *ana)
 }
 
 static void check(gc_ctx *c) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *l = loss(c);
     tn_tensor *ins[MAX_IN], *g[MAX_IN] = {0};
     int m = 0;

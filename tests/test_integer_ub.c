@@ -141,7 +141,7 @@ static void float_to_integer_conversions(void **state) {
 
 static void integer_arithmetic_wraps(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *big = i64s(1, (const int64_t[]){INT64_C(1) << 62});
     want_ints(tn_mul_scalar(big, 4), TN_I64, (const int64_t[]){0}, 1);
     tn_tensor *max = i64s(1, (const int64_t[]){INT64_MAX});
@@ -177,7 +177,7 @@ static void integer_arithmetic_wraps(void **state) {
 /* Integer powers are exact and wrap; negative exponents as PyTorch. */
 static void integer_pow_is_exact_and_wraps(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = i64s(8, (const int64_t[]){2, 3, -1, 1, 0, 2, -2, 5});
     tn_tensor *e = i64s(8, (const int64_t[]){70, 40, -3, -5, -1, -1, 3, 0});
     want_ints(tn_pow(a, e), TN_I64,
@@ -195,7 +195,7 @@ static void integer_pow_is_exact_and_wraps(void **state) {
 /* arange's values wrap to the dtype; clamp's bounds are cut to it. */
 static void arange_and_clamp_bounds(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     want_ints(tn_arange(0, 5e9, 1e9, TN_I32), TN_I32,
               (const int64_t[]){0, 1000000000, 2000000000, -1294967296, -294967296}, 5);
     tn_tensor *v = tn_tensor_from((const int32_t[]){-7, 5, 9}, TN_I32, 1,

@@ -267,7 +267,7 @@ static const mm_case cases[] = {
 /* a @ b with gradient pattern 3, checked against PyTorch (values, grad_fn,
  * gradients) in dtype dt. */
 static void run_case(const mm_case *c, tn_dtype dt, double tol) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = pat(c->nda, c->sa, 1, dt, true), *b = pat(c->ndb, c->sb, 2, dt, true);
     tn_tensor *A = c->ta ? tn_transpose(a, -2, -1) : a, *B = c->tb ? tn_transpose(b, -2, -1) : b;
     if (c->ta) assert_false(tn_is_contiguous(A));
@@ -295,7 +295,7 @@ static void matmul_cases_f32(void **state) {
 
 /* Only the input that needs a gradient gets one; the other is not saved. */
 static void matmul_one_side(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = pat(2, S(3, 5), 1, TN_F64, false), *b = pat(2, S(5, 7), 2, TN_F64, true);
     tn_tensor *y = tn_matmul(a, b);
     assert_int_equal(tn_backward(y, pat(2, S(3, 7), 3, TN_F64, false), false), TN_OK);
@@ -314,7 +314,7 @@ static void matmul_one_side(void **state) {
 
 /* A saved input modified in place: PyTorch's version error. */
 static void matmul_saved_modified(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = pat(2, S(3, 5), 1, TN_F32, true), *b = pat(2, S(5, 7), 2, TN_F32, false);
     tn_tensor *y = tn_sum(tn_matmul(a, b));
     assert_int_equal(tn_add_scalar_(b, 1), TN_OK);
@@ -326,14 +326,14 @@ static void matmul_saved_modified(void **state) {
 
 /* d/da of sum(ga * p) where ga = d sum((a@b)^2) / da, through create_graph. */
 static void matmul_double_backward(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = pat(2, S(3, 4), 1, TN_F64, true), *b = pat(2, S(4, 2), 2, TN_F64, true);
     tn_tensor *ab = tn_matmul(a, b);
     tn_tensor *y = tn_sum(tn_mul(ab, ab));
     tn_tensor *ga = NULL;
     assert_int_equal(tn_autograd_grad(1, &y, NULL, 1, &a, &ga, true, true), TN_OK);
     tn_keep(ga);
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tt_assert_close(ga, dd_ga, 12, 1e-12);
     tn_tensor *z = tn_sum(tn_mul(ga, pat(2, S(3, 4), 4, TN_F64, false)));
     assert_int_equal(tn_backward(z, NULL, false), TN_OK);
@@ -361,7 +361,7 @@ static double ref_at(const double *v, const int64_t *st, int64_t i, int64_t j) {
  * compared with a tolerance of a few rounding errors per dot product. */
 static void check_big_mode(int64_t m, int64_t k, int64_t n, bool ta, bool tb, tn_dtype dt,
                            tn__blas_mode mode) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_manual_seed(7);
     tn_tensor *a0 = tn_randn(2, ta ? S(k, m) : S(m, k), dt);
     tn_tensor *b0 = tn_randn(2, tb ? S(n, k) : S(k, n), dt);
@@ -434,7 +434,7 @@ static void matmul_big_blocked(void **state) {
  * same bits as serial (forced: CBLAS need not be, see check_big_mode), on
  * CBLAS within rounding. */
 static void many_batches_mode(tn__blas_mode mode) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_manual_seed(3);
     tn_tensor *a = tn_randn(3, S(128, 40, 50), TN_F32), *b = tn_randn(3, S(128, 50, 30), TN_F32);
     int old = tn_get_num_threads();
@@ -469,7 +469,7 @@ static void matmul_many_batches(void **state) {
 }
 
 static void matmul_empty_and_int(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *e = tn_matmul(tn_zeros(2, S(2, 0), TN_F32), tn_zeros(2, S(0, 4), TN_F32));
     assert_non_null(e);
     tt_assert_close(e, (const double[]){0, 0, 0, 0, 0, 0, 0, 0}, 8, 0);
@@ -490,7 +490,7 @@ static void matmul_empty_and_int(void **state) {
 }
 
 static void matmul_errors(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = pat(2, S(2, 3), 1, TN_F32, true);
     assert_null(tn_matmul(a, pat(2, S(4, 5), 2, TN_F32, false)));
     tt_assert_error(TN_ERR_SHAPE, "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)");
@@ -563,7 +563,7 @@ static const lin_case lin_cases[] = {
 };
 
 static void run_lin(const lin_case *c, tn_dtype dt, double tol) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = pat(c->ndx, c->sx, 1, dt, true), *w = pat(2, S(4, 3), 2, dt, true);
     tn_tensor *b = c->bias ? pat(1, S(4), 5, dt, true) : NULL;
     tn_tensor *X = c->tx ? tn_transpose(x, 0, 1) : x;
@@ -587,7 +587,7 @@ static void linear_cases(void **state) {
 
 /* The bias may broadcast like addmm's: (1, out) and (1). */
 static void linear_bias_shapes(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = pat(2, S(2, 3), 1, TN_F64, false), *w = pat(2, S(4, 3), 2, TN_F64, false);
     tn_tensor *b = pat(2, S(1, 4), 5, TN_F64, true);
     tn_tensor *y = tn_linear(x, w, b);
@@ -605,7 +605,7 @@ static void linear_bias_shapes(void **state) {
 }
 
 static void linear_double_backward(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = pat(2, S(2, 3), 1, TN_F64, true), *w = pat(2, S(4, 3), 2, TN_F64, true);
     tn_tensor *b = pat(1, S(4), 5, TN_F64, true);
     tn_tensor *y = tn_linear(x, w, b);
@@ -635,7 +635,7 @@ static void linear_double_backward(void **state) {
 }
 
 static void linear_errors(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = pat(2, S(2, 5), 1, TN_F32, true), *w = pat(2, S(4, 3), 2, TN_F32, true);
     assert_null(tn_linear(x, w, NULL));
     tt_assert_error(TN_ERR_SHAPE, "mat1 and mat2 shapes cannot be multiplied (2x5 and 3x4)");

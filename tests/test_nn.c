@@ -218,7 +218,7 @@ static const sm_case sm_cases[] = {
 /* create_graph: the backward is built from public ops instead of the fused
  * kernel; both must agree with PyTorch. */
 static void run_sm(const sm_case *c, tn_dtype dt, double tol, bool create_graph) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = pat(c->nd, c->shape, 1, dt, true);
     tn_tensor *X = c->trans ? tn_transpose(x, 0, 1) : x;
     tn_tensor *y = c->log ? tn_log_softmax(X, c->dim) : tn_softmax(X, c->dim);
@@ -241,7 +241,7 @@ static void softmax_cases(void **state) {
 
 /* Large inputs do not overflow (the max is subtracted first). */
 static void softmax_stable(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = tt_f32(1, S(3), (const float[]){1000, 1001, 1002}, false);
     tt_assert_close(tn_softmax(x, 0),
                     (const double[]){0.09003057330846786, 0.2447284758090973, 0.6652409434318542},
@@ -259,7 +259,7 @@ static void softmax_stable(void **state) {
 
 /* Large rows run in parallel; the result must not depend on the thread count. */
 static void softmax_threads(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_manual_seed(11);
     tn_tensor *x = tn_randn(3, S(64, 300, 40), TN_F32);
     int old = tn_get_num_threads();
@@ -282,7 +282,7 @@ static void softmax_threads(void **state) {
  * composed backward. */
 static void softmax_double_backward(void **state) {
     for (int log = 0; log < 2; log++) {
-        tn_scope_begin();
+        assert_int_equal(tn_scope_begin(), TN_OK);
         tn_tensor *x = pat(2, S(2, 3), 1, TN_F64, true);
         tn_tensor *y = log ? tn_log_softmax(x, 1) : tn_softmax(x, 1);
         tn_tensor *l = tn_sum(tn_mul(y, pat(2, S(2, 3), 3, TN_F64, false)));
@@ -298,7 +298,7 @@ static void softmax_double_backward(void **state) {
 }
 
 static void softmax_errors(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = pat(2, S(3, 4), 1, TN_F32, true);
     assert_null(tn_softmax(a, 2));
     tt_assert_error(TN_ERR_INDEX,
@@ -323,7 +323,7 @@ static tn_tensor *targets(int nd, const int64_t *shape, const int64_t *v) {
 }
 
 static void cross_entropy_values(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *lg = pat(2, S(4, 5), 1, TN_F64, true);
     tn_tensor *l = tn_cross_entropy(lg, targets(1, S(4), (const int64_t[]){1, 0, 4, 2}));
     assert_fn(l, "NllLossBackward0");
@@ -342,7 +342,7 @@ static void cross_entropy_values(void **state) {
 /* Targets equal to -100 are ignored (PyTorch's default ignore_index): they
  * count neither in the sum nor in the mean's divisor. */
 static void cross_entropy_ignore_and_1d(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *lg = pat(2, S(4, 5), 1, TN_F64, true);
     tn_tensor *l = tn_cross_entropy(lg, targets(1, S(4), (const int64_t[]){1, -100, 4, 2}));
     tt_assert_close(l, ceign_l, 1, 1e-12);
@@ -367,7 +367,7 @@ static void cross_entropy_ignore_and_1d(void **state) {
 /* Second order: d/dx sum(grad(ce, x)^2) — NllLoss's gradient is built as
  * g * scatter so the graph continues through LogSoftmaxBackward0. */
 static void cross_entropy_double_backward(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *lg = pat(2, S(4, 5), 1, TN_F64, true);
     tn_tensor *l = tn_cross_entropy(lg, targets(1, S(4), (const int64_t[]){1, 0, 4, 2}));
     tn_tensor *g = NULL;
@@ -381,7 +381,7 @@ static void cross_entropy_double_backward(void **state) {
 }
 
 static void cross_entropy_errors(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *lg = pat(2, S(4, 5), 1, TN_F32, true);
     assert_null(tn_cross_entropy(lg, targets(1, S(4), (const int64_t[]){1, 0, 10, 2})));
     tt_assert_error(TN_ERR_INDEX, "Target 10 is out of bounds.");
@@ -411,7 +411,7 @@ static void cross_entropy_errors(void **state) {
 /* ---- mse_loss ---------------------------------------------------------------------- */
 
 static void mse_values(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = pat(2, S(3, 4), 1, TN_F64, true), *b = pat(2, S(3, 4), 2, TN_F64, true);
     tn_tensor *l = tn_mse_loss(a, b);
     assert_fn(l, "MseLossBackward0");
@@ -439,7 +439,7 @@ static void mse_values(void **state) {
 }
 
 static void mse_errors(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = pat(2, S(3, 4), 1, TN_F32, true);
     assert_null(tn_mse_loss(a, pat(1, S(5), 2, TN_F32, false)));
     tt_assert_error(TN_ERR_SHAPE, "The size of tensor a (4) must match the size of tensor b (5) at "

@@ -26,7 +26,7 @@ static tn_tensor *make(tn_dtype dt, int ndim, const int64_t *shape, const double
 }
 
 static void set_grad(tn_tensor *p, const double *v) {
-    tn_scope_begin(); /* p retains its grad; the scope drops ours */
+    assert_int_equal(tn_scope_begin(), TN_OK); /* p retains its grad; the scope drops ours */
     assert_int_equal(tn_set_grad(p, make(tn_dtype_of(p), tn_ndim(p), tn_shape(p), v, false)),
                      TN_OK);
     tn_scope_end();
@@ -185,7 +185,7 @@ static void test_duplicate_params(void **state) {
  * must end where a contiguous copy of it ends. */
 static void test_non_contiguous_param(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     const int64_t sh[] = {3, 4};
     double v[12], g[12];
     for (int i = 0; i < 12; i++)
@@ -245,7 +245,7 @@ static void test_backward_step_zero_grad(void **state) {
     const int64_t sh[] = {3};
     tn_tensor *w = make(TN_F32, 1, sh, (const double[]){1, 2, 3}, true);
     tn_sgd *opt = tn_sgd_new(1, &w, 0.1, 0, 0);
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     assert_int_equal(tn_backward(tn_sum(tn_mul(w, w)), NULL, false), TN_OK); /* grad 2w */
     tn_scope_end();
     assert_true(tn_is_grad_enabled());
@@ -297,7 +297,7 @@ static void test_errors(void **state) {
     ASSERT_NEW_FAILS(tn_sgd_new(0, ps, 0.1, 0, 0), "optimizer got an empty parameter list");
     ASSERT_NEW_FAILS(tn_adam_new(1, NULL, 0.1, 0.9, 0.999, 1e-8, 0), "'params' is NULL");
     ASSERT_NEW_FAILS(tn_sgd_new(2, (tn_tensor *[]){p, NULL}, 0.1, 0, 0), "params[1] is NULL");
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *nonleaf = tn_mul_scalar(p, 2);
     ASSERT_NEW_FAILS(tn_sgd_new(1, &nonleaf, 0.1, 0, 0), "can't optimize a non-leaf Tensor");
     /* torch accepts a non-leaf that retains its grad */
@@ -322,7 +322,7 @@ static void test_errors(void **state) {
  * (expanded) is refused before any parameter is written. */
 static void test_failed_step_changes_nothing(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     const int64_t sh[] = {2}, sh3[] = {3};
     tn_tensor *a = make(TN_F64, 1, sh, (const double[]){1, 2}, true);
     tn_tensor *one = make(TN_F64, 1, (const int64_t[]){1}, (const double[]){5}, false);

@@ -301,7 +301,7 @@ static void test_torch_cases(void **state) {
 /* a = tensor(1., requires_grad=True); a * 2 */
 static void test_grad_fn(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = tn_tensor_from((const float[]){1}, TN_F32, 0, NULL, true);
     assert_repr(tn_mul_scalar(a, 2), "tensor(2., grad_fn=<MulBackward0>)", "mul");
     int64_t shape[] = {3, 4};
@@ -319,7 +319,7 @@ static void test_grad_fn(void **state) {
 /* sigmoid(a).sum().backward() at a = [1, 2, 3]: the seeds' a.grad */
 static void test_grad_of_sigmoid(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     int64_t shape[] = {3};
     tn_tensor *a = tn_tensor_from((const float[]){1, 2, 3}, TN_F32, 1, shape, true);
     assert_int_equal(tn_backward(tn_sum(tn_sigmoid(a)), NULL, false), TN_OK);
@@ -331,7 +331,7 @@ static void test_grad_of_sigmoid(void **state) {
 /* torch.arange(6.).reshape(2, 3).t() */
 static void test_non_contiguous(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     int64_t shape[] = {2, 3};
     tn_tensor *t = tn_transpose(tn_reshape(tn_arange(0, 6, 1, TN_F32), 2, shape), 0, 1);
     assert_false(tn_is_contiguous(t));

@@ -44,7 +44,7 @@ static void assert_i64(const tn_tensor *t, const int64_t *want, int64_t n) {
 /* ---- values ------------------------------------------------------------------- */
 
 static void test_whole(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     for (int k = 0; k < 2; k++) {
         tn_tensor *x = x234(k ? TN_F32 : TN_F64, false);
         tn_tensor *s = tn_sum(x), *m = tn_mean(x), *mx = tn_max(x), *mn = tn_min(x);
@@ -85,7 +85,7 @@ static const double MAX2[] = {5.0, 4.0, 3.0, 5.5, 4.5, 3.5};
 static const int64_t AMAX2[] = {3, 2, 1, 2, 1, 0};
 
 static void test_dims(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     for (int k = 0; k < 2; k++) {
         tn_tensor *x = x234(k ? TN_F32 : TN_F64, false);
         tn_tensor *s0 = tn_sum_dim(x, 0, false);
@@ -117,7 +117,7 @@ static void test_dims(void **state) {
 
 /* x transposed to (4, 3, 2): every dim is strided */
 static void test_transposed(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *xt = tn_transpose(x234(TN_F32, false), 0, 2);
     tt_assert_close(tn_sum_dim(xt, 0, false), (const double[]){0.75, 6.75, 3.0, -2.0, -5.75, 0.25},
                     6, 1e-6);
@@ -136,7 +136,7 @@ static void test_transposed(void **state) {
 }
 
 static void test_int_dtypes(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a =
         tn_tensor_from((const int32_t[]){1, 2, 3}, TN_I32, 1, (const int64_t[]){3}, false);
     tn_tensor *s = tn_sum(a);
@@ -171,7 +171,7 @@ static void test_int_dtypes(void **state) {
 
 /* 0-dim inputs accept dim 0 / -1; keepdim keeps 0 dims. Empty inputs. NaN. */
 static void test_edge_cases(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *s = tn_scalar(5, TN_F32);
     assert_shape(tn_sum_dim(s, 0, false), 0, NULL);
     assert_shape(tn_sum_dim(s, -1, true), 0, NULL);
@@ -233,7 +233,7 @@ static void test_large(void **state) {
     double *a = malloc(sizeof(double) * TOTAL), *b = malloc(sizeof(double) * TOTAL);
     assert_non_null(a);
     assert_non_null(b);
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = tt_f32(2, shape, v, false);
     tn_tensor *xt = tn_transpose(x, 0, 1); /* (C, R) strided */
     int saved_threads = tn_get_num_threads();
@@ -310,7 +310,7 @@ static void test_long_slice(void **state) {
     enum { N = 1 << 20 };
     float *v = big_values(N);
     v[777777] = 1e6f; /* the max */
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = tt_f32(1, (const int64_t[]){N}, v, false);
     /* (N / 5, 5) summed over rows: few columns, blocks of rows in parallel */
     tn_tensor *x5 = tn_view(tn_narrow(x, 0, 0, N / 5 * 5), 2, (const int64_t[]){N / 5, 5});
@@ -341,7 +341,7 @@ static void test_long_ties_nan(void **state) {
     float *v = big_values(N);
     v[300] = v[9000] = 1e5f;  /* tied maxima */
     v[400] = v[8000] = -1.0f; /* tied minima */
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = tt_f32(1, (const int64_t[]){N}, v, false);
     assert_i64(tn_argmax(x), (const int64_t[]){300}, 1);
     assert_i64(tn_argmax_dim(x, 0, false), (const int64_t[]){300}, 1);
@@ -372,7 +372,7 @@ static tn_tensor *weights(int nd, const int64_t *shape, const float *w) {
 }
 
 static void test_grads(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = ties(true);
     const int64_t s2[] = {2}, s13[] = {1, 3};
     tn_tensor *w2 = weights(1, s2, (const float[]){1, 2});
@@ -414,7 +414,7 @@ static void test_grads(void **state) {
 
 /* NaN max: the gradient is shared by the NaNs (2.11 and 1.13 agree). */
 static void test_grad_nan(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = tt_f32(1, (const int64_t[]){3}, (const float[]){1, NAN, NAN}, true);
     assert_int_equal(tn_backward(tn_max(x), NULL, false), TN_OK);
     tt_assert_grad(x, (const double[]){0, 0.5, 0.5}, 3, 1e-7);
@@ -423,7 +423,7 @@ static void test_grad_nan(void **state) {
 
 /* create_graph: double backward through sum_dim and max_dim. */
 static void test_double_backward(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = ties(true);
     tn_tensor *w2 = weights(1, (const int64_t[]){2}, (const float[]){1, 2});
     tn_tensor *y = tn_sum(tn_mul(tn_sum_dim(tn_mul(x, x), 1, false), w2));
@@ -447,7 +447,7 @@ static void test_double_backward(void **state) {
 /* sum/mean save nothing: a second backward without retain_graph succeeds
  * and accumulates; max saves tensors, so it fails (PyTorch's behaviour). */
 static void test_second_backward(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = ties(true);
     tn_tensor *y = tn_sum(tn_mean_dim(tn_sum_dim(x, 0, true), 1, false));
     assert_int_equal(tn_backward(y, NULL, false), TN_OK);
@@ -466,7 +466,7 @@ static void test_second_backward(void **state) {
 /* ---- errors ---------------------------------------------------------------------- */
 
 static void test_errors(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = ties(true);
     assert_null(tn_sum(NULL));
     tt_assert_error(TN_ERR_INVALID_ARGUMENT, "is NULL");

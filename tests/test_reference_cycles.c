@@ -15,7 +15,7 @@ static tn_tensor *vec(double x, double y, double z, bool rg) {
  * 6x. (torch: x.grad after both = [9, 24, 45].) */
 static void create_graph_through_saved_input(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = vec(1, 2, 3, true);
     tn_tensor *y = tn_sum(tn_mul(tn_mul(x, x), x));
     assert_int_equal(tn_backward_ex(y, NULL, false, true), TN_OK);
@@ -31,7 +31,7 @@ static void create_graph_through_saved_input(void **state) {
 /* The same, dropped without a second backward; and through tn_autograd_grad. */
 static void create_graph_grad_dropped(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = vec(1, 2, 3, true);
     tn_tensor *y = tn_sum(tn_mul(tn_exp(x), x));
     assert_int_equal(tn_backward_ex(y, NULL, true, true), TN_OK);
@@ -55,7 +55,7 @@ static void create_graph_grad_dropped(void **state) {
  * CURRENT grad_fn) and nothing leaks. */
 static void inplace_with_operand_that_saved_self(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec(1, -2, 3, true);
     tn_tensor *y0 = tn_mul_scalar(a, 2); /* dropped without backward (which frees) */
     assert_int_equal(tn_add_(y0, tn_abs(y0)), TN_OK);
@@ -78,7 +78,7 @@ static void inplace_with_operand_that_saved_self(void **state) {
 /* y.mul_(y): the op saves its own target. */
 static void inplace_on_itself(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec(1, 2, 3, true);
     tn_tensor *y = tn_mul_scalar(a, 2);
     assert_int_equal(tn_mul_(y, y), TN_OK);
@@ -93,7 +93,7 @@ static void inplace_on_itself(void **state) {
  * grad_fn, which feeds y's retained cell. (torch: y.grad = 2y = [2, 8, 18].) */
 static void retained_grad_with_create_graph(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = vec(1, 2, 3, true);
     tn_tensor *y = tn_mul(x, x);
     assert_int_equal(tn_retain_grad(y), TN_OK);
@@ -109,7 +109,7 @@ static void retained_grad_with_create_graph(void **state) {
  * (same values and storage), so that no gradient keeps its owner alive. */
 static void set_grad_leading_back(void **state) {
     (void)state;
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = vec(1, 2, 3, true), *y = vec(4, 5, 6, true);
     assert_int_equal(tn_set_grad(x, y), TN_OK);
     assert_int_equal(tn_set_grad(y, x), TN_OK);

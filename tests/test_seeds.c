@@ -37,7 +37,7 @@ static void assert_prefix(const char *msg, const char *prefix) {
 /* ---- the alias table ------------------------------------------------------- */
 
 static void view_shares_storage_and_version(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *v = tn_narrow(a, 0, 1, 2);
     assert_non_null(v);
@@ -55,7 +55,7 @@ static void view_shares_storage_and_version(void **state) {
 }
 
 static void detach_shares_storage_and_version(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *h = tn_mul_scalar(a, 2);
     tn_tensor *d = tn_detach(h);
@@ -72,7 +72,7 @@ static void detach_shares_storage_and_version(void **state) {
 }
 
 static void data_shares_storage_not_version(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, false);
     assert_int_equal(tn_add_scalar_(a, 1), TN_OK);
     assert_int_equal(tn_requires_grad_(a, true), TN_OK);
@@ -91,7 +91,7 @@ static void data_shares_storage_not_version(void **state) {
 }
 
 static void clone_is_a_deep_copy_with_history(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, false);
     assert_int_equal(tn_add_scalar_(a, 1), TN_OK);
     assert_int_equal(tn_requires_grad_(a, true), TN_OK);
@@ -109,7 +109,7 @@ static void clone_is_a_deep_copy_with_history(void **state) {
 }
 
 static void new_tensor_is_a_fresh_leaf(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, false);
     assert_int_equal(tn_add_scalar_(a, 1), TN_OK);
     assert_int_equal(tn_requires_grad_(a, true), TN_OK);
@@ -134,7 +134,7 @@ static void new_tensor_is_a_fresh_leaf(void **state) {
 
 /* out.data.zero_(): no error, silently wrong gradient [0, 0, 0]. */
 static void data_zero_gives_silently_wrong_grad(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *out = tn_sigmoid(a);
     tn_tensor *d = tn_data(out);
@@ -149,7 +149,7 @@ static void data_zero_gives_silently_wrong_grad(void **state) {
 
 /* The same graph without the write: the correct gradient. */
 static void sigmoid_grad_reference(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     assert_int_equal(tn_backward(tn_sum(tn_sigmoid(a)), NULL, false), TN_OK);
     tt_assert_grad(a, (double[]){0.1966119259595871, 0.10499362647533417, 0.04517665505409241}, 3,
@@ -159,7 +159,7 @@ static void sigmoid_grad_reference(void **state) {
 
 /* out.detach().zero_(): the shared counter moves, backward refuses. */
 static void detach_zero_is_detected(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *out = tn_sigmoid(a);
     assert_int_equal(tn_zero_(tn_detach(out)), TN_OK);
@@ -176,7 +176,7 @@ static void detach_zero_is_detected(void **state) {
 /* b = a*2 saves nothing of b; b.detach().zero_() then backward is fine;
  * b.zero_() rebases b's history onto ZeroBackward0. */
 static void scalar_mul_then_zero_rebases(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = scalar(1, true);
     tn_tensor *b = tn_mul_scalar(a, 2);
     assert_int_equal(tn_zero_(tn_detach(b)), TN_OK);
@@ -204,7 +204,7 @@ static void scalar_mul_then_zero_rebases(void **state) {
 
 /* y = a**2; a_ = a.clone(); z = a_*3; y.backward(); z.backward() -> a.grad 5. */
 static void clone_gradient_flows_to_source(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = scalar(1, true);
     tn_tensor *y = tn_pow_scalar(a, 2);
     tn_tensor *a_ = tn_clone(a);
@@ -221,7 +221,7 @@ static void clone_gradient_flows_to_source(void **state) {
 
 /* a_ = a.clone(); a_.add_(1): a 1, a_ 2 (AddBackward0); a_.backward() -> 1. */
 static void clone_then_inplace(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = scalar(1, true);
     tn_tensor *a_ = tn_clone(a);
     assert_int_equal(tn_add_scalar_(a_, 1), TN_OK);
@@ -237,7 +237,7 @@ static void clone_then_inplace(void **state) {
 
 /* a_ = a.detach(); a_.requires_grad_(); z = a_*3 -> a_.grad 3, a.grad None. */
 static void detach_then_requires_grad(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = scalar(1, true);
     tn_tensor *a_ = tn_detach(a);
     assert_int_equal(tn_requires_grad_(a_, true), TN_OK);
@@ -252,7 +252,7 @@ static void detach_then_requires_grad(void **state) {
 
 /* a_ = a.detach(); a_.add_(1): a is 2, a._version 1; a_.backward() fails. */
 static void detach_then_inplace(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = scalar(1, true);
     tn_tensor *a_ = tn_detach(a);
     assert_int_equal(tn_add_scalar_(a_, 1), TN_OK);
@@ -269,7 +269,7 @@ static void detach_then_inplace(void **state) {
 /* a.copy_(b), a not requiring grad, b requiring it: CopyBackwards, not a
  * leaf, version +1, a keeps its dtype; backward reaches b. */
 static void copy_from_requires_grad_source(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     const int64_t shape[] = {3};
     tn_tensor *a = tn_zeros(1, shape, TN_F32);
     tn_tensor *b = tt_f64(1, shape, (double[]){1, 2, 3}, true);
@@ -292,7 +292,7 @@ static void copy_from_requires_grad_source(void **state) {
 
 /* The seed-004 correction: copy_ into a leaf that requires grad fails. */
 static void copy_into_grad_leaf_fails(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *b = vec3(4, 5, 6, false);
     assert_true(tn_copy_(a, b) < 0);
@@ -305,7 +305,7 @@ static void copy_into_grad_leaf_fails(void **state) {
 
 /* y.detach_() on a leaf: returns y itself, requires_grad false, leaf. */
 static void detach_inplace_on_leaf(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *y = vec3(1, 2, 3, true);
     tn_tensor *r = tn_detach_(y);
     assert_ptr_equal(r, y);
@@ -317,7 +317,7 @@ static void detach_inplace_on_leaf(void **state) {
 }
 
 static void detach_inplace_on_nonleaf(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *h = tn_mul_scalar(a, 2);
     assert_ptr_equal(tn_detach_(h), h);
@@ -330,7 +330,7 @@ static void detach_inplace_on_nonleaf(void **state) {
 }
 
 static void detach_inplace_on_view_fails(void **state) {
-    tn_scope_begin();
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *y = vec3(1, 2, 3, true);
     tn_tensor *v = tn_narrow(y, 0, 0, 2);
     assert_non_null(v);

@@ -32,7 +32,8 @@ void tt_assert_close(const tn_tensor *t, const double *want, int64_t n, double t
 }
 
 void tt_assert_grad(tn_tensor *t, const double *want, int64_t n, double tol) {
-    tn_scope_begin(); /* owns g whether or not the caller has a scope open */
+    /* owns g whether or not the caller has a scope open */
+    assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *g = tn_grad(t);
     if (!g) {
         tn_scope_end();

@@ -93,3 +93,63 @@ tn_status tn__cell_accumulate(tn_grad_cell *c, tn_tensor *g, bool create_graph) 
             return TN_OK;
     }
 }
+
+/* ---- a run's delivery: all cells or none --------------------------------------------- */
+
+tn_status tn__cell_prepare(tn_grad_cell *c, tn_tensor *g, bool create_graph,
+                           tn_cell_update *u) {
+    *u = (tn_cell_update){0};
+    if (!tn__cell_try_retain(c)) { /* its tensors are gone: the gradient reaches no one */
+        tn_release(g);
+        return TN_OK;
+    }
+    u->cell = c;
+    if (!create_graph) { /* the in-place merge at commit allocates nothing */
+        u->g = own(g);
+    } else {
+        u->g = g;
+        u->old = tn__cell_load(c);
+        if (u->old) u->sum = tn_add(u->old, g);
+    }
+    if (u->g && (!u->old || u->sum)) return TN_OK;
+    tn__cell_update_drop(u);
+    return tn_last_status();
+}
+
+void tn__cell_update_drop(tn_cell_update *u) {
+    tn_release(u->sum);
+    tn_release(u->old);
+    tn_release(u->g);
+    tn__cell_release(u->cell);
+    *u = (tn_cell_update){0};
+}
+
+tn_status tn__cell_commit(tn_cell_update *u, bool create_graph) {
+    tn_grad_cell *c = u->cell;
+    if (create_graph) {
+        /* Install the sum made at prepare if the cell still holds what it was
+         * made from. acq_rel: pairs with the installers' release (the tensor
+         * we take back) and publishes ours to the next reader, as in
+         * tn__cell_accumulate. */
+        tn_tensor *expected = u->old, *mine = u->sum ? u->sum : u->g;
+        if (atomic_compare_exchange_strong_explicit(&c->grad, &expected, mine,
+                                                    memory_order_acq_rel,
+                                                    memory_order_acquire)) {
+            if (u->old) {
+                tn__cell_release_taken(c, u->old); /* the cell's reference */
+                u->sum = NULL;
+            } else {
+                u->g = NULL;
+            }
+            tn__cell_update_drop(u);
+            return TN_OK;
+        }
+        /* Another thread changed the cell since: accumulate as usual (this
+         * one may allocate, and so fail, when threads race on the cell). */
+    }
+    tn_tensor *g = u->g;
+    u->g = NULL;
+    tn_status st = tn__cell_accumulate(c, g, create_graph);
+    tn__cell_update_drop(u); /* and our strong reference */
+    return st;
+}

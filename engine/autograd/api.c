@@ -100,13 +100,13 @@ tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs, tn_tensor *cons
      * require grad ..." when x does not require grad in grad(f(x), x)). */
     for (int i = 0; i < n_out; i++) {
         if (!outputs[i])
-            return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_autograd_grad: outputs[%d] is NULL", i);
+            return tn__null_arg(true, "tn_autograd_grad: outputs[%d] is NULL", i);
         tn_status st = check_root(outputs[i], i);
         if (st < 0) return st;
     }
     for (int i = 0; i < n_in; i++) {
         if (!inputs[i])
-            return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_autograd_grad: inputs[%d] is NULL", i);
+            return tn__null_arg(true, "tn_autograd_grad: inputs[%d] is NULL", i);
         if (!tn__requires_grad(inputs[i]))
             return tn__error(TN_ERR_AUTOGRAD, "One of the differentiated Tensors does not "
                              "require grad");
@@ -123,16 +123,22 @@ tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs, tn_tensor *cons
                               n_in, inputs, grads_out);
     for (int i = 0; i < n_out; i++) tn_release(seeds[i]);
     tn__free_small(seeds);
-    for (int i = 0; i < n_in; i++) {
-        if (st < 0) {
-            tn_release(grads_out[i]);
-            grads_out[i] = NULL;
-        } else if (grads_out[i]) {
-            tn_tensor *h = tn__sum_to(grads_out[i], inputs[i]->ndim, inputs[i]->shape,
-                                      inputs[i]->dtype);
-            tn_release(grads_out[i]);
-            grads_out[i] = tn__ret(h);
-        }
+    /* Summed to the inputs' shapes, then handed out (registered in the
+     * caller's scope) only once every one is made: a failure returns none. */
+    for (int i = 0; i < n_in && st == TN_OK; i++) {
+        if (!grads_out[i]) continue;
+        tn_tensor *h = tn__sum_to(grads_out[i], inputs[i]->ndim, inputs[i]->shape,
+                                  inputs[i]->dtype);
+        tn_release(grads_out[i]);
+        if (!(grads_out[i] = h)) st = tn_last_status();
+    }
+    int handed = 0; /* grads_out[0, handed) are the scope's now (or NULL) */
+    for (; st == TN_OK && handed < n_in; handed++)
+        if (grads_out[handed] && !(grads_out[handed] = tn__ret(grads_out[handed])))
+            st = tn_last_status();
+    for (int i = 0; i < n_in && st < 0; i++) {
+        if (i >= handed) tn_release(grads_out[i]);
+        grads_out[i] = NULL;
     }
     return st;
 }
@@ -175,7 +181,7 @@ static bool leads_to(tn_tensor *g, const tn_tensor *t, bool *oom) {
                 continue;
             }
             if (n == cap) {
-                tn_tensor **w = malloc(2 * cap * sizeof *w);
+                tn_tensor **w = tn__malloc_quiet(2 * cap * sizeof *w);
                 if (!w) {
                     *oom = true;
                     found = true; /* stop; the caller reports the failure */
@@ -183,14 +189,14 @@ static bool leads_to(tn_tensor *g, const tn_tensor *t, bool *oom) {
                     continue;
                 }
                 memcpy(w, stack, n * sizeof *w);
-                if (stack != local) free(stack);
+                if (stack != local) tn__mfree(stack);
                 stack = w;
                 cap *= 2;
             }
             stack[n++] = next[k];
         }
     }
-    if (stack != local) free(stack);
+    if (stack != local) tn__mfree(stack);
     return found;
 }
 
@@ -236,14 +242,14 @@ tn_status tn_zero_grad(tn_tensor *t) { return tn_set_grad(t, NULL); }
 
 bool tn_requires_grad(const tn_tensor *t) {
     if (!t) {
-        tn__error(TN_ERR_INVALID_ARGUMENT, "%s: argument 't' is NULL", __func__);
+        tn__null_arg(true, "%s: argument 't' is NULL", __func__);
         return false;
     }
     return tn__requires_grad(t);
 }
 bool tn_is_leaf(const tn_tensor *t) {
     if (!t) {
-        tn__error(TN_ERR_INVALID_ARGUMENT, "%s: argument 't' is NULL", __func__);
+        tn__null_arg(true, "%s: argument 't' is NULL", __func__);
         return false;
     }
     return !t->ag || !t->ag->grad_fn;

@@ -153,16 +153,40 @@ void tn__cell_release_taken(tn_grad_cell *c, tn_tensor *t);
 tn_tensor *tn__cell_load(tn_grad_cell *c);
 /* Lock-free accumulation of g (a new reference, consumed) into c. */
 tn_status tn__cell_accumulate(tn_grad_cell *c, tn_tensor *g, bool create_graph);
+/* The same in two steps, so that a backward run updates all its cells or
+ * none: prepare (c: a weak reference; consumes g) makes every allocation (an
+ * exclusive copy of g; with create_graph, old + g from the cell's current
+ * gradient) and holds c strongly, or drops g when c's tensors are gone
+ * (u->cell stays NULL); commit then installs it and cannot fail, unless
+ * another thread changes the cell in between with create_graph. drop: an
+ * update that will not be committed. */
+typedef struct tn_cell_update {
+    tn_grad_cell *cell;       /* strong, owned */
+    tn_tensor *g, *old, *sum; /* owned */
+} tn_cell_update;
+tn_status tn__cell_prepare(tn_grad_cell *c, tn_tensor *g, bool create_graph,
+                           tn_cell_update *u);
+tn_status tn__cell_commit(tn_cell_update *u, bool create_graph);
+void tn__cell_update_drop(tn_cell_update *u);
 
 /* ---- in-place support (engine/autograd/inplace.c) -------------------------- */
 /* Checks PyTorch's rules for writing in place into t (leaf / view of leaf
  * requiring grad while grad mode is on, ...). TN_OK or the error. */
 tn_status tn__check_inplace(const tn_tensor *t);
-/* After an in-place op wrote into `self` and bumped the version: if the op
- * needs recording, `n` (created with self as input 0, before the write) is
- * made self's new history; for views, the base is rebased with CopySlices.
- * Consumes n's reference. */
-tn_status tn__inplace_rebase(tn_tensor *self, tn_node *n);
+/* Making `n` (the in-place op's node, created with self as input 0, NULL
+ * when nothing is recorded) self's new history; for views, the base is
+ * rebased with CopySlices. In two steps, so that a failed op changes
+ * nothing: prepare, before the write, makes every allocation (consumes n;
+ * on failure nothing is changed); then the op writes and commits, which
+ * bumps the version (op: a static name for anomaly mode) and cannot fail,
+ * or abandons when the write failed. */
+typedef struct tn_rebase {
+    tn_node *n;       /* not a view: n itself */
+    tn_node *cs, *as; /* a view: CopySlices (holding n), AsStridedBackward0 */
+} tn_rebase;
+tn_status tn__inplace_prepare_rebase(tn_tensor *self, tn_node *n, tn_rebase *rb);
+tn_status tn__inplace_commit(tn_tensor *self, tn_rebase *rb, const char *op);
+void tn__inplace_abandon(tn_rebase *rb);
 
 /* ---- engine (engine/autograd/engine.c) ------------------------------------- */
 tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *const *grads,

@@ -46,6 +46,7 @@ typedef struct node_state {
 typedef struct cell_state {
     tn_grad_cell *cell;
     tn_inbox inbox;
+    tn_cell_update up; /* the update deliver_cells prepared */
 } cell_state;
 
 typedef struct run {
@@ -87,7 +88,7 @@ static tn_status grow(run *r) {
     size_t ncap = r->cap ? r->cap * 2 : (tls_cap_hint ? tls_cap_hint : 64);
     node_state *old = r->tab;
     size_t ocap = r->cap;
-    r->tab = calloc(ncap, sizeof *r->tab);
+    r->tab = tn__calloc_quiet(ncap, sizeof *r->tab);
     if (!r->tab) {
         r->tab = old;
         return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
@@ -95,7 +96,7 @@ static tn_status grow(run *r) {
     r->cap = ncap;
     for (size_t i = 0; i < ocap; i++)
         if (old[i].node) *lookup(r, old[i].node) = old[i];
-    free(old);
+    tn__mfree(old);
     return TN_OK;
 }
 
@@ -106,7 +107,7 @@ static node_state *insert(run *r, tn_node *n, bool *fresh) {
     *fresh = s->node == NULL;
     if (*fresh) {
         s->node = n;
-        s->inbuf = calloc((size_t)n->n_out, sizeof *s->inbuf + sizeof *s->inbox);
+        s->inbuf = tn__calloc_quiet((size_t)n->n_out, sizeof *s->inbuf + sizeof *s->inbox);
         s->inbox = s->inbuf ? (tn_inbox *)(s->inbuf + n->n_out) : NULL;
         if (!s->inbuf) {
             s->node = NULL;
@@ -128,13 +129,13 @@ static cell_state *cell_lookup(run *r, const tn_grad_cell *c) {
 static tn_status cell_insert(run *r, tn_grad_cell *c) {
     if ((r->cell_count + 1) * 2 > r->cell_cap) {
         size_t ncap = r->cell_cap ? r->cell_cap * 2 : 16, ocap = r->cell_cap;
-        cell_state *old = r->cells, *nt = calloc(ncap, sizeof *nt);
+        cell_state *old = r->cells, *nt = tn__calloc_quiet(ncap, sizeof *nt);
         if (!nt) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
         r->cells = nt;
         r->cell_cap = ncap;
         for (size_t i = 0; i < ocap; i++)
             if (old[i].cell) *cell_lookup(r, old[i].cell) = old[i];
-        free(old);
+        tn__mfree(old);
     }
     cell_state *cs = cell_lookup(r, c);
     if (!cs->cell) {
@@ -144,10 +145,20 @@ static tn_status cell_insert(run *r, tn_grad_cell *c) {
     return TN_OK;
 }
 
+/* Registers n's retain_grad cells: like leaves' cells, they are fed at the
+ * end of the run (deliver_cells), so a failed run changes no .grad. */
+static tn_status note_retained(run *r, tn_node *n) {
+    for (int k = 0; k < n->n_out && !r->functional; k++) {
+        tn_grad_cell *rc = atomic_load_explicit(&n->retained[k], memory_order_acquire);
+        if (rc && cell_insert(r, rc) < 0) return TN_ERR_OUT_OF_MEMORY;
+    }
+    return TN_OK;
+}
+
 /* Discovery: every node reachable from the roots, with dependency counts. */
 static tn_status discover(run *r, int n_roots, tn_node *const *roots) {
     size_t cap = 64 + (size_t)n_roots, top = 0;
-    tn_node **stack = malloc(cap * sizeof *stack);
+    tn_node **stack = tn__malloc_quiet(cap * sizeof *stack);
     if (!stack) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
     for (int i = 0; i < n_roots; i++) {
         bool fresh;
@@ -157,6 +168,7 @@ static tn_status discover(run *r, int n_roots, tn_node *const *roots) {
     }
     while (top) {
         tn_node *n = stack[--top];
+        if (note_retained(r, n) < 0) goto oom;
         for (int i = 0; i < n->n_in; i++) {
             if (n->edges[i].cell && cell_insert(r, n->edges[i].cell) < 0) goto oom;
             tn_node *c = n->edges[i].node;
@@ -167,7 +179,7 @@ static tn_status discover(run *r, int n_roots, tn_node *const *roots) {
             s->deps++;
             if (!fresh) continue;
             if (top == cap) {
-                tn_node **ns = realloc(stack, cap * 2 * sizeof *stack);
+                tn_node **ns = tn__realloc(stack, cap * 2 * sizeof *stack);
                 if (!ns) goto oom;
                 stack = ns;
                 cap *= 2;
@@ -175,10 +187,10 @@ static tn_status discover(run *r, int n_roots, tn_node *const *roots) {
             stack[top++] = c;
         }
     }
-    free(stack);
+    tn__mfree(stack);
     return TN_OK;
 oom:
-    free(stack);
+    tn__mfree(stack);
     return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
 }
 
@@ -202,7 +214,7 @@ static bool feeds_input(const run *r, const tn_edge *e) {
 
 /* Kahn order from the roots, then a reverse sweep: children before parents. */
 static tn_status mark_needed(run *r) {
-    tn_node **order = malloc((r->count + 1) * sizeof *order);
+    tn_node **order = tn__malloc_quiet((r->count + 1) * sizeof *order);
     if (!order) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
     size_t head = 0, tail = 0;
     for (size_t i = 0; i < r->cap; i++) {
@@ -225,7 +237,7 @@ static tn_status mark_needed(run *r) {
         }
         lookup(r, n)->needed = need;
     }
-    free(order);
+    tn__mfree(order);
     return TN_OK;
 }
 
@@ -332,22 +344,26 @@ static tn_status accumulate_weak(tn_grad_cell *c, tn_tensor *g, bool create_grap
 }
 
 /* End of a run: each leaf's gradient, summed in order, into its .grad (or
- * into grads_out for tn_autograd_grad). */
+ * into grads_out for tn_autograd_grad). Every cell's update is prepared
+ * (all allocations) before any is committed, so a failed run changes no
+ * .grad. */
 static tn_status deliver_cells(run *r) {
     tn_status st = TN_OK;
-    for (size_t i = 0; i < r->cell_cap; i++) {
+    for (size_t i = 0; i < r->cell_cap && st == TN_OK; i++) {
         cell_state *cs = &r->cells[i];
-        if (!cs->cell) continue;
         tn_tensor *g = NULL;
-        if (st == TN_OK) st = tn__inbox_take(&cs->inbox, &g);
-        if (!g) continue;
+        if (!cs->cell || (st = tn__inbox_take(&cs->inbox, &g)) < 0 || !g) continue;
         if (!r->functional) {
-            st = accumulate_weak(cs->cell, g, r->create_graph);
+            st = tn__cell_prepare(cs->cell, g, r->create_graph, &cs->up);
             continue;
         }
         int k = capture_index_cell(r, cs->cell);
         if (k < 0) tn_release(g);
         else st = buffer_add(&r->grads_out[k], g);
+    }
+    for (size_t i = 0; i < r->cell_cap && st == TN_OK; i++) {
+        cell_state *cs = &r->cells[i];
+        if (cs->up.cell) st = tn__cell_commit(&cs->up, r->create_graph);
     }
     return st;
 }
@@ -378,7 +394,11 @@ static tn_status execute(run *r, node_state *s) {
         }
         tn_grad_cell *rc = atomic_load_explicit(&n->retained[k], memory_order_acquire);
         if (rc && !r->functional) {
-            st = accumulate_weak(rc, tn__retain(s->inbuf[k]), r->create_graph);
+            cell_state *cs = r->cell_cap ? cell_lookup(r, rc) : NULL;
+            if (cs && cs->cell == rc) /* registered at discovery: delivered at the end */
+                st = tn__inbox_push(&cs->inbox, tn__retain(s->inbuf[k]), n->seq, k);
+            else /* retain_grad called while this run was going */
+                st = accumulate_weak(rc, tn__retain(s->inbuf[k]), r->create_graph);
             if (st < 0) return st;
         }
     }
@@ -392,7 +412,7 @@ static tn_status execute(run *r, node_state *s) {
     }
     if (st < 0) return st;
     tn_tensor *stack_gin[8];
-    tn_tensor **gin = n->n_in <= 8 ? stack_gin : calloc((size_t)n->n_in, sizeof *gin);
+    tn_tensor **gin = n->n_in <= 8 ? stack_gin : tn__calloc_quiet((size_t)n->n_in, sizeof *gin);
     if (!gin) {
         st = tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
         goto done;
@@ -420,7 +440,7 @@ static tn_status execute(run *r, node_state *s) {
         }
         tn_release(g);
     }
-    if (gin != stack_gin) free(gin);
+    if (gin != stack_gin) tn__mfree(gin);
 done:
     for (tn_node *m = n; m; m = m == n ? inner : NULL) {
         if (!m->has_saved) continue;
@@ -438,13 +458,16 @@ static void run_free(run *r) {
             tn_release(s->inbuf[k]);
             tn__inbox_clear(&s->inbox[k]);
         }
-        free(s->inbuf);
+        tn__mfree(s->inbuf);
     }
-    for (size_t i = 0; i < r->cell_cap; i++)
-        if (r->cells[i].cell) tn__inbox_clear(&r->cells[i].inbox);
-    free(r->cells);
-    free(r->tab);
-    free(r->heap);
+    for (size_t i = 0; i < r->cell_cap; i++) {
+        if (!r->cells[i].cell) continue;
+        tn__inbox_clear(&r->cells[i].inbox);
+        tn__cell_update_drop(&r->cells[i].up);
+    }
+    tn__mfree(r->cells);
+    tn__mfree(r->tab);
+    tn__mfree(r->heap);
     tls_cap_hint = r->cap <= 4096 ? r->cap : 4096; /* bounded: a small graph after a
                                                       * huge one stays cheap */
 }
@@ -509,7 +532,7 @@ static void task_run(run *r, node_state *s) {
 static tn_status run_parallel(run *r, int nt) {
     /* The roots are listed before any task starts: a running task brings
      * other counts to zero, and those nodes are its to spawn, not ours. */
-    node_state **ready = malloc((r->count + 1) * sizeof *ready);
+    node_state **ready = tn__malloc_quiet((r->count + 1) * sizeof *ready);
     if (!ready) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
     size_t n_ready = 0;
     for (size_t i = 0; i < r->cap; i++)
@@ -524,7 +547,7 @@ static tn_status run_parallel(run *r, int nt) {
             task_run(r, s);
         }
     }
-    free(ready);
+    tn__mfree(ready);
     tn_status st = (tn_status)atomic_load_explicit(&r->status, memory_order_acquire);
     return st < 0 ? tn__error(st, "%s", r->message) : TN_OK;
 }
@@ -549,7 +572,7 @@ static tn_status run_graph(run *r) {
 #else
     (void)use_parallel(r, &nt);
 #endif
-    r->heap = malloc((r->count + 1) * sizeof *r->heap);
+    r->heap = tn__malloc_quiet((r->count + 1) * sizeof *r->heap);
     if (!r->heap) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
     for (size_t i = 0; i < r->cap; i++)
         if (r->tab[i].node && r->tab[i].deps == 0) heap_push(r, r->tab[i].node);
@@ -574,7 +597,7 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
              .functional = inputs != NULL, .n_inputs = n_inputs, .inputs = inputs,
              .grads_out = grads_out};
     tn_node *stack_roots[8];
-    tn_node **rn = n_roots <= 8 ? stack_roots : calloc((size_t)n_roots, sizeof *rn);
+    tn_node **rn = n_roots <= 8 ? stack_roots : tn__calloc_quiet((size_t)n_roots, sizeof *rn);
     if (!rn) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
     bool prev_mode = tn_set_grad_enabled(create_graph);
     tn__internal_enter();
@@ -601,7 +624,7 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
     if (st == TN_OK && tn__anomaly_nan()) st = tn__hooks.poll_devices(true);
     if (st == TN_OK) st = deliver_cells(&r);
     run_free(&r);
-    if (rn != stack_roots) free(rn);
+    if (rn != stack_roots) tn__mfree(rn);
     tn__internal_leave();
     tn_set_grad_enabled(prev_mode);
     return st;

@@ -1,10 +1,9 @@
 /* Gradient inboxes (see inbox.h). */
-#include <stdlib.h>
 
 #include "inbox.h"
 
 tn_status tn__inbox_push(tn_inbox *box, tn_tensor *g, uint64_t seq, int edge) {
-    tn_contrib *c = malloc(sizeof *c);
+    tn_contrib *c = tn__malloc_quiet(sizeof *c);
     if (!c) {
         tn_release(g);
         return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
@@ -52,7 +51,7 @@ tn_status tn__inbox_take(tn_inbox *box, tn_tensor **out) {
         } else {
             tn_release(c->g);
         }
-        free(c);
+        tn__mfree(c);
     }
     if (st < 0) {
         tn_release(sum);
@@ -67,7 +66,7 @@ void tn__inbox_clear(tn_inbox *box) {
     while (c) {
         tn_contrib *next = c->next;
         tn_release(c->g);
-        free(c);
+        tn__mfree(c);
         c = next;
     }
 }

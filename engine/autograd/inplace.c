@@ -119,7 +119,10 @@ static tn_status copy_slices_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi
 static const tn_fn_info as_strided_fn = {"AsStridedBackward0", as_strided_bw};
 static const tn_fn_info copy_slices_fn = {"CopySlices", copy_slices_bw};
 
-static tn_status rebase_view(tn_tensor *self, tn_node *f) {
+/* Writing into a view: CopySlices over the base wrapping f, and the view's
+ * AsStridedBackward0, whose edge to CopySlices is set at commit (the base's
+ * history is still the old one now). */
+static tn_status prepare_view(tn_tensor *self, tn_node *f, tn_rebase *rb) {
     tn_tensor *base = self->view_base;
     /* CopySlices: input 0 = base's old history, inputs 1.. = f's others. */
     const tn_tensor *ins[8] = {base};
@@ -140,34 +143,58 @@ static tn_status rebase_view(tn_tensor *self, tn_node *f) {
         cs->in_meta[i] = f->in_meta[i];
     }
     cs->inner = f; /* takes f's reference */
-    if (add_geom(cs) < 0) {
-        tn__node_release(cs); /* releases f too (cs->inner) */
-        return tn_last_status();
-    }
+    rb->cs = cs;   /* released with it from here on */
+    if (add_geom(cs) < 0) return tn_last_status();
     tn_view_geom *g = cs->geom;
     put_geom(&g->view_ndim, &g->view_offset, g->view_shape, g->view_stride, self);
     put_geom(&g->base_ndim, &g->base_offset, g->base_shape, g->base_stride, base);
-    tn_status st = tn__node_set_output(cs, base, 0);
-    tn_node *as = st == TN_OK ? tn__node_new(&as_strided_fn, 1, ins, 0, 1) : NULL;
-    if (as) {
-        st = add_geom(as);
-        if (st == TN_OK) {
-            *as->geom = *cs->geom; /* same geometry */
-            st = tn__node_set_output(as, self, 0);
-        }
-    } else if (st == TN_OK) {
-        st = tn_last_status();
+    tn_node *as = tn__node_new(&as_strided_fn, 1, NULL, 0, 1);
+    if (!as) return tn_last_status();
+    rb->as = as;
+    tn_input_meta *m = &as->in_meta[0]; /* input 0: the base */
+    m->ndim = base->ndim;
+    m->dtype = base->dtype;
+    m->device = tn__dev(base);
+    memcpy(m->shape, base->shape, (size_t)base->ndim * sizeof *m->shape);
+    if (add_geom(as) < 0) return tn_last_status();
+    *as->geom = *cs->geom; /* same geometry */
+    if (!tn__meta_get_or_create(base) || !tn__meta_get_or_create(self)) return tn_last_status();
+    return TN_OK;
+}
+
+tn_status tn__inplace_prepare_rebase(tn_tensor *self, tn_node *n, tn_rebase *rb) {
+    *rb = (tn_rebase){0};
+    if (!n) return TN_OK;
+    tn_status st;
+    if (self->view_base) {
+        st = prepare_view(self, n, rb);
+    } else {
+        rb->n = n;
+        st = tn__meta_get_or_create(self) ? TN_OK : tn_last_status();
     }
-    tn__node_release(as);
-    tn__node_release(cs);
+    if (st < 0) tn__inplace_abandon(rb);
     return st;
 }
 
-tn_status tn__inplace_rebase(tn_tensor *self, tn_node *n) {
-    if (!self->view_base) {
-        tn_status st = tn__node_set_output(n, self, 0);
-        tn__node_release(n);
-        return st;
+void tn__inplace_abandon(tn_rebase *rb) {
+    tn__node_release(rb->as);
+    tn__node_release(rb->cs); /* releases the wrapped node too */
+    tn__node_release(rb->n);
+    *rb = (tn_rebase){0};
+}
+
+tn_status tn__inplace_commit(tn_tensor *self, tn_rebase *rb, const char *op) {
+    tn__version_bump(self, op);
+    tn_status st = TN_OK;
+    if (rb->n) {
+        st = tn__node_set_output(rb->n, self, 0);
+    } else if (rb->cs) {
+        st = tn__node_set_output(rb->cs, self->view_base, 0);
+        /* the view's history continues from the base's new one */
+        rb->as->edges[0] = (tn_edge){.node = rb->cs, .input_nr = 0};
+        tn__node_retain(rb->cs);
+        if (st == TN_OK) st = tn__node_set_output(rb->as, self, 0);
     }
-    return rebase_view(self, n);
+    tn__inplace_abandon(rb); /* drops our references: the tensors hold theirs */
+    return st;
 }

@@ -92,7 +92,10 @@ tn_node *tn__node_new(const tn_fn_info *fn, int n_in, const tn_tensor *const *in
     n->saved = (tn_saved *)p;
     p += (size_t)n_saved * sizeof(tn_saved);
     n->retained = (_Atomic(tn_grad_cell *) *)p;
-    if (TN_UNLIKELY(tn__anomaly_enabled())) tn__hooks.node_new(n);
+    if (TN_UNLIKELY(tn__anomaly_enabled()) && tn__hooks.node_new(n) < 0) {
+        tn__node_release(n); /* no edge taken yet */
+        return NULL;
+    }
     for (int i = 0; i < n_in; i++) {
         const tn_tensor *t = inputs ? inputs[i] : NULL;
         if (!t) continue;
@@ -146,13 +149,13 @@ static void drop_push(drop_stack *w, tn_node *child) {
     if (!child) return;
     if (w->n == w->cap) {
         size_t ncap = w->cap * 2;
-        tn_node **v = malloc(ncap * sizeof *v);
+        tn_node **v = tn__malloc_quiet(ncap * sizeof *v);
         if (!v) { /* no room: recurse for this one rather than leak */
             tn__node_release(child);
             return;
         }
         memcpy(v, w->v, w->n * sizeof *v);
-        if (w->v != w->first) free(w->v);
+        if (w->v != w->first) tn__mfree(w->v);
         w->v = v;
         w->cap = ncap;
     }
@@ -186,7 +189,7 @@ void tn__node_release(tn_node *n) {
         }
         n = w.n ? w.v[--w.n] : NULL;
     }
-    if (w.v != w.first) free(w.v);
+    if (w.v != w.first) tn__mfree(w.v);
 }
 
 tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr) {

@@ -1,5 +1,7 @@
 /* Memory: every tensor buffer comes from jemalloc, 64-byte aligned. Storage
- * and version blocks are atomically refcounted. */
+ * and version blocks are atomically refcounted. Every allocation the library
+ * makes goes through the functions of this file (base.h), so the
+ * allocation-failure hook below (include/tenet/testing.h) reaches them all. */
 #define _DEFAULT_SOURCE /* madvise */
 #include <jemalloc/jemalloc.h>
 #include <pthread.h>
@@ -10,6 +12,8 @@
 #include <sys/mman.h>
 #include <sys/sysinfo.h>
 #include <sys/types.h>
+
+#include "tenet/testing.h"
 
 #include "device.h"
 #include "hooks.h"
@@ -28,6 +32,63 @@
 #else
 #define TN_SANITIZED 0
 #endif
+
+/* ---- allocation-failure injection (include/tenet/testing.h) -----------------
+ * g_fail_at is 0 when off, else the number (from 1, counted from arming, over
+ * every thread) of the allocation to fail. Off, an allocation pays one relaxed
+ * load and a branch predicted not taken. */
+static _Atomic int64_t g_fail_at;
+static _Atomic int64_t g_alloc_count; /* allocations seen while armed */
+static atomic_bool g_fail_fired;
+
+__attribute__((noinline, cold)) static bool inject_slow(void) {
+    /* acquire: pairs with the release store of g_fail_at in
+     * tn_test_fail_alloc_at, so the count reset before it is seen here. */
+    int64_t at = atomic_load_explicit(&g_fail_at, memory_order_acquire);
+    if (at == 0) return false;
+    /* relaxed: a ticket; nothing is published with it */
+    int64_t k = atomic_fetch_add_explicit(&g_alloc_count, 1, memory_order_relaxed) + 1;
+    if (k != at) return false;
+    atomic_store_explicit(&g_fail_fired, true, memory_order_relaxed);
+    return true;
+}
+
+/* True when this allocation must fail. */
+static inline bool inject_failure(void) {
+    /* relaxed: a plain switch; inject_slow re-reads it with acquire */
+    return TN_UNLIKELY(atomic_load_explicit(&g_fail_at, memory_order_relaxed) != 0) &&
+           inject_slow();
+}
+
+void tn_test_fail_alloc_at(int64_t n) {
+    /* Disarm first, so that no allocation counts against a half-reset state. */
+    atomic_store_explicit(&g_fail_at, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_alloc_count, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_fail_fired, false, memory_order_relaxed);
+    /* release: pairs with the acquire load in inject_slow (the resets above
+     * happen before any allocation counts against n). */
+    if (n > 0) atomic_store_explicit(&g_fail_at, n, memory_order_release);
+}
+
+int64_t tn_test_alloc_count(void) {
+    return atomic_load_explicit(&g_alloc_count, memory_order_relaxed);
+}
+
+bool tn_test_alloc_failed(void) {
+    return atomic_load_explicit(&g_fail_fired, memory_order_relaxed);
+}
+
+__attribute__((constructor)) static void read_fail_env(void) {
+    const char *e = getenv("TENET_FAIL_ALLOC_AT");
+    char *end;
+    long long n = e && *e ? strtoll(e, &end, 10) : 0;
+    if (n > 0 && !*end) tn_test_fail_alloc_at(n);
+}
+
+static void *oom(size_t bytes) {
+    tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory: tried to allocate %zu bytes", bytes);
+    return NULL;
+}
 
 /* High-water mark of live tensor bytes (see "statistics" below). Relaxed:
  * statistics, read without ordering against any other data. */
@@ -217,6 +278,7 @@ static size_t memory_limit(void) {
 }
 
 void *tn__alloc(size_t bytes) {
+    if (inject_failure()) return oom(bytes);
     if (TN_UNLIKELY(bytes > memory_limit())) {
         tn__error(TN_ERR_OUT_OF_MEMORY,
                   "out of memory: tried to allocate %zu bytes, more than this machine's memory "
@@ -229,8 +291,7 @@ void *tn__alloc(size_t bytes) {
               : n <= TN_SMALL_MAX ? small_alloc(n)
               : n >= TN_BIG_BYTES ? big_alloc(n)
                                   : mallocx(n, MALLOCX_ALIGN(TN_CACHELINE));
-    if (!p) tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory: tried to allocate %zu bytes", bytes);
-    return p;
+    return p ? p : oom(bytes);
 }
 
 void tn__free(void *p) {
@@ -240,12 +301,12 @@ void tn__free(void *p) {
 }
 
 void *tn__calloc_small(size_t bytes) {
+    if (inject_failure()) return oom(bytes);
     void *p = NULL;
     if (TN_SANITIZED) p = calloc(1, bytes);
     else if (bytes <= TN_SMALL_MAX && (p = small_alloc(bytes))) memset(p, 0, bytes);
     else if (bytes > TN_SMALL_MAX) p = mallocx(bytes, MALLOCX_ZERO);
-    if (!p) tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory: tried to allocate %zu bytes", bytes);
-    return p;
+    return p ? p : oom(bytes);
 }
 
 void tn__free_small(void *p) {
@@ -253,6 +314,43 @@ void tn__free_small(void *p) {
     if (TN_SANITIZED) free(p);
     else any_free(p);
 }
+
+/* ---- plain heap blocks ------------------------------------------------------
+ * Working memory that is not a tensor's (backward's tables, scope stacks,
+ * printing buffers, debug records): the C library's allocator, which the
+ * sanitizers intercept; the failure hook applies as to tensor memory. */
+
+void *tn__malloc_quiet(size_t bytes) {
+    return inject_failure() ? NULL : malloc(bytes ? bytes : 1);
+}
+
+void *tn__calloc_quiet(size_t n, size_t size) {
+    return inject_failure() ? NULL : calloc(n ? n : 1, size ? size : 1);
+}
+
+void *tn__malloc(size_t bytes) {
+    void *p = tn__malloc_quiet(bytes);
+    return p ? p : oom(bytes);
+}
+
+void *tn__calloc(size_t n, size_t size) {
+    void *p = tn__calloc_quiet(n, size);
+    if (p) return p;
+    if (size && n > SIZE_MAX / size) return oom(SIZE_MAX);
+    return oom(n * size);
+}
+
+void *tn__realloc(void *p, size_t bytes) {
+    void *q = inject_failure() ? NULL : realloc(p, bytes ? bytes : 1);
+    return q ? q : oom(bytes);
+}
+
+void *tn__aligned_quiet(size_t align, size_t bytes) {
+    if (inject_failure()) return NULL;
+    return aligned_alloc(align, (bytes + align - 1) / align * align);
+}
+
+void tn__mfree(void *p) { free(p); }
 
 /* ---- statistics -------------------------------------------------------------
  * Two locked read-modify-writes of shared counters per storage made and two

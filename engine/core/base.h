@@ -31,26 +31,48 @@
 /* ---- errors ---------------------------------------------------------------- */
 tn_status tn__error(tn_status st, const char *fmt, ...) TN_PRINTF(2, 3);
 void tn__warn(const char *fmt, ...) TN_PRINTF(1, 2);
-#define TN_CHECK_NULL_ARG(t, name)                                                     \
+/* An argument that is NULL: TN_ERR_INVALID_ARGUMENT with the message,
+ * unless `handle` (a tensor or optimiser argument) and the thread's last call
+ * ran out of memory, with no tensor returned since: the NULL is then most
+ * likely that call's result passed on (tn_sum(tn_mul(a, b)), an optimiser
+ * that could not be made), and TN_ERR_OUT_OF_MEMORY and its message are kept,
+ * so that a nested expression does not turn out of memory into a mistake. */
+tn_status tn__null_arg(bool handle, const char *fmt, ...) TN_PRINTF(2, 3);
+/* TN_CHECK_NULL_ARG: a tensor or optimiser handle; _PTR: any other pointer.
+ * _ST: in a function that returns a status (else it returns NULL). */
+#define TN_CHECK_NULL_(p, name, handle, ret)                                           \
     do {                                                                               \
-        if (TN_UNLIKELY(!(t))) {                                                       \
-            tn__error(TN_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", __func__, \
-                      name);                                                           \
-            return NULL;                                                               \
+        if (TN_UNLIKELY(!(p))) {                                                       \
+            tn_status st_ =                                                            \
+                tn__null_arg(handle, "%s: argument '%s' is NULL", __func__, name);     \
+            (void)st_;                                                                 \
+            return ret;                                                                \
         }                                                                              \
     } while (0)
-#define TN_CHECK_NULL_ARG_ST(t, name)                                                    \
-    do {                                                                                 \
-        if (TN_UNLIKELY(!(t)))                                                           \
-            return tn__error(TN_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", __func__, \
-                             name);                                                      \
-    } while (0)
+#define TN_CHECK_NULL_ARG(t, name) TN_CHECK_NULL_(t, name, true, NULL)
+#define TN_CHECK_NULL_ARG_ST(t, name) TN_CHECK_NULL_(t, name, true, st_)
+#define TN_CHECK_NULL_PTR(p, name) TN_CHECK_NULL_(p, name, false, NULL)
+#define TN_CHECK_NULL_PTR_ST(p, name) TN_CHECK_NULL_(p, name, false, st_)
 
-/* ---- memory ---------------------------------------------------------------- */
+/* ---- memory ----------------------------------------------------------------
+ * Every allocation the library makes goes through these (engine/core/alloc.c),
+ * so the allocation-failure hook of include/tenet/testing.h reaches all of
+ * them. "NULL + error": NULL and TN_ERR_OUT_OF_MEMORY with a message. */
 void *tn__alloc(size_t bytes);          /* 64-byte aligned, jemalloc; NULL + error */
 void tn__free(void *p);
 void *tn__calloc_small(size_t bytes);   /* metadata: zeroed, NULL + error */
 void tn__free_small(void *p);
+/* Plain heap blocks (working memory, not tensors'), freed with tn__mfree.
+ * NULL + error; the _quiet forms set no error, for callers that go on
+ * without the block (a serial fallback, a debug record dropped) and so must
+ * not leave a message behind a call that succeeds. */
+void *tn__malloc(size_t bytes);
+void *tn__calloc(size_t n, size_t size);
+void *tn__realloc(void *p, size_t bytes); /* p is kept on failure */
+void *tn__malloc_quiet(size_t bytes);
+void *tn__calloc_quiet(size_t n, size_t size);
+void *tn__aligned_quiet(size_t align, size_t bytes); /* not zeroed */
+void tn__mfree(void *p);
 /* ---- dtype ----------------------------------------------------------------- */
 extern const size_t tn__dtype_sizes[TN_DTYPE_COUNT];
 static inline bool tn__is_float(tn_dtype d) { return d == TN_F32 || d == TN_F64; }

@@ -7,14 +7,30 @@
 
 static _Thread_local tn_status tls_status = TN_OK;
 static _Thread_local char tls_msg[TN_ERRMSG_MAX];
+/* An error was set and no tensor was returned to the user since (tn__ret). */
+_Thread_local bool tn__failed_last;
+
+static void set_error(tn_status st, const char *fmt, va_list ap) {
+    vsnprintf(tls_msg, sizeof tls_msg, fmt, ap);
+    tls_status = st;
+    tn__failed_last = true;
+}
 
 tn_status tn__error(tn_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tls_msg, sizeof tls_msg, fmt, ap);
+    set_error(st, fmt, ap);
     va_end(ap);
-    tls_status = st;
     return st;
+}
+
+tn_status tn__null_arg(bool handle, const char *fmt, ...) {
+    if (handle && tn__failed_last && tls_status == TN_ERR_OUT_OF_MEMORY) return tls_status;
+    va_list ap;
+    va_start(ap, fmt);
+    set_error(TN_ERR_INVALID_ARGUMENT, fmt, ap);
+    va_end(ap);
+    return TN_ERR_INVALID_ARGUMENT;
 }
 
 void tn__warn(const char *fmt, ...) {
@@ -30,6 +46,7 @@ tn_status tn_last_status(void) { return tls_status; }
 const char *tn_last_error(void) { return tls_status == TN_OK ? "" : tls_msg; }
 
 void tn_clear_error(void) {
+    tn__failed_last = false;
     tls_status = TN_OK;
     tls_msg[0] = '\0';
 }

@@ -85,7 +85,9 @@ typedef struct tn_hooks {
     void (*race_end)(tn_race_access *ra);
 
     /* -- installed by debug/, called by autograd/ (anomaly mode on) -- */
-    void (*node_new)(tn_node *n);  /* capture the forward trace, the parent */
+    /* Captures the forward trace and the parent; TN_ERR_OUT_OF_MEMORY (and
+     * nothing kept) when the trace cannot be stored: the node is not made. */
+    tn_status (*node_new)(tn_node *n);
     void (*node_free)(tn_node *n); /* n has a trace or a parent */
     tn_node *(*set_running)(tn_node *n); /* returns the previous one */
     /* Version mismatch of a saved tensor: builds the report, returns the first

@@ -185,8 +185,11 @@ tn_status tn__copy_into(tn_tensor *dst, const tn_tensor *src);
 tn_status tn__fill_into(tn_tensor *dst, double v);
 
 /* ---- scopes ---------------------------------------------------------------- */
-/* Registers t in this thread's innermost scope unless inside engine code. */
+/* Registers t in this thread's innermost scope unless inside engine code.
+ * A tensor returned to the user also ends "the last call failed" (see
+ * tn__null_arg): engine code's own calls do not. */
 tn_tensor *tn__ret(tn_tensor *t);
+extern _Thread_local bool tn__failed_last; /* engine/core/error.c */
 /* Engine code (backward, composite ops) brackets itself so that tensors it
  * creates through public functions are not registered in user scopes. */
 void tn__internal_enter(void);

@@ -4,8 +4,6 @@
  * A tensor counts the scope references it has (`scoped`), so that
  * tn_release of a scope-owned tensor can hand the scope's reference back
  * explicitly: the entry becomes a hole and scope_end skips it. */
-#include <stdlib.h>
-
 #include "internal.h"
 
 typedef struct scope_stack {
@@ -25,7 +23,7 @@ void tn__internal_leave(void) { tls_internal--; }
 static bool push(scope_stack *s, tn_tensor *t) {
     if (s->n == s->cap) {
         int64_t cap = s->cap ? s->cap * 2 : 64;
-        tn_tensor **p = realloc(s->items, (size_t)cap * sizeof *p);
+        tn_tensor **p = tn__realloc(s->items, (size_t)cap * sizeof *p);
         if (!p) return false;
         s->items = p;
         s->cap = cap;
@@ -36,7 +34,9 @@ static bool push(scope_stack *s, tn_tensor *t) {
 
 tn_tensor *tn__ret(tn_tensor *t) {
     scope_stack *s = &tls_scope;
-    if (!t || s->depth == 0 || tls_internal > 0) return t;
+    if (!t || tls_internal > 0) return t;
+    tn__failed_last = false;
+    if (s->depth == 0) return t;
     if (!push(s, t)) {
         /* Cannot track it: the caller would leak it silently, so fail cleanly. */
         tn_release(t);
@@ -62,19 +62,18 @@ void tn__scope_on_release(tn_tensor *t) {
     }
 }
 
-void tn_scope_begin(void) {
+tn_status tn_scope_begin(void) {
     scope_stack *s = &tls_scope;
     if (s->depth == s->frame_cap) {
         int cap = s->frame_cap ? s->frame_cap * 2 : 16;
-        int64_t *p = realloc(s->frames, (size_t)cap * sizeof *p);
-        if (!p) {
-            tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory opening a scope");
-            return;
-        }
+        int64_t *p = tn__realloc(s->frames, (size_t)cap * sizeof *p);
+        if (!p) /* no scope opened: the caller must not end it */
+            return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory opening a scope");
         s->frames = p;
         s->frame_cap = cap;
     }
     s->frames[s->depth++] = s->n;
+    return TN_OK;
 }
 
 void tn_scope_end(void) {
@@ -90,8 +89,8 @@ void tn_scope_end(void) {
     }
     tls_internal--;
     if (s->depth == 0) {
-        free(s->items);
-        free(s->frames);
+        tn__mfree(s->items);
+        tn__mfree(s->frames);
         *s = (scope_stack){0};
     }
 }

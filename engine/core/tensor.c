@@ -129,7 +129,7 @@ void tn__weak_release(tn_tensor *t) {
 #define META_CHECK(t, ret)                                                              \
     do {                                                                                \
         if (!(t)) {                                                                     \
-            tn__error(TN_ERR_INVALID_ARGUMENT, "%s: argument 't' is NULL", __func__);  \
+            tn__null_arg(true, "%s: argument 't' is NULL", __func__);                  \
             return ret;                                                                 \
         }                                                                               \
     } while (0)

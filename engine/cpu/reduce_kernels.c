@@ -69,10 +69,10 @@ static int64_t col_blocks(int64_t n, int nt, int64_t *width) {
 /* Scratch for block partials; NULL means "run the blocks serially" (same
  * result), so a failed allocation is not an error. */
 static void *scratch(void *stack_buf, size_t stack_bytes, size_t bytes) {
-    return bytes <= stack_bytes ? stack_buf : malloc(bytes);
+    return bytes <= stack_bytes ? stack_buf : tn__malloc_quiet(bytes);
 }
 static void scratch_free(void *p, void *stack_buf) {
-    if (p != stack_buf) free(p);
+    if (p != stack_buf) tn__mfree(p);
 }
 
 /* Everything the block callbacks of one row need. */
@@ -194,7 +194,7 @@ static void run_blocks(int64_t nb, int nt, block_fn fn, const red_job *job) {
      * column totalled in block order (as colblock_sum does). */                                   \
     static bool cols_parallel_sum_##S(const red_ctx *c, const red_row *w, int nt) {                \
         int64_t nb = (c->R + RB - 1) / RB;                                                         \
-        A *part = malloc((size_t)(nb * w->n) * sizeof(A));                                         \
+        A *part = tn__malloc_quiet((size_t)(nb * w->n) * sizeof(A));                               \
         if (!part) return false;                                                                   \
         run_blocks(nb, nt, rblock_sum_##S, &(red_job){.c = c, .w = w, .part = part});              \
         for (int64_t j = 0; j < w->n; j++) {                                                       \
@@ -203,7 +203,7 @@ static void run_blocks(int64_t nb, int nt, block_fn fn, const red_job *job) {
                 tot += part[b * w->n + j];                                                         \
             *(O *)(w->pv + j * w->sv) = FIN(tot, c->div);                                          \
         }                                                                                          \
-        free(part);                                                                                \
+        tn__mfree(part);                                                                           \
         return true;                                                                               \
     }                                                                                              \
     static void row_sum_##S(const red_ctx *c, const red_row *w, int nt) {                          \

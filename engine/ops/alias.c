@@ -111,12 +111,13 @@ tn_status tn_copy_(tn_tensor *dst, const tn_tensor *src) {
         n = tn__node_new(&copy_fn, 2, (const tn_tensor *[]){dst, src}, 0, 1);
         if (!n) st = tn_last_status();
     }
-    if (st == TN_OK) st = tn__copy_into(dst, tmp ? tmp : src);
-    tn_release(tmp);
-    if (st < 0) {
-        tn__node_release(n);
-        return st;
+    if (st < 0) tn__node_release(n);
+    tn_rebase rb;
+    if (st == TN_OK) st = tn__inplace_prepare_rebase(dst, n, &rb); /* consumes n */
+    if (st == TN_OK) {
+        st = tn__copy_into(dst, tmp ? tmp : src);
+        if (st < 0) tn__inplace_abandon(&rb);
     }
-    tn__version_bump(dst, "copy_");
-    return n ? tn__inplace_rebase(dst, n) : TN_OK;
+    tn_release(tmp);
+    return st < 0 ? st : tn__inplace_commit(dst, &rb, "copy_");
 }

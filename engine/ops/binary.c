@@ -326,15 +326,15 @@ static tn_status binary_(const binop *op, const char *name, tn_tensor *self, con
         if (st == TN_OK && n && op->save_b && (op != &op_mul || tn__requires_grad(self)))
             st = tn__node_save(n, 1, b, false);
     }
-    if (st == TN_OK)
+    if (st < 0) tn__node_release(n);
+    tn_rebase rb;
+    if (st == TN_OK) st = tn__inplace_prepare_rebase(self, n, &rb); /* consumes n */
+    if (st == TN_OK) {
         st = tn__pw_binary_into(op->name, op->code, self, self, src ? src : b, self->dtype);
-    tn_release(src);
-    if (st < 0) {
-        tn__node_release(n);
-        return st;
+        if (st < 0) tn__inplace_abandon(&rb);
     }
-    tn__version_bump(self, name);
-    return n ? tn__inplace_rebase(self, n) : TN_OK;
+    tn_release(src);
+    return st < 0 ? st : tn__inplace_commit(self, &rb, name);
 }
 
 tn_status tn_add_(tn_tensor *a, const tn_tensor *b) { return binary_(&op_add, "add_", a, b); }

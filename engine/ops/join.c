@@ -46,7 +46,7 @@ static tn_status check_list(const char *op, int n, tn_tensor *const *ts, tn_dtyp
         return tn__error(TN_ERR_INVALID_ARGUMENT, "%s: argument 'tensors' is NULL", op);
     for (int k = 0; k < n; k++) {
         if (!ts[k])
-            return tn__error(TN_ERR_INVALID_ARGUMENT, "%s: tensor %d of the list is NULL", op, k);
+            return tn__null_arg(true, "%s: tensor %d of the list is NULL", op, k);
         if (!tn__same_device(tn__dev(ts[k]), tn__dev(ts[0])))
             return tn__error(TN_ERR_DEVICE,
                              "Expected all tensors to be on the same device, but "

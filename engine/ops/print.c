@@ -34,7 +34,7 @@ static void sb_put(sbuf *b, const char *s, size_t n) {
         size_t cap = b->cap ? b->cap : 256;
         while (b->len + n + 1 > cap)
             cap *= 2;
-        char *q = realloc(b->p, cap);
+        char *q = tn__realloc(b->p, cap);
         if (!q) {
             b->oom = true;
             return;
@@ -315,7 +315,7 @@ int tn_format(const tn_tensor *t, char *buf, size_t size) {
     if (st == TN_OK && b.len > INT_MAX)
         st = tn__error(TN_ERR_INVALID_ARGUMENT, "tn_format: the text is longer than INT_MAX");
     if (st < 0) {
-        free(b.p);
+        tn__mfree(b.p);
         return st;
     }
     if (size) {
@@ -323,13 +323,13 @@ int tn_format(const tn_tensor *t, char *buf, size_t size) {
         memcpy(buf, b.p, n);
         buf[n] = '\0';
     }
-    free(b.p);
+    tn__mfree(b.p);
     return (int)b.len;
 }
 
 tn_status tn_print(const tn_tensor *t, FILE *f) {
     TN_CHECK_NULL_ARG_ST(t, "t");
-    TN_CHECK_NULL_ARG_ST(f, "f");
+    TN_CHECK_NULL_PTR_ST(f, "f");
     sbuf b = {0};
     tn_status st = build(t, &b);
     if (st == TN_OK) {
@@ -339,6 +339,6 @@ tn_status tn_print(const tn_tensor *t, FILE *f) {
         else if (fwrite(b.p, 1, b.len, f) != b.len)
             st = tn__error(TN_ERR_INVALID_ARGUMENT, "tn_print: writing to the stream failed");
     }
-    free(b.p);
+    tn__mfree(b.p);
     return st;
 }

@@ -297,23 +297,28 @@ static tn_status unary_(const unop *op, const char *name, tn_tensor *self, doubl
             return st;
         }
     }
-    bool fill = op == &op_zero || op == &op_fill;
-    st = fill ? tn__fill_into(self, c0) : tn__pw_unary_into(op->name, op->code, self, self, &c);
-    if (st < 0) {
+    /* The result is self at its new version (relu_, exp_, ...): its alias is
+     * made now, the version and epoch it is saved at after the write. */
+    if (n && op->save_out && (st = tn__node_save(n, 1, self, true)) < 0) {
         tn__node_release(n);
         return st;
     }
-    tn__version_bump(self, name);
-    if (!n) return TN_OK;
-    if (op->save_out) { /* the result is self at its new version (relu_, exp_, ...) */
-        st = tn__node_save(n, 1, self, true);
-        n->saved[1].output_nr = 0;
-        if (st < 0) {
-            tn__node_release(n);
-            return st;
-        }
+    tn_rebase rb;
+    if ((st = tn__inplace_prepare_rebase(self, n, &rb)) < 0) return st; /* consumes n */
+    bool fill = op == &op_zero || op == &op_fill;
+    st = fill ? tn__fill_into(self, c0) : tn__pw_unary_into(op->name, op->code, self, self, &c);
+    if (st < 0) {
+        tn__inplace_abandon(&rb);
+        return st;
     }
-    return tn__inplace_rebase(self, n); /* consumes n; self is now its output */
+    st = tn__inplace_commit(self, &rb, name); /* self is now its output */
+    if (n && op->save_out) { /* n lives on in self's history */
+        tn_saved *s = &n->saved[1];
+        s->version = tn__version_get(self);
+        s->epoch = atomic_load_explicit(&self->storage->write_epoch, memory_order_relaxed);
+        s->output_nr = 0;
+    }
+    return st;
 }
 
 tn_status tn_add_scalar_(tn_tensor *a, double s) { return unary_(&op_adds, "add_scalar_", a, s, 0); }

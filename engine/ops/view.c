@@ -301,7 +301,7 @@ tn_tensor *tn_transpose(tn_tensor *a, int dim0, int dim1) {
 
 tn_tensor *tn_permute(tn_tensor *a, int ndim, const int *dims) {
     TN_CHECK_NULL_ARG(a, "self");
-    if (ndim > 0) TN_CHECK_NULL_ARG(dims, "dims");
+    if (ndim > 0) TN_CHECK_NULL_PTR(dims, "dims");
     if (ndim != a->ndim) {
         tn__error(TN_ERR_SHAPE,
                   "permute(sparse_coo): number of dimensions in the tensor input "
@@ -453,7 +453,7 @@ static tn_status expand_geometry(const tn_tensor *a, int ndim, const int64_t *sh
 
 tn_tensor *tn_expand(tn_tensor *a, int ndim, const int64_t *shape) {
     TN_CHECK_NULL_ARG(a, "self");
-    if (ndim > 0) TN_CHECK_NULL_ARG(shape, "shape");
+    if (ndim > 0) TN_CHECK_NULL_PTR(shape, "shape");
     int64_t sh[TN_MAX_DIMS], st[TN_MAX_DIMS];
     if (ndim < 0) {
         tn__error(TN_ERR_SHAPE, "expand: negative number of dimensions %d", ndim);

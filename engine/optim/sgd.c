@@ -36,7 +36,7 @@ static bool find_duplicates(tn_optim_params *op, ptr_index *tmp) {
 }
 
 static tn_status check_param(const char *who, int i, const tn_tensor *p) {
-    if (!p) return tn__error(TN_ERR_INVALID_ARGUMENT, "%s: params[%d] is NULL", who, i);
+    if (!p) return tn__null_arg(true, "%s: params[%d] is NULL", who, i);
     /* torch also accepts a non-leaf that retains its grad */
     bool leaf = !p->ag || !p->ag->grad_fn;
     if (!leaf && !p->ag->retains_grad)
@@ -313,7 +313,7 @@ tn_status tn_sgd_zero_grad(tn_sgd *o) {
 
 void tn_sgd_set_lr(tn_sgd *o, double lr) {
     if (!o) {
-        tn__error(TN_ERR_INVALID_ARGUMENT, "tn_sgd_set_lr: argument 'opt' is NULL");
+        tn__null_arg(true, "tn_sgd_set_lr: argument 'opt' is NULL");
         return;
     }
     o->lr = lr; /* unchecked, as assigning torch's param_groups[0]['lr'] */

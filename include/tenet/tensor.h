@@ -6,7 +6,9 @@
  *
  * Errors: pointer-returning functions return NULL, status-returning ones a
  * negative tn_status; tn_last_status()/tn_last_error() (thread-local) say why.
- * No call aborts the process; a failed call changes no tensor.
+ * No call aborts the process; a failed call changes no tensor. Out of memory
+ * is TN_ERR_OUT_OF_MEMORY, also in a nested call whose inner call ran out
+ * (tn_sum(tn_mul(a, b))); include/tenet/testing.h makes allocations fail.
  *
  * Threads: all functions may be called from any thread. Reading a tensor
  * from several threads is safe; writing one tensor from several threads at
@@ -46,8 +48,12 @@ void tn_release(tn_tensor *t);
 /* Scopes: every tensor returned to this thread between tn_scope_begin and the
  * matching tn_scope_end is released at tn_scope_end, except those passed to
  * tn_keep, which move to the enclosing scope (or to the caller when none).
- * Scopes nest, are thread-local, and autograd keeps its own references. */
-void tn_scope_begin(void);
+ * Scopes nest, are thread-local, and autograd keeps its own references.
+ * tn_scope_begin returns TN_OK, or TN_ERR_OUT_OF_MEMORY when the scope stack
+ * cannot grow: then no scope was opened (a failed call changes nothing), so
+ * do NOT call tn_scope_end for it (it would end the enclosing scope). The
+ * compiler warns when the status is ignored. */
+TN_NODISCARD tn_status tn_scope_begin(void);
 void tn_scope_end(void);
 /* Returns t. Error (NULL) if t is not owned by the innermost open scope. */
 tn_tensor *tn_keep(tn_tensor *t);

@@ -26,6 +26,13 @@ extern "C" {
 #define TN_API_END
 #endif
 
+/* A result the caller must check (the compiler warns when it is ignored). */
+#if defined(__GNUC__)
+#define TN_NODISCARD __attribute__((warn_unused_result))
+#else
+#define TN_NODISCARD
+#endif
+
 /* Opaque, atomically refcounted tensor handle. */
 typedef struct tn_tensor tn_tensor;
 
