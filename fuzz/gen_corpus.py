@@ -10,11 +10,11 @@ import math
 import os
 import sys
 
-OPS = ["create", "tensor_from", "arange", "new_tensor", "to", "inspect", "binary", "compare",
+OPS = ["create", "tensor_from", "arange", "convert", "fail_alloc", "inspect", "binary", "compare",
        "scalar", "unary", "out", "reduce", "reduce_dim", "matmul", "nn", "view", "transpose",
        "permute", "narrow", "select", "expand", "squeeze", "flatten", "contiguous", "join",
        "inplace", "inplace_scalar", "alias", "requires_grad", "backward", "autograd_grad", "grad",
-       "grad_mode", "anomaly", "scope", "optim", "runtime", "slots", "fail_alloc"]
+       "grad_mode", "anomaly", "scope", "optim", "runtime", "slots"]
 F32, F64, I16, I32, I64, BOOL, SAME, BAD = range(8)
 
 HOSTILE_SIZES = [-1, -2, -2**63, 2**63 - 1, 2**62, 2**31, 2**32, 2**36, 2**40, 2**62 + 1, 2**20,
@@ -259,10 +259,13 @@ def seeds():
                     .op("inspect", 2, 0, 2).op("inspect", 3, 0, 5).op("inspect", 3, 1, 0)
                     .op("inspect", 4, 0, 0).op("inspect", 4, 1, 0).op("inspect", 5, 0, 1, dim(-9), 7, 3)
                     .op("inspect", 5, 9, 0, 0, 0, 0))
-    s["to-and-new-tensor"] = (P().tensor(0, [2], rg=True).op("to", 0, F64, 0, dst(1))
-                              .op("to", 0, SAME, 3, dst(2)).op("to", 0, BAD, 0, dst(3))
-                              .op("to", 0, I32, 7, dst(4)).op("new_tensor", 0, SAME, 1, 1, dst(5))
-                              .op("new_tensor", 0, I64, 0, 1, dst(6)).op("new_tensor", 0, F32, 4, 0, dst(7))
+    s["to-and-new-tensor"] = (P().tensor(0, [2], rg=True).op("convert", 1, 0, F64, 0, 0, dst(1))
+                              .op("convert", 1, 0, SAME, 3, 0, dst(2))
+                              .op("convert", 1, 0, BAD, 0, 0, dst(3))
+                              .op("convert", 1, 0, I32, 7, 0, dst(4))
+                              .op("convert", 0, 0, SAME, 1, 1, dst(5))
+                              .op("convert", 0, 0, I64, 0, 1, dst(6))
+                              .op("convert", 0, 0, F32, 4, 0, dst(7))
                               .op("reduce", 0, 1, dst(8)).op("backward", 8, 0, 0).op("grad", 0, dst(9)))
     s["copy-broadcast"] = (P().tensor(0, [2, 3]).tensor(1, [3], I64).tensor(2, [4])
                            .op("inplace", 4, 0, 1).op("inplace", 4, 0, 2).op("inplace", 4, 1, 0)

@@ -111,8 +111,10 @@ void tf_op_arange(tf_state *s) {
     tf_put(s, dst, tn_arange(start, end, step, dt));
 }
 
-/* tn_new_tensor: src, dtype, device, requires_grad, dst */
-void tf_op_new_tensor(tf_state *s) {
+/* tn_new_tensor (variant 0) or tn_to: variant, src, dtype, device,
+ * requires_grad (new_tensor only), dst */
+void tf_op_convert(tf_state *s) {
+    bool to = tf_bool(s);
     tn_tensor *src = tf_in(s);
     tn_dtype dt = tf_dtype(s);
     tn_device dev = tf_device(s);
@@ -120,18 +122,7 @@ void tf_op_new_tensor(tf_state *s) {
     uint8_t dst = tf_dst(s);
     uint64_t n = tf_numel(src);
     if (!tf_affordable(n, n)) return;
-    tf_put(s, dst, tn_new_tensor(src, dt, dev, rg));
-}
-
-/* tn_to: src, dtype, device, dst */
-void tf_op_to(tf_state *s) {
-    tn_tensor *src = tf_in(s);
-    tn_dtype dt = tf_dtype(s);
-    tn_device dev = tf_device(s);
-    uint8_t dst = tf_dst(s);
-    uint64_t n = tf_numel(src);
-    if (!tf_affordable(n, n)) return;
-    tf_put(s, dst, tn_to(src, dt, dev));
+    tf_put(s, dst, to ? tn_to(src, dt, dev) : tn_new_tensor(src, dt, dev, rg));
 }
 
 static void inspect_values(tf_state *s, tn_tensor *t, uint8_t v) {

@@ -18,11 +18,14 @@ void tf_op_view(tf_state *s) {
     tf_put(s, dst, reshape ? tn_reshape(a, ndim, shape) : tn_view(a, ndim, shape));
 }
 
-void tf_op_transpose(tf_state *s) {
+/* A view taking two dims: src, dim, dim, dst */
+static void two_dims(tf_state *s, tn_tensor *(*view)(tn_tensor *, int, int)) {
     tn_tensor *a = tf_in(s);
     int d0 = tf_dim(s), d1 = tf_dim(s);
-    tf_put(s, tf_dst(s), tn_transpose(a, d0, d1));
+    tf_put(s, tf_dst(s), view(a, d0, d1));
 }
+
+void tf_op_transpose(tf_state *s) { two_dims(s, tn_transpose); }
 
 void tf_op_permute(tf_state *s) {
     tn_tensor *a = tf_in(s);
@@ -66,11 +69,7 @@ void tf_op_squeeze(tf_state *s) {
                     : tn_unsqueeze(a, dim));
 }
 
-void tf_op_flatten(tf_state *s) {
-    tn_tensor *a = tf_in(s);
-    int start = tf_dim(s), end = tf_dim(s);
-    tf_put(s, tf_dst(s), tn_flatten(a, start, end));
-}
+void tf_op_flatten(tf_state *s) { two_dims(s, tn_flatten); }
 
 void tf_op_contiguous(tf_state *s) {
     tn_tensor *a = tf_in(s);

@@ -132,8 +132,8 @@ typedef void (*tf_op)(tf_state *s);
 void tf_op_create(tf_state *s);
 void tf_op_tensor_from(tf_state *s);
 void tf_op_arange(tf_state *s);
-void tf_op_new_tensor(tf_state *s);
-void tf_op_to(tf_state *s);
+void tf_op_convert(tf_state *s);
+void tf_op_fail_alloc(tf_state *s);
 void tf_op_inspect(tf_state *s);
 /* op_compute.c: pointwise, reductions, matmul, nn */
 void tf_op_binary(tf_state *s);
@@ -170,6 +170,5 @@ void tf_op_scope(tf_state *s);
 void tf_op_optim(tf_state *s);
 void tf_op_runtime(tf_state *s);
 void tf_op_slots(tf_state *s);
-void tf_op_fail_alloc(tf_state *s);
 
 #endif
