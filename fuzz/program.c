@@ -77,6 +77,10 @@ void tf_put(tf_state *s, uint8_t b, tn_tensor *t) {
         tf_check_failed("a call returning a tensor");
         return;
     }
+    /* A small result is read at once: a view whose geometry leaves its
+     * storage is a sanitizer report here, next to the call that made it. */
+    double v[TF_SNAP];
+    if (tf_numel(t) <= TF_SNAP) (void)tn_copy_to_f64(t, v, TF_SNAP);
     if ((b >> 4) % 4 == 3) { /* dropped, as an intermediate of a nested expression */
         if (!s->depth) tn_release(t);
         return;
