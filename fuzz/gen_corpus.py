@@ -4,7 +4,8 @@
 
 Usage: fuzz/gen_corpus.py [DIR]   (default: fuzz/corpus next to this script)
 
-The encoders below mirror fuzz/operands.c; keep the two in step.
+The encoders below mirror fuzz/operands.c, and OPS the opcode table of fuzz/program.c; keep
+them in step.
 """
 import math
 import os

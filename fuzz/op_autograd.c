@@ -7,74 +7,49 @@
 
 /* add_, sub_, mul_, div_, copy_: variant, self, src */
 void tf_op_inplace(tf_state *s) {
-    static const char *const names[5] = {"tn_add_", "tn_sub_", "tn_mul_", "tn_div_", "tn_copy_"};
+    static const struct {
+        const char *name;
+        tn_status (*fn)(tn_tensor *, const tn_tensor *);
+    } ops[5] = {{"tn_add_", tn_add_},
+                {"tn_sub_", tn_sub_},
+                {"tn_mul_", tn_mul_},
+                {"tn_div_", tn_div_},
+                {"tn_copy_", tn_copy_}};
     uint8_t v = tf_byte(s) % 5;
     tn_tensor *self = tf_in(s), *src = tf_in(s);
     tf_snap sn;
     tf_snap_take(&sn, self);
-    tn_status st;
-    switch (v) {
-    case 0:
-        st = tn_add_(self, src);
-        break;
-    case 1:
-        st = tn_sub_(self, src);
-        break;
-    case 2:
-        st = tn_mul_(self, src);
-        break;
-    case 3:
-        st = tn_div_(self, src);
-        break;
-    default:
-        st = tn_copy_(self, src);
-        break;
-    }
-    tf_snap_check(&sn, st, names[v]);
+    tf_snap_check(&sn, ops[v].fn(self, src), ops[v].name);
 }
 
-/* add_scalar_, mul_scalar_, fill_, clamp_, zero_, relu_, sigmoid_, exp_,
- * neg_: variant, self, two scalars */
+/* add_scalar_, mul_scalar_, fill_ (x), clamp_ (x, y), zero_, relu_,
+ * sigmoid_, exp_, neg_: variant, self, x, y */
 void tf_op_inplace_scalar(tf_state *s) {
-    static const char *const names[9] = {"tn_add_scalar_", "tn_mul_scalar_", "tn_fill_",
-                                         "tn_clamp_",      "tn_zero_",       "tn_relu_",
-                                         "tn_sigmoid_",    "tn_exp_",        "tn_neg_"};
+    static const struct {
+        const char *name;
+        tn_status (*fn)(tn_tensor *);
+    } plain[5] = {{"tn_zero_", tn_zero_},
+                  {"tn_relu_", tn_relu_},
+                  {"tn_sigmoid_", tn_sigmoid_},
+                  {"tn_exp_", tn_exp_},
+                  {"tn_neg_", tn_neg_}};
+    static const struct {
+        const char *name;
+        tn_status (*fn)(tn_tensor *, double);
+    } with_scalar[3] = {{"tn_add_scalar_", tn_add_scalar_},
+                        {"tn_mul_scalar_", tn_mul_scalar_},
+                        {"tn_fill_", tn_fill_}};
     uint8_t v = tf_byte(s) % 9;
     tn_tensor *self = tf_in(s);
     double x = tf_scalar(s), y = tf_scalar(s);
     tf_snap sn;
     tf_snap_take(&sn, self);
-    tn_status st;
-    switch (v) {
-    case 0:
-        st = tn_add_scalar_(self, x);
-        break;
-    case 1:
-        st = tn_mul_scalar_(self, x);
-        break;
-    case 2:
-        st = tn_fill_(self, x);
-        break;
-    case 3:
-        st = tn_clamp_(self, x, y);
-        break;
-    case 4:
-        st = tn_zero_(self);
-        break;
-    case 5:
-        st = tn_relu_(self);
-        break;
-    case 6:
-        st = tn_sigmoid_(self);
-        break;
-    case 7:
-        st = tn_exp_(self);
-        break;
-    default:
-        st = tn_neg_(self);
-        break;
-    }
-    tf_snap_check(&sn, st, names[v]);
+    if (v < 3)
+        tf_snap_check(&sn, with_scalar[v].fn(self, x), with_scalar[v].name);
+    else if (v == 3)
+        tf_snap_check(&sn, tn_clamp_(self, x, y), "tn_clamp_");
+    else
+        tf_snap_check(&sn, plain[v - 4].fn(self), plain[v - 4].name);
 }
 
 /* detach, detach_ (in place, borrowed result), data, clone: variant, src, dst */

@@ -11,31 +11,48 @@
 /* The opcode is a byte modulo TF_OPCODES; codes without an op are skipped.
  * Append new ops only, so that saved inputs keep their meaning. */
 #define TF_OPCODES 64
-static const tf_op opcodes[TF_OPCODES] = {
-    tf_op_create,        tf_op_tensor_from,   tf_op_arange,
-    tf_op_convert,       tf_op_fail_alloc,    tf_op_inspect,
-    tf_op_binary,        tf_op_compare,       tf_op_scalar,
-    tf_op_unary,         tf_op_out,           tf_op_reduce,
-    tf_op_reduce_dim,    tf_op_matmul,        tf_op_nn,
-    tf_op_view,          tf_op_transpose,     tf_op_permute,
-    tf_op_narrow,        tf_op_select,        tf_op_expand,
-    tf_op_squeeze,       tf_op_flatten,       tf_op_contiguous,
-    tf_op_join,          tf_op_inplace,       tf_op_inplace_scalar,
-    tf_op_alias,         tf_op_requires_grad, tf_op_backward,
-    tf_op_autograd_grad, tf_op_grad,          tf_op_grad_mode,
-    tf_op_anomaly,       tf_op_scope,         tf_op_optim,
-    tf_op_runtime,       tf_op_slots,
-};
-
-static const char *const opnames[TF_OPCODES] = {
-    "create",        "tensor_from",    "arange",     "convert",       "fail_alloc",
-    "inspect",       "binary",         "compare",    "scalar",        "unary",
-    "out",           "reduce",         "reduce_dim", "matmul",        "nn",
-    "view",          "transpose",      "permute",    "narrow",        "select",
-    "expand",        "squeeze",        "flatten",    "contiguous",    "join",
-    "inplace",       "inplace_scalar", "alias",      "requires_grad", "backward",
-    "autograd_grad", "grad",           "grad_mode",  "anomaly",       "scope",
-    "optim",         "runtime",        "slots",
+static const struct {
+    const char *name; /* in traces */
+    tf_op run;
+} opcodes[TF_OPCODES] = {
+    {"create", tf_op_create},
+    {"tensor_from", tf_op_tensor_from},
+    {"arange", tf_op_arange},
+    {"convert", tf_op_convert},
+    {"fail_alloc", tf_op_fail_alloc},
+    {"inspect", tf_op_inspect},
+    {"binary", tf_op_binary},
+    {"compare", tf_op_compare},
+    {"scalar", tf_op_scalar},
+    {"unary", tf_op_unary},
+    {"out", tf_op_out},
+    {"reduce", tf_op_reduce},
+    {"reduce_dim", tf_op_reduce_dim},
+    {"matmul", tf_op_matmul},
+    {"nn", tf_op_nn},
+    {"view", tf_op_view},
+    {"transpose", tf_op_transpose},
+    {"permute", tf_op_permute},
+    {"narrow", tf_op_narrow},
+    {"select", tf_op_select},
+    {"expand", tf_op_expand},
+    {"squeeze", tf_op_squeeze},
+    {"flatten", tf_op_flatten},
+    {"contiguous", tf_op_contiguous},
+    {"join", tf_op_join},
+    {"inplace", tf_op_inplace},
+    {"inplace_scalar", tf_op_inplace_scalar},
+    {"alias", tf_op_alias},
+    {"requires_grad", tf_op_requires_grad},
+    {"backward", tf_op_backward},
+    {"autograd_grad", tf_op_autograd_grad},
+    {"grad", tf_op_grad},
+    {"grad_mode", tf_op_grad_mode},
+    {"anomaly", tf_op_anomaly},
+    {"scope", tf_op_scope},
+    {"optim", tf_op_optim},
+    {"runtime", tf_op_runtime},
+    {"slots", tf_op_slots},
 };
 
 FILE *tf_report;
@@ -175,7 +192,7 @@ static void reset_modes(void) {
 /* TENET_FUZZ_TRACE=1: each instruction, its operand bytes, its error and
  * the slots after it, on stderr (fuzz/README.md: reading a finding). */
 static void trace(const tf_state *s, int code, const uint8_t *from) {
-    fprintf(stderr, "%-14s", opnames[code]);
+    fprintf(stderr, "%-14s", opcodes[code].name);
     for (const uint8_t *q = from; q < s->p; q++)
         fprintf(stderr, " %02x", *q);
     if (tn_last_status() < 0) fprintf(stderr, "  -> %s", tn_last_error());
@@ -204,8 +221,8 @@ void tf_run(const uint8_t *data, size_t size, FILE *sink) {
         const uint8_t *from = s.p;
         int code = tf_byte(&s) % TF_OPCODES;
         tn_clear_error();
-        if (!opcodes[code]) continue;
-        opcodes[code](&s);
+        if (!opcodes[code].run) continue;
+        opcodes[code].run(&s);
         if (tracing) trace(&s, code, from);
     }
     for (int i = 0; i < TF_SLOTS; i++)
