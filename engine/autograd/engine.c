@@ -493,6 +493,8 @@ bool tn_is_parallel_backward(void) {
     return atomic_load_explicit(&g_parallel_backward, memory_order_relaxed);
 }
 
+#ifdef _OPENMP
+/* The first failing task's status and message (the run's result). */
 static void fail(run *r, tn_status st) {
     int expected = 0;
     if (atomic_compare_exchange_strong_explicit(&r->status, &expected, (int)st,
@@ -500,7 +502,6 @@ static void fail(run *r, tn_status st) {
         snprintf(r->message, sizeof r->message, "%s", tn_last_error());
 }
 
-#ifdef _OPENMP
 /* One node as a task, on whichever thread: it sets the run's thread-local
  * modes, runs the node, and spawns each child whose count it brings to 0. */
 static void task_run(run *r, node_state *s) {

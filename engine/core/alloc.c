@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/sysinfo.h>
 #include <sys/types.h>
 
 #include "tenet/testing.h"
@@ -254,8 +255,37 @@ static void sized_free(void *p, size_t bytes) {
     else dallocx(p, 0);
 }
 
+/* The most one buffer may take: the machine's memory and swap. A request
+ * beyond can never be met; refused here, it fails the same way whatever the
+ * kernel's overcommit policy (which might map it, and kill the process when
+ * it is written) and whatever the allocator (the sanitizers' would stop the
+ * process). Read once; relaxed: every thread computes the same value. */
+static size_t memory_limit(void) {
+    static _Atomic size_t limit; /* 0: not read yet */
+    size_t l = atomic_load_explicit(&limit, memory_order_relaxed);
+    if (TN_LIKELY(l)) return l;
+    struct sysinfo si;
+    uint64_t total;
+    if (sysinfo(&si) != 0 ||
+        __builtin_mul_overflow((uint64_t)si.totalram + si.totalswap, si.mem_unit ? si.mem_unit : 1,
+                               &total) ||
+        total == 0 || total > SIZE_MAX)
+        l = SIZE_MAX;
+    else
+        l = (size_t)total;
+    atomic_store_explicit(&limit, l, memory_order_relaxed);
+    return l;
+}
+
 void *tn__alloc(size_t bytes) {
     if (inject_failure()) return oom(bytes);
+    if (TN_UNLIKELY(bytes > memory_limit())) {
+        tn__error(TN_ERR_OUT_OF_MEMORY,
+                  "out of memory: tried to allocate %zu bytes, more than this machine's memory "
+                  "and swap (%zu bytes)",
+                  bytes, memory_limit());
+        return NULL;
+    }
     size_t n = bytes ? bytes : 1;
     void *p = TN_SANITIZED        ? aligned_alloc(TN_CACHELINE, (n + TN_CACHELINE - 1) & ~(size_t)(TN_CACHELINE - 1))
               : n <= TN_SMALL_MAX ? small_alloc(n)

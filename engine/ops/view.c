@@ -418,13 +418,14 @@ static tn_status expand_error(const tn_tensor *a, int ndim, const int64_t *shape
  * dims grow (stride 0). */
 static tn_status expand_geometry(const tn_tensor *a, int ndim, const int64_t *shape, int64_t *sh,
                                  int64_t *st) {
-    if (ndim < a->ndim || ndim > TN_MAX_DIMS) {
+    /* ndim is checked before shape is read: shape has ndim entries only if ndim is sane */
+    if (ndim > TN_MAX_DIMS)
+        return tn__error(TN_ERR_SHAPE, "expand: %d dims requested, at most %d supported", ndim,
+                         TN_MAX_DIMS);
+    if (ndim < a->ndim) {
         char ts[192], as[192];
         tn__format_shape(ts, sizeof ts, ndim, shape);
         tn__format_shape(as, sizeof as, a->ndim, a->shape);
-        if (ndim > TN_MAX_DIMS)
-            return tn__error(TN_ERR_SHAPE, "expand: %d dims requested, at most %d supported", ndim,
-                             TN_MAX_DIMS);
         return tn__error(TN_ERR_SHAPE,
                          "expand(%s{%s}, size=%s): the number of sizes provided "
                          "(%d) must be greater or equal to the number of dimensions in the "

@@ -1,0 +1,72 @@
+/* tests/test_fuzz_regressions.c — one test per family of bugs found by
+ * fuzzing (fuzz/README.md), named after the family. Each failing call must
+ * return an error, read nothing past what its arguments describe, change no
+ * tensor and leak nothing (the teardown counts live tensors). The inputs
+ * that found them are in fuzz/regressions/, replayed by scripts/fuzz and by
+ * the fuzz_replay test. */
+#include "util.h"
+
+#include <limits.h>
+#include <sys/sysinfo.h>
+
+/* A shape argument has `ndim` entries only when ndim is in range: every
+ * function that takes (ndim, shape) or (ndim, dims) checks ndim before it
+ * reads (under ASan a read past `one` is a report). Found: tn_expand
+ * formatted its error message from INT_MAX entries. */
+static void ndim_checked_before_shape_is_read(void **state) {
+    const int64_t one[1] = {2};
+    const int dims[1] = {0};
+    tn_tensor *a = tn_zeros(1, one, TN_F32);
+    const int bad[] = {INT_MAX, TN_MAX_DIMS + 1, -1, INT_MIN};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int nd = bad[i];
+        assert_null(tn_expand(a, nd, one));
+        assert_int_equal(tn_last_status(), TN_ERR_SHAPE);
+        assert_null(tn_view(a, nd, one));
+        assert_null(tn_reshape(a, nd, one));
+        assert_null(tn_permute(a, nd, dims));
+        assert_null(tn_zeros(nd, one, TN_F32));
+        assert_null(tn_tensor_from(one, TN_I64, nd, one, false));
+    }
+    assert_int_equal(tn_version(a), 0);
+    tn_release(a);
+}
+
+/* Bytes no allocation on this machine could give: 256 GiB, or more where
+ * the machine has that much memory and swap. */
+static int64_t unattainable_floats(void) {
+    struct sysinfo si;
+    uint64_t total = sysinfo(&si) == 0 ? ((uint64_t)si.totalram + si.totalswap) * si.mem_unit : 0;
+    int64_t n = INT64_C(1) << 36; /* float32: 256 GiB */
+    while ((uint64_t)n * 4 <= total && n < (INT64_C(1) << 60))
+        n <<= 1;
+    return n;
+}
+
+/* A request beyond the machine's memory is refused by the library itself,
+ * before any allocator sees it: TN_ERR_OUT_OF_MEMORY, whatever the kernel's
+ * overcommit policy or the sanitizer's allocator would do. */
+static void huge_requests_refused_before_allocating(void **state) {
+    int64_t n = unattainable_floats(), half = n / 2;
+    assert_null(tn_empty(1, &n, TN_F32));
+    tt_assert_error(TN_ERR_OUT_OF_MEMORY, "out of memory");
+    assert_null(tn_zeros(1, &half, TN_F64));
+    tt_assert_error(TN_ERR_OUT_OF_MEMORY, "memory and swap");
+    assert_null(tn_full(1, &n, TN_F32, 1));
+    tn_tensor *one = tn_ones(1, (const int64_t[]){1}, TN_F32);
+    tn_tensor *wide = tn_expand(one, 1, &n); /* a view: costs nothing */
+    assert_non_null(wide);
+    assert_null(tn_contiguous(wide));
+    tt_assert_error(TN_ERR_OUT_OF_MEMORY, "out of memory");
+    assert_null(tn_neg(wide));
+    tn_release(wide);
+    tn_release(one);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        TT_TEST(ndim_checked_before_shape_is_read),
+        TT_TEST(huge_requests_refused_before_allocating),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
