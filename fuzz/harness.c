@@ -29,18 +29,12 @@ const char *__asan_default_options(void) {
 const char *__ubsan_default_options(void);
 const char *__ubsan_default_options(void) { return "print_stacktrace=1"; }
 
-/* TEMPORARY, while the known families of fuzz/README.md are fixed on main:
- * on by default; TENET_FUZZ_AVOID_KNOWN=0 reaches them. */
-bool tf_avoid_known = true;
-
 static FILE *g_sink;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    const char *avoid = getenv("TENET_FUZZ_AVOID_KNOWN");
-    tf_avoid_known = !avoid || strcmp(avoid, "0") != 0;
     g_sink = fopen("/dev/null", "w");
     if (!g_sink) g_sink = stderr;
     /* Findings go to a copy of stderr made now: -close_fd_mask=2 (scripts/fuzz) closes

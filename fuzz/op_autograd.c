@@ -90,22 +90,6 @@ void tf_op_requires_grad(tf_state *s) {
     }
 }
 
-/* TEMPORARY, known family (1), reference cycles, being fixed on main: in a
- * create_graph backward, a seed gradient that leads back to a leaf (the
- * leaf itself, a view of it: y = x + 1; y.backward(x, create_graph), or
- * y = x.transpose(0, 0); y.backward(y, create_graph)) reaches x.grad as is,
- * which then owns x. While TENET_FUZZ_AVOID_KNOWN is on, such runs go
- * without create_graph: a seed requiring grad, or sharing storage with a
- * tensor of the slots that requires grad. */
-static bool create_graph_allowed(const tf_state *s, const tn_tensor *seed) {
-    if (!tf_avoid_known || !seed) return true;
-    if (tn_requires_grad(seed)) return false;
-    for (int i = 0; i < TF_SLOTS; i++)
-        if (s->slot[i] && tn_requires_grad(s->slot[i]) && tn_shares_storage(s->slot[i], seed))
-            return false;
-    return true;
-}
-
 /* tn_backward / tn_backward_ex: t, flags (grad given, retain, create_graph,
  * ex), grad */
 void tf_op_backward(tf_state *s) {
@@ -113,7 +97,7 @@ void tf_op_backward(tf_state *s) {
     uint8_t flags = tf_byte(s);
     tn_tensor *grad = tf_in(s);
     const tn_tensor *g = flags & 1 ? grad : NULL;
-    bool retain = flags & 2, create = (flags & 4) && create_graph_allowed(s, g);
+    bool retain = flags & 2, create = flags & 4;
     /* a seed gradient (an expanded view, cheap to make) is summed back in full */
     if (!tf_affordable(1, tf_numel(g))) return;
     if (flags & 8)

@@ -55,10 +55,6 @@ typedef struct tf_state {
 /* Runs one program, then releases every slot and closes its scopes. */
 void tf_run(const uint8_t *data, size_t size, FILE *sink);
 
-/* TEMPORARY: known bugs, being fixed elsewhere, that the harness steps
- * around while TENET_FUZZ_AVOID_KNOWN is on (the default; fuzz/README.md);
- * TENET_FUZZ_AVOID_KNOWN=0 reaches them. */
-extern bool tf_avoid_known;
 
 /* Reports a breach of the library's contract on tf_report (stderr when
  * NULL) and stops (a finding). */
