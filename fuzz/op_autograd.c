@@ -90,6 +90,11 @@ void tf_op_requires_grad(tf_state *s) {
     }
 }
 
+/* Whether a differentiation may build a graph (TF_HIGHER_ORDER). */
+static bool may_create_graph(tf_state *s, bool asked) {
+    return asked && s->higher_order++ < TF_HIGHER_ORDER;
+}
+
 /* tn_backward / tn_backward_ex: t, flags (grad given, retain, create_graph,
  * ex), grad */
 void tf_op_backward(tf_state *s) {
@@ -97,9 +102,10 @@ void tf_op_backward(tf_state *s) {
     uint8_t flags = tf_byte(s);
     tn_tensor *grad = tf_in(s);
     const tn_tensor *g = flags & 1 ? grad : NULL;
-    bool retain = flags & 2, create = flags & 4;
+    bool retain = flags & 2;
     /* a seed gradient (an expanded view, cheap to make) is summed back in full */
     if (!tf_affordable(1, tf_numel(g))) return;
+    bool create = may_create_graph(s, (flags & 12) == 12);
     if (flags & 8)
         tf_check_status(tn_backward_ex(t, g, retain, create), "tn_backward_ex");
     else
@@ -133,7 +139,7 @@ void tf_op_autograd_grad(tf_state *s) {
         dsts[i] = tf_dst(s);
     if (!tf_affordable(1, seeds)) return;
     tn_status st = tn_autograd_grad(n_out, outs, flags & 1 ? gouts : NULL, n_in, ins, grads,
-                                    flags & 2, flags & 4);
+                                    flags & 2, may_create_graph(s, flags & 4));
     tf_check_status(st, "tn_autograd_grad");
     for (int i = 0; i < TF_LIST; i++) {
         if (st < 0 && grads[i]) tf_fail("failed tn_autograd_grad returned a gradient");

@@ -33,6 +33,12 @@
 /* The longest shape or dims list an op is given: ndim operands may exceed
  * TN_MAX_DIMS (the library must refuse them without reading past 8). */
 #define TF_LIST 16
+/* Differentiations with create_graph one program may run; beyond, they run
+ * without it. Each one can multiply the size of a graph that is fed back into
+ * the next (x.grad's history grows with every accumulation), so an unbounded
+ * count lets a short input build a graph of millions of nodes: honest work
+ * the library must do, but not a finding, and a timeout to libFuzzer. */
+#define TF_HIGHER_ORDER 4
 
 /* Sanitized builds cap one allocation at TF_MAX_ALLOC_MB (fuzz/harness.c
  * tells the sanitizer), so a request beyond is refused cheaply on any
@@ -49,6 +55,7 @@ typedef struct tf_state {
     const uint8_t *p, *end;
     tn_tensor *slot[TF_SLOTS];
     int depth;  /* scopes this program opened and has not closed */
+    int higher_order; /* create_graph differentiations run so far */
     FILE *sink; /* /dev/null: prints, reports, DOT */
 } tf_state;
 
