@@ -307,7 +307,8 @@ static tn_status walk_graph(walk *w, const tn_tensor *root) {
 tn_status tn_graph_dot(const tn_tensor *root, FILE *f) {
     TN_CHECK_NULL_ARG_ST(root, "root");
     TN_CHECK_NULL_PTR_ST(f, "f");
-    if (!root->ag || !root->ag->grad_fn)
+    if (tn__view_sync(root) < 0) return tn_last_status();
+    if (!tn__grad_fn(root))
         return tn__error(TN_ERR_INVALID_ARGUMENT,
                          "tn_graph_dot: the tensor has no grad_fn (a leaf, or a tensor that does "
                          "not require grad): there is no autograd graph to draw");

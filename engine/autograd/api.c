@@ -5,7 +5,8 @@
 
 tn_status tn_requires_grad_(tn_tensor *t, bool requires_grad) {
     TN_CHECK_NULL_ARG_ST(t, "t");
-    if (t->ag && t->ag->grad_fn) {
+    if (tn__view_sync(t) < 0) return tn_last_status();
+    if (tn__grad_fn(t)) {
         if (requires_grad) return TN_OK;
         return tn__error(TN_ERR_AUTOGRAD,
                          "you can only change requires_grad flags of leaf variables. If you want "
@@ -31,8 +32,9 @@ tn_status tn_retain_grad(tn_tensor *t) {
     if (!tn__requires_grad(t))
         return tn__error(TN_ERR_AUTOGRAD,
                          "can't retain_grad on Tensor that has requires_grad=False");
+    if (tn__view_sync(t) < 0) return tn_last_status();
     tn_autograd_meta *m = t->ag;
-    if (!m->grad_fn || m->retains_grad) return TN_OK;
+    if (!tn__grad_fn(t) || m->retains_grad) return TN_OK; /* leaves keep theirs anyway */
     if (!m->cell) {
         m->cell = tn__cell_new();
         if (!m->cell) return TN_ERR_OUT_OF_MEMORY;
@@ -145,6 +147,7 @@ tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs, tn_tensor *cons
 
 tn_tensor *tn_grad(tn_tensor *t) {
     TN_CHECK_NULL_ARG(t, "t");
+    if (tn__view_sync(t) < 0) return NULL;
     tn_autograd_meta *m = t->ag;
     if (!m) return NULL;
     if (m->grad_fn && !m->retains_grad) {
@@ -252,9 +255,11 @@ bool tn_is_leaf(const tn_tensor *t) {
         tn__null_arg(true, "%s: argument 't' is NULL", __func__);
         return false;
     }
-    return !t->ag || !t->ag->grad_fn;
+    if (tn__view_sync(t) < 0) return false;
+    return !tn__grad_fn(t);
 }
 const char *tn_grad_fn_name(const tn_tensor *t) {
     TN_CHECK_NULL_ARG(t, "t");
-    return t->ag && t->ag->grad_fn ? t->ag->grad_fn->fn->name : NULL;
+    if (tn__view_sync(t) < 0) return NULL;
+    return tn__grad_fn(t) ? tn__grad_fn(t)->fn->name : NULL;
 }

@@ -113,9 +113,38 @@ struct tn_node {
     struct tn_view_geom *geom; /* CopySlices / AsStrided only (owned) */
 };
 
-static inline bool tn__requires_grad(const tn_tensor *t) {
-    return t && t->ag && t->ag->requires_grad;
+/* ---- views that follow their base (engine/autograd/view_track.c) ----------- */
+/* A view whose shared version counter moved since its history was made or
+ * checked. acquire: pairs with the release store of view_version in
+ * tn__view_sync_slow, so a reader that sees the history current sees it
+ * whole. */
+static inline bool tn__view_stale(const tn_tensor *t) {
+    return t->view_base &&
+           atomic_load_explicit(&((tn_tensor *)t)->view_version, memory_order_acquire) !=
+               tn__version_get(t);
 }
+tn_status tn__view_sync_slow(tn_tensor *t);
+/* Brings t's history up to date before it is read (a no-op unless t is a
+ * stale view): regenerates a view's grad_fn from its base's current history
+ * (AsStridedBackward0), once even when threads race to it. Fails on OOM and
+ * with PyTorch's error for a view made in no-grad mode. */
+static inline tn_status tn__view_sync(const tn_tensor *t) {
+    return TN_UNLIKELY(t && tn__view_stale(t)) ? tn__view_sync_slow((tn_tensor *)t) : TN_OK;
+}
+/* Records t's history as current (a view written in place, whose history
+ * was just set). */
+void tn__view_mark_current(tn_tensor *t);
+/* t's history (after tn__view_sync): grad_fn (borrowed) or NULL. */
+static inline tn_node *tn__grad_fn(const tn_tensor *t) {
+    return t->ag ? t->ag->grad_fn : NULL;
+}
+/* The cell of a leaf's gradient, or NULL. */
+static inline tn_grad_cell *tn__leaf_cell(const tn_tensor *t) {
+    return t->ag && !t->ag->grad_fn ? t->ag->cell : NULL;
+}
+/* AsStridedBackward0 for `view` over `base` (geometry of both), its edge
+ * to base's current history. NULL + error on OOM. */
+tn_node *tn__as_strided_node(const tn_tensor *view, const tn_tensor *base);
 /* New node (refcount 1) with edges to the inputs' histories (NULL inputs and
  * inputs not requiring grad give empty edges). NULL + error on OOM. */
 tn_node *tn__node_new(const tn_fn_info *fn, int n_in, const tn_tensor *const *inputs,
@@ -170,9 +199,10 @@ tn_status tn__cell_commit(tn_cell_update *u, bool create_graph);
 void tn__cell_update_drop(tn_cell_update *u);
 
 /* ---- in-place support (engine/autograd/inplace.c) -------------------------- */
-/* Checks PyTorch's rules for writing in place into t (leaf / view of leaf
- * requiring grad while grad mode is on, ...). TN_OK or the error. */
-tn_status tn__check_inplace(const tn_tensor *t);
+/* Checks PyTorch's rules for writing in place into t with src (the other
+ * operand, may be NULL): a leaf / view of a leaf requiring grad, a view made
+ * in no-grad mode, while grad mode is on. TN_OK or the error. */
+tn_status tn__check_inplace(const tn_tensor *t, const tn_tensor *src);
 /* Making `n` (the in-place op's node, created with self as input 0, NULL
  * when nothing is recorded) self's new history; for views, the base is
  * rebased with CopySlices. In two steps, so that a failed op changes

@@ -198,7 +198,7 @@ oom:
 static bool is_capture_cell(const run *r, const tn_grad_cell *c) {
     for (int i = 0; i < r->n_inputs; i++) {
         const tn_tensor *t = r->inputs[i];
-        if (t->ag && !t->ag->grad_fn && t->ag->cell == c) return true;
+        if (tn__leaf_cell(t) == c) return true;
     }
     return false;
 }
@@ -207,7 +207,7 @@ static bool feeds_input(const run *r, const tn_edge *e) {
     if (e->cell) return is_capture_cell(r, e->cell);
     for (int k = 0; k < r->n_inputs; k++) {
         const tn_tensor *t = r->inputs[k];
-        if (t->ag && t->ag->grad_fn == e->node) return true;
+        if (tn__grad_fn(t) == e->node) return true;
     }
     return false;
 }
@@ -319,7 +319,7 @@ static tn_status buffer_add(tn_tensor **slot, tn_tensor *g) {
 static int capture_index_cell(const run *r, const tn_grad_cell *c) {
     for (int i = 0; i < r->n_inputs; i++) {
         const tn_tensor *t = r->inputs[i];
-        if (t->ag && !t->ag->grad_fn && t->ag->cell == c) return i;
+        if (tn__leaf_cell(t) == c) return i;
     }
     return -1;
 }
@@ -376,7 +376,7 @@ static tn_status execute(run *r, node_state *s) {
     /* functional: capture gradients of non-leaf inputs at their grad_fn */
     for (int k = 0; r->functional && k < r->n_inputs; k++) {
         const tn_tensor *t = r->inputs[k];
-        if (t->ag && t->ag->grad_fn == n && s->inbuf[t->ag->output_nr]) {
+        if (tn__grad_fn(t) == n && s->inbuf[t->ag->output_nr]) {
             tn_tensor *g = s->inbuf[t->ag->output_nr];
             st = buffer_add(&r->grads_out[k], tn__retain(g));
             if (st < 0) return st;
@@ -601,16 +601,23 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
     if (!rn) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
     bool prev_mode = tn_set_grad_enabled(create_graph);
     tn__internal_enter();
+    tn_status st = TN_OK;
+    /* stale views first: their histories are read below and while running */
+    for (int i = 0; st == TN_OK && i < n_roots; i++)
+        st = tn__view_sync(roots[i]);
+    for (int i = 0; st == TN_OK && i < n_inputs; i++)
+        st = tn__view_sync(inputs[i]);
     for (int i = 0; i < n_roots; i++)
-        rn[i] = roots[i]->ag ? roots[i]->ag->grad_fn : NULL;
-    tn_status st = grow(&r);
+        rn[i] = st == TN_OK ? tn__grad_fn(roots[i]) : NULL;
+    if (st == TN_OK) st = grow(&r);
     if (st == TN_OK) st = discover(&r, n_roots, rn);
     if (st == TN_OK && r.functional) st = mark_needed(&r);
     /* Seed the roots' gradients. */
     for (int i = 0; st == TN_OK && i < n_roots; i++) {
-        tn_tensor *g = tn__retain(grads[i]);
-        tn_edge e = {.node = rn[i], .cell = rn[i] ? NULL : roots[i]->ag->cell,
+        tn_edge e = {.node = rn[i], .cell = rn[i] ? NULL : tn__leaf_cell(roots[i]),
                      .input_nr = rn[i] ? roots[i]->ag->output_nr : 0};
+        if (!tn__edge_valid(&e)) continue; /* a view made in no-grad mode: leads nowhere */
+        tn_tensor *g = tn__retain(grads[i]);
         if (!rn[i]) { /* a leaf root: its gradient is the seed itself */
             st = cell_insert(&r, e.cell);
             tn_tensor *h = st == TN_OK ? tn__copy_as(g, roots[i]->dtype) : NULL;

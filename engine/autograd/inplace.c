@@ -5,13 +5,22 @@
  * history is CopySlices(B's old history, f): its backward takes the gradient
  * of B, runs f's backward on the slice that V covers, and writes the result
  * for V's old value back into that slice. V's new history is an
- * AsStridedBackward0 node over B's new history. (Other views of B taken
- * before the write keep their old history: regenerate them after writing.)
+ * AsStridedBackward0 node over B's new history. Other views of B see the
+ * version move and regenerate theirs when next used (view_track.c).
  */
 #include "../ops/ops_internal.h"
 
-tn_status tn__check_inplace(const tn_tensor *t) {
+tn_status tn__check_inplace(const tn_tensor *t, const tn_tensor *src) {
     if (!tn__grad_enabled()) return TN_OK;
+    if (t->view_base && t->view_mode == TN_VIEW_NO_GRAD &&
+        (tn__requires_grad(t) || tn__requires_grad(src)))
+        return tn__error(TN_ERR_AUTOGRAD,
+                         "A view was created in no_grad mode and is being modified inplace with "
+                         "grad mode enabled. Given that this use case is ambiguous and "
+                         "error-prone, it is forbidden. You can clarify your code by moving both "
+                         "the view and the inplace either both inside the no_grad block (if you "
+                         "don't want the inplace to be tracked) or both outside (if you want the "
+                         "inplace to be tracked).");
     if (t->view_base) {
         const tn_tensor *b = t->view_base;
         if (tn__requires_grad(b) && !b->ag->grad_fn)
@@ -60,9 +69,8 @@ static const tn_fn_info as_strided_fn;
 
 /* The part of `res` (laid out like the base) that the view covers, as a
  * tracked view so that writes into it are differentiable (create_graph). */
-static tn_tensor *view_of(const tn_node *n, tn_tensor *res) {
+static tn_tensor *view_of_geom(const tn_view_geom *g, tn_tensor *res) {
     tn_node *vn;
-    const tn_view_geom *g = n->geom;
     tn_tensor *v = tn__make_view(res, (int)g->view_ndim, g->view_shape, g->view_stride,
                                  g->view_offset - g->base_offset, &as_strided_fn, &vn);
     if (vn) {
@@ -70,18 +78,34 @@ static tn_tensor *view_of(const tn_node *n, tn_tensor *res) {
             tn_release(v);
             return NULL;
         }
-        *vn->geom = *n->geom;
-        vn->geom->view_offset -= n->geom->base_offset; /* relative to res, whose offset is 0 */
+        *vn->geom = *g;
+        vn->geom->view_offset -= g->base_offset; /* relative to res, whose offset is 0 */
         vn->geom->base_offset = 0;
     }
     return v;
 }
 
+static tn_tensor *view_of(const tn_node *n, tn_tensor *res) { return view_of_geom(n->geom, res); }
+
 /* Gradient of the base from the gradient g of the view alone. Built from
  * public ops, so it is itself differentiable. */
 static tn_status as_strided_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    tn_tensor *res = base_layout(n, go[0]->dtype, tn__dev(go[0])), *v = res ? view_of(n, res) : NULL;
-    tn_status st = v ? tn_copy_(v, go[0]) : tn_last_status();
+    /* An expanded view repeats base elements along its stride-0 dims: their
+     * gradients add up (summed first, then written once per element). */
+    tn_view_geom g = *n->geom;
+    bool repeats = false;
+    for (int i = 0; i < g.view_ndim; i++)
+        if (g.view_stride[i] == 0 && g.view_shape[i] > 1) {
+            g.view_shape[i] = 1;
+            repeats = true;
+        }
+    tn_tensor *gv = repeats ? tn__sum_to(go[0], (int)g.view_ndim, g.view_shape, go[0]->dtype)
+                            : tn__retain(go[0]);
+    if (!gv) return tn_last_status();
+    tn_tensor *res = base_layout(n, go[0]->dtype, tn__dev(go[0]));
+    tn_tensor *v = res ? view_of_geom(&g, res) : NULL;
+    tn_status st = v ? tn_copy_(v, gv) : tn_last_status();
+    tn_release(gv);
     tn_release(v);
     if (st < 0) tn_release(res);
     else gi[0] = res;
@@ -146,6 +170,19 @@ static tn_node *as_strided_new(const tn_node *cs, const tn_input_meta *base_meta
         return NULL;
     }
     *as->geom = *cs->geom; /* same geometry */
+    return as;
+}
+
+tn_node *tn__as_strided_node(const tn_tensor *view, const tn_tensor *base) {
+    tn_node *as = tn__node_new(&as_strided_fn, 1, (const tn_tensor *[]){base}, 0, 1);
+    if (!as) return NULL;
+    if (add_geom(as) < 0) {
+        tn__node_release(as);
+        return NULL;
+    }
+    tn_view_geom *g = as->geom;
+    put_geom(&g->view_ndim, &g->view_offset, g->view_shape, g->view_stride, view);
+    put_geom(&g->base_ndim, &g->base_offset, g->base_shape, g->base_stride, base);
     return as;
 }
 
@@ -227,6 +264,7 @@ tn_status tn__inplace_commit(tn_tensor *self, tn_rebase *rb, const char *op) {
         rb->as->edges[0] = (tn_edge){.node = rb->cs, .input_nr = 0};
         tn__node_retain(rb->cs);
         if (st == TN_OK) st = tn__node_set_output(rb->as, self, 0);
+        if (st == TN_OK) tn__view_mark_current(self); /* the others follow when used */
     }
     tn__inplace_abandon(rb); /* drops our references: the tensors hold theirs */
     return st;

@@ -56,6 +56,7 @@ tn_autograd_meta *tn__meta_get_or_create(tn_tensor *t) {
 void tn__meta_free(tn_autograd_meta *m) {
     if (!m) return;
     tn__node_release(m->grad_fn);
+    tn__node_release(m->retired);
     tn__cell_release(m->cell);
     tn__free_small(m);
 }
@@ -105,15 +106,17 @@ tn_node *tn__node_new(const tn_fn_info *fn, int n_in, const tn_tensor *const *in
         m->device = t->storage->device;
         memcpy(m->shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
         if (!tn__requires_grad(t)) continue;
+        if (tn__view_sync(t) < 0) {
+            tn__node_release(n); /* the edges taken so far go with it */
+            return NULL;
+        }
         tn_edge *e = &n->edges[i];
-        if (t->ag->grad_fn) {
-            e->node = t->ag->grad_fn;
+        if ((e->node = tn__grad_fn(t))) {
             tn__node_retain(e->node);
             e->input_nr = t->ag->output_nr;
-        } else {
-            e->cell = t->ag->cell;
+        } else if ((e->cell = tn__leaf_cell(t))) {
             tn__cell_weak_retain(e->cell);
-        }
+        } /* else a view made in no-grad mode: requires grad, leads nowhere */
     }
     return n;
 }
@@ -221,6 +224,7 @@ tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr) {
 tn_status tn__node_save(tn_node *n, int slot, const tn_tensor *t, bool is_output) {
     tn_saved *s = &n->saved[slot];
     if (!t) return TN_OK;
+    if (!is_output && tn__view_sync(t) < 0) return tn_last_status(); /* its history, current */
     s->orig = (tn_tensor *)t;
     tn__weak_retain(s->orig);
     tn__storage_retain(t->storage);
@@ -233,7 +237,7 @@ tn_status tn__node_save(tn_node *n, int slot, const tn_tensor *t, bool is_output
     s->output_nr = t->ag ? t->ag->output_nr : 0;
     if (is_output) return TN_OK; /* its history is n itself, rebuilt at unpack */
     const tn_autograd_meta *m = t->ag;
-    if (!m) return TN_OK;
+    if (!m) return TN_OK; /* tn__node_new synced a view input's history */
     s->requires_grad = m->requires_grad;
     if (m->grad_fn) {
         s->has_fn = true;

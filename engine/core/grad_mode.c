@@ -17,6 +17,6 @@ bool tn_is_grad_enabled(void) { return !tls_grad_disabled; }
 bool tn__needs_grad(int n, const tn_tensor *const *inputs) {
     if (tls_grad_disabled) return false;
     for (int i = 0; i < n; i++)
-        if (inputs[i] && inputs[i]->ag && inputs[i]->ag->requires_grad) return true;
+        if (tn__requires_grad(inputs[i])) return true;
     return false;
 }

@@ -62,6 +62,10 @@ typedef struct tn_autograd_meta {
     tn_node *grad_fn;   /* owned; NULL for leaves */
     int output_nr;      /* which output of grad_fn this tensor is */
     tn_grad_cell *cell; /* leaves (requires_grad) and retain_grad non-leaves */
+    /* Views: the grad_fn the last regeneration replaced, kept until the
+     * next one or the tensor's end, so that a thread which loaded it just
+     * before never holds a freed node (engine/autograd/view_track.c). */
+    tn_node *retired;
 } tn_autograd_meta;
 
 struct tn_tensor {
@@ -73,6 +77,14 @@ struct tn_tensor {
     tn_version_block *version;
     tn_autograd_meta *ag;  /* NULL: does not require grad, no history */
     tn_tensor *view_base;  /* views: the root base (owned), else NULL */
+    /* Views (engine/autograd/view_track.c): the version at which the
+     * history was last made or checked; when the shared counter has moved
+     * since (an in-place write through the base or another view), the
+     * history is regenerated from the base's on next use. view_busy is the
+     * once-guard of that regeneration; view_mode how the view was made. */
+    _Atomic uint64_t view_version;
+    _Atomic int32_t view_busy;
+    int32_t view_mode; /* tn_view_mode */
     _Atomic int32_t scoped; /* references owned by scopes of the creating thread */
     /* Weak references (saved tensors, autograd/node.c) plus one held by all
      * the strong ones together: the handle's memory outlives its contents
@@ -82,6 +94,20 @@ struct tn_tensor {
     int64_t shape[TN_MAX_DIMS];
     int64_t stride[TN_MAX_DIMS];
 };
+
+/* How a view was made: grad mode on (its history follows its base's), off
+ * (PyTorch's CreationMeta::NO_GRAD_MODE: writing it in place, or reading
+ * its history after its base was written with grad mode on, is an error). */
+typedef enum tn_view_mode { TN_VIEW_GRAD = 0, TN_VIEW_NO_GRAD = 1 } tn_view_mode;
+
+/* requires_grad, as PyTorch's: a view also requires grad when its base
+ * does (its history may be stale: see tn__view_sync). */
+static inline bool tn__requires_grad(const tn_tensor *t) {
+    if (!t) return false;
+    if (t->ag && t->ag->requires_grad) return true;
+    const tn_tensor *b = t->view_base;
+    return b && b->ag && b->ag->requires_grad;
+}
 
 /* ---- memory (tensor objects) ----------------------------------------------- */
 /* Live-handle count for tn_memory_stats, kept per thread (no shared line). */

@@ -113,7 +113,7 @@ static int category(tn_dtype d) { return d == TN_BOOL ? 0 : tn__is_float(d) ? 2 
 tn_status tn__inplace_prepare(const char *op, tn_tensor *self, const tn_tensor *src,
                               tn_dtype result_dt) {
     TN_CHECK_NULL_ARG_ST(self, "self");
-    tn_status st = tn__check_inplace(self);
+    tn_status st = tn__check_inplace(self, src);
     if (st < 0) return st;
     for (int i = 0; i < self->ndim; i++)
         if (self->stride[i] == 0 && self->shape[i] > 1)

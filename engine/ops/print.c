@@ -267,7 +267,7 @@ static int collect_suffixes(const tn_tensor *t, int64_t numel, char suf[][SUFFIX
     const char *fn = tn_grad_fn_name(t);
     if (fn)
         snprintf(suf[n++], SUFFIX_MAX, "grad_fn=<%s>", fn);
-    else if (t->ag && t->ag->requires_grad)
+    else if (tn__requires_grad(t))
         snprintf(suf[n++], SUFFIX_MAX, "requires_grad=True");
     return n;
 }

@@ -1,6 +1,7 @@
 /* The view constructor shared by every view op: a new handle over the same
- * storage and version counter, remembering its root base (for CopySlices)
- * and recording the view's backward when the input requires grad. */
+ * storage and version counter, remembering its root base (for CopySlices and
+ * for following the base's history, engine/autograd/view_track.c) and
+ * recording the view's backward when the input requires grad. */
 #include "ops_internal.h"
 
 tn_tensor *tn__make_view(tn_tensor *a, int ndim, const int64_t *shape, const int64_t *stride,
@@ -9,6 +10,8 @@ tn_tensor *tn__make_view(tn_tensor *a, int ndim, const int64_t *shape, const int
     tn_tensor *v = tn__alias(a, ndim, shape, stride, offset);
     if (!v) return NULL;
     v->view_base = tn__retain(a->view_base ? a->view_base : a);
+    v->view_mode = tn__grad_enabled() ? TN_VIEW_GRAD : TN_VIEW_NO_GRAD;
+    atomic_init(&v->view_version, tn__version_get(v)); /* a's history is synced below */
     if (!fn || !tn__needs_grad(1, (const tn_tensor *[]){a})) return v;
     tn_node *n = tn__node_new(fn, 1, (const tn_tensor *[]){a}, 0, 1);
     tn_status st = n ? tn__node_set_output(n, v, 0) : tn_last_status();
