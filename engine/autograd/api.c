@@ -93,9 +93,42 @@ tn_status tn_backward(tn_tensor *t, const tn_tensor *grad, bool retain_graph) {
     return tn_backward_ex(t, grad, retain_graph, false);
 }
 
+tn_status tn_backward_multi(int n, tn_tensor *const *roots, tn_tensor *const *grads,
+                            bool retain_graph, bool create_graph) {
+    if (n <= 0 || !roots)
+        return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_backward_multi: empty or NULL root list");
+    for (int i = 0; i < n; i++) {
+        if (!roots[i]) return tn__null_arg(true, "tn_backward_multi: roots[%d] is NULL", i);
+        tn_status st = check_root(roots[i], i);
+        if (st < 0) return st;
+    }
+    tn_tensor *local[8], **seeds = n <= 8 ? local : tn__calloc_small((size_t)n * sizeof *seeds);
+    if (!seeds) return TN_ERR_OUT_OF_MEMORY;
+    tn_status st = TN_OK;
+    int made = 0;
+    for (; made < n && st == TN_OK; made++)
+        if (!(seeds[made] = seed_grad(roots[made], grads ? grads[made] : NULL, made)))
+            st = tn_last_status();
+    if (st == TN_OK)
+        st = tn__run_backward(n, roots, seeds, retain_graph || create_graph, create_graph, 0,
+                              NULL, NULL);
+    for (int i = 0; i < made; i++)
+        tn_release(seeds[i]);
+    if (seeds != local) tn__free_small(seeds);
+    return st;
+}
+
 tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs, tn_tensor *const *grad_outputs,
                            int n_in, tn_tensor *const *inputs, tn_tensor **grads_out,
                            bool retain_graph, bool create_graph) {
+    return tn_autograd_grad_ex(n_out, outputs, grad_outputs, n_in, inputs, grads_out,
+                               retain_graph, create_graph, true);
+}
+
+tn_status tn_autograd_grad_ex(int n_out, tn_tensor *const *outputs,
+                              tn_tensor *const *grad_outputs, int n_in,
+                              tn_tensor *const *inputs, tn_tensor **grads_out,
+                              bool retain_graph, bool create_graph, bool allow_unused) {
     if (n_out <= 0 || n_in <= 0 || !outputs || !inputs || !grads_out)
         return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_autograd_grad: empty or NULL argument list");
     /* PyTorch's order: the outputs first ("element 0 of tensors does not
@@ -128,6 +161,10 @@ tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs, tn_tensor *cons
     /* Summed to the inputs' shapes, then handed out (registered in the
      * caller's scope) only once every one is made: a failure returns none. */
     for (int i = 0; i < n_in && st == TN_OK; i++) {
+        if (!grads_out[i] && !allow_unused)
+            st = tn__error(TN_ERR_AUTOGRAD, "One of the differentiated Tensors appears to not "
+                           "have been used in the graph. Set allow_unused=True if this is the "
+                           "desired behavior.");
         if (!grads_out[i]) continue;
         tn_tensor *h = tn__sum_to(grads_out[i], inputs[i]->ndim, inputs[i]->shape,
                                   inputs[i]->dtype);

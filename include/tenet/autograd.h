@@ -53,6 +53,47 @@ tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs,
                            tn_tensor *const *inputs, tn_tensor **grads_out,
                            bool retain_graph, bool create_graph);
 
+/* Several roots at once (torch.autograd.backward([...])): one pass that
+ * accumulates the gradients of sum(roots[i] * grads[i]) into the leaves.
+ * grads may be NULL, and grads[i] NULL, for roots of one element (seed 1).
+ * Every root must require grad ("element i of tensors does not require
+ * grad and does not have a grad_fn"); n >= 1. */
+tn_status tn_backward_multi(int n, tn_tensor *const *roots, tn_tensor *const *grads,
+                            bool retain_graph, bool create_graph);
+/* As tn_autograd_grad, with PyTorch's allow_unused: when false, an input
+ * that gets no gradient (not reached from the outputs) is an error, "One of
+ * the differentiated Tensors appears to not have been used in the graph.
+ * Set allow_unused=True if this is the desired behavior." (torch's default);
+ * when true its gradient is NULL. tn_autograd_grad is allow_unused = true. */
+tn_status tn_autograd_grad_ex(int n_out, tn_tensor *const *outputs,
+                              tn_tensor *const *grad_outputs, int n_in,
+                              tn_tensor *const *inputs, tn_tensor **grads_out,
+                              bool retain_graph, bool create_graph, bool allow_unused);
+
+/* ---- graph introspection (grad_fn, next_functions) ----------------------------
+ * Nodes are handed out as new references (tn_node_release); a node stays
+ * valid while referenced, whatever happens to the tensors and graph. */
+/* t's grad_fn (a new reference), NULL for a leaf or a tensor without
+ * history (tn_last_status() stays TN_OK then). */
+tn_node *tn_grad_fn(const tn_tensor *t);
+tn_node *tn_node_retain(tn_node *n);
+void tn_node_release(tn_node *n);
+/* The node's name, PyTorch's ("MulBackward0", "CopySlices", a custom
+ * function's own name). */
+const char *tn_node_name(const tn_node *n);
+/* len(grad_fn.next_functions): one per differentiable input of the op. */
+int tn_node_num_next(const tn_node *n);
+/* next_functions[i]: the next node (a new reference) and which of its
+ * outputs the edge comes from (input_nr may be NULL). NULL when the edge
+ * ends in a leaf's .grad (PyTorch's AccumulateGrad) or is empty (None):
+ * tn_node_next_name tells which. NULL + error for i out of range. */
+tn_node *tn_node_next(const tn_node *n, int i, int *input_nr);
+/* The name of next_functions[i][0]: the node's name, "AccumulateGrad" for
+ * a leaf, NULL for an empty edge (and for i out of range, with an error). */
+const char *tn_node_next_name(const tn_node *n, int i);
+/* Whether next_functions[i] is the AccumulateGrad of `leaf` (its .grad). */
+bool tn_node_next_is_leaf(const tn_node *n, int i, const tn_tensor *leaf);
+
 /* .grad: a new reference, or NULL when there is none (tn_last_status() stays
  * TN_OK then). Reading .grad of a non-leaf that does not retain its grad
  * warns once on stderr, as PyTorch. */

@@ -35,6 +35,8 @@ extern "C" {
 
 /* Opaque, atomically refcounted tensor handle. */
 typedef struct tn_tensor tn_tensor;
+/* Opaque, atomically refcounted autograd graph node (a grad_fn). */
+typedef struct tn_node tn_node;
 
 typedef enum tn_dtype {
     TN_F32 = 0,
