@@ -7,7 +7,9 @@
 set -euo pipefail
 lib="$1"
 inc="$2"
-declared="$(grep -ohE '\btn_[a-z0-9_]+[[:space:]]*\(' "$inc"/tenet/*.h | sed 's/[[:space:]]*(//' | sort -u)"
+# (function pointer typedefs, "typedef tn_status (*fn)(...)", declare no function)
+declared="$(grep -hv '^typedef' "$inc"/tenet/*.h | grep -oE '\btn_[a-z0-9_]+[[:space:]]*\(' |
+    sed 's/[[:space:]]*(//' | sort -u)"
 exported="$(nm -D --defined-only "$lib" | awk '{print $3}' | sort -u)"
 missing="$(comm -23 <(echo "$declared") <(echo "$exported"))"
 extra="$(comm -13 <(echo "$declared") <(echo "$exported"))"

@@ -39,6 +39,8 @@ tn_status tn_retain_grad(tn_tensor *t) {
         m->cell = tn__cell_new();
         if (!m->cell) return TN_ERR_OUT_OF_MEMORY;
     }
+    tn_status st = tn__hooks_mark_retain(m->grad_fn, m->output_nr);
+    if (st < 0) return st;
     m->retains_grad = true;
     tn__cell_weak_retain(m->cell); /* the graph's reference is weak (no cycle) */
     tn_grad_cell *prev = atomic_exchange_explicit(&m->grad_fn->retained[m->output_nr], m->cell,

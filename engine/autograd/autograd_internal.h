@@ -111,6 +111,7 @@ struct tn_node {
     struct tn_backtrace *trace; /* anomaly mode: forward backtrace (owned) */
     tn_node *parent;          /* anomaly + create_graph: node whose backward made this */
     struct tn_view_geom *geom; /* CopySlices / AsStrided only (owned) */
+    _Atomic(struct tn_hook *) hooks; /* grad_hooks.c: appended only, freed with the node */
 };
 
 /* ---- views that follow their base (engine/autograd/view_track.c) ----------- */
@@ -223,6 +224,30 @@ void tn__inplace_abandon(tn_rebase *rb);
  * the view), AsStridedBackward0 over that CopySlices. */
 tn_node *tn__copy_slices_running(const tn_node *inner);
 tn_status tn__view_history_after_write(tn_node *cs, tn_tensor *r);
+
+/* ---- hooks (engine/autograd/grad_hooks.c) ----------------------------------- */
+static inline bool tn__has_hooks(_Atomic(struct tn_hook *) *list) {
+    /* relaxed: only tests for a list; walking it loads with acquire */
+    return atomic_load_explicit(list, memory_order_relaxed) != NULL;
+}
+/* Frees a list (its owner's end). */
+void tn__hooks_free(_Atomic(struct tn_hook *) *list);
+/* Node output k's gradient *g (owned; may be replaced): its tensor hooks in
+ * order, and the retain_grad capture at its place among them (capture(g) is
+ * called once: before the hooks, or where retain_grad was registered after
+ * some of them). skip_tensor_hooks: g was made of zeros (no gradient came). */
+tn_status tn__run_output_hooks(tn_node *n, int k, tn_tensor **g, bool skip_tensor_hooks,
+                               tn_status (*capture)(void *arg, tn_tensor *g), void *arg);
+/* Node pre-hooks on its n_out output gradients (owned, may be replaced). */
+tn_status tn__run_prehooks(tn_node *n, tn_tensor **grads_out);
+/* Node post-hooks on gin (n_in, owned, NULL allowed, may be replaced). */
+tn_status tn__run_posthooks(tn_node *n, tn_tensor **gin, tn_tensor *const *grads_out);
+/* A leaf cell's tensor hooks on *g (owned, may be replaced). */
+tn_status tn__run_cell_hooks(tn_grad_cell *c, tn_tensor **g);
+/* A leaf cell's post-accumulate hooks. */
+tn_status tn__run_post_accumulate(tn_grad_cell *c);
+/* retain_grad on output k of n: marks its place among n's hooks. */
+tn_status tn__hooks_mark_retain(tn_node *n, int k);
 
 /* ---- engine (engine/autograd/engine.c) ------------------------------------- */
 tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *const *grads,

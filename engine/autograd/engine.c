@@ -47,6 +47,7 @@ typedef struct cell_state {
     tn_grad_cell *cell;
     tn_inbox inbox;
     tn_cell_update up; /* the update deliver_cells prepared */
+    bool committed;    /* .grad updated by this run (post-accumulate hooks) */
 } cell_state;
 
 typedef struct run {
@@ -354,6 +355,10 @@ static tn_status deliver_cells(run *r) {
         tn_tensor *g = NULL;
         if (!cs->cell || (st = tn__inbox_take(&cs->inbox, &g)) < 0 || !g) continue;
         if (!r->functional) {
+            if (tn__has_hooks(&cs->cell->hooks) && (st = tn__run_cell_hooks(cs->cell, &g)) < 0) {
+                tn_release(g);
+                break;
+            }
             st = tn__cell_prepare(cs->cell, g, r->create_graph, &cs->up);
             continue;
         }
@@ -363,9 +368,37 @@ static tn_status deliver_cells(run *r) {
     }
     for (size_t i = 0; i < r->cell_cap && st == TN_OK; i++) {
         cell_state *cs = &r->cells[i];
-        if (cs->up.cell) st = tn__cell_commit(&cs->up, r->create_graph);
+        if (cs->up.cell) {
+            st = tn__cell_commit(&cs->up, r->create_graph);
+            cs->committed = st == TN_OK;
+        }
+    }
+    /* post-accumulate hooks, once every .grad of the pass is in place */
+    for (size_t i = 0; i < r->cell_cap && st == TN_OK; i++) {
+        tn_grad_cell *c = r->cells[i].cell;
+        if (c && r->cells[i].committed && tn__has_hooks(&c->hooks))
+            st = tn__run_post_accumulate(c);
     }
     return st;
+}
+
+/* retain_grad: output k of n keeps g (borrowed) as its .grad. */
+typedef struct retain_arg {
+    run *r;
+    tn_node *n;
+    int k;
+} retain_arg;
+
+static tn_status capture_retained(void *arg, tn_tensor *g) {
+    retain_arg *a = arg;
+    run *r = a->r;
+    tn_grad_cell *rc = atomic_load_explicit(&a->n->retained[a->k], memory_order_acquire);
+    if (!rc) return TN_OK;
+    cell_state *cs = r->cell_cap ? cell_lookup(r, rc) : NULL;
+    if (cs && cs->cell == rc) /* registered at discovery: delivered at the end */
+        return tn__inbox_push(&cs->inbox, tn__retain(g), a->n->seq, a->k);
+    /* retain_grad called while this run was going */
+    return accumulate_weak(rc, tn__retain(g), r->create_graph);
 }
 
 static tn_status execute(run *r, node_state *s) {
@@ -386,22 +419,24 @@ static tn_status execute(run *r, node_state *s) {
     bool any = false;
     for (int k = 0; k < n->n_out; k++) any |= s->inbuf[k] != NULL;
     if (!any) return TN_OK; /* nothing flows through: children get nothing */
+    bool hooked = tn__has_hooks(&n->hooks);
     for (int k = 0; k < n->n_out; k++) {
-        if (!s->inbuf[k]) {
+        bool none = !s->inbuf[k];
+        if (none) {
             tn_input_meta *m = &n->out_meta[k];
             s->inbuf[k] = tn__zeros_on(m->ndim, m->shape, m->dtype, m->device);
             if (!s->inbuf[k]) return tn_last_status();
         }
+        retain_arg ra = {r, n, k};
         tn_grad_cell *rc = atomic_load_explicit(&n->retained[k], memory_order_acquire);
-        if (rc && !r->functional) {
-            cell_state *cs = r->cell_cap ? cell_lookup(r, rc) : NULL;
-            if (cs && cs->cell == rc) /* registered at discovery: delivered at the end */
-                st = tn__inbox_push(&cs->inbox, tn__retain(s->inbuf[k]), n->seq, k);
-            else /* retain_grad called while this run was going */
-                st = accumulate_weak(rc, tn__retain(s->inbuf[k]), r->create_graph);
-            if (st < 0) return st;
-        }
+        if (hooked) /* tensor hooks, with the retain_grad capture at its place */
+            st = tn__run_output_hooks(n, k, &s->inbuf[k], none,
+                                      rc && !r->functional ? capture_retained : NULL, &ra);
+        else if (rc && !r->functional)
+            st = capture_retained(&ra, s->inbuf[k]);
+        if (st < 0) return st;
     }
+    if (hooked && (st = tn__run_prehooks(n, s->inbuf)) < 0) return st;
     /* CopySlices runs its inner node's backward: its saved tensors too */
     tn_node *inner = n->inner;
     st = saved_get(n, r->retain_graph);
@@ -424,21 +459,28 @@ static tn_status execute(run *r, node_state *s) {
     if (anomaly) tn__hooks.set_running(prev_running);
     if (st == TN_OK && anomaly && tn__anomaly_nan()) st = tn__hooks.check_backward(n, s->inbuf, gin);
     if (st < 0 && anomaly) tn__hooks.backward_error(n, st);
+    /* each input's gradient summed to its shape, on its device */
     for (int i = 0; i < n->n_in; i++) {
-        tn_tensor *g = gin[i];
+        tn_tensor *g = gin[i], *h = NULL;
         if (!g) continue;
         if (st == TN_OK && tn__edge_valid(&n->edges[i])) {
             tn_input_meta *m = &n->in_meta[i];
-            tn_tensor *h = tn__sum_to(g, m->ndim, m->shape, m->dtype);
+            h = tn__sum_to(g, m->ndim, m->shape, m->dtype);
             if (h && !tn__same_device(tn__dev(h), m->device)) { /* copy_ across devices */
                 tn_tensor *x = tn__to_autograd(h, h->dtype, m->device);
                 tn_release(h);
                 h = x;
             }
             if (!h) st = tn_last_status();
-            else st = send(r, &n->edges[i], h, n->seq, i);
         }
         tn_release(g);
+        gin[i] = h;
+    }
+    if (st == TN_OK && hooked) st = tn__run_posthooks(n, gin, s->inbuf);
+    for (int i = 0; i < n->n_in; i++) {
+        if (!gin[i]) continue;
+        if (st == TN_OK) st = send(r, &n->edges[i], gin[i], n->seq, i);
+        else tn_release(gin[i]);
     }
     if (gin != stack_gin) tn__mfree(gin);
 done:

@@ -12,6 +12,7 @@ tn_grad_cell *tn__cell_new(void) {
     atomic_init(&c->refcount, 1);
     atomic_init(&c->weak, 1);
     atomic_init(&c->grad, NULL);
+    atomic_init(&c->hooks, NULL);
     return c;
 }
 
@@ -26,8 +27,10 @@ void tn__cell_weak_retain(tn_grad_cell *c) {
 
 void tn__cell_weak_release(tn_grad_cell *c) {
     /* acq_rel: the last holder frees after every other's use of the struct */
-    if (c && atomic_fetch_sub_explicit(&c->weak, 1, memory_order_acq_rel) == 1)
+    if (c && atomic_fetch_sub_explicit(&c->weak, 1, memory_order_acq_rel) == 1) {
+        tn__hooks_free(&c->hooks);
         tn__free_small(c);
+    }
 }
 
 void tn__cell_release(tn_grad_cell *c) {
@@ -187,6 +190,7 @@ void tn__node_release(tn_node *n) {
                 tn__cell_weak_release(atomic_load_explicit(&n->retained[i], memory_order_acquire));
             drop_push(&w, n->inner);
             if (n->trace || n->parent) tn__hooks.node_free(n);
+            tn__hooks_free(&n->hooks);
             tn__free_small(n->geom);
             tn__free_small(n);
         }

@@ -53,6 +53,9 @@ typedef struct tn_grad_cell {
      * that was ever installed is released only when this is 0, so a reader
      * never retains a freed tensor (accumulate.c). */
     _Atomic int64_t readers;
+    /* Leaf hooks (engine/autograd/grad_hooks.c): a lock-free list, appended
+     * only, freed with the struct. */
+    _Atomic(struct tn_hook *) hooks;
 } tn_grad_cell;
 
 typedef struct tn_autograd_meta {

@@ -94,6 +94,53 @@ const char *tn_node_next_name(const tn_node *n, int i);
 /* Whether next_functions[i] is the AccumulateGrad of `leaf` (its .grad). */
 bool tn_node_next_is_leaf(const tn_node *n, int i, const tn_tensor *leaf);
 
+/* ---- hooks ------------------------------------------------------------------------
+ * A hook inspects gradients during backward and may replace them. To replace
+ * one, store a new reference in the `replace` slot (it starts NULL; leave it
+ * NULL to keep the gradient): tenet releases the old gradient and checks
+ * that the new one has the same shape, dtype and device ("hook has changed
+ * the size of value"). A negative status stops backward with that status
+ * (the hook sets the message with its own call that failed, or any tenet
+ * error). Hooks run in registration order, on the thread that runs the node
+ * they belong to (an OpenMP worker under tn_set_parallel_backward); leaf
+ * hooks at the end of the pass, on the thread that called backward.
+ * Registration and removal are lock-free and may race with backward passes:
+ * a pass that started before a removal may still call the hook. `ctx` is
+ * the caller's; it must outlive the hook's last call.
+ *
+ * Each register function returns a handle (NULL + error on failure):
+ * tn_hook_remove(h) unregisters the hook and frees the handle;
+ * tn_hook_release(h) frees the handle only (the hook stays for the life of
+ * the tensor's node or gradient cell). One of the two must be called. */
+typedef struct tn_hook tn_hook;
+/* Tensor.register_hook: called with the gradient of t (before it is
+ * accumulated into a leaf's .grad, or before t's grad_fn uses it). */
+typedef tn_status (*tn_tensor_hook_fn)(const tn_tensor *grad, tn_tensor **replace, void *ctx);
+/* Tensor.register_post_accumulate_grad_hook: called with the leaf after its
+ * .grad was updated. */
+typedef tn_status (*tn_post_accumulate_hook_fn)(tn_tensor *leaf, void *ctx);
+/* Node.register_prehook: the node's output gradients before it runs. */
+typedef tn_status (*tn_node_prehook_fn)(tn_node *n, int n_out, tn_tensor *const *grad_outputs,
+                                        tn_tensor **replace, void *ctx);
+/* Node.register_hook: the gradients the node computed for its inputs
+ * (NULL where none; summed to the inputs' shapes) and its output gradients. */
+typedef tn_status (*tn_node_hook_fn)(tn_node *n, int n_in, tn_tensor *const *grad_inputs,
+                                     tn_tensor **replace, int n_out,
+                                     tn_tensor *const *grad_outputs, void *ctx);
+
+/* On a leaf: its gradient cell; on a non-leaf: its grad_fn (for the output
+ * t is). Error when t does not require grad ("cannot register a hook on a
+ * tensor that doesn't require gradient"). */
+tn_hook *tn_register_hook(tn_tensor *t, tn_tensor_hook_fn fn, void *ctx);
+/* Leaves only ("post accumulate grad hooks cannot be registered on non-leaf
+ * tensors"). Not called by tn_autograd_grad, which accumulates nothing. */
+tn_hook *tn_register_post_accumulate_grad_hook(tn_tensor *t, tn_post_accumulate_hook_fn fn,
+                                               void *ctx);
+tn_hook *tn_node_register_prehook(tn_node *n, tn_node_prehook_fn fn, void *ctx);
+tn_hook *tn_node_register_hook(tn_node *n, tn_node_hook_fn fn, void *ctx);
+void tn_hook_remove(tn_hook *h);
+void tn_hook_release(tn_hook *h);
+
 /* .grad: a new reference, or NULL when there is none (tn_last_status() stays
  * TN_OK then). Reading .grad of a non-leaf that does not retain its grad
  * warns once on stderr, as PyTorch. */
