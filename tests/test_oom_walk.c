@@ -6,7 +6,8 @@
  * relu, linear, cross_entropy and mse_loss, sum; one step also checks
  * NaN/Inf), SGD and Adam steps, scopes (nested deeper than the frame stack's
  * first size, tn_keep, a scope that grows while tn_autograd_grad registers
- * its results), views (narrow, transpose, reshape, ...) and in-place writes
+ * its results), views (narrow, transpose, reshape, ...), a view that follows its base, a leaf
+ * hook, two roots in one backward (tn_backward_multi) and in-place writes
  * through them, clone, detach, copy_, retain_grad, tn_autograd_grad with
  * create_graph (second order), a create_graph backward into an existing
  * .grad, a parallel backward, the other op families, printing to a string
@@ -225,7 +226,7 @@ static call_result after_call(bool ok, tn_status want, const char *call, int lin
 
 typedef struct results {
     double loss[STEPS], params[4][HID * IN], fgrad[HID * IN], ggrad[HID * IN], retained[B * OUT];
-    double misc[2][B * IN], handed[2][2], cgrad[HID * IN];
+    double misc[2][B * IN], handed[2][2], cgrad[HID * IN], follow[HID * IN];
     char text[512], loss_text[128];
 } results;
 
@@ -402,6 +403,43 @@ failed:
     return step_end(scoped, false);
 }
 
+/* A view that follows its base (regenerated after a write through a
+ * sibling view), a leaf hook, two roots in one backward. The hook is
+ * registered by the step and removed on both paths, so a retried step
+ * meets no hook of its first try. */
+static double follow_scale = 0.5;
+static tn_status follow_hook(const tn_tensor *g, tn_tensor **replace, void *ctx) {
+    *replace = tn_mul_scalar(g, *(const double *)ctx);
+    return *replace ? TN_OK : tn_last_status();
+}
+
+static bool step_follow(program *g) {
+    bool scoped = false;
+    begin_step();
+    watch(&g->p[0]);
+    tn_tensor *c = NULL, *v1 = NULL, *v2 = NULL, *cc = NULL, *roots[2] = {NULL, NULL}, *one = NULL;
+    tn_hook *h = NULL;
+    SCOPE();
+    CALL_S(tn_adam_zero_grad(g->adam));
+    CALL_T(c, tn_clone(g->p[0]));
+    CALL_T(v1, tn_narrow(c, 0, 0, 2));
+    CALL_T(v2, tn_narrow(c, 0, 1, 2));
+    CALL_S(tn_mul_scalar_(v1, 3.0)); /* v2's history is stale now */
+    CALL_T(h, tn_register_hook(g->p[0], follow_hook, &follow_scale));
+    CALL_T(roots[0], tn_sum(v2)); /* regenerates v2's history */
+    CALL_T(cc, tn_mul(c, c));
+    CALL_T(roots[1], tn_sum(cc));
+    CALL_S(tn_backward_multi(2, roots, NULL, false, false));
+    CALL_T(one, tn_grad(g->p[0]));
+    CALL_S(tn_copy_to_f64(one, g->r.follow, HID * IN));
+    CALL_S(tn_adam_zero_grad(g->adam));
+    tn_hook_remove(h);
+    return step_end(scoped, true);
+failed:
+    tn_hook_remove(h);
+    return step_end(scoped, false);
+}
+
 /* Scopes nested deeper than the frame stack's first allocation; each keeps
  * its tensor into the enclosing one. */
 static bool step_scopes(program *g) {
@@ -559,6 +597,7 @@ static void run_program(program *g) {
     for (int it = 0; it < STEPS; it++)
         STEP(step_train(g, it));
     STEP(step_views(g));
+    STEP(step_follow(g));
     STEP(step_scopes(g));
     STEP(step_anomaly(g));
     STEP(step_misc(g));
