@@ -15,7 +15,8 @@ OPS = ["create", "tensor_from", "arange", "convert", "fail_alloc", "inspect", "b
        "scalar", "unary", "out", "reduce", "reduce_dim", "matmul", "nn", "view", "transpose",
        "permute", "narrow", "select", "expand", "squeeze", "flatten", "contiguous", "join",
        "inplace", "inplace_scalar", "alias", "requires_grad", "backward", "autograd_grad", "grad",
-       "grad_mode", "anomaly", "scope", "optim", "runtime", "slots"]
+       "grad_mode", "anomaly", "scope", "optim", "runtime", "slots", "backward_multi",
+       "grad_unused", "graph_walk", "hook"]
 F32, F64, I16, I32, I64, BOOL, SAME, BAD = range(8)
 
 HOSTILE_SIZES = [-1, -2, -2**63, 2**63 - 1, 2**62, 2**31, 2**32, 2**36, 2**40, 2**62 + 1, 2**20,
@@ -287,6 +288,22 @@ def seeds():
                               .op("unary", 1, 0, 0, 0, dst(1)).op("unary", 8, 0, 0, 0, dst(2))
                               .op("binary", 2, 1, 2, 0, dst(3)).op("reduce", 0, 3, dst(4))
                               .op("backward", 4, 2, 0).op("backward", 4, 0, 0))
+    s["hooks-and-roots"] = (P().tensor(0, [2, 3], rg=True).op("binary", 2, 0, 0, 0, dst(1))
+                            .op("reduce", 0, 1, dst(2)).op("hook", 0, 0, 0).op("hook", 5, 1, 1)
+                            .op("hook", 6, 1, 2).op("hook", 4, 0, 3)
+                            .op("unary", 1, 0, 0, 0, dst(3)).op("reduce", 0, 3, dst(4))
+                            .op("backward_multi", 2, 2, 4, 2, 0, 0).op("graph_walk", 2, 0, 20)
+                            .op("grad_unused", 4, 0, 1, dst(5), 1)
+                            .op("grad_unused", 4, 0, 1, dst(5), 3)
+                            .op("hook", 0x82, 0, 0).op("backward_multi", 2, 2, 4, 0, 0, 0)
+                            .op("hook", 2, 0, 1).op("backward", 4, 2, 0).op("hook", 3, 3, 2)
+                            .op("backward", 4, 0, 0))
+    s["views-follow-base"] = (P().tensor(0, [2, 3], rg=True).op("binary", 2, 0, 0, 0, dst(1))
+                              .op("narrow", 1, dim(0), index(0), index(1), dst(2))
+                              .op("narrow", 1, dim(0), index(0), index(1), dst(3))
+                              .op("inplace_scalar", 4, 2, scalar(2), 0)
+                              .op("reduce", 0, 3, dst(4)).op("graph_walk", 3, 0, 20)
+                              .op("backward", 4, 0, 0).op("grad", 0, dst(5)))
     for n in (1, 2, 5, 9, 17, 40):
         s[f"out-of-memory-at-{n}"] = (P().op("scope", 0, 0).tensor(0, [2, 3], rg=True)
                                       .tensor(1, [3, 2], rg=True).op("fail_alloc", n - 1)

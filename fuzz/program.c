@@ -53,6 +53,10 @@ static const struct {
     {"optim", tf_op_optim},
     {"runtime", tf_op_runtime},
     {"slots", tf_op_slots},
+    {"backward_multi", tf_op_backward_multi},
+    {"grad_unused", tf_op_grad_unused},
+    {"graph_walk", tf_op_graph_walk},
+    {"hook", tf_op_hook},
 };
 
 FILE *tf_report;
@@ -225,6 +229,8 @@ void tf_run(const uint8_t *data, size_t size, FILE *sink) {
         opcodes[code].run(&s);
         if (tracing) trace(&s, code, from);
     }
+    for (int i = 0; i < TF_HOOKS; i++)
+        tn_hook_release(s.hooks[i]);
     for (int i = 0; i < TF_SLOTS; i++)
         tn_release(s.slot[i]);
     for (; s.depth > 0; s.depth--)

@@ -39,6 +39,8 @@
  * count lets a short input build a graph of millions of nodes: honest work
  * the library must do, but not a finding, and a timeout to libFuzzer. */
 #define TF_HIGHER_ORDER 4
+/* Hook handles a program may hold at once. */
+#define TF_HOOKS 4
 
 /* Sanitized builds cap one allocation at TF_MAX_ALLOC_MB (fuzz/harness.c
  * tells the sanitizer), so a request beyond is refused cheaply on any
@@ -56,6 +58,7 @@ typedef struct tf_state {
     tn_tensor *slot[TF_SLOTS];
     int depth;  /* scopes this program opened and has not closed */
     int higher_order; /* create_graph differentiations run so far */
+    tn_hook *hooks[TF_HOOKS]; /* hook handles (fuzz/op_graph.c) */
     FILE *sink; /* /dev/null: prints, reports, DOT */
 } tf_state;
 
@@ -173,5 +176,10 @@ void tf_op_scope(tf_state *s);
 void tf_op_optim(tf_state *s);
 void tf_op_runtime(tf_state *s);
 void tf_op_slots(tf_state *s);
+/* op_graph.c: several roots, allow_unused, introspection, hooks */
+void tf_op_backward_multi(tf_state *s);
+void tf_op_grad_unused(tf_state *s);
+void tf_op_graph_walk(tf_state *s);
+void tf_op_hook(tf_state *s);
 
 #endif
