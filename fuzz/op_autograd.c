@@ -112,17 +112,12 @@ void tf_op_backward(tf_state *s) {
         tf_check_status(tn_backward(t, g, retain), "tn_backward");
 }
 
-static int small_count(tf_state *s, int max) {
-    uint8_t b = tf_byte(s);
-    return b < 0xF0 ? b % (max + 1) : b & 1 ? -1 : INT_MIN;
-}
-
 /* tn_autograd_grad: n_out, outputs, flags (grad_outputs given, retain,
  * create_graph), grad_outputs, n_in, inputs, then one dst per input */
 void tf_op_autograd_grad(tf_state *s) {
     tn_tensor *outs[TF_LIST] = {0}, *gouts[TF_LIST] = {0}, *ins[TF_LIST] = {0};
     tn_tensor *grads[TF_LIST] = {0};
-    int n_out = small_count(s, 2);
+    int n_out = tf_small_count(s, 2);
     for (int i = 0; i < n_out; i++)
         outs[i] = tf_in(s);
     uint8_t flags = tf_byte(s);
@@ -131,7 +126,7 @@ void tf_op_autograd_grad(tf_state *s) {
         gouts[i] = tf_in(s);
         if (flags & 1 && tf_numel(gouts[i]) > seeds) seeds = tf_numel(gouts[i]);
     }
-    int n_in = small_count(s, 3);
+    int n_in = tf_small_count(s, 3);
     for (int i = 0; i < n_in; i++)
         ins[i] = tf_in(s);
     uint8_t dsts[TF_LIST];
@@ -226,7 +221,7 @@ void tf_op_scope(tf_state *s) {
  * betas, weight decay; then a step, zero_grad, another step */
 void tf_op_optim(tf_state *s) {
     bool adam = tf_bool(s);
-    int n = small_count(s, 3);
+    int n = tf_small_count(s, 3);
     tn_tensor *ps[TF_LIST] = {0};
     for (int i = 0; i < n; i++)
         ps[i] = tf_in(s);

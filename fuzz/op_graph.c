@@ -6,16 +6,11 @@
 
 #include "program.h"
 
-static int small_count(tf_state *s, int max) {
-    uint8_t b = tf_byte(s);
-    return b < 0xF0 ? b % (max + 1) : b & 1 ? -1 : INT_MIN;
-}
-
 /* tn_backward_multi: n, roots, flags (grads given, retain, create_graph),
  * one grad per root (a NULL slot: a one-element root's seed) */
 void tf_op_backward_multi(tf_state *s) {
     tn_tensor *roots[TF_LIST] = {0}, *grads[TF_LIST] = {0};
-    int n = small_count(s, 3);
+    int n = tf_small_count(s, 3);
     for (int i = 0; i < n; i++)
         roots[i] = tf_in(s);
     uint8_t flags = tf_byte(s);

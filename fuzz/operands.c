@@ -111,3 +111,8 @@ tn_device tf_device(tf_state *s) {
                                          {TN_CPU, 3},  {(tn_device_type)7, 0}};
     return devices[tf_byte(s) % 8];
 }
+
+int tf_small_count(tf_state *s, int max) {
+    uint8_t b = tf_byte(s);
+    return b < 0xF0 ? b % (max + 1) : b & 1 ? -1 : INT_MIN;
+}

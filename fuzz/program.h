@@ -87,6 +87,8 @@ int tf_ndim(tf_state *s);
 int64_t tf_size(tf_state *s);
 /* Fills shape[0..min(ndim, TF_LIST)) with sizes; the rest with 1. */
 void tf_shape(tf_state *s, int ndim, int64_t shape[TF_LIST]);
+/* A count of list entries: 0..max below 0xF0, else -1 or INT_MIN. */
+int tf_small_count(tf_state *s, int max);
 /* Dims: mostly -4..4, sometimes far out of range. */
 int tf_dim(tf_state *s);
 /* Indices and lengths: mostly -4..4, sometimes hostile. */

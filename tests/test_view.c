@@ -30,17 +30,6 @@ static void assert_geom(const tn_tensor *t, int nd, const int64_t *shape, const 
     }
 }
 
-static void assert_fn(const tn_tensor *t, const char *name) {
-    assert_non_null(t);
-    const char *got = tn_grad_fn_name(t);
-    if (!name) {
-        assert_null(got);
-        return;
-    }
-    assert_non_null(got);
-    assert_string_equal(got, name);
-}
-
 /* backward of y with upstream gradient 1, 2, 3, ... (y's shape). */
 static void backward_seq(tn_tensor *y) {
     tn_tensor *w = seq(tn_ndim(y), tn_shape(y), 1, false);
@@ -55,7 +44,7 @@ static void test_view_shares(void **state) {
     tn_tensor *v = tn_view(x, 2, S(3, -1));
     assert_geom(v, 2, S(3, 2), S(2, 1));
     assert_true(tn_shares_storage(x, v));
-    assert_fn(v, NULL);
+    tt_assert_grad_fn(v, NULL);
     assert_int_equal(tn_mul_scalar_(v, 2), TN_OK);
     assert_int_equal(tn_version(x), 1);
     assert_int_equal(tn_version(v), 1);
@@ -82,7 +71,7 @@ static void test_view_shares(void **state) {
 static void test_view_grad(void **state) {
     tn_tensor *x = seq(2, S(2, 3), 0, true);
     tn_tensor *v = tn_view(x, 2, S(3, 2));
-    assert_fn(v, "ViewBackward0");
+    tt_assert_grad_fn(v, "ViewBackward0");
     assert_true(tn_requires_grad(v));
     assert_false(tn_is_leaf(v));
     backward_seq(v);
@@ -127,11 +116,11 @@ static void test_view_errors(void **state) {
 static void test_reshape(void **state) {
     tn_tensor *x = seq(2, S(2, 3), 0, true);
     tn_tensor *r = tn_reshape(x, 2, S(3, 2)); /* viewable: a view */
-    assert_fn(r, "ViewBackward0");
+    tt_assert_grad_fn(r, "ViewBackward0");
     assert_true(tn_shares_storage(r, x));
     tn_tensor *t = tn_transpose(x, 0, 1);
     tn_tensor *c = tn_reshape(t, 1, S(6)); /* not viewable: a copy */
-    assert_fn(c, "UnsafeViewBackward0");
+    tt_assert_grad_fn(c, "UnsafeViewBackward0");
     assert_false(tn_shares_storage(c, x));
     assert_geom(c, 1, S(6), S(1));
     tt_assert_close(c, D(0, 3, 1, 4, 2, 5), 6, 0);
@@ -140,7 +129,7 @@ static void test_reshape(void **state) {
     /* reshape of a non-contiguous tensor that still allows a view */
     tn_tensor *n = tn_narrow(x, 1, 1, 2);
     tn_tensor *nv = tn_reshape(n, 3, S(2, 1, 2));
-    assert_fn(nv, "ViewBackward0");
+    tt_assert_grad_fn(nv, "ViewBackward0");
     assert_geom(nv, 3, S(2, 1, 2), S(3, 2, 1));
     tn_release(nv);
     tn_release(n);
@@ -154,7 +143,7 @@ static void test_flatten_contiguous(void **state) {
     tn_tensor *x = seq(3, S(2, 3, 4), 0, true);
     tn_tensor *t = tn_transpose(x, 1, 2);
     tn_tensor *f = tn_flatten(t, 1, -1);
-    assert_fn(f, "UnsafeViewBackward0");
+    tt_assert_grad_fn(f, "UnsafeViewBackward0");
     assert_geom(f, 2, S(2, 12), S(12, 1));
     tt_assert_close(
         f, D(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, 12, 16, 20, 13, 17, 21, 14, 18, 22, 15, 19, 23),
@@ -164,7 +153,7 @@ static void test_flatten_contiguous(void **state) {
         x, D(1, 4, 7, 10, 2, 5, 8, 11, 3, 6, 9, 12, 13, 16, 19, 22, 14, 17, 20, 23, 15, 18, 21, 24),
         24, 0);
     tn_tensor *f2 = tn_flatten(x, 0, 1);
-    assert_fn(f2, "ViewBackward0");
+    tt_assert_grad_fn(f2, "ViewBackward0");
     assert_geom(f2, 2, S(6, 4), S(4, 1));
     tn_tensor *same = tn_flatten(x, 1, 1); /* torch returns self */
     assert_ptr_equal(same, x);
@@ -180,7 +169,7 @@ static void test_flatten_contiguous(void **state) {
     tn_tensor *c0 = tn_contiguous(x);
     assert_ptr_equal(c0, x);
     tn_tensor *c1 = tn_contiguous(t);
-    assert_fn(c1, "CloneBackward0");
+    tt_assert_grad_fn(c1, "CloneBackward0");
     assert_false(tn_shares_storage(c1, x));
     assert_true(tn_is_contiguous(c1));
     assert_geom(c1, 3, S(2, 4, 3), S(12, 3, 1));
@@ -203,7 +192,7 @@ static void test_flatten_contiguous(void **state) {
 static void test_transpose_permute(void **state) {
     tn_tensor *x = seq(3, S(2, 3, 4), 0, true);
     tn_tensor *t = tn_transpose(x, 0, -1);
-    assert_fn(t, "TransposeBackward0");
+    tt_assert_grad_fn(t, "TransposeBackward0");
     assert_geom(t, 3, S(4, 3, 2), S(1, 4, 12));
     assert_true(tn_shares_storage(t, x));
     assert_false(tn_is_contiguous(t));
@@ -213,7 +202,7 @@ static void test_transpose_permute(void **state) {
         24, 0);
     tn_set_grad(x, NULL);
     tn_tensor *p = tn_permute(x, 3, (const int[]){2, 0, 1});
-    assert_fn(p, "PermuteBackward0");
+    tt_assert_grad_fn(p, "PermuteBackward0");
     assert_geom(p, 3, S(4, 2, 3), S(1, 12, 4));
     double pv[24];
     assert_int_equal(tn_copy_to_f64(p, pv, 24), TN_OK);
@@ -251,14 +240,14 @@ static void test_transpose_permute(void **state) {
 static void test_narrow_select(void **state) {
     tn_tensor *x = seq(2, S(3, 4), 0, true);
     tn_tensor *n = tn_narrow(x, 1, 1, 2);
-    assert_fn(n, "SliceBackward0");
+    tt_assert_grad_fn(n, "SliceBackward0");
     assert_geom(n, 2, S(3, 2), S(4, 1));
     tt_assert_close(n, D(1, 2, 5, 6, 9, 10), 6, 0);
     backward_seq(n);
     tt_assert_grad(x, D(0, 1, 2, 0, 0, 3, 4, 0, 0, 5, 6, 0), 12, 0);
     tn_set_grad(x, NULL);
     tn_tensor *s = tn_select(x, 0, -1);
-    assert_fn(s, "SelectBackward0");
+    tt_assert_grad_fn(s, "SelectBackward0");
     assert_geom(s, 1, S(4), S(1));
     tt_assert_close(s, D(8, 9, 10, 11), 4, 0);
     backward_seq(s);
@@ -314,7 +303,7 @@ static void test_slice_double_backward(void **state) {
         tn_tensor *y = tn_mul(s, s);
         tn_tensor *ones = tn_ones(tn_ndim(y), tn_shape(y), TN_F32), *g = NULL;
         assert_int_equal(tn_autograd_grad(1, &y, &ones, 1, &x, &g, false, true), TN_OK);
-        assert_fn(g, sel ? "SelectBackwardBackward0" : "SliceBackwardBackward0");
+        tt_assert_grad_fn(g, sel ? "SelectBackwardBackward0" : "SliceBackwardBackward0");
         if (sel)
             tt_assert_close(g, D(0, 0, 4, 0, 0, 0, 12, 0, 0, 0, 20, 0), 12, 0);
         else
@@ -337,7 +326,7 @@ static void test_slice_double_backward(void **state) {
 static void test_expand(void **state) {
     tn_tensor *x = seq(2, S(3, 1), 0, true);
     tn_tensor *e = tn_expand(x, 3, S(2, -1, 4));
-    assert_fn(e, "ExpandBackward0");
+    tt_assert_grad_fn(e, "ExpandBackward0");
     assert_geom(e, 3, S(2, 3, 4), S(0, 1, 0));
     assert_true(tn_shares_storage(e, x));
     backward_seq(e);
@@ -381,16 +370,16 @@ static void test_expand(void **state) {
 static void test_squeeze_unsqueeze(void **state) {
     tn_tensor *x = seq(4, S(2, 1, 3, 1), 0, true);
     tn_tensor *a = tn_squeeze(x), *b = tn_squeeze_dim(x, 1), *c = tn_squeeze_dim(x, 0);
-    assert_fn(a, "SqueezeBackward0");
-    assert_fn(b, "SqueezeBackward1");
-    assert_fn(c, "SqueezeBackward1");
+    tt_assert_grad_fn(a, "SqueezeBackward0");
+    tt_assert_grad_fn(b, "SqueezeBackward1");
+    tt_assert_grad_fn(c, "SqueezeBackward1");
     assert_geom(a, 2, S(2, 3), S(3, 1));
     assert_geom(b, 3, S(2, 3, 1), S(3, 1, 1));
     assert_geom(c, 4, S(2, 1, 3, 1), S(3, 3, 1, 1));
     backward_seq(a);
     tt_assert_grad(x, D(1, 2, 3, 4, 5, 6), 6, 0);
     tn_tensor *u = tn_unsqueeze(a, 1), *u2 = tn_unsqueeze(x, -1), *u3 = tn_unsqueeze(b, 1);
-    assert_fn(u, "UnsqueezeBackward0");
+    tt_assert_grad_fn(u, "UnsqueezeBackward0");
     assert_geom(u, 3, S(2, 1, 3), S(3, 3, 1));
     assert_geom(u2, 5, S(2, 1, 3, 1, 1), S(3, 3, 1, 1, 1));
     assert_geom(u3, 4, S(2, 1, 3, 1), S(3, 3, 1, 1));
@@ -428,8 +417,8 @@ static void test_inplace_through_view(void **state) {
     tn_tensor *x = seq(2, S(2, 3), 0, true);
     tn_tensor *base = tn_clone(x), *v = tn_narrow(base, 0, 0, 1);
     assert_int_equal(tn_mul_scalar_(v, 2), TN_OK);
-    assert_fn(base, "CopySlices");
-    assert_fn(v, "AsStridedBackward0");
+    tt_assert_grad_fn(base, "CopySlices");
+    tt_assert_grad_fn(v, "AsStridedBackward0");
     assert_int_equal(tn_version(base), 1);
     assert_int_equal(tn_version(v), 1);
     tt_assert_close(base, D(0, 2, 4, 3, 4, 5), 6, 0);
@@ -488,7 +477,7 @@ static void test_cat(void **state) {
     double bv[] = {10, 11, 12};
     tn_tensor *b = tt_f64(2, S(1, 3), bv, true);
     tn_tensor *c = tn_cat(2, (tn_tensor *[]){a, b}, 0);
-    assert_fn(c, "CatBackward0");
+    tt_assert_grad_fn(c, "CatBackward0");
     assert_int_equal(tn_dtype_of(c), TN_F64);
     assert_geom(c, 2, S(3, 3), S(3, 1));
     tt_assert_close(c, D(0, 1, 2, 3, 4, 5, 10, 11, 12), 9, 0);
@@ -526,7 +515,7 @@ static void test_cat(void **state) {
     tn_tensor *i16 = tn_ones(1, S(2), TN_I16), *bo = tn_ones(1, S(2), TN_BOOL);
     tn_tensor *c4 = tn_cat(2, (tn_tensor *[]){bo, i16}, 0);
     assert_int_equal(tn_dtype_of(c4), TN_I16);
-    assert_fn(c4, NULL);
+    tt_assert_grad_fn(c4, NULL);
     tn_release(c4);
     tn_release(bo);
     tn_release(i16);
@@ -580,7 +569,7 @@ static void test_cat_errors(void **state) {
 static void test_stack(void **state) {
     tn_tensor *a = seq(2, S(2, 3), 0, true), *b = seq(2, S(2, 3), 10, true);
     tn_tensor *st = tn_stack(2, (tn_tensor *[]){a, b}, 1);
-    assert_fn(st, "StackBackward0");
+    tt_assert_grad_fn(st, "StackBackward0");
     assert_geom(st, 3, S(2, 2, 3), S(6, 3, 1));
     tt_assert_close(st, D(0, 1, 2, 10, 11, 12, 3, 4, 5, 13, 14, 15), 12, 0);
     backward_seq(st);

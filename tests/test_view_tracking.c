@@ -14,16 +14,6 @@
 #define S(...) ((const int64_t[]){__VA_ARGS__})
 #define D(...) ((const double[]){__VA_ARGS__})
 
-static void assert_fn(const tn_tensor *t, const char *name) {
-    const char *got = tn_grad_fn_name(t);
-    if (!name) {
-        assert_null(got);
-        return;
-    }
-    assert_non_null(got);
-    assert_string_equal(got, name);
-}
-
 static tn_tensor *filled(int nd, const int64_t *shape, double v, bool rg) {
     tn_tensor *t = tn_full(nd, shape, TN_F64, v);
     assert_non_null(t);
@@ -39,11 +29,11 @@ static void test_view_follows_write_through_sibling(void **state) {
     tn_tensor *root = filled(2, S(2, 2), 1, true);
     tn_tensor *x = tn_clone(root);
     tn_tensor *v1 = tn_narrow(x, 0, 0, 1), *v2 = tn_narrow(x, 0, 0, 1);
-    assert_fn(v2, "SliceBackward0");
+    tt_assert_grad_fn(v2, "SliceBackward0");
     assert_int_equal(tn_mul_scalar_(v1, 2), TN_OK);
-    assert_fn(v1, "AsStridedBackward0");
-    assert_fn(x, "CopySlices");
-    assert_fn(v2, "AsStridedBackward0"); /* regenerated */
+    tt_assert_grad_fn(v1, "AsStridedBackward0");
+    tt_assert_grad_fn(x, "CopySlices");
+    tt_assert_grad_fn(v2, "AsStridedBackward0"); /* regenerated */
     assert_int_equal(tn_backward(tn_sum(v2), NULL, false), TN_OK);
     tt_assert_grad(root, D(2, 2, 0, 0), 4, 0);
     tn_scope_end();
@@ -58,11 +48,11 @@ static void test_view_follows_base_that_starts_requiring_grad(void **state) {
     tn_tensor *x = tn_zeros(2, S(2, 2), TN_F64), *v = tn_select(x, 0, 1);
     tn_tensor *r = filled(2, S(2, 2), 1, true);
     assert_false(tn_requires_grad(v));
-    assert_fn(v, NULL);
+    tt_assert_grad_fn(v, NULL);
     assert_int_equal(tn_add_(x, r), TN_OK);
     assert_true(tn_requires_grad(v));
     assert_false(tn_is_leaf(v));
-    assert_fn(v, "AsStridedBackward0");
+    tt_assert_grad_fn(v, "AsStridedBackward0");
     assert_int_equal(tn_backward(tn_sum(v), NULL, false), TN_OK);
     tt_assert_grad(r, D(0, 0, 1, 1), 4, 0);
     tn_scope_end();
@@ -76,7 +66,7 @@ static void test_view_of_view_follows_base(void **state) {
     tn_tensor *root = filled(2, S(3, 4), 1, true);
     tn_tensor *x = tn_clone(root), *a = tn_select(x, 0, 1), *b = tn_narrow(a, 0, 1, 2);
     assert_int_equal(tn_mul_scalar_(x, 3), TN_OK);
-    assert_fn(b, "AsStridedBackward0");
+    tt_assert_grad_fn(b, "AsStridedBackward0");
     assert_int_equal(tn_backward(tn_sum(b), NULL, false), TN_OK);
     tt_assert_grad(root, D(0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, 0), 12, 0);
     tn_scope_end();
@@ -90,7 +80,7 @@ static void test_expanded_view_follows_base(void **state) {
     tn_tensor *r = filled(1, S(3), 1, true), *x = tn_zeros(1, S(3), TN_F64);
     tn_tensor *e = tn_expand(x, 2, S(2, 3));
     assert_int_equal(tn_add_(x, r), TN_OK);
-    assert_fn(e, "AsStridedBackward0");
+    tt_assert_grad_fn(e, "AsStridedBackward0");
     assert_int_equal(tn_backward(tn_sum(e), NULL, false), TN_OK);
     tt_assert_grad(r, D(2, 2, 2), 3, 0);
     tn_scope_end();
@@ -109,7 +99,7 @@ static void test_transposed_view_follows_write_through_row(void **state) {
     tn_tensor *w = tn_reshape(tn_arange(0, 6, 1, TN_F64), 2, S(3, 2));
     assert_int_equal(tn_backward(tn_sum(tn_mul(t, w)), NULL, false), TN_OK);
     tt_assert_grad(root, D(0, 2, 4, 5, 15, 25), 6, 0);
-    assert_fn(t, "AsStridedBackward0");
+    tt_assert_grad_fn(t, "AsStridedBackward0");
     tn_scope_end();
 }
 
@@ -120,11 +110,11 @@ static void test_view_of_leaf_after_no_grad_write(void **state) {
     (void)state;
     assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = filled(2, S(2, 2), 1, true), *v = tn_select(x, 0, 0);
-    assert_fn(v, "SelectBackward0");
+    tt_assert_grad_fn(v, "SelectBackward0");
     bool prev = tn_set_grad_enabled(false);
     assert_int_equal(tn_add_scalar_(x, 1), TN_OK);
     tn_set_grad_enabled(prev);
-    assert_fn(v, "AsStridedBackward0");
+    tt_assert_grad_fn(v, "AsStridedBackward0");
     tt_assert_close(v, D(2, 2), 2, 0);
     assert_int_equal(tn_backward(tn_sum(v), NULL, false), TN_OK);
     tt_assert_grad(x, D(1, 1, 0, 0), 4, 0);
@@ -140,7 +130,7 @@ static void test_view_of_detached_alias_stays_untracked(void **state) {
     tn_tensor *d0 = tn_select(tn_detach(y), 0, 0);
     assert_int_equal(tn_mul_scalar_(y, 2), TN_OK);
     assert_false(tn_requires_grad(d0));
-    assert_fn(d0, NULL);
+    tt_assert_grad_fn(d0, NULL);
     assert_int_equal(tn_last_status(), TN_OK);
     tn_scope_end();
 }
@@ -159,7 +149,7 @@ static void test_no_grad_view_of_written_base_is_refused(void **state) {
     tn_set_grad_enabled(prev);
     assert_true(tn_requires_grad(w));
     assert_true(tn_is_leaf(w));
-    assert_fn(w, NULL);
+    tt_assert_grad_fn(w, NULL);
     /* before the write, w is usable: its gradient leads nowhere (w.grad None) */
     tn_tensor *z = tn_sum(tn_mul_scalar(w, 2));
     assert_non_null(z);
@@ -216,13 +206,13 @@ static void test_written_view_keeps_its_own_history(void **state) {
     tn_tensor *a = tn_select(y, 0, 0), *b = tn_narrow(a, 0, 1, 2);
     assert_int_equal(tn_mul_scalar_(b, 3), TN_OK);
     /* PyTorch: a AsStridedBackward0, b AsStridedBackward0, y CopySlices */
-    assert_fn(a, "AsStridedBackward0");
-    assert_fn(b, "AsStridedBackward0");
-    assert_fn(y, "CopySlices");
+    tt_assert_grad_fn(a, "AsStridedBackward0");
+    tt_assert_grad_fn(b, "AsStridedBackward0");
+    tt_assert_grad_fn(y, "CopySlices");
     tn_tensor *root = tn_ones(2, S(2, 3), TN_F64), *plain = tn_narrow(root, 1, 0, 2);
     assert_int_equal(tn_add_scalar_(root, 1), TN_OK);
     assert_false(tn_requires_grad(plain));
-    assert_fn(plain, NULL);
+    tt_assert_grad_fn(plain, NULL);
     tn_scope_end();
 }
 
@@ -290,7 +280,7 @@ static void test_regeneration_out_of_memory(void **state) {
     assert_null(tn_grad_fn_name(v));
     tn_test_fail_alloc_at(0);
     assert_int_equal(tn_last_status(), TN_ERR_OUT_OF_MEMORY);
-    assert_fn(v, "AsStridedBackward0");
+    tt_assert_grad_fn(v, "AsStridedBackward0");
     assert_int_equal(tn_backward(tn_sum(v), NULL, false), TN_OK);
     tt_assert_grad(root, D(0, 2, 2, 0), 4, 0);
     tn_scope_end();

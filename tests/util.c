@@ -82,3 +82,14 @@ int tt_teardown(void **state) {
     }
     return 0;
 }
+
+void tt_assert_grad_fn(const tn_tensor *t, const char *name) {
+    assert_non_null(t);
+    const char *got = tn_grad_fn_name(t);
+    if (!name) {
+        assert_null(got);
+        return;
+    }
+    assert_non_null(got);
+    assert_string_equal(got, name);
+}

@@ -18,6 +18,8 @@ tn_tensor *tt_f32(int ndim, const int64_t *shape, const float *v, bool requires_
 void tt_assert_close(const tn_tensor *t, const double *want, int64_t n, double tol);
 /* Asserts t's .grad equals want (n elements) within tol. */
 void tt_assert_grad(tn_tensor *t, const double *want, int64_t n, double tol);
+/* Asserts t's grad_fn is named `name` (NULL: t has none). */
+void tt_assert_grad_fn(const tn_tensor *t, const char *name);
 /* Asserts the last error's message contains `needle` and its status is st. */
 void tt_assert_error(tn_status st, const char *needle);
 /* Number of live tensor handles / storages (leak checks around a test). */

@@ -141,22 +141,30 @@ tn_hook *tn_register_post_accumulate_grad_hook(tn_tensor *t, tn_post_accumulate_
     return register_on(&c->hooks, h);
 }
 
+/* A node hook of either kind: fn is set by the caller on the new entry. */
+static tn_hook *node_hook(tn_node *n, bool has_fn, enum hook_kind kind, void *ctx,
+                          const char *who) {
+    if (!n) {
+        tn__null_arg(false, "%s: argument 'n' is NULL", who);
+        return NULL;
+    }
+    if (!has_fn) {
+        tn__null_arg(false, "%s: argument 'fn' is NULL", who);
+        return NULL;
+    }
+    return hook_new(kind, ctx, 2);
+}
+
 tn_hook *tn_node_register_prehook(tn_node *n, tn_node_prehook_fn fn, void *ctx) {
-    TN_CHECK_NULL_PTR(n, "n");
-    TN_CHECK_NULL_PTR(fn, "fn");
-    tn_hook *h = hook_new(HOOK_PRE, ctx, 2);
-    if (!h) return NULL;
-    h->fn.pre = fn;
-    return register_on(&n->hooks, h);
+    tn_hook *h = node_hook(n, fn != NULL, HOOK_PRE, ctx, __func__);
+    if (h) h->fn.pre = fn;
+    return h ? register_on(&n->hooks, h) : NULL;
 }
 
 tn_hook *tn_node_register_hook(tn_node *n, tn_node_hook_fn fn, void *ctx) {
-    TN_CHECK_NULL_PTR(n, "n");
-    TN_CHECK_NULL_PTR(fn, "fn");
-    tn_hook *h = hook_new(HOOK_POST, ctx, 2);
-    if (!h) return NULL;
-    h->fn.post = fn;
-    return register_on(&n->hooks, h);
+    tn_hook *h = node_hook(n, fn != NULL, HOOK_POST, ctx, __func__);
+    if (h) h->fn.post = fn;
+    return h ? register_on(&n->hooks, h) : NULL;
 }
 
 void tn_hook_remove(tn_hook *h) {
