@@ -91,15 +91,22 @@ static tn_hook *register_on(_Atomic(tn_hook *) *list, tn_hook *h) {
     return h;
 }
 
-tn_hook *tn_register_hook(tn_tensor *t, tn_tensor_hook_fn fn, void *ctx) {
-    TN_CHECK_NULL_ARG(t, "t");
-    TN_CHECK_NULL_PTR(fn, "fn");
+/* The checks both tensor registrations make; t's history brought up to date. */
+static bool tensor_hook_ok(const tn_tensor *t, bool has_fn, const char *who) {
+    if (!t || !has_fn) {
+        tn__null_arg(t == NULL, "%s: argument '%s' is NULL", who, t ? "fn" : "t");
+        return false;
+    }
     if (!tn__requires_grad(t)) {
         tn__error(TN_ERR_AUTOGRAD,
                   "cannot register a hook on a tensor that doesn't require gradient");
-        return NULL;
+        return false;
     }
-    if (tn__view_sync(t) < 0) return NULL;
+    return tn__view_sync(t) == TN_OK;
+}
+
+tn_hook *tn_register_hook(tn_tensor *t, tn_tensor_hook_fn fn, void *ctx) {
+    if (!tensor_hook_ok(t, fn != NULL, __func__)) return NULL;
     tn_node *n = tn__grad_fn(t);
     tn_grad_cell *c = tn__leaf_cell(t);
     if (!n && !c) { /* a view made in no-grad mode: its gradient goes nowhere */
@@ -119,14 +126,7 @@ tn_hook *tn_register_hook(tn_tensor *t, tn_tensor_hook_fn fn, void *ctx) {
 
 tn_hook *tn_register_post_accumulate_grad_hook(tn_tensor *t, tn_post_accumulate_hook_fn fn,
                                                void *ctx) {
-    TN_CHECK_NULL_ARG(t, "t");
-    TN_CHECK_NULL_PTR(fn, "fn");
-    if (!tn__requires_grad(t)) {
-        tn__error(TN_ERR_AUTOGRAD,
-                  "cannot register a hook on a tensor that doesn't require gradient");
-        return NULL;
-    }
-    if (tn__view_sync(t) < 0) return NULL;
+    if (!tensor_hook_ok(t, fn != NULL, __func__)) return NULL;
     tn_grad_cell *c = tn__leaf_cell(t);
     if (!c) {
         tn__error(TN_ERR_AUTOGRAD,
