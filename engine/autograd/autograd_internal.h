@@ -111,6 +111,7 @@ struct tn_node {
     struct tn_backtrace *trace; /* anomaly mode: forward backtrace (owned) */
     tn_node *parent;          /* anomaly + create_graph: node whose backward made this */
     struct tn_view_geom *geom; /* CopySlices / AsStrided only (owned) */
+    void (*on_free)(tn_node *n); /* custom functions (function.c): frees their state */
 };
 
 static inline bool tn__requires_grad(const tn_tensor *t) {
