@@ -43,8 +43,8 @@ static int one_grad(tn_tensor **gi, tn_tensor *g) {
 /* ---- the functions ----------------------------------------------------------- */
 
 /* MyExp: y = exp(x), saves its output (test_function's exp). */
-static tn_status exp_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                        tn_tensor **out) {
+static int exp_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                  tn_tensor **out) {
     out[0] = tn_exp(in[0]);
     if (!out[0]) return tn_last_status();
     return tn_function_save_for_backward(ctx, 1, out);
@@ -60,8 +60,7 @@ static int exp_bw(tn_function_ctx *ctx, int n_out, tn_tensor *const *go, int n_i
 static const tn_function MY_EXP = {.name = "MyExpBackward", .forward = exp_fw, .backward = exp_bw};
 
 /* Sq: x * x, saves its input; backward 2 x g with tenet ops (double backward). */
-static tn_status sq_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                       tn_tensor **out) {
+static int sq_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out, tn_tensor **out) {
     if (!(out[0] = tn_mul(in[0], in[0]))) return tn_last_status();
     return tn_function_save_for_backward(ctx, 1, in);
 }
@@ -81,8 +80,7 @@ static const tn_function SQ_ONCE = {.name = "SqOnceBackward",
                                     .flags = TN_FUNCTION_ONCE_DIFFERENTIABLE};
 
 /* TT: (a * b, a + b), saves both inputs. */
-static tn_status tt_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                       tn_tensor **out) {
+static int tt_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out, tn_tensor **out) {
     out[0] = tn_mul(in[0], in[1]);
     out[1] = tn_add(in[0], in[1]);
     if (!out[0] || !out[1]) return tn_last_status();
@@ -104,16 +102,16 @@ static int tt_bw(tn_function_ctx *ctx, int n_out, tn_tensor *const *go, int n_in
 static const tn_function TT = {.name = "TTBackward", .forward = tt_fw, .backward = tt_bw};
 
 /* MulInplace: x *= 2 in place, marked dirty first (test_dirty). */
-static tn_status mul2_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                         tn_tensor **out) {
+static int mul2_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                   tn_tensor **out) {
     tn_status st = tn_function_mark_dirty(ctx, in[0]);
     if (st == TN_OK) st = tn_mul_scalar_(in[0], 2);
     if (st == TN_OK) out[0] = tn_retain(in[0]);
     return st;
 }
 /* The same in PyTorch's usual order: write, then mark dirty; saves x. */
-static tn_status mul2_late_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                              tn_tensor **out) {
+static int mul2_late_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                        tn_tensor **out) {
     tn_status st = tn_mul_scalar_(in[0], 2);
     if (st == TN_OK) st = tn_function_mark_dirty(ctx, in[0]);
     if (st == TN_OK) st = tn_function_save_for_backward(ctx, 1, in);
@@ -139,8 +137,8 @@ static const tn_function MUL2_LATE = {
     .name = "MulInplaceLateBackward", .forward = mul2_late_fw, .backward = times2_unpack_bw};
 
 /* AddInto: x += y in place (x dirty), gradients g, g. */
-static tn_status addinto_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                            tn_tensor **out) {
+static int addinto_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                      tn_tensor **out) {
     tn_status st = tn_function_mark_dirty(ctx, in[0]);
     if (st == TN_OK) st = tn_add_(in[0], in[1]);
     if (st == TN_OK) out[0] = tn_retain(in[0]);
@@ -155,8 +153,8 @@ static int pass2_bw(tn_function_ctx *ctx, int n_out, tn_tensor *const *go, int n
 static const tn_function ADD_INTO = {
     .name = "AddIntoBackward", .forward = addinto_fw, .backward = pass2_bw};
 /* AddInto2(y, x): x += y, the dirty input second. */
-static tn_status addinto2_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                             tn_tensor **out) {
+static int addinto2_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                       tn_tensor **out) {
     tn_status st = tn_function_mark_dirty(ctx, in[1]);
     if (st == TN_OK) st = tn_add_(in[1], in[0]);
     if (st == TN_OK) out[0] = tn_retain(in[1]);
@@ -166,8 +164,8 @@ static const tn_function ADD_INTO2 = {
     .name = "AddInto2Backward", .forward = addinto2_fw, .backward = pass2_bw};
 
 /* NotReturned: marks x dirty but returns x * 1. */
-static tn_status notret_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                           tn_tensor **out) {
+static int notret_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                     tn_tensor **out) {
     tn_status st = tn_function_mark_dirty(ctx, in[0]);
     if (st == TN_OK) st = tn_mul_scalar_(in[0], 2);
     if (st == TN_OK && !(out[0] = tn_mul_scalar(in[0], 1))) st = tn_last_status();
@@ -177,8 +175,8 @@ static const tn_function NOT_RET = {
     .name = "NotRetBackward", .forward = notret_fw, .backward = times2_bw};
 
 /* TwoOut: x dirty and returned with a copy: refused for a view. */
-static tn_status twoout_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                           tn_tensor **out) {
+static int twoout_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                     tn_tensor **out) {
     tn_status st = tn_function_mark_dirty(ctx, in[0]);
     if (st == TN_OK) st = tn_mul_scalar_(in[0], 2);
     if (st < 0) return st;
@@ -193,8 +191,8 @@ static const tn_function TWO_OUT = {
     .name = "TwoOutBackward", .forward = twoout_fw, .backward = sum2_bw};
 
 /* NonInput: marks its own output dirty (PyTorch warns). */
-static tn_status noninput_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                             tn_tensor **out) {
+static int noninput_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                       tn_tensor **out) {
     if (!(out[0] = tn_mul_scalar(in[0], 2))) return tn_last_status();
     return tn_function_mark_dirty(ctx, out[0]);
 }
@@ -202,8 +200,8 @@ static const tn_function NON_INPUT = {
     .name = "NonInputBackward", .forward = noninput_fw, .backward = times2_bw};
 
 /* Twice: returns one new tensor as both outputs. */
-static tn_status twice_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                          tn_tensor **out) {
+static int twice_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                    tn_tensor **out) {
     if (!(out[0] = tn_mul_scalar(in[0], 2))) return tn_last_status();
     out[1] = tn_retain(out[0]);
     return TN_OK;
@@ -218,8 +216,7 @@ static const tn_function TWICE = {
     .name = "TwiceBackward", .forward = twice_fw, .backward = twice_bw};
 
 /* Id: returns its input unchanged (test_function_returns_input). */
-static tn_status id_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                       tn_tensor **out) {
+static int id_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out, tn_tensor **out) {
     out[0] = tn_retain(in[0]);
     return TN_OK;
 }
@@ -228,8 +225,7 @@ static const tn_function ID = {.name = "IdBackward", .forward = id_fw, .backward
 /* ND: (x * 2, x > 1 (bool), x * 3 marked non-differentiable). */
 static double nd_seen[3] = {-1, -1, -1}; /* sums of the gradients backward got */
 static tn_dtype nd_seen_dtype;
-static tn_status nd_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                       tn_tensor **out) {
+static int nd_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out, tn_tensor **out) {
     tn_tensor *one = tn_scalar(1, TN_F32);
     out[0] = tn_mul_scalar(in[0], 2);
     out[1] = one ? tn_gt(in[0], one) : NULL;
@@ -250,8 +246,8 @@ static int nd_bw(tn_function_ctx *ctx, int n_out, tn_tensor *const *go, int n_in
 static const tn_function ND = {.name = "NDBackward", .forward = nd_fw, .backward = nd_bw};
 
 /* ND2: its only output is non-differentiable. */
-static tn_status nd2_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                        tn_tensor **out) {
+static int nd2_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                  tn_tensor **out) {
     if (!(out[0] = tn_mul_scalar(in[0], 2))) return tn_last_status();
     return tn_function_mark_non_differentiable(ctx, out[0]);
 }
@@ -259,8 +255,8 @@ static const tn_function ND2 = {.name = "ND2Backward", .forward = nd2_fw, .backw
 
 /* Probe: records what the context says, in forward and backward. */
 static bool probe_fw_needs[2], probe_bw_needs[2], probe_fw_grad_mode = true;
-static tn_status probe_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                          tn_tensor **out) {
+static int probe_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                    tn_tensor **out) {
     for (int i = 0; i < 2; i++)
         probe_fw_needs[i] = tn_function_needs_input_grad(ctx, i);
     probe_fw_grad_mode = tn_is_grad_enabled();
@@ -278,8 +274,8 @@ static const tn_function PROBE = {
     .name = "ProbeBackward", .forward = probe_fw, .backward = probe_bw};
 
 /* Badly behaved backwards (PyTorch's Bad, Extra2, BadShape, Bcast, Dt). */
-static tn_status mul2_out_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                             tn_tensor **out) {
+static int mul2_out_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                       tn_tensor **out) {
     return (out[0] = tn_mul_scalar(in[n_in - 1], 2)) ? TN_OK : tn_last_status();
 }
 static int bad_count_bw(tn_function_ctx *ctx, int n_out, tn_tensor *const *go, int n_in,
@@ -329,8 +325,8 @@ static void free_counter(void *p) {
     data_freed++;
     free(p);
 }
-static tn_status fail_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                         tn_tensor **out) {
+static int fail_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                   tn_tensor **out) {
     int mode = *(const int *)tn_function_user(ctx);
     tn_function_set_data(ctx, malloc(16), free_counter);
     out[0] = tn_mul_scalar(in[0], 2);
@@ -343,8 +339,8 @@ static tn_status fail_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, i
 }
 
 /* SaveNone: saves (NULL, b) (test_save_none_for_backward). */
-static tn_status savenone_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                             tn_tensor **out) {
+static int savenone_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                       tn_tensor **out) {
     if (!(out[0] = tn_mul(in[0], in[1]))) return tn_last_status();
     return tn_function_save_for_backward(ctx, 2, (tn_tensor *[]){NULL, in[1]});
 }
@@ -365,6 +361,32 @@ static const tn_function SAVE_NONE = {
 /* NoSave: saves nothing; backward twice works. */
 static const tn_function NO_SAVE = {
     .name = "NoSaveBackward", .forward = mul2_out_fw, .backward = times2_bw};
+
+/* MySilu: docs/api.md's example, x * sigmoid(x). */
+static int silu_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                   tn_tensor **out) {
+    tn_tensor *s = tn_sigmoid(in[0]);
+    out[0] = s ? tn_mul(in[0], s) : NULL;
+    tn_release(s); /* the callbacks own what they make: no scope collects it */
+    if (!out[0]) return tn_last_status();
+    return tn_function_save_for_backward(ctx, 1, in); /* x, version-checked at backward */
+}
+
+static int silu_bw(tn_function_ctx *ctx, int n_out, tn_tensor *const *gout, int n_in,
+                   tn_tensor **gin) {
+    tn_tensor *x;
+    tn_status st = tn_function_saved_tensors(ctx, 1, &x);
+    if (st < 0) return st;
+    /* s (1 + x (1 - s)), s = sigmoid(x) recomputed from x: under create_graph these ops are
+     * recorded, so the gradient can be differentiated again */
+    tn_tensor *s = tn_sigmoid(x), *t = tn_rsub_scalar(s, 1), *xt = tn_mul(x, t);
+    tn_tensor *p = tn_add_scalar(xt, 1), *d = tn_mul(s, p);
+    gin[0] = tn_mul(gout[0], d);
+    tn_release(s), tn_release(t), tn_release(xt), tn_release(p), tn_release(d), tn_release(x);
+    return gin[0] ? 1 : tn_last_status(); /* the number of gradients, or an error */
+}
+
+static const tn_function SILU = {.name = "MySiluBackward", .forward = silu_fw, .backward = silu_bw};
 
 /* ---- values, gradients and names ------------------------------------------------ */
 
@@ -389,6 +411,23 @@ static void exp_values_and_gradient(void **state) {
     /* nothing requires grad: nothing recorded either */
     tn_tensor *c = vec3(0, 0, 0, false), *y3 = tn_function_apply1(&MY_EXP, 1, &c);
     assert_null(tn_grad_fn_name(y3));
+    tn_scope_end();
+}
+
+static void doc_example_silu(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *x = vec3(-1, 0, 2, true), *y = tn_function_apply1(&SILU, 1, &x), *g;
+    char text[128];
+    tn_format(y, text, sizeof text);
+    assert_string_equal(text, "tensor([-0.2689,  0.0000,  1.7616], grad_fn=<MySiluBackward>)");
+    assert_int_equal(tn_backward(tn_sum(y), NULL, true), TN_OK);
+    tt_assert_grad(x, (const double[]){0.0723295, 0.5, 1.0907842}, 3, 1e-5);
+    /* second order, as torch.autograd.grad(silu(x).sum(), x, create_graph=True) */
+    tn_zero_grad(x);
+    assert_int_equal(tn_autograd_grad(1, (tn_tensor *[]){tn_sum(y)}, NULL, 1, &x, &g, false, true),
+                     TN_OK);
+    assert_int_equal(tn_backward(tn_sum(g), NULL, false), TN_OK);
+    tt_assert_grad(x, (const double[]){0.3024, 0.5, 0.0501}, 3, 1e-3);
     tn_scope_end();
 }
 
@@ -865,8 +904,8 @@ static void bad_arguments(void **state) {
 
 /* Misuse of the context from inside the callbacks. */
 static tn_status phase_st[4];
-static tn_status misuse_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                           tn_tensor **out) {
+static int misuse_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                     tn_tensor **out) {
     tn_tensor *t;
     phase_st[0] = tn_function_saved_tensors(ctx, 0, &t);
     phase_st[1] = tn_function_saved_count(ctx);
@@ -893,8 +932,8 @@ static void context_misuse(void **state) {
 }
 
 /* The data slot lives as long as the node. */
-static tn_status data_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                         tn_tensor **out) {
+static int data_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                   tn_tensor **out) {
     int *k = malloc(sizeof *k);
     *k = 7;
     tn_function_set_data(ctx, k, free_counter);
@@ -926,8 +965,8 @@ static void user_data_lifetime(void **state) {
 }
 
 /* Nested: a custom function inside another's forward and backward. */
-static tn_status outer_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
-                          tn_tensor **out) {
+static int outer_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                    tn_tensor **out) {
     tn_tensor *e = tn_function_apply1(&MY_EXP, 1, in);
     if (!e) return tn_last_status();
     assert_false(tn_requires_grad(e)); /* forward runs with grad mode off */
@@ -1045,6 +1084,7 @@ static void gradcheck(void **state) {
                        tt_f64(1, S3, (const double[]){1.1, 0.4, -0.7}, true)};
     fd_check(&MY_EXP, 1, x, 1, true);
     fd_check(&SQ, 1, x, 1, true);
+    fd_check(&SILU, 1, x, 1, true);
     fd_check(&TT, 2, x, 2, true);
     tn_release(x[0]);
     tn_release(x[1]);
@@ -1207,6 +1247,7 @@ static void threads(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(exp_values_and_gradient),
+        TT_TEST(doc_example_silu),
         TT_TEST(context_probe),
         TT_TEST(two_inputs_two_outputs),
         TT_TEST(non_differentiable_outputs),

@@ -111,7 +111,6 @@ struct tn_node {
     struct tn_backtrace *trace; /* anomaly mode: forward backtrace (owned) */
     tn_node *parent;          /* anomaly + create_graph: node whose backward made this */
     struct tn_view_geom *geom; /* CopySlices / AsStrided only (owned) */
-    void (*on_free)(tn_node *n); /* custom functions (function.c): frees their state */
 };
 
 static inline bool tn__requires_grad(const tn_tensor *t) {
@@ -194,6 +193,12 @@ void tn__inplace_abandon(tn_rebase *rb);
  * the view), AsStridedBackward0 over that CopySlices. */
 tn_node *tn__copy_slices_running(const tn_node *inner);
 tn_status tn__view_history_after_write(tn_node *cs, tn_tensor *r);
+
+/* ---- custom functions (engine/autograd/function.c) --------------------------- */
+/* The backward of every custom function's node; tn__node_release calls
+ * tn__function_node_free for such a node (its fn is per-node state). */
+tn_status tn__function_backward(tn_node *n, tn_tensor *const *go, tn_tensor **gi);
+void tn__function_node_free(tn_node *n);
 
 /* ---- engine (engine/autograd/engine.c) ------------------------------------- */
 tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *const *grads,

@@ -4,7 +4,7 @@
  * code (nothing it makes goes into a scope), then wraps the outputs as
  * PyTorch's _wrap_outputs does: one node whose fn is a tn_fn_info made for
  * this call, inside the call's state (so the node's name is the user's and
- * its backward finds the state from n->fn), freed with the node (on_free).
+ * its backward finds the state from n->fn), freed with the node (tn__function_node_free).
  *
  * Everything that can fail (aliases, the node, autograd metas, CopySlices
  * for a view written in place) is made before anything is changed; then the
@@ -14,7 +14,7 @@
  *
  * Node layout: inputs as given (edges to their histories), n_saved the
  * tensors of save_for_backward in order, n_out the outputs. The backward
- * (function_bw) calls the user's, checks the number, shape and device of
+ * (tn__function_backward) calls the user's, checks the number, shape and device of
  * its gradients (PyTorch's texts) and, for a once-differentiable function
  * under create_graph, hides them behind an "Error" node.
  */
@@ -63,9 +63,7 @@ static void state_free(fn_state *s) {
     tn__mfree(s);
 }
 
-static void node_on_free(tn_node *n) { state_free(state_of(n)); }
-
-static tn_status function_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi);
+void tn__function_node_free(tn_node *n) { state_free(state_of(n)); }
 
 /* ---- handle lists ------------------------------------------------------------------- */
 
@@ -259,7 +257,7 @@ static tn_status check_apply_args(const tn_function *fn, int n_in, tn_tensor *co
 static fn_state *state_new(const tn_function *fn, int n_in, tn_tensor *const *inputs, int n_out) {
     fn_state *s = tn__calloc(1, sizeof *s + (size_t)n_in * sizeof(bool));
     if (!s) return NULL;
-    s->info = (tn_fn_info){fn->name, function_bw};
+    s->info = (tn_fn_info){fn->name, tn__function_backward};
     s->desc = *fn;
     s->n_in = n_in;
     s->n_out = n_out;
@@ -274,8 +272,8 @@ static tn_status run_forward(tn_function_ctx *ctx, tn_tensor **outputs) {
     const fn_state *s = ctx->s;
     bool prev = tn_set_grad_enabled(false);
     tn__internal_enter();
-    tn_status st = s->desc.forward(ctx, s->n_in, ctx->inputs, s->n_out, outputs);
-    if (st < 0) st = callback_failed(st, s->desc.name, "forward");
+    int r = s->desc.forward(ctx, s->n_in, ctx->inputs, s->n_out, outputs);
+    tn_status st = r < 0 ? callback_failed((tn_status)r, s->desc.name, "forward") : TN_OK;
     for (int k = 0; k < s->n_out && st >= 0; k++)
         if (!outputs[k])
             st = tn__null_arg(true, "%s: forward returned TN_OK but left outputs[%d] NULL",
@@ -288,6 +286,8 @@ static tn_status run_forward(tn_function_ctx *ctx, tn_tensor **outputs) {
     tn_set_grad_enabled(prev);
     return st < 0 ? st : TN_OK;
 }
+
+static const tn_fn_info pending_fn = {"(custom function)", NULL};
 
 /* What becomes of forward's output k. */
 typedef struct out_plan {
@@ -448,10 +448,12 @@ static tn_status wrap_outputs(tn_function_ctx *ctx, tn_tensor **outputs) {
     if (st == TN_OK) st = plan_outputs(ctx, p);
     tn_node *n = NULL;
     if (st == TN_OK && ctx->recording) {
-        n = tn__node_new(&s->info, s->n_in, (const tn_tensor *const *)ctx->inputs, ctx->saved.n,
+        /* made with a stand-in fn, so that a node that node_new itself
+         * releases on failure does not free the state */
+        n = tn__node_new(&pending_fn, s->n_in, (const tn_tensor *const *)ctx->inputs, ctx->saved.n,
                          n_out);
         if (n)
-            n->on_free = node_on_free; /* the node owns the state now */
+            n->fn = &s->info; /* the node owns the state now */
         else
             st = tn_last_status();
     }
@@ -568,7 +570,7 @@ static bool any_requires_grad(int n, tn_tensor *const *t) {
 }
 
 /* The node's backward: the user's, then PyTorch's checks of what it returned. */
-static tn_status function_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
+tn_status tn__function_backward(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     fn_state *s = state_of(n);
     tn_tensor *local[8] = {0}, **g = n->n_in <= 8 ? local : tn__calloc((size_t)n->n_in, sizeof *g);
     if (!g) return tn_last_status();

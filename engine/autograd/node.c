@@ -185,7 +185,7 @@ void tn__node_release(tn_node *n) {
             drop_push(&w, n->inner);
             if (n->trace || n->parent) tn__hooks.node_free(n);
             tn__free_small(n->geom);
-            if (n->on_free) n->on_free(n);
+            if (n->fn->backward == tn__function_backward) tn__function_node_free(n);
             tn__free_small(n);
         }
         n = w.n ? w.v[--w.n] : NULL;

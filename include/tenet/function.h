@@ -2,8 +2,8 @@
  *
  * A custom function is an op whose forward and backward you write in C:
  *
- *   static tn_status my_exp_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in,
- *                              int n_out, tn_tensor **out) {
+ *   static int my_exp_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+ *                        tn_tensor **out) {
  *       out[0] = tn_exp(in[0]);                  // runs with grad mode off
  *       if (!out[0]) return tn_last_status();
  *       return tn_function_save_for_backward(ctx, 1, out);   // the output itself
@@ -63,10 +63,10 @@ typedef struct tn_function_ctx tn_function_ctx;
 
 /* forward: outputs[k] = f(inputs), n_out new references, all non-NULL.
  * Runs with grad mode off (nothing it does is recorded). Returns TN_OK or a
- * negative tn_status. */
-typedef tn_status (*tn_function_forward_fn)(tn_function_ctx *ctx, int n_in,
-                                            tn_tensor *const *inputs, int n_out,
-                                            tn_tensor **outputs);
+ * negative tn_status; on failure the references it left in outputs are
+ * released. */
+typedef int (*tn_function_forward_fn)(tn_function_ctx *ctx, int n_in, tn_tensor *const *inputs,
+                                      int n_out, tn_tensor **outputs);
 /* backward: grad_outputs[k] (borrowed, never NULL: zeros for an output that
  * got no gradient or is not differentiable) is the gradient of output k;
  * writes grad_inputs[i] for i < n_in (new references; NULL: none) and
