@@ -215,6 +215,33 @@ static int twice_bw(tn_function_ctx *ctx, int n_out, tn_tensor *const *go, int n
 static const tn_function TWICE = {
     .name = "TwiceBackward", .forward = twice_fw, .backward = twice_bw};
 
+/* DoubleInplace: x *= 2 in place, returned twice (test_return_duplicate_inplace). */
+static int double_inplace_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                             tn_tensor **out) {
+    tn_status st = tn_function_mark_dirty(ctx, in[0]);
+    if (st == TN_OK) st = tn_mul_scalar_(in[0], 2);
+    if (st < 0) return st;
+    out[0] = tn_retain(in[0]);
+    out[1] = tn_retain(in[0]);
+    return TN_OK;
+}
+static const tn_function DOUBLE_INPLACE = {
+    .name = "DoubleInplaceBackward", .forward = double_inplace_fw, .backward = twice_bw};
+
+/* NDNone: a non-differentiable clone whose backward returns no gradient
+ * (test_mark_non_differentiable_none). */
+static int clone_nd_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                       tn_tensor **out) {
+    if (!(out[0] = tn_clone(in[0]))) return tn_last_status();
+    return tn_function_mark_non_differentiable(ctx, out[0]);
+}
+static int none_bw(tn_function_ctx *ctx, int n_out, tn_tensor *const *go, int n_in,
+                   tn_tensor **gi) {
+    return 1; /* gi[0] stays NULL */
+}
+static const tn_function ND_NONE = {
+    .name = "NDNoneBackward", .forward = clone_nd_fw, .backward = none_bw};
+
 /* Id: returns its input unchanged (test_function_returns_input). */
 static int id_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out, tn_tensor **out) {
     out[0] = tn_retain(in[0]);
@@ -483,6 +510,10 @@ static void non_differentiable_outputs(void **state) {
     assert_true(nd_seen[0] == 3 && nd_seen[1] == 0 && nd_seen[2] == 0); /* zeros for both */
     assert_int_equal(nd_seen_dtype, TN_BOOL);
     /* the only output non-differentiable: no history at all */
+    tn_zero_grad(a);
+    tn_tensor *r = tn_function_apply1(&ND_NONE, 1, (tn_tensor *[]){tn_mul(a, a)});
+    assert_int_equal(tn_backward(tn_sum(tn_mul(r, a)), NULL, false), TN_OK);
+    tt_assert_grad(a, (const double[]){1, 4, 9}, 3, 0); /* r is a constant: a * a */
     tn_tensor *y = tn_function_apply1(&ND2, 1, &a);
     assert_false(tn_requires_grad(y));
     assert_int_equal(tn_backward(tn_sum(y), NULL, false), TN_ERR_AUTOGRAD);
@@ -638,6 +669,15 @@ static void dirty_errors(void **state) {
     assert_string_equal(tn_grad_fn_name(o[1]), "TwiceBackward");
     assert_int_equal(tn_backward(tn_sum(tn_add(o[0], tn_mul_scalar(o[1], 3))), NULL, false), TN_OK);
     tt_assert_grad(a, (const double[]){8, 8, 8}, 3, 0); /* (1 + 3) * 2 */
+    /* a dirty input returned twice: itself, then an alias */
+    tn_zero_grad(a);
+    tn_tensor *cl = tn_clone(a);
+    assert_int_equal(tn_function_apply(&DOUBLE_INPLACE, 1, &cl, 2, o), TN_OK);
+    assert_ptr_equal(o[0], cl);
+    assert_true(tn_shares_storage(o[1], cl));
+    assert_int_equal(tn_version(o[1]), 2);
+    assert_int_equal(tn_backward(tn_sum(tn_add(o[0], o[1])), NULL, false), TN_OK);
+    tt_assert_grad(a, (const double[]){4, 4, 4}, 3, 0);
     tn_scope_end();
 }
 
@@ -736,6 +776,14 @@ static void anomaly_names_custom_node(void **state) {
     assert_string_equal(w->op, "mul_scalar_");
     assert_string_equal(w->frames[0].function, "corrupt");
     assert_int_equal(w->frames[0].line, write_line);
+    char *dot = NULL; /* the graph names the node too, and marks the stale saved output */
+    size_t dot_n = 0;
+    FILE *f_dot = open_memstream(&dot, &dot_n);
+    assert_int_equal(tn_graph_dot(s, f_dot), TN_OK);
+    fclose(f_dot);
+    assert_non_null(strstr(dot, "MyExpBackward"));
+    assert_non_null(strstr(dot, "float32 [3] output, saved v0, now v1"));
+    free(dot);
     /* a second backward through it: the report names it too */
     tn_tensor *x2 = vec3(1, 2, 3, true), *s2 = tn_sum(tn_function_apply1(&SQ, 1, &x2));
     assert_int_equal(tn_backward(s2, NULL, false), TN_OK);
@@ -1086,6 +1134,7 @@ static void gradcheck(void **state) {
     fd_check(&SQ, 1, x, 1, true);
     fd_check(&SILU, 1, x, 1, true);
     fd_check(&TT, 2, x, 2, true);
+    fd_check(&TWICE, 1, x, 2, false); /* test_return_duplicate; linear: no second order */
     tn_release(x[0]);
     tn_release(x[1]);
 }
