@@ -618,6 +618,16 @@ static void dirty_view(void **state) {
     assert_non_null(tn_function_apply1(&MUL2_LATE, 1, &v)); /* saves the view */
     assert_int_equal(tn_backward(tn_sum(tn_mul(v, v)), NULL, false), TN_OK);
     tt_assert_grad(a, (const double[]){8, 16, 0}, 3, 0); /* d/da (2a)^2 = 8a */
+    /* ... and twice (create_graph unpacks the saved view with its history after the write) */
+    c = tn_mul_scalar(a, 1);
+    v = tn_narrow(c, 0, 0, 2);
+    assert_non_null(tn_function_apply1(&MUL2_LATE, 1, &v));
+    tn_tensor *g1, *g2, *l1 = tn_sum(tn_mul(v, v));
+    assert_int_equal(tn_autograd_grad(1, &l1, NULL, 1, &a, &g1, false, true), TN_OK);
+    tt_assert_close(g1, (const double[]){8, 16, 0}, 3, 0);
+    tn_tensor *l2 = tn_sum(g1);
+    assert_int_equal(tn_autograd_grad(1, &l2, NULL, 1, &a, &g2, false, false), TN_OK);
+    tt_assert_close(g2, (const double[]){8, 8, 0}, 3, 0);
     /* a view of a leaf, or more than one output, or not the first input: refused */
     tn_tensor *va = tn_narrow(a, 0, 1, 2);
     assert_null(tn_function_apply1(&MUL2, 1, &va));

@@ -3,8 +3,9 @@
  * tn_function_apply runs the user's forward with grad mode off, as engine
  * code (nothing it makes goes into a scope), then wraps the outputs as
  * PyTorch's _wrap_outputs does: one node whose fn is a tn_fn_info made for
- * this call, inside the call's state (so the node's name is the user's and
- * its backward finds the state from n->fn), freed with the node (tn__function_node_free).
+ * this call, inside the call's state, so that the node's name is the user's
+ * and its backward finds the state from n->fn. tn__node_release frees the
+ * state with the node (tn__function_node_free).
  *
  * Everything that can fail (aliases, the node, autograd metas, CopySlices
  * for a view written in place) is made before anything is changed; then the
@@ -13,10 +14,10 @@
  * caller's scope comes last.
  *
  * Node layout: inputs as given (edges to their histories), n_saved the
- * tensors of save_for_backward in order, n_out the outputs. The backward
- * (tn__function_backward) calls the user's, checks the number, shape and device of
- * its gradients (PyTorch's texts) and, for a once-differentiable function
- * under create_graph, hides them behind an "Error" node.
+ * tensors of save_for_backward in order, n_out the outputs. Its backward
+ * (tn__function_backward) calls the user's, checks the number, shape and
+ * device of its gradients (PyTorch's texts) and, for a once-differentiable
+ * function under create_graph, hides them behind an "Error" node.
  */
 #include <stddef.h>
 
