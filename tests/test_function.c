@@ -812,6 +812,34 @@ static void anomaly_names_custom_node(void **state) {
     tn_scope_end();
 }
 
+/* NaN: forward log(x) (NaN for x < 0), backward g * NaN. */
+static int log_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                  tn_tensor **out) {
+    return (out[0] = tn_log(in[0])) ? TN_OK : tn_last_status();
+}
+static int nan_bw(tn_function_ctx *ctx, int n_out, tn_tensor *const *go, int n_in, tn_tensor **gi) {
+    return one_grad(gi, tn_mul_scalar(go[0], NAN));
+}
+static const tn_function NAN_FN = {.name = "MyNanBackward", .forward = log_fw, .backward = nan_bw};
+
+static void anomaly_nan_names_custom_node(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_set_detect_anomaly(true, true);
+    tn_tensor *x = vec2(1, 2, true);
+    tn_tensor *y = tn_function_apply1(&NAN_FN, 1, &x);
+    assert_int_equal(tn_backward(tn_sum(y), NULL, false), TN_ERR_NAN);
+    tt_assert_error(TN_ERR_NAN, "Function 'MyNanBackward' returned nan values in its 0th output.");
+    assert_int_equal(tn_anomaly_report_kind(tn_last_anomaly()), TN_ANOMALY_NAN_BACKWARD);
+    assert_string_equal(tn_anomaly_report_node(tn_last_anomaly()), "MyNanBackward");
+    /* forward: the custom function is the producer (a warning and a report) */
+    tn_tensor *neg = vec2(-1, 2, false);
+    assert_non_null(tn_function_apply1(&NAN_FN, 1, &neg));
+    assert_int_equal(tn_anomaly_report_kind(tn_last_anomaly()), TN_ANOMALY_NAN_FORWARD);
+    assert_string_equal(tn_anomaly_report_node(tn_last_anomaly()), "MyNanBackward");
+    tn_set_detect_anomaly(false, false);
+    tn_scope_end();
+}
+
 /* ---- higher order ------------------------------------------------------------------- */
 
 static void double_backward(void **state) {
@@ -1318,6 +1346,7 @@ int main(void) {
         TT_TEST(saved_output_modified),
         TT_TEST(save_none_and_twice),
         TT_TEST(anomaly_names_custom_node),
+        TT_TEST(anomaly_nan_names_custom_node),
         TT_TEST(double_backward),
         TT_TEST(once_differentiable),
         TT_TEST(wrong_gradients),
