@@ -110,7 +110,10 @@ typedef struct tn_function {
  * whose history is the node; the input keeps its own. An input marked dirty
  * comes back as itself: its version is bumped once more (as PyTorch) and the
  * node becomes its history (for a view: CopySlices on its base). On failure
- * outputs[] are all NULL and nothing is recorded. */
+ * outputs[] are all NULL and nothing is recorded; the one failure that comes
+ * after the recording is the caller's scope failing to grow to register the
+ * outputs (TN_ERR_OUT_OF_MEMORY): the graph is then recorded and the dirty
+ * inputs bumped, and the outputs already registered go with the scope. */
 tn_status tn_function_apply(const tn_function *fn, int n_in, tn_tensor *const *inputs, int n_out,
                             tn_tensor **outputs);
 /* The same for a function with one output: the output or NULL. */
