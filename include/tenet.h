@@ -27,6 +27,7 @@
 #include "tenet/runtime.h"
 #include "tenet/debug.h"
 #include "tenet/threads.h"
+#include "tenet/function.h"
 
 #define TENET_VERSION_MAJOR 0
 #define TENET_VERSION_MINOR 1

@@ -248,6 +248,11 @@ tn_status tn__run_cell_hooks(tn_grad_cell *c, tn_tensor **g);
 tn_status tn__run_post_accumulate(tn_grad_cell *c);
 /* retain_grad on output k of n: marks its place among n's hooks. */
 tn_status tn__hooks_mark_retain(tn_node *n, int k);
+/* ---- custom functions (engine/autograd/function.c) --------------------------- */
+/* The backward of every custom function's node; tn__node_release calls
+ * tn__function_node_free for such a node (its fn is per-node state). */
+tn_status tn__function_backward(tn_node *n, tn_tensor *const *go, tn_tensor **gi);
+void tn__function_node_free(tn_node *n);
 
 /* ---- engine (engine/autograd/engine.c) ------------------------------------- */
 tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *const *grads,

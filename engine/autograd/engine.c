@@ -206,6 +206,7 @@ static bool is_capture_cell(const run *r, const tn_grad_cell *c) {
 
 static bool feeds_input(const run *r, const tn_edge *e) {
     if (e->cell) return is_capture_cell(r, e->cell);
+    if (!e->node) return false; /* an empty edge (an input that needs no grad) feeds nothing */
     for (int k = 0; k < r->n_inputs; k++) {
         const tn_tensor *t = r->inputs[k];
         if (tn__grad_fn(t) == e->node) return true;

@@ -192,6 +192,7 @@ void tn__node_release(tn_node *n) {
             if (n->trace || n->parent) tn__hooks.node_free(n);
             tn__hooks_free(&n->hooks);
             tn__free_small(n->geom);
+            if (n->fn->backward == tn__function_backward) tn__function_node_free(n);
             tn__free_small(n);
         }
         n = w.n ? w.v[--w.n] : NULL;
