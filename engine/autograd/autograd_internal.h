@@ -105,7 +105,7 @@ struct tn_node {
     tn_input_meta *out_meta;  /* n_out: shapes of the outputs (zero grads) */
     tn_saved *saved;          /* n_saved */
     _Atomic(tn_grad_cell *) *retained; /* n_out: retain_grad targets */
-    double d[4];              /* op parameters */
+    double d[2];              /* op parameters */
     int64_t i[TN_NODE_MAX_I];
     tn_node *inner;           /* CopySlices: the wrapped in-place node */
     struct tn_backtrace *trace; /* anomaly mode: forward backtrace (owned) */
