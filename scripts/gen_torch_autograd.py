@@ -17,8 +17,9 @@ becomes "[float64 [3]]" and "torch.Size([2])" becomes "[2]". A version-error
 text is cut before " Hint:" (the hint names tenet's switch, not PyTorch's).
 
 The last section computes values for tests that need features tenet does not
-have yet (hooks, custom Functions, multi-root backward, allow_unused,
-next_functions): the C file does not use them yet.
+have yet (hooks, custom Functions, multi-root backward, backward(inputs=),
+allow_unused, next_functions, multi-output views): the C file does not use
+them yet.
 """
 import math
 import re
@@ -1351,7 +1352,8 @@ def t_grad_thread_safety():
 
 # =============================================================================
 # For tests that need hooks, custom Functions, multi-root backward,
-# allow_unused or next_functions (not in tenet yet): values only.
+# backward(inputs=), allow_unused, next_functions or multi-output views
+# (unbind, chunk, split), none of them in tenet yet: values only.
 # =============================================================================
 
 
@@ -1465,6 +1467,35 @@ def t_function_returns_input():
     arr("v_grad", v.grad)
 
 
+def t_inplace_on_view_multiple_outputs():
+    section("inplace_on_view_multiple_outputs", "TestAutogradDeviceType")
+    root = torch.arange(9.0).reshape(3, 3).requires_grad_()
+    x = root.clone()
+    v1 = x.unbind()
+    text("msg", error_of(lambda: v1[0].mul_(2)))
+
+
+def t_inplace_on_view_multi_output_safe():
+    section("inplace_on_view_multi_output_safe", "TestAutogradDeviceType")
+    a = vals((3, 3)).requires_grad_()
+    s1, s2, s3 = (a + a).chunk(3)
+    text("msg", error_of(lambda: s1.mul_(s2)))
+
+
+def t_backward_with_inputs():
+    section("backward_with_inputs")
+    x, y = hv_inputs()
+    go = torch.ones(2, 2)
+    torch.autograd.backward(quad_py(x, y), go, inputs=[x])
+    arr("x_grad", x.grad)
+    num("y_grad_is_none", y.grad is None)
+    err("msg_empty", lambda: torch.autograd.backward(quad_py(x, y), go, inputs=[]))
+
+
+def quad_py(x, y):
+    return x**2 + y * x + y**2
+
+
 TESTS = [v for k, v in sorted(globals().items()) if k.startswith("t_")]
 ORDER = [
     t_tensor_grad_warnings, t_accumulate_grad, t_accumulate_grad_tensor_reference,
@@ -1496,6 +1527,8 @@ ORDER = [
     t_grad_thread_safety,
     t_multi_backward, t_dependent_backward, t_duplicate_backward_root, t_grad_unreachable,
     t_next_functions, t_hooks, t_tensor_hooks_inplace, t_function_returns_input,
+    t_inplace_on_view_multiple_outputs, t_inplace_on_view_multi_output_safe,
+    t_backward_with_inputs,
 ]
 assert sorted(f.__name__ for f in ORDER) == sorted(f.__name__ for f in TESTS), \
     set(f.__name__ for f in TESTS) ^ set(f.__name__ for f in ORDER)

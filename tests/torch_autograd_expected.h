@@ -525,4 +525,15 @@ TX double E_tensor_hooks_inplace_a_grad[] = {8.0};
 /* ---- TestAutograd.test_function_returns_input */
 TX double E_function_returns_input_v_grad[] = {2.0};
 
+/* ---- TestAutogradDeviceType.test_inplace_on_view_multiple_outputs */
+TX char E_inplace_on_view_multiple_outputs_msg[] = "Output 0 of UnbindBackward0 is a view and is being modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+
+/* ---- TestAutogradDeviceType.test_inplace_on_view_multi_output_safe */
+TX char E_inplace_on_view_multi_output_safe_msg[] = "Output 0 of SplitBackward0 is a view and is being modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+
+/* ---- TestAutograd.test_backward_with_inputs */
+TX double E_backward_with_inputs_x_grad[] = {-0.5, -1.75, 0.25, -1.0};
+#define E_backward_with_inputs_y_grad_is_none 1
+TX char E_backward_with_inputs_msg_empty[] = "'inputs' argument to backward() cannot be empty.";
+
 #endif
