@@ -131,7 +131,8 @@ tn_status tn_autograd_grad_ex(int n_out, tn_tensor *const *outputs,
                               tn_tensor *const *grad_outputs, int n_in,
                               tn_tensor *const *inputs, tn_tensor **grads_out,
                               bool retain_graph, bool create_graph, bool allow_unused) {
-    if (n_out <= 0 || n_in <= 0 || !outputs || !inputs || !grads_out)
+    if (n_in == 0) return tn__error(TN_ERR_INVALID_ARGUMENT, "grad requires non-empty inputs.");
+    if (n_out <= 0 || n_in < 0 || !outputs || !inputs || !grads_out)
         return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_autograd_grad: empty or NULL argument list");
     /* PyTorch's order: the outputs first ("element 0 of tensors does not
      * require grad ..." when x does not require grad in grad(f(x), x)). */

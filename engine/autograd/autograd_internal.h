@@ -132,6 +132,9 @@ tn_status tn__view_sync_slow(tn_tensor *t);
 static inline tn_status tn__view_sync(const tn_tensor *t) {
     return TN_UNLIKELY(t && tn__view_stale(t)) ? tn__view_sync_slow((tn_tensor *)t) : TN_OK;
 }
+/* PyTorch's error for a view made in no-grad mode (or a view of one) that is
+ * written in place (indirect: its base or another view was written). */
+tn_status tn__no_grad_view_error(const tn_tensor *t, bool indirect);
 /* Records t's history as current (a view written in place, whose history
  * was just set). */
 void tn__view_mark_current(tn_tensor *t);

@@ -14,13 +14,7 @@ tn_status tn__check_inplace(const tn_tensor *t, const tn_tensor *src) {
     if (!tn__grad_enabled()) return TN_OK;
     if (t->view_base && t->view_mode == TN_VIEW_NO_GRAD &&
         (tn__requires_grad(t) || tn__requires_grad(src)))
-        return tn__error(TN_ERR_AUTOGRAD,
-                         "A view was created in no_grad mode and is being modified inplace with "
-                         "grad mode enabled. Given that this use case is ambiguous and "
-                         "error-prone, it is forbidden. You can clarify your code by moving both "
-                         "the view and the inplace either both inside the no_grad block (if you "
-                         "don't want the inplace to be tracked) or both outside (if you want the "
-                         "inplace to be tracked).");
+        return tn__no_grad_view_error(t, false);
     if (t->view_base) {
         const tn_tensor *b = t->view_base;
         if (tn__requires_grad(b) && !b->ag->grad_fn)

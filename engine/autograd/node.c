@@ -211,6 +211,7 @@ tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr) {
     if (!m) return TN_ERR_OUT_OF_MEMORY;
     tn__node_retain(n);
     tn_node *old = m->grad_fn;
+    int old_nr = m->output_nr;
     m->grad_fn = n;
     m->output_nr = output_nr;
     m->requires_grad = true;
@@ -220,9 +221,17 @@ tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr) {
     om->device = out->storage->device;
     memcpy(om->shape, out->shape, (size_t)out->ndim * sizeof(int64_t));
     if (m->cell && m->retains_grad) {
-        /* retain_grad follows the tensor to its new grad_fn (in-place). */
+        /* retain_grad follows the tensor to its new grad_fn (in-place, a
+         * view regenerated) and leaves the old one: .grad is the gradient
+         * of the tensor's current value only, as PyTorch. */
         tn__cell_weak_retain(m->cell);
         atomic_store_explicit(&n->retained[output_nr], m->cell, memory_order_release);
+        tn_grad_cell *mine = m->cell;
+        /* acq_rel: pairs with the engine's acquire load of the slot */
+        if (old && atomic_compare_exchange_strong_explicit(&old->retained[old_nr], &mine, NULL,
+                                                           memory_order_acq_rel,
+                                                           memory_order_relaxed))
+            tn__cell_weak_release(mine);
     } else if (m->cell) {
         /* A leaf that became a non-leaf (copy_ into it): no .grad any more. */
         tn__cell_release(m->cell);

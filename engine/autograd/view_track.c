@@ -23,15 +23,26 @@
  * never holds a freed node.
  */
 #include <sched.h>
+#include <stdio.h>
 
 #include "autograd_internal.h"
 
-static const char no_grad_view_msg[] =
-    "A view was created in no_grad mode and its base or another view of its base has been "
-    "modified inplace with grad mode enabled. Given that this use case is ambiguous and "
-    "error-prone, it is forbidden. You can clarify your code by moving both the view and the "
-    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) "
-    "or both outside (if you want the inplace to be tracked).";
+tn_status tn__no_grad_view_error(const tn_tensor *t, bool indirect) {
+    const tn_node *fn = tn__grad_fn(t);
+    char prefix[160];
+    if (fn) /* a view of a view made in no-grad mode, itself made with grad mode on */
+        snprintf(prefix, sizeof prefix, "Output %d of %s is a view of a view which was created in",
+                 t->ag->output_nr, fn->fn->name);
+    else
+        snprintf(prefix, sizeof prefix, "A view was created in");
+    return tn__error(TN_ERR_AUTOGRAD,
+                     "%s no_grad mode and %s modified inplace with grad mode enabled. Given that "
+                     "this use case is ambiguous and error-prone, it is forbidden. You can "
+                     "clarify your code by moving both the view and the inplace either both "
+                     "inside the no_grad block (if you don't want the inplace to be tracked) or "
+                     "both outside (if you want the inplace to be tracked).",
+                     prefix, indirect ? "its base or another view of its base has been" : "is being");
+}
 
 /* The new history of stale view t (the guard held). */
 static tn_status regenerate(tn_tensor *t) {
@@ -39,7 +50,7 @@ static tn_status regenerate(tn_tensor *t) {
     tn_node *old = tn__grad_fn(t);
     /* Nothing to follow: no history of its own, and the base has none. */
     if (!old && !tn__requires_grad(base)) return TN_OK;
-    if (t->view_mode == TN_VIEW_NO_GRAD) return tn__error(TN_ERR_AUTOGRAD, no_grad_view_msg);
+    if (t->view_mode == TN_VIEW_NO_GRAD) return tn__no_grad_view_error(t, true);
     tn_node *as = tn__as_strided_node(t, base);
     if (!as) return tn_last_status();
     tn__node_retain(old); /* set_output drops the view's reference: retire it instead */

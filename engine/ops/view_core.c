@@ -10,7 +10,10 @@ tn_tensor *tn__make_view(tn_tensor *a, int ndim, const int64_t *shape, const int
     tn_tensor *v = tn__alias(a, ndim, shape, stride, offset);
     if (!v) return NULL;
     v->view_base = tn__retain(a->view_base ? a->view_base : a);
-    v->view_mode = tn__grad_enabled() ? TN_VIEW_GRAD : TN_VIEW_NO_GRAD;
+    /* a view of a view made in no-grad mode inherits its mode (PyTorch's
+     * propagate_creation_meta) */
+    bool inherited = a->view_base && a->view_mode == TN_VIEW_NO_GRAD;
+    v->view_mode = tn__grad_enabled() && !inherited ? TN_VIEW_GRAD : TN_VIEW_NO_GRAD;
     atomic_init(&v->view_version, tn__version_get(v)); /* a's history is synced below */
     if (!fn || !tn__needs_grad(1, (const tn_tensor *[]){a})) return v;
     tn_node *n = tn__node_new(fn, 1, (const tn_tensor *[]){a}, 0, 1);
