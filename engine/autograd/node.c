@@ -28,7 +28,7 @@ void tn__cell_weak_retain(tn_grad_cell *c) {
 void tn__cell_weak_release(tn_grad_cell *c) {
     /* acq_rel: the last holder frees after every other's use of the struct */
     if (c && atomic_fetch_sub_explicit(&c->weak, 1, memory_order_acq_rel) == 1) {
-        tn__hooks_free(&c->hooks);
+        if (tn__has_hooks(&c->hooks)) tn__hooks_free(&c->hooks);
         tn__free_small(c);
     }
 }
@@ -196,7 +196,7 @@ void tn__node_release(tn_node *n) {
                 tn__cell_weak_release(atomic_load_explicit(&n->retained[i], memory_order_acquire));
             drop_push(&w, n->inner);
             if (n->trace || n->parent) tn__hooks.node_free(n);
-            tn__hooks_free(&n->hooks);
+            if (tn__has_hooks(&n->hooks)) tn__hooks_free(&n->hooks);
             tn__free_small(n->geom);
             if (n->fn->backward == tn__function_backward) tn__function_node_free(n);
             tn__free_small(n);
