@@ -2253,6 +2253,8 @@ def t_inplace_not_requires_grad():
     # Left out: the unbind case (no multi-output views in tenet)
     MyFn = fn_class("MyFn", lambda ctx, inp: inp.view_as(inp), lambda ctx, g: g)
     a, b = vals((1, 2)), vals((1,), 1).requires_grad_()
+    arr("a0", a)
+    arr("b", b)
     err("msg_add", lambda: MyFn.apply(a).add_(b))
     err("msg_copy", lambda: MyFn.apply(a).copy_(b))
     a.select(1, 0).copy_(b)

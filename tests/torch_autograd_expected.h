@@ -792,6 +792,8 @@ TX double E_autograd_multiple_views_python_a_grad[] = {0.0, 1.0};
 TX char E_autograd_multiple_views_python_msg[] = "Output 0 of ComplexViewBackward is a view and is being modified inplace. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
 
 /* ---- TestAutograd.test_inplace_not_requires_grad */
+TX double E_inplace_not_requires_grad_a0[] = {-0.75, 1.0};
+TX double E_inplace_not_requires_grad_b[] = {0.5};
 TX char E_inplace_not_requires_grad_msg_add[] = "A view was created in no_grad mode and is being modified inplace with grad mode enabled. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
 TX char E_inplace_not_requires_grad_msg_copy[] = "A view was created in no_grad mode and is being modified inplace with grad mode enabled. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
 TX double E_inplace_not_requires_grad_a[] = {0.5, 1.0};
