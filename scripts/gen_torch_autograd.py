@@ -2615,6 +2615,85 @@ def t_grad_materialize_grads():
     num("d2ydx2_is_none", d2 is None)
 
 
+def t_autograd_simple_views_python():
+    section("autograd_simple_views_python")
+    # float64 and pure_view=False only (ctx._is_pure_view is private; no
+    # complex dtypes in tenet); gradcheck as the gradient of fn(a, b).abs()
+    bw_called, ga_nz = [0], [False]
+
+    def one_fw(ctx, a, make_view):
+        return a.narrow(0, 0, 2) if make_view else a.clone()
+
+    def one_bw(ctx, ga):
+        bw_called[0] += 1
+        return ga, None
+
+    def two_fw(ctx, a, b, make_view):
+        a = a.narrow(0, 0, 2) if make_view else a.clone()
+        return a, a + b
+
+    def two_bw(ctx, ga, gab):
+        bw_called[0] += 1
+        ga_nz[0] = not bool(ga.eq(0).all())
+        return ga + gab, gab, None
+
+    def temp_fw(ctx, a, make_view):
+        ctx.save_for_backward(a)
+        a = a.narrow(0, 0, 2) if make_view else a.clone()
+        return a.clone().select(0, 0)
+
+    def temp_bw(ctx, grad):
+        bw_called[0] += 1
+        (a,) = ctx.saved_tensors
+        res = torch.zeros_like(a)
+        res.select(0, 0).copy_(grad)
+        return res, None
+    IdOneOutput = fn_class("IdOneOutput", one_fw, one_bw)
+    IdTwoOutput = fn_class("IdTwoOutput", two_fw, two_bw)
+    ViewOfTemp = fn_class("ViewOfTemp", temp_fw, temp_bw)
+    raises, called, nz, grads = [], [], [], []
+    for fn_id in ("one_output", "two_output", "view_of_temp"):
+        for inplace in (True, False):
+            for make_view in (True, False):
+                def fn(a, b):
+                    a, b = a.clone(), b.clone()
+                    if fn_id == "two_output":
+                        tmp1, tmp2 = IdTwoOutput.apply(a, b, make_view)
+                        if inplace:
+                            tmp1 += 3
+                            tmp2 += 3
+                        else:
+                            tmp1, tmp2 = tmp1 + 3, tmp2 + 3
+                        tmp = tmp1 * tmp2
+                    else:
+                        if fn_id == "one_output":
+                            tmp = IdOneOutput.apply(a, make_view)
+                        else:
+                            tmp = ViewOfTemp.apply(a + b, make_view)
+                        if inplace:
+                            tmp += 3
+                        else:
+                            tmp = tmp + 3
+                    return tmp.sum()
+                a = torch.ones(2, requires_grad=True)
+                b = torch.ones(2, requires_grad=True)
+                bw_called[0] = 0
+                ga_nz[0] = True
+                msg = error_of_or_none(lambda: fn(a, b).abs().backward())
+                raises.append(msg is not None)
+                called.append(bw_called[0])
+                nz.append(ga_nz[0])
+                if msg is None:
+                    grads += a.grad.tolist() + (b.grad.tolist() if b.grad is not None else [0, 0])
+                else:
+                    grads += [0, 0, 0, 0]
+                    text("msg%d" % (len(raises) - 1), msg)
+    ints("raises", raises)  # per case: fn one/two/temp x inplace T/F x make_view T/F
+    ints("bw_called", called)
+    ints("ga_nz", nz)
+    arr("grads", grads)  # a.grad, b.grad per case (zeros: none)
+
+
 # =============================================================================
 # Values for tests that need what tenet still lacks (backward(inputs=),
 # multi-output views: unbind, chunk, split), and for test_function_returns_input
@@ -2719,6 +2798,7 @@ ORDER = [
     t_grad_mode_restored_reentrant, t_simple_reentrant, t_reentrant_child_error,
     t_deep_reentrant, t_reentrant_priority, t_reentrant_with_leaf_variable_hook,
     t_reentrant_with_non_leaf_variable_hook, t_grad_materialize_grads,
+    t_autograd_simple_views_python,
     t_function_returns_input, t_inplace_on_view_multiple_outputs,
     t_inplace_on_view_multi_output_safe, t_backward_with_inputs,
 ]

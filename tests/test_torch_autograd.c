@@ -3197,12 +3197,13 @@ FW(fw_complex_view) {
     out[0] = tn_select(in[0], 0, 1);
     return out[0] ? tn_function_save_for_backward(ctx, 1, in) : tn_last_status();
 }
-BW(bw_complex_view) {
+/* zeros like the saved input, with the gradient in row idx */
+static int saved_row_grad(tn_function_ctx *ctx, tn_tensor *const *go, tn_tensor **gi, int64_t idx) {
     bw_called++;
     tn_tensor *a;
     tn_status st = tn_function_saved_tensors(ctx, 1, &a);
     if (st < 0) return st;
-    tn_tensor *res = tn_zeros(tn_ndim(a), tn_shape(a), TN_F64), *row = tn_select(res, 0, 1);
+    tn_tensor *res = tn_zeros(tn_ndim(a), tn_shape(a), TN_F64), *row = tn_select(res, 0, idx);
     st = tn_copy_(row, go[0]);
     tn_release(row);
     tn_release(a);
@@ -3213,6 +3214,7 @@ BW(bw_complex_view) {
     gi[0] = res;
     return 1;
 }
+BW(bw_complex_view) { return saved_row_grad(ctx, go, gi, 1); }
 FUNCTION(COMPLEX_VIEW, "ComplexViewBackward", fw_complex_view, bw_complex_view);
 
 /* TestAutograd.test_autograd_multiple_views_python: writing in place into a
@@ -3809,6 +3811,106 @@ static void test_grad_materialize_grads(void **state) {
     END();
 }
 
+/* test_autograd_simple_views_python's functions; user: make_view.
+ * IdOneOutput: a narrowed or cloned; IdTwoOutput: (that, that + b);
+ * ViewOfTemp: saves a, returns that.clone().select(0, 0). */
+static bool simple_ga_nz;
+static tn_tensor *narrow_or_clone(tn_function_ctx *ctx, tn_tensor *a) {
+    return tn_function_user(ctx) ? tn_narrow(a, 0, 0, 2) : tn_clone(a);
+}
+FW(fw_id_one) { OUT1(narrow_or_clone(ctx, in[0])); }
+BW(bw_id_one) {
+    bw_called++;
+    GRAD1(tn_retain(go[0]));
+}
+FW(fw_id_two) {
+    out[0] = narrow_or_clone(ctx, in[0]);
+    out[1] = out[0] ? tn_add(out[0], in[1]) : NULL;
+    return out[1] ? TN_OK : tn_last_status();
+}
+BW(bw_id_two) {
+    bw_called++;
+    double ga[2];
+    tn_status st = tn_copy_to_f64(go[0], ga, 2);
+    if (st < 0) return st;
+    simple_ga_nz = ga[0] != 0 || ga[1] != 0;
+    gi[0] = tn_add(go[0], go[1]);
+    gi[1] = tn_retain(go[1]);
+    return gi[0] ? 2 : tn_last_status();
+}
+FW(fw_view_of_temp) {
+    tn_tensor *a = narrow_or_clone(ctx, in[0]), *b = a ? tn_clone(a) : NULL;
+    out[0] = b ? tn_select(b, 0, 0) : NULL;
+    tn_release(a);
+    tn_release(b);
+    return out[0] ? tn_function_save_for_backward(ctx, 1, in) : tn_last_status();
+}
+BW(bw_view_of_temp) { return saved_row_grad(ctx, go, gi, 0); }
+#define SIMPLE_VIEW_FN(nm, fw, bw)                                                                 \
+    {{.name = nm, .forward = fw, .backward = bw},                                                  \
+     {.name = nm, .forward = fw, .backward = bw, .user = (void *)1}}
+static const tn_function SIMPLE_VIEWS[3][2] = {
+    SIMPLE_VIEW_FN("IdOneOutputBackward", fw_id_one, bw_id_one),
+    SIMPLE_VIEW_FN("IdTwoOutputBackward", fw_id_two, bw_id_two),
+    SIMPLE_VIEW_FN("ViewOfTempBackward", fw_view_of_temp, bw_view_of_temp)};
+
+/* fn(a, b).abs().backward() of test_autograd_simple_views_python */
+static tn_status simple_views_case(int fn, bool inplace, bool make_view, tn_tensor *a,
+                                   tn_tensor *b) {
+    const tn_function *f = &SIMPLE_VIEWS[fn][make_view];
+    tn_tensor *ac = tn_clone(a), *bc = tn_clone(b), *tmp, *o[2];
+    if (fn == 1) {
+        tn_status st = tn_function_apply(f, 2, (tn_tensor *[]){ac, bc}, 2, o);
+        for (int i = 0; i < 2 && st == TN_OK; i++) {
+            if (inplace) st = tn_add_scalar_(o[i], 3);
+            else if (!(o[i] = tn_add_scalar(o[i], 3))) st = tn_last_status();
+        }
+        if (st < 0) return st;
+        tmp = tn_mul(o[0], o[1]);
+    } else {
+        tn_tensor *in = fn == 0 ? ac : tn_add(ac, bc);
+        tmp = tn_function_apply1(f, 1, &in);
+        if (!tmp) return tn_last_status();
+        if (inplace) {
+            tn_status st = tn_add_scalar_(tmp, 3);
+            if (st < 0) return st;
+        } else {
+            tmp = tn_add_scalar(tmp, 3);
+        }
+    }
+    return tn_backward(tn_abs(tn_sum(tmp)), NULL, false);
+}
+
+/* TestAutograd.test_autograd_simple_views_python: float64, pure_view False
+ * (ctx._is_pure_view is private; no complex dtypes in tenet); gradcheck as
+ * the gradients of fn(a, b).abs(). PyTorch refuses in-place writes into
+ * views made inside a custom function (cases 0, 4, 8, 9: E_..._msg<k>);
+ * tenet lets them through. */
+static void test_autograd_simple_views_python(void **state) {
+    static const char *const msgs[12] = {
+        [0] = E_autograd_simple_views_python_msg0, [4] = E_autograd_simple_views_python_msg4,
+        [8] = E_autograd_simple_views_python_msg8, [9] = E_autograd_simple_views_python_msg9};
+    BEGIN();
+    for (int k = 0; k < 12; k++) {
+        int fn = k / 4;
+        bool inplace = (k / 2) % 2 == 0, make_view = k % 2 == 0;
+        tn_tensor *a = ones(1, S(2), true), *b = ones(1, S(2), true);
+        bw_called = 0;
+        simple_ga_nz = true;
+        tn_status st = simple_views_case(fn, inplace, make_view, a, b);
+        if ((st < 0) != (bool)E_autograd_simple_views_python_raises[k])
+            fail_msg("case %d: %s (%s)", k, tn_status_string(st), tn_last_error());
+        if (st < 0) expect_error(TN_ERR_AUTOGRAD, msgs[k]);
+        assert_int_equal(bw_called, E_autograd_simple_views_python_bw_called[k]);
+        assert_int_equal(simple_ga_nz, E_autograd_simple_views_python_ga_nz[k]);
+        if (st < 0) continue;
+        tt_assert_grad(a, E_autograd_simple_views_python_grads + 4 * k, 2, TOL);
+        tn_tensor *bg = tn_grad(b);
+        tt_assert_close(bg ? bg : zeros(1, S(2), false), E_autograd_simple_views_python_grads + 4 * k + 2, 2, TOL);
+    }
+    END();
+}
+
 /* ================================================================================================
  */
 
@@ -3961,6 +4063,7 @@ int main(void) {
         TT_TEST(test_autograd_python_custom_function_inplace),
         TT_TEST(test_autograd_multiple_views_python),
         TT_TEST(test_inplace_not_requires_grad),
+        TT_TEST(test_autograd_simple_views_python),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     const char *run_known = getenv("TENET_PORT_KNOWN_DIFFERENCES");

@@ -892,6 +892,16 @@ TX double E_reentrant_with_non_leaf_variable_hook_param_grad[] = {-4.5, 6.0, -3.
 #define E_grad_materialize_grads_dydx_requires_grad 1
 #define E_grad_materialize_grads_d2ydx2_is_none 1
 
+/* ---- TestAutograd.test_autograd_simple_views_python */
+TX char E_autograd_simple_views_python_msg0[] = "Output 0 of IdOneOutputBackward is a view and is being modified inplace. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
+TX char E_autograd_simple_views_python_msg4[] = "Output 0 of IdTwoOutputBackward is a view and is being modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+TX char E_autograd_simple_views_python_msg8[] = "Output 0 of ViewOfTempBackward is a view and is being modified inplace. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
+TX char E_autograd_simple_views_python_msg9[] = "Output 0 of ViewOfTempBackward is a view and is being modified inplace. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
+TX int64_t E_autograd_simple_views_python_raises[] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0};
+TX int64_t E_autograd_simple_views_python_bw_called[] = {0, 1, 1, 1, 0, 1, 1, 1, 0, 0, 1, 1};
+TX int64_t E_autograd_simple_views_python_ga_nz[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+TX double E_autograd_simple_views_python_grads[] = {0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 9.0, 9.0, 4.0, 4.0, 9.0, 9.0, 4.0, 4.0, 9.0, 9.0, 4.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0};
+
 /* ---- TestAutograd.test_function_returns_input */
 TX double E_function_returns_input_v_grad[] = {2.0};
 
