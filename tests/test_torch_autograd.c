@@ -229,7 +229,8 @@ static void keep_hook(tn_hook *h) {
 /* forward's one output / backward's one gradient, or the failing call's status */
 #define OUT1(e) return (out[0] = (e)) ? TN_OK : tn_last_status()
 #define GRAD1(e) return (gi[0] = (e)) ? 1 : tn_last_status()
-#define FUNCTION(var, nm, fw, bw) static const tn_function var = {.name = nm, .forward = fw, .backward = bw}
+#define FUNCTION(var, nm, fw, bw)                                                                  \
+    static const tn_function var = {.name = nm, .forward = fw, .backward = bw}
 
 FW(fw_identity) { OUT1(tn_retain(in[0])); }
 FW(fw_clone) { OUT1(tn_clone(in[0])); }
@@ -2095,7 +2096,8 @@ static void test_hooks(void **state) {
     tn_tensor *x = ones(2, S(5, 5), true), *y = full(2, S(5, 5), 4, true);
     tn_tensor *go = ones(2, S(5, 5), false);
     /* x ** 2 + x * 2 + x * y + y */
-    tn_tensor *z = tn_add(tn_add(tn_add(tn_pow_scalar(x, 2), tn_mul_scalar(x, 2)), tn_mul(x, y)), y);
+    tn_tensor *z =
+        tn_add(tn_add(tn_add(tn_pow_scalar(x, 2), tn_mul_scalar(x, 2)), tn_mul(x, y)), y);
     int counter = 0;
     bump inc0 = {&counter, 0}, inc1 = {&counter, 1}, inc2 = {&counter, 2};
     keep_hook(tn_register_hook(x, bump_hook, &inc0));
@@ -2160,7 +2162,8 @@ static void test_tensor_hooks_inplace_multiple_outputs(void **state) {
     log_hook_ctx fn0 = {&l, 0, 0}, fn1 = {&l, 1, 0}, fn2 = {&l, 2, 0};
     tn_tensor *b = zeros(2, S(3, 3), true), *o[2];
     assert_int_equal(tn_function_apply(&DOUBLE_MUL, 1, &b, 2, o), TN_OK);
-    tn_hook *h1 = tn_register_hook(o[0], log_hook, &fn0), *h2 = tn_register_hook(o[1], log_hook, &fn1);
+    tn_hook *h1 = tn_register_hook(o[0], log_hook, &fn0),
+            *h2 = tn_register_hook(o[1], log_hook, &fn1);
     assert_int_equal(tn_mul_scalar_(o[0], 2), TN_OK);
     tn_hook *h3 = tn_register_hook(o[0], log_hook, &fn2);
     assert_int_equal(tn_backward(tn_sum(tn_add(o[0], tn_mul_scalar(o[1], 3))), NULL, false), TN_OK);
@@ -2334,15 +2337,17 @@ static void test_grad_fn_prehooks(void **state) {
         keep_hook(tn_node_register_prehook(f, none_prehook, &s));
         tn_node_release(f);
         assert_int_equal(tn_backward(tn_sum(b), NULL, false), TN_OK);
-        const int64_t *counts = custom ? E_grad_fn_prehooks_custom_counts
-                                       : E_grad_fn_prehooks_builtin_counts;
+        const int64_t *counts =
+            custom ? E_grad_fn_prehooks_custom_counts : E_grad_fn_prehooks_builtin_counts;
         assert_int_equal(s.post, counts[0]);
         assert_int_equal(s.pre, counts[1]);
         tt_assert_close(T(1, S(6), s.seen, false),
                         custom ? E_grad_fn_prehooks_custom_post_seen
-                               : E_grad_fn_prehooks_builtin_post_seen, 6, TOL);
-        tt_assert_grad(a, custom ? E_grad_fn_prehooks_custom_a_grad
-                                 : E_grad_fn_prehooks_builtin_a_grad, 1, TOL);
+                               : E_grad_fn_prehooks_builtin_post_seen,
+                        6, TOL);
+        tt_assert_grad(
+            a, custom ? E_grad_fn_prehooks_custom_a_grad : E_grad_fn_prehooks_builtin_a_grad, 1,
+            TOL);
         /* a prehook that returns None */
         a = ones(2, S(3, 3), true);
         b = mul2(a, custom);
@@ -2354,8 +2359,9 @@ static void test_grad_fn_prehooks(void **state) {
         assert_int_equal(tn_backward(tn_sum(b), NULL, false), TN_OK);
         assert_int_equal(pre, custom ? E_grad_fn_prehooks_custom_pre_total
                                      : E_grad_fn_prehooks_builtin_pre_total);
-        tt_assert_grad(a, custom ? E_grad_fn_prehooks_custom_a_grad2
-                                 : E_grad_fn_prehooks_builtin_a_grad2, 9, TOL);
+        tt_assert_grad(
+            a, custom ? E_grad_fn_prehooks_custom_a_grad2 : E_grad_fn_prehooks_builtin_a_grad2, 9,
+            TOL);
     }
     END();
 }
@@ -2414,8 +2420,10 @@ static void test_grad_fn_prehooks_remove_hooks(void **state) {
         tn_hook_remove(handle);
         tn_node_release(f);
         assert_int_equal(tn_backward(tn_sum(b), NULL, false), TN_OK);
-        tt_assert_grad(a, custom ? E_grad_fn_prehooks_remove_hooks_custom_a_grad
-                                 : E_grad_fn_prehooks_remove_hooks_builtin_a_grad, 9, TOL);
+        tt_assert_grad(a,
+                       custom ? E_grad_fn_prehooks_remove_hooks_custom_a_grad
+                              : E_grad_fn_prehooks_remove_hooks_builtin_a_grad,
+                       9, TOL);
         assert_int_equal(counter, custom ? E_grad_fn_prehooks_remove_hooks_custom_counter
                                          : E_grad_fn_prehooks_remove_hooks_builtin_counter);
         /* removed during backward */
@@ -2429,8 +2437,10 @@ static void test_grad_fn_prehooks_remove_hooks(void **state) {
         tn_hook_remove(tn_node_register_prehook(f, bump_prehook, &one)); /* handle3 */
         tn_node_release(f);
         assert_int_equal(tn_backward(tn_sum(b), NULL, false), TN_OK);
-        tt_assert_grad(a, custom ? E_grad_fn_prehooks_remove_hooks_custom_a_grad_during
-                                 : E_grad_fn_prehooks_remove_hooks_builtin_a_grad_during, 9, TOL);
+        tt_assert_grad(a,
+                       custom ? E_grad_fn_prehooks_remove_hooks_custom_a_grad_during
+                              : E_grad_fn_prehooks_remove_hooks_builtin_a_grad_during,
+                       9, TOL);
         assert_int_equal(counter, custom ? E_grad_fn_prehooks_remove_hooks_custom_counter_during
                                          : E_grad_fn_prehooks_remove_hooks_builtin_counter_during);
     }
@@ -2691,7 +2701,8 @@ FW(fw_non_tensor) {
     out[1] = tn_add(b, in[2]);
     tn_release(a);
     tn_release(b);
-    if (!out[0] || !out[1] || tn_mul_scalar_(out[0], scale) < 0 || tn_mul_scalar_(out[1], scale) < 0)
+    if (!out[0] || !out[1] || tn_mul_scalar_(out[0], scale) < 0 ||
+        tn_mul_scalar_(out[1], scale) < 0)
         return tn_last_status();
     out[2] = tn_retain(in[0]);
     return tn_function_save_for_backward(ctx, 3, in);
@@ -2733,7 +2744,8 @@ static void test_custom_function_non_tensor_inputs_outputs(void **state) {
     assert_int_equal(tn_backward_multi(3, roots, NULL, false, false), TN_OK);
     GRAD(t1, E_custom_function_non_tensor_inputs_outputs_t1_grad);
     GRAD(t2, E_custom_function_non_tensor_inputs_outputs_t2_grad);
-    assert_int_equal(tn_grad(t3) == NULL, E_custom_function_non_tensor_inputs_outputs_t3_grad_is_none);
+    assert_int_equal(tn_grad(t3) == NULL,
+                     E_custom_function_non_tensor_inputs_outputs_t3_grad_is_none);
     END();
 }
 
@@ -2912,7 +2924,8 @@ static void test_return_leaf_inplace(void **state) {
     BEGIN();
     tn_tensor *x = T(2, S(5, 5), E_return_leaf_inplace_x, false);
     tn_tensor *y = T(2, S(5, 5), E_return_leaf_inplace_y, true), *qp[2];
-    assert_int_equal(tn_function_apply(&RETURN_LEAF_INPLACE, 2, (tn_tensor *[]){x, y}, 2, qp), TN_OK);
+    assert_int_equal(tn_function_apply(&RETURN_LEAF_INPLACE, 2, (tn_tensor *[]){x, y}, 2, qp),
+                     TN_OK);
     assert_int_equal(qp[0] == x, E_return_leaf_inplace_q_is_x);
     assert_fn(qp[0], E_return_leaf_inplace_q_fn);
     assert_int_equal(tn_requires_grad(qp[0]), E_return_leaf_inplace_q_requires_grad);
@@ -3167,8 +3180,8 @@ static void test_autograd_python_custom_function_inplace(void **state) {
         assert_int_equal(tn_set_grad(a, NULL), TN_OK);
         assert_int_equal(tn_set_grad(b, NULL), TN_OK);
         tn_tensor *cd[2];
-        assert_int_equal(tn_function_apply(&MY_BAD_ADDER, 2, (tn_tensor *[]){tn_clone(a), b}, 2, cd),
-                         TN_OK);
+        assert_int_equal(
+            tn_function_apply(&MY_BAD_ADDER, 2, (tn_tensor *[]){tn_clone(a), b}, 2, cd), TN_OK);
         if (k) assert_int_equal(tn_add_scalar_(cd[0], 2), TN_OK);
         assert_int_equal(tn_backward(tn_sum(tn_mul(cd[0], cd[1])), NULL, false), TN_OK);
         assert_int_equal(bw_called, k ? E_autograd_python_custom_function_inplace_multi1_bw_called
@@ -3252,7 +3265,8 @@ static void test_inplace_not_requires_grad(void **state) {
     view_a = tn_function_apply1(&VIEW_AS, 1, &a);
     assert_true(tn_copy_(view_a, b) < 0);
     expect_error(TN_ERR_AUTOGRAD, E_inplace_not_requires_grad_msg_copy);
-    assert_int_equal(tn_copy_(tn_select(a, 1, 0), b), TN_OK); /* views that should work still work */
+    assert_int_equal(tn_copy_(tn_select(a, 1, 0), b),
+                     TN_OK); /* views that should work still work */
     CLOSE(a, E_inplace_not_requires_grad_a);
     assert_fn(a, E_inplace_not_requires_grad_a_fn);
     END();
@@ -3270,7 +3284,8 @@ static void test_inplace_on_view_python(void **state) {
     tn_tensor *b = T(2, S(2, 2), E_inplace_on_view_python_b, true);
     tn_tensor *go = T(2, S(4, 4), E_inplace_on_view_python_go, true);
     tn_tensor *x = tn_clone(a);
-    tn_tensor *v1 = tn_narrow(tn_narrow(x, 1, 2, 2), 0, 1, 2), *v2 = tn_narrow(tn_narrow(x, 1, 0, 2), 0, 1, 2);
+    tn_tensor *v1 = tn_narrow(tn_narrow(x, 1, 2, 2), 0, 1, 2),
+              *v2 = tn_narrow(tn_narrow(x, 1, 0, 2), 0, 1, 2);
     assert_non_null(tn_function_apply1(&PY_ADD, 2, (tn_tensor *[]){v1, b}));
     assert_non_null(tn_function_apply1(&PY_ADD, 2, (tn_tensor *[]){v2, b}));
     CLOSE(x, E_inplace_on_view_python_out);
@@ -3335,8 +3350,10 @@ BW(bw_nan_grad) {
     gi[1] = fail_0th ? NULL : g;
     return g ? 2 : tn_last_status();
 }
-static const tn_function NAN_0TH = {
-    .name = "MyFuncBackward", .forward = fw_sum_keepdim, .backward = bw_nan_grad, .user = (void *)1};
+static const tn_function NAN_0TH = {.name = "MyFuncBackward",
+                                    .forward = fw_sum_keepdim,
+                                    .backward = bw_nan_grad,
+                                    .user = (void *)1};
 FUNCTION(NAN_1TH, "MyFuncBackward", fw_sum_keepdim, bw_nan_grad);
 
 /* runs backward of out with anomaly mode on (check_nan); its warnings and
@@ -3365,7 +3382,8 @@ static void test_anomaly_detect_nan(void **state) {
     capture c;
     assert_true(backward_in_anomaly_mode(tn_function_apply1(&NAN_0TH, 2, in2), &c) < 0);
     expect_error(TN_ERR_NAN, E_anomaly_detect_nan_msg0);
-    assert_int_equal(strstr(c.text, E_anomaly_detect_nan_needle0) != NULL, E_anomaly_detect_nan_warned0);
+    assert_int_equal(strstr(c.text, E_anomaly_detect_nan_needle0) != NULL,
+                     E_anomaly_detect_nan_warned0);
     tn_set_detect_anomaly(true, true); /* the forward too */
     tn_tensor *out = tn_function_apply1(&NAN_1TH, 2, in2);
     assert_true(backward_in_anomaly_mode(out, &c) < 0);
@@ -3416,8 +3434,8 @@ BW(bw_nested1) {
     a = tn_mul(g, inp);
     b = tn_add(g, inp);
     tn_tensor *dummy = tn_zeros(0, NULL, TN_F64);
-    gi[0] = a && b ? tn_function_apply1(tn_function_user(ctx), 3, (tn_tensor *[]){a, b, dummy})
-                   : NULL;
+    gi[0] =
+        a && b ? tn_function_apply1(tn_function_user(ctx), 3, (tn_tensor *[]){a, b, dummy}) : NULL;
     tn_tensor *tmp[] = {inp, g, a, b, dummy};
     for (int i = 0; i < 5; i++)
         tn_release(tmp[i]);
@@ -3709,8 +3727,8 @@ BW(bw_grad_mode_restored) {
     bool prev = tn_set_grad_enabled(true);
     tn_tensor *foo = tn_tensor_from(E_grad_mode_restored_reentrant_foo, TN_F64, 1, S(3), true);
     tn_tensor *cube = foo ? tn_pow_scalar(foo, 3) : NULL, *g = NULL;
-    tn_status st = cube ? tn_autograd_grad(1, &cube, go, 1, &foo, &g, false, false)
-                        : tn_last_status();
+    tn_status st =
+        cube ? tn_autograd_grad(1, &cube, go, 1, &foo, &g, false, false) : tn_last_status();
     bool inner = tn_is_grad_enabled();
     tn_set_grad_enabled(prev);
     if (n_modes < 2) modes_restored[n_modes++] = inner && tn_is_grad_enabled() == original;
@@ -3847,8 +3865,11 @@ FW(fw_view_of_temp) {
 }
 BW(bw_view_of_temp) { return saved_row_grad(ctx, go, gi, 0); }
 #define SIMPLE_VIEW_FN(nm, fw, bw)                                                                 \
-    {{.name = nm, .forward = fw, .backward = bw},                                                  \
-     {.name = nm, .forward = fw, .backward = bw, .user = (void *)1}}
+    {                                                                                              \
+        {.name = nm, .forward = fw, .backward = bw}, {                                             \
+            .name = nm, .forward = fw, .backward = bw, .user = (void *)1                           \
+        }                                                                                          \
+    }
 static const tn_function SIMPLE_VIEWS[3][2] = {
     SIMPLE_VIEW_FN("IdOneOutputBackward", fw_id_one, bw_id_one),
     SIMPLE_VIEW_FN("IdTwoOutputBackward", fw_id_two, bw_id_two),
@@ -3862,8 +3883,10 @@ static tn_status simple_views_case(int fn, bool inplace, bool make_view, tn_tens
     if (fn == 1) {
         tn_status st = tn_function_apply(f, 2, (tn_tensor *[]){ac, bc}, 2, o);
         for (int i = 0; i < 2 && st == TN_OK; i++) {
-            if (inplace) st = tn_add_scalar_(o[i], 3);
-            else if (!(o[i] = tn_add_scalar(o[i], 3))) st = tn_last_status();
+            if (inplace)
+                st = tn_add_scalar_(o[i], 3);
+            else if (!(o[i] = tn_add_scalar(o[i], 3)))
+                st = tn_last_status();
         }
         if (st < 0) return st;
         tmp = tn_mul(o[0], o[1]);
@@ -3887,9 +3910,10 @@ static tn_status simple_views_case(int fn, bool inplace, bool make_view, tn_tens
  * views made inside a custom function (cases 0, 4, 8, 9: E_..._msg<k>);
  * tenet lets them through. */
 static void test_autograd_simple_views_python(void **state) {
-    static const char *const msgs[12] = {
-        [0] = E_autograd_simple_views_python_msg0, [4] = E_autograd_simple_views_python_msg4,
-        [8] = E_autograd_simple_views_python_msg8, [9] = E_autograd_simple_views_python_msg9};
+    static const char *const msgs[12] = {[0] = E_autograd_simple_views_python_msg0,
+                                         [4] = E_autograd_simple_views_python_msg4,
+                                         [8] = E_autograd_simple_views_python_msg8,
+                                         [9] = E_autograd_simple_views_python_msg9};
     BEGIN();
     for (int k = 0; k < 12; k++) {
         int fn = k / 4;
@@ -3906,7 +3930,8 @@ static void test_autograd_simple_views_python(void **state) {
         if (st < 0) continue;
         tt_assert_grad(a, E_autograd_simple_views_python_grads + 4 * k, 2, TOL);
         tn_tensor *bg = tn_grad(b);
-        tt_assert_close(bg ? bg : zeros(1, S(2), false), E_autograd_simple_views_python_grads + 4 * k + 2, 2, TOL);
+        tt_assert_close(bg ? bg : zeros(1, S(2), false),
+                        E_autograd_simple_views_python_grads + 4 * k + 2, 2, TOL);
     }
     END();
 }
