@@ -7,7 +7,10 @@
  *
  * Where a PyTorch test only partly maps onto tenet's API, the comment says what
  * was left out; where tenet differs on purpose, the comment says why and the
- * test checks tenet's documented behaviour. */
+ * test checks tenet's documented behaviour. Where tenet disagrees with
+ * PyTorch 1.13 otherwise, the test still asserts PyTorch's answer, its
+ * comment says what tenet does, and it is listed in main's
+ * known_differences, run only with TENET_PORT_KNOWN_DIFFERENCES=1. */
 #define _POSIX_C_SOURCE 200809L /* dup, fileno, pthreads */
 #include "util.h"
 
@@ -147,6 +150,119 @@ static tn_tensor *one_grad(tn_tensor *out, tn_tensor *go, tn_tensor *in, bool re
 /* x ** 2 + y * x + y ** 2 */
 static tn_tensor *quad(tn_tensor *x, tn_tensor *y) {
     return tn_add(tn_add(tn_pow_scalar(x, 2), tn_mul(y, x)), tn_pow_scalar(y, 2));
+}
+
+/* ---- hooks ---------------------------------------------------------------------------------- */
+
+/* A tensor hook that logs (id, first element of its gradient) and, with a
+ * factor, returns the gradient times factor; log may be NULL (scale only). */
+typedef struct {
+    int n, ids[16];
+    double seen[16];
+} hook_log;
+
+typedef struct {
+    hook_log *log;
+    int id;
+    double factor; /* 0: keep the gradient */
+} log_hook_ctx;
+
+static double first_of(const tn_tensor *t) {
+    double v[64] = {0};
+    int64_t n = tn_numel(t);
+    tn_copy_to_f64(t, v, n < 64 ? n : 64);
+    return v[0];
+}
+
+static tn_status log_hook(const tn_tensor *g, tn_tensor **replace, void *ctx) {
+    log_hook_ctx *c = ctx;
+    if (c->log && c->log->n < 16) {
+        c->log->ids[c->log->n] = c->id;
+        c->log->seen[c->log->n++] = first_of(g);
+    }
+    if (c->factor != 0 && !(*replace = tn_mul_scalar((tn_tensor *)g, c->factor)))
+        return tn_last_status();
+    return TN_OK;
+}
+
+/* the hooks called, in order, and what each saw (PyTorch's; ids NULL when n is 0) */
+static void check_log(const hook_log *l, int n, const int64_t *ids, const double *seen) {
+    assert_int_equal(l->n, n);
+    for (int i = 0; i < n; i++) {
+        if (l->ids[i] != ids[i] || fabs(l->seen[i] - seen[i]) > TOL)
+            fail_msg("call %d: hook %d saw %g, want hook %d seeing %g", i, l->ids[i], l->seen[i],
+                     (int)ids[i], seen[i]);
+    }
+}
+
+/* hooks that add inc to *counter: on a tensor, a node's pre- and post-hooks */
+typedef struct {
+    int *counter, inc;
+} bump;
+
+static tn_status bump_hook(const tn_tensor *g, tn_tensor **replace, void *ctx) {
+    bump *b = ctx;
+    *b->counter += b->inc;
+    return TN_OK;
+}
+static tn_status bump_prehook(tn_node *n, int n_out, tn_tensor *const *go, tn_tensor **replace,
+                              void *ctx) {
+    return bump_hook(NULL, NULL, ctx);
+}
+static tn_status bump_posthook(tn_node *n, int n_in, tn_tensor *const *gi, tn_tensor **replace,
+                               int n_out, tn_tensor *const *go, void *ctx) {
+    return bump_hook(NULL, NULL, ctx);
+}
+
+/* registered for the tensor's or node's lifetime */
+static void keep_hook(tn_hook *h) {
+    if (!h) fail_msg("registering a hook failed: %s", tn_last_error());
+    tn_hook_release(h);
+}
+
+/* ---- custom functions ---------------------------------------------------------------------- */
+
+#define FW(f)                                                                                      \
+    static int f(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out, tn_tensor **out)
+#define BW(f)                                                                                      \
+    static int f(tn_function_ctx *ctx, int n_out, tn_tensor *const *go, int n_in, tn_tensor **gi)
+/* forward's one output / backward's one gradient, or the failing call's status */
+#define OUT1(e) return (out[0] = (e)) ? TN_OK : tn_last_status()
+#define GRAD1(e) return (gi[0] = (e)) ? 1 : tn_last_status()
+#define FUNCTION(var, nm, fw, bw)                                                                  \
+    static const tn_function var = {.name = nm, .forward = fw, .backward = bw}
+
+FW(fw_identity) { OUT1(tn_retain(in[0])); }
+FW(fw_clone) { OUT1(tn_clone(in[0])); }
+FW(fw_times2) { OUT1(tn_mul_scalar(in[0], 2)); }
+BW(bw_identity) { GRAD1(tn_retain(go[0])); }
+BW(bw_times2) { GRAD1(tn_mul_scalar(go[0], 2)); }
+/* no gradient for any input */
+BW(bw_none) {
+    for (int i = 0; i < n_in; i++)
+        gi[i] = NULL;
+    return n_in;
+}
+
+/* (x * 2, x * 3), gradient g1 * 2 + g2 * 3 */
+FW(fw_double_mul) {
+    out[0] = tn_mul_scalar(in[0], 2);
+    out[1] = tn_mul_scalar(in[0], 3);
+    return out[0] && out[1] ? TN_OK : tn_last_status();
+}
+BW(bw_double_mul) {
+    tn_tensor *a = tn_mul_scalar(go[0], 2), *b = tn_mul_scalar(go[1], 3);
+    gi[0] = a && b ? tn_add(a, b) : NULL;
+    tn_release(a);
+    tn_release(b);
+    return gi[0] ? 1 : tn_last_status();
+}
+FUNCTION(DOUBLE_MUL, "DoubleMulBackward", fw_double_mul, bw_double_mul);
+FUNCTION(MUL2, "Mul2Backward", fw_times2, bw_times2);
+
+/* _get_mul2: a custom function or the built-in x * 2 */
+static tn_tensor *mul2(tn_tensor *x, bool custom) {
+    return custom ? tn_function_apply1(&MUL2, 1, &x) : tn_mul_scalar(x, 2);
 }
 
 /* ================================================================================================
@@ -311,24 +427,26 @@ static void test_grad_nonleaf(void **state) {
     END();
 }
 
-/* TestAutograd.test_grad_nonleaf_many_outputs: x.chunk(2) as two narrows.
- * Left out: the hook on x (tenet has no hooks yet). */
+/* TestAutograd.test_grad_nonleaf_many_outputs: x.chunk(2) as two narrows;
+ * the hook on x is not called. */
 static void test_grad_nonleaf_many_outputs(void **state) {
     BEGIN();
     tn_tensor *x = zeros(2, S(4, 2), true);
     tn_tensor *a = tn_narrow(x, 0, 0, 2), *b = tn_narrow(x, 0, 2, 2);
+    int hook_called = 0;
+    bump one = {&hook_called, 1};
+    keep_hook(tn_register_hook(x, bump_hook, &one));
     tn_tensor *go = T(2, S(2, 2), E_grad_nonleaf_many_outputs_go, false);
     tn_tensor *out = tn_add(a, tn_mul_scalar(b, 2)), *ins[] = {a, b}, *g[2] = {NULL, NULL};
     assert_int_equal(tn_autograd_grad(1, &out, &go, 2, ins, g, false, true), TN_OK);
     CLOSE(g[0], E_grad_nonleaf_many_outputs_grad_a);
     CLOSE(g[1], E_grad_nonleaf_many_outputs_grad_b);
+    assert_int_equal(hook_called, E_grad_nonleaf_many_outputs_hook_called);
     assert_int_equal(tn_grad(x) == NULL, E_grad_nonleaf_many_outputs_x_grad_is_none);
     END();
 }
 
-/* TestAutograd.test_sharded_grad: torch.autograd.backward(intermediates, d)
- * as one backward per intermediate (each reaches only its own leaf, so the
- * sum is the same); tenet has no multi-root backward yet. */
+/* TestAutograd.test_sharded_grad */
 static void test_sharded_grad(void **state) {
     BEGIN();
     tn_tensor *leaves[10], *inter[10], *d[10], *acc = NULL;
@@ -342,10 +460,9 @@ static void test_sharded_grad(void **state) {
     for (int k = 0; k < 10; k += 2)
         assert_int_equal(tn_autograd_grad(1, &loss, NULL, 2, inter + k, d + k, false, false),
                          TN_OK);
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < 10; i++)
         CLOSE_AT(d[i], E_sharded_grad_d_intermediates, 25 * i, 25);
-        assert_int_equal(tn_backward(inter[i], d[i], false), TN_OK);
-    }
+    assert_int_equal(tn_backward_multi(10, inter, d, false, false), TN_OK);
     for (int i = 0; i < 10; i++) {
         tn_tensor *g = grad_of(leaves[i]);
         CLOSE_AT(g, E_sharded_grad_leaf_grads, 25 * i, 25);
@@ -1126,7 +1243,7 @@ static void test_inplace_on_view_leaf_errors(void **state) {
 /* TestAutograd.test_inplace_on_view_backward: the second scenario (threshold
  * in place on a view, then a gradient penalty), on (1, 3, 4, 4) instead of
  * (1, 3, 256, 256); threshold(x, 0, 0, inplace) is relu_. Left out: the
- * first scenario (InstanceNorm2d) and the next_functions name check. */
+ * first scenario (InstanceNorm2d). */
 static void test_inplace_on_view_backward(void **state) {
     BEGIN();
     const int64_t *shape = S(1, 3, 4, 4);
@@ -1137,8 +1254,14 @@ static void test_inplace_on_view_backward(void **state) {
     tn_tensor *prob = tn_sigmoid(tmp1);
     tn_tensor *gradients = one_grad(prob, ones(4, shape, false), inputs, true, true);
     CLOSE(gradients, E_inplace_on_view_backward_gradients);
-    assert_int_equal(tn_backward(tn_sum(gradients), NULL, false), TN_OK);
+    tn_tensor *gradient_penalty = tn_sum(gradients);
+    assert_int_equal(tn_backward(gradient_penalty, NULL, false), TN_OK);
     GRAD(inputs, E_inplace_on_view_backward_inputs_grad);
+    tn_node *f = tn_grad_fn(gradient_penalty), *n = tn_node_next(f, 0, NULL);
+    assert_string_equal(tn_node_name(n), E_inplace_on_view_backward_gp_next0);
+    assert_string_equal(tn_node_next_name(n, 1), E_inplace_on_view_backward_gp_next0_next1);
+    tn_node_release(n);
+    tn_node_release(f);
     END();
 }
 
@@ -1274,9 +1397,11 @@ static void test_autograd_inplace_view_of_view(void **state) {
     END();
 }
 
-/* TestAutograd.test_autograd_print_tensor: the first two reprs (float32, as
- * with PyTorch's default dtype). Left out: the view modified under no_grad
- * (its repr fails in PyTorch 1.13) and the custom Function. */
+FUNCTION(FUNC_IDENTITY, "FuncBackward", fw_identity, bw_identity);
+
+/* TestAutograd.test_autograd_print_tensor (float32, as with PyTorch's
+ * default dtype). Left out: the repr of the view modified under no_grad (it
+ * fails in PyTorch 1.13). */
 static void test_autograd_print_tensor(void **state) {
     BEGIN();
     char buf[256];
@@ -1288,6 +1413,14 @@ static void test_autograd_print_tensor(void **state) {
     assert_true(tn_format(ac, buf, sizeof buf) > 0);
     buf[strcspn(buf, "\n")] = 0;
     assert_string_equal(buf, E_autograd_print_tensor_a_clone);
+    bool prev = tn_set_grad_enabled(false);
+    tn_status st = tn_mul_scalar_(tn_narrow(a, 0, 0, 1), 2); /* b = a[:]; b *= 2 */
+    tn_set_grad_enabled(prev);
+    assert_int_equal(st, TN_OK);
+    tn_tensor *c = tn_function_apply1(&FUNC_IDENTITY, 1, &a);
+    assert_true(tn_format(c, buf, sizeof buf) > 0);
+    buf[strcspn(buf, "\n")] = 0;
+    assert_string_equal(buf, E_autograd_print_tensor_c);
     END();
 }
 
@@ -1824,6 +1957,1986 @@ static void test_grad_thread_safety(void **state) {
 }
 
 /* ================================================================================================
+ * TestAutograd: several roots, allow_unused, next_functions, hooks
+ * ============================================================================================== */
+
+/* TestAutograd.test_multi_backward */
+static void test_multi_backward(void **state) {
+    BEGIN();
+    const int64_t *s = S(5, 5);
+    tn_tensor *x = T(2, s, E_multi_backward_x, true), *y = T(2, s, E_multi_backward_y, true);
+    tn_tensor *q = T(2, s, E_multi_backward_q, true), *a = T(2, s, E_multi_backward_a, true);
+    tn_tensor *b = T(2, s, E_multi_backward_b, true), *q2 = tn_mul_scalar(q, 2);
+    tn_tensor *roots[] = {tn_add(tn_add(x, y), q2), tn_add(tn_mul(a, b), q2)};
+    tn_tensor *grads[] = {T(2, s, E_multi_backward_gz, false), T(2, s, E_multi_backward_gc, false)};
+    assert_int_equal(tn_backward_multi(2, roots, grads, false, false), TN_OK);
+    GRAD(x, E_multi_backward_x_grad);
+    GRAD(y, E_multi_backward_y_grad);
+    GRAD(a, E_multi_backward_a_grad);
+    GRAD(b, E_multi_backward_b_grad);
+    GRAD(q, E_multi_backward_q_grad);
+    END();
+}
+
+/* TestAutograd.test_multi_backward_no_grad */
+static void test_multi_backward_no_grad(void **state) {
+    BEGIN();
+    tn_tensor *x = ones(2, S(5, 5), true), *y = ones(2, S(5, 5), false);
+    tn_tensor *roots[] = {tn_add(x, y), tn_mul_scalar(y, 2)};
+    tn_tensor *grads[] = {ones(2, S(5, 5), false), ones(2, S(5, 5), false)};
+    assert_true(tn_backward_multi(2, roots, grads, false, false) < 0);
+    expect_error(TN_ERR_AUTOGRAD, E_multi_backward_no_grad_msg);
+    assert_int_equal(tn_grad(x) == NULL, E_multi_backward_no_grad_x_grad_is_none);
+    END();
+}
+
+/* TestAutograd.test_dependent_backward: y and y ** 3 as roots */
+static void test_dependent_backward(void **state) {
+    BEGIN();
+    tn_tensor *x = T(1, S(10), E_dependent_backward_x, true), *y = tn_pow_scalar(x, 2);
+    tn_tensor *roots[] = {y, tn_pow_scalar(y, 3)};
+    tn_tensor *grads[] = {T(1, S(10), E_dependent_backward_go_y, false),
+                          T(1, S(10), E_dependent_backward_go_z, false)};
+    assert_int_equal(tn_backward_multi(2, roots, grads, false, false), TN_OK);
+    GRAD(x, E_dependent_backward_x_grad);
+    END();
+}
+
+/* TestAutograd.test_duplicate_backward_root */
+static void test_duplicate_backward_root(void **state) {
+    BEGIN();
+    tn_tensor *a = T(2, S(5, 5), E_duplicate_backward_root_a, true);
+    tn_tensor *b = T(2, S(5, 5), E_duplicate_backward_root_b, true);
+    tn_tensor *x = tn_mul(a, b), *go = T(2, S(5, 5), E_duplicate_backward_root_go, false);
+    tn_tensor *roots[] = {x, x}, *grads[] = {go, go};
+    assert_int_equal(tn_backward_multi(2, roots, grads, false, false), TN_OK);
+    GRAD(a, E_duplicate_backward_root_a_grad);
+    GRAD(b, E_duplicate_backward_root_b_grad);
+    END();
+}
+
+/* TestAutograd.test_grad_unreachable */
+static void test_grad_unreachable(void **state) {
+    BEGIN();
+    tn_tensor *x = ones(1, S(1), true), *y = ones(1, S(1), true);
+    tn_mul_scalar(x, 2); /* z, w: x and y get gradient cells */
+    tn_mul_scalar(y, 2);
+    tn_tensor *out = tn_mul_scalar(x, 2), *in[] = {x, y}, *g[2] = {NULL, NULL};
+    assert_int_equal(tn_autograd_grad_ex(1, &out, NULL, 2, in, g, true, false, true), TN_OK);
+    CLOSE(g[0], E_grad_unreachable_grad_x);
+    assert_int_equal(g[1] == NULL, E_grad_unreachable_grad_y_is_none);
+    in[1] = ones(1, S(1), true); /* z: not even a gradient cell */
+    assert_int_equal(tn_autograd_grad_ex(1, &out, NULL, 2, in, g, true, false, true), TN_OK);
+    CLOSE(g[0], E_grad_unreachable_grad_x2);
+    assert_int_equal(g[1] == NULL, E_grad_unreachable_grad_z_is_none);
+    in[1] = y;
+    assert_true(tn_autograd_grad_ex(1, &out, NULL, 2, in, g, false, false, false) < 0);
+    expect_error(TN_ERR_AUTOGRAD, E_grad_unreachable_msg);
+    END();
+}
+
+static int discovery_calls;
+BW(bw_count_calls) {
+    discovery_calls++;
+    GRAD1(tn_retain(go[0]));
+}
+FUNCTION(DISCOVERY, "MyFuncBackward", fw_identity, bw_count_calls);
+
+/* TestAutograd.test_grad_unreachable_discovery: a node no gradient is asked
+ * from does not run. Left out: backward(inputs=) (not in tenet). */
+static void test_grad_unreachable_discovery(void **state) {
+    BEGIN();
+    discovery_calls = 0;
+    tn_tensor *t = tn_mul_scalar(ones(1, S(1), true), 2);
+    tn_tensor *x = tn_function_apply1(&DISCOVERY, 1, &t), *y = ones(1, S(1), true), *g[2];
+    assert_int_equal(tn_autograd_grad_ex(1, &x, NULL, 1, &y, g, false, false, true), TN_OK);
+    assert_int_equal(g[0] == NULL, E_grad_unreachable_discovery_gy_is_none);
+    t = tn_mul_scalar(ones(1, S(1), true), 2);
+    x = tn_function_apply1(&DISCOVERY, 1, &t);
+    tn_tensor *z = T(1, S(1), D(0.5), true), *out = tn_add(x, z), *in[] = {y, z};
+    assert_int_equal(tn_autograd_grad_ex(1, &out, NULL, 2, in, g, false, false, true), TN_OK);
+    assert_int_equal(g[0] == NULL, E_grad_unreachable_discovery_gy2_is_none);
+    CLOSE(g[1], E_grad_unreachable_discovery_gz);
+    assert_int_equal(discovery_calls, E_grad_unreachable_discovery_called);
+    END();
+}
+
+/* TestAutograd.test_next_functions */
+static void test_next_functions(void **state) {
+    BEGIN();
+    tn_tensor *x = zeros(2, S(5, 5), true), *y = zeros(2, S(5, 5), true);
+    /* a + 5 with 5 a 0-dim tensor, as PyTorch wraps the number (tenet's
+     * tn_add_scalar has no input for it: one next edge, not two) */
+    tn_tensor *a = tn_add(x, y), *b = tn_add(a, scalar(5, false));
+    tn_node *af = tn_grad_fn(a), *bf = tn_grad_fn(b);
+    assert_non_null(af);
+    assert_int_equal(tn_node_num_next(af), E_next_functions_a_next_count);
+    assert_string_equal(tn_node_next_name(af, 0), E_next_functions_a_next0);
+    assert_string_equal(tn_node_next_name(af, 1), E_next_functions_a_next1);
+    assert_true(tn_node_next_is_leaf(af, 0, x));
+    assert_true(tn_node_next_is_leaf(af, 1, y));
+    for (int i = 0; i < 2; i++) {
+        int nr = -1;
+        assert_null(tn_node_next(af, i, &nr)); /* AccumulateGrad: no node handle */
+        assert_int_equal(nr, E_next_functions_a_next_nr[i]);
+    }
+    assert_int_equal(tn_node_num_next(bf), E_next_functions_b_next_count);
+    tn_node *n0 = tn_node_next(bf, 0, NULL);
+    assert_int_equal(n0 == af, E_next_functions_b_next0_is_a_fn);
+    assert_int_equal(tn_node_next_name(bf, 1) == NULL, E_next_functions_b_next1_is_none);
+    tn_node_release(n0);
+    tn_node_release(af);
+    tn_node_release(bf);
+    END();
+}
+
+/* TestAutograd.test_hooks */
+static void test_hooks(void **state) {
+    BEGIN();
+    tn_tensor *x = ones(2, S(5, 5), true), *y = full(2, S(5, 5), 4, true);
+    tn_tensor *go = ones(2, S(5, 5), false);
+    /* x ** 2 + x * 2 + x * y + y */
+    tn_tensor *z =
+        tn_add(tn_add(tn_add(tn_pow_scalar(x, 2), tn_mul_scalar(x, 2)), tn_mul(x, y)), y);
+    int counter = 0;
+    bump inc0 = {&counter, 0}, inc1 = {&counter, 1}, inc2 = {&counter, 2};
+    keep_hook(tn_register_hook(x, bump_hook, &inc0));
+    tn_hook *test = tn_register_hook(z, bump_hook, &inc1);
+    assert_int_equal(tn_backward(z, go, true), TN_OK);
+    assert_int_equal(counter, E_hooks_counter[0]);
+    tn_hook *test2 = tn_register_hook(z, bump_hook, &inc2);
+    assert_int_equal(tn_backward(z, go, true), TN_OK);
+    assert_int_equal(counter, E_hooks_counter[1]);
+    tn_hook_remove(test2);
+    assert_int_equal(tn_backward(z, go, true), TN_OK);
+    assert_int_equal(counter, E_hooks_counter[2]);
+    tn_hook_remove(test);
+    log_hook_ctx times2 = {NULL, 0, 2};
+    keep_hook(tn_register_hook(z, log_hook, &times2));
+    zero_grad_inplace(y);
+    assert_int_equal(tn_backward(z, go, true), TN_OK);
+    GRAD(y, E_hooks_y_grad_doubled);
+    keep_hook(tn_register_hook(y, log_hook, &times2));
+    zero_grad_inplace(y);
+    assert_int_equal(tn_backward(z, go, false), TN_OK);
+    GRAD(y, E_hooks_y_grad_quadrupled);
+    END();
+}
+
+/* TestAutograd.test_tensor_hooks_inplace: a hook registered after an
+ * in-place write. PyTorch 1.13 keeps one hook list per tensor: fn1 runs
+ * first and sees [2], then fn2 sees [4]; tenet (as PyTorch 2.x, the test's
+ * comments) registers fn2 on the new version: fn2 sees [1], then fn1 [4].
+ * The gradient agrees. */
+static void test_tensor_hooks_inplace(void **state) {
+    BEGIN();
+    hook_log l = {0}, l2 = {0};
+    log_hook_ctx fn1 = {&l, 1, 2}, fn2 = {&l, 2, 2}, fn3 = {&l2, 3, 2};
+    tn_tensor *a = T(1, S(1), D(1), true), *b = tn_clone(a);
+    keep_hook(tn_register_hook(b, log_hook, &fn1));
+    assert_int_equal(tn_mul_scalar_(b, 2), TN_OK);
+    keep_hook(tn_register_hook(b, log_hook, &fn2));
+    assert_int_equal(tn_backward(tn_sum(b), NULL, false), TN_OK);
+    GRAD(a, E_tensor_hooks_inplace_a_grad);
+    check_log(&l, E_tensor_hooks_inplace_n_log, E_tensor_hooks_inplace_log,
+              E_tensor_hooks_inplace_log_seen);
+    a = T(1, S(1), D(1), true);
+    b = tn_clone(a);
+    keep_hook(tn_register_hook(b, log_hook, &fn3));
+    assert_int_equal(tn_mul_scalar_(b, 2), TN_OK); /* in place several times */
+    assert_int_equal(tn_mul_scalar_(b, 2), TN_OK);
+    assert_int_equal(tn_backward(tn_sum(b), NULL, false), TN_OK);
+    GRAD(a, E_tensor_hooks_inplace_a_grad2);
+    check_log(&l2, E_tensor_hooks_inplace_n_log2, E_tensor_hooks_inplace_log2,
+              E_tensor_hooks_inplace_log2_seen);
+    END();
+}
+
+/* TestAutograd.test_tensor_hooks_inplace_multiple_outputs: the DoubleMul
+ * part (no var_mean in tenet). PyTorch 1.13: fn0 and fn2 (registered after
+ * out1.mul_(2)) both see [2] (fn2 joins fn0's list), fn1 [3]; tenet (as
+ * 2.x): fn2 sees [1] on the new version, then fn0 [2], fn1 [3]. */
+static void test_tensor_hooks_inplace_multiple_outputs(void **state) {
+    BEGIN();
+    hook_log l = {0};
+    log_hook_ctx fn0 = {&l, 0, 0}, fn1 = {&l, 1, 0}, fn2 = {&l, 2, 0};
+    tn_tensor *b = zeros(2, S(3, 3), true), *o[2];
+    assert_int_equal(tn_function_apply(&DOUBLE_MUL, 1, &b, 2, o), TN_OK);
+    tn_hook *h1 = tn_register_hook(o[0], log_hook, &fn0),
+            *h2 = tn_register_hook(o[1], log_hook, &fn1);
+    assert_int_equal(tn_mul_scalar_(o[0], 2), TN_OK);
+    tn_hook *h3 = tn_register_hook(o[0], log_hook, &fn2);
+    assert_int_equal(tn_backward(tn_sum(tn_add(o[0], tn_mul_scalar(o[1], 3))), NULL, false), TN_OK);
+    GRAD(b, E_tensor_hooks_inplace_multiple_outputs_b_grad);
+    tn_hook_remove(h1);
+    tn_hook_remove(h2);
+    tn_hook_remove(h3);
+    check_log(&l, E_tensor_hooks_inplace_multiple_outputs_n_log,
+              E_tensor_hooks_inplace_multiple_outputs_log,
+              E_tensor_hooks_inplace_multiple_outputs_log_seen);
+    END();
+}
+
+/* TestAutograd.test_tensor_hooks_inplace_over_view: hooks on views, one
+ * written in place, the other's grad_fn read (regenerated), then a hook on
+ * it. PyTorch 1.13 calls none of the three hooks; tenet (as 2.x, the test)
+ * calls fn2 once with [1]. */
+static void test_tensor_hooks_inplace_over_view(void **state) {
+    BEGIN();
+    hook_log l = {0};
+    log_hook_ctx fn0 = {&l, 0, 0}, fn1 = {&l, 1, 0}, fn2 = {&l, 2, 0};
+    tn_tensor *base = tn_clone(T(1, S(1), D(1), true));
+    tn_tensor *view = tn_narrow(base, 0, 0, 1), *view2 = tn_narrow(base, 0, 0, 1);
+    keep_hook(tn_register_hook(view, log_hook, &fn0));
+    keep_hook(tn_register_hook(view2, log_hook, &fn1));
+    assert_int_equal(tn_mul_scalar_(view, 2), TN_OK);
+    assert_fn(view2, E_tensor_hooks_inplace_over_view_view2_fn);
+    keep_hook(tn_register_hook(view2, log_hook, &fn2));
+    assert_int_equal(tn_backward(tn_sum(tn_add(view, view2)), NULL, false), TN_OK);
+    check_log(&l, E_tensor_hooks_inplace_over_view_n_log, NULL, NULL);
+    END();
+}
+
+/* TestAutograd.test_retains_grad_inplace_multiple_outputs: the DoubleMul
+ * part (no var_mean in tenet) */
+static void test_retains_grad_inplace_multiple_outputs(void **state) {
+    BEGIN();
+    tn_tensor *b = zeros(2, S(3, 3), true), *o[2];
+    assert_int_equal(tn_function_apply(&DOUBLE_MUL, 1, &b, 2, o), TN_OK);
+    assert_int_equal(tn_retain_grad(o[0]), TN_OK);
+    assert_int_equal(tn_retain_grad(o[1]), TN_OK);
+    assert_int_equal(tn_mul_scalar_(o[0], 2), TN_OK);
+    assert_int_equal(tn_backward(tn_sum(tn_add(o[0], o[1])), NULL, false), TN_OK);
+    GRAD(o[0], E_retains_grad_inplace_multiple_outputs_gvar);
+    GRAD(o[1], E_retains_grad_inplace_multiple_outputs_gmean);
+    tn_tensor *a = tn_detach(b);
+    assert_int_equal(tn_requires_grad_(a, true), TN_OK);
+    assert_int_equal(tn_function_apply(&DOUBLE_MUL, 1, &a, 2, o), TN_OK);
+    assert_int_equal(tn_mul_scalar_(o[0], 2), TN_OK);
+    tn_tensor *out = tn_sum(tn_add(o[0], o[1])), *g[2];
+    assert_int_equal(tn_autograd_grad(1, &out, NULL, 2, o, g, false, false), TN_OK);
+    CLOSE(g[0], E_retains_grad_inplace_multiple_outputs_gvar_expected);
+    CLOSE(g[1], E_retains_grad_inplace_multiple_outputs_gmean_expected);
+    END();
+}
+
+/* TestAutograd.test_retains_grad_can_always_observe_tensor_prehook: hook,
+ * retain_grad, hook: PyTorch (1.13 and 2.x) shows retain_grad the gradient
+ * after both hooks (b.grad 4); tenet runs the three in registration order
+ * (b.grad 2). */
+static void test_retains_grad_can_always_observe_tensor_prehook(void **state) {
+    BEGIN();
+    log_hook_ctx times2 = {NULL, 0, 2};
+    for (int k = 0; k < 2; k++) {
+        tn_tensor *a = scalar(1, true), *b = tn_clone(a);
+        if (k == 0) keep_hook(tn_register_hook(b, log_hook, &times2));
+        assert_int_equal(tn_retain_grad(b), TN_OK);
+        keep_hook(tn_register_hook(b, log_hook, &times2));
+        assert_int_equal(tn_backward(tn_clone(b), NULL, false), TN_OK);
+        double bg, ag;
+        assert_int_equal(tn_item(grad_of(b), &bg), TN_OK);
+        assert_int_equal(tn_item(grad_of(a), &ag), TN_OK);
+        assert_true(bg == (k ? E_retains_grad_can_always_observe_tensor_prehook_b_grad1
+                             : E_retains_grad_can_always_observe_tensor_prehook_b_grad0));
+        assert_true(ag == (k ? E_retains_grad_can_always_observe_tensor_prehook_a_grad1
+                             : E_retains_grad_can_always_observe_tensor_prehook_a_grad0));
+    }
+    END();
+}
+
+/* grad_fn prehooks: log 2, double the gradient */
+static tn_status log2_double_prehook(tn_node *n, int n_out, tn_tensor *const *go,
+                                     tn_tensor **replace, void *ctx) {
+    hook_log *l = ctx;
+    if (l->n < 16) l->ids[l->n++] = 2;
+    return (replace[0] = tn_mul_scalar(go[0], 2)) ? TN_OK : tn_last_status();
+}
+
+/* TestAutograd.test_prehook_ordering. Left out: the prehook on a's
+ * AccumulateGrad node (no handle to it in tenet) and backward(inputs=).
+ * PyTorch 1.13 runs b.grad_fn's prehooks before b's tensor hook: [2, 2, 1,
+ * 1, 1] ([2, 2, 1] for autograd.grad); tenet (as 2.x, the test) runs the
+ * tensor hook first: [1, 2, 2, 1, 1] ([1, 2, 2]). The gradients agree. */
+static void test_prehook_ordering(void **state) {
+    BEGIN();
+    hook_log l = {0};
+    log_hook_ctx hook1 = {&l, 1, 3};
+    tn_tensor *a = scalar(1, true), *b = tn_clone(a);
+    tn_node *bf = tn_grad_fn(b);
+    keep_hook(tn_node_register_prehook(bf, log2_double_prehook, &l));
+    keep_hook(tn_register_hook(b, log_hook, &hook1));
+    keep_hook(tn_node_register_prehook(bf, log2_double_prehook, &l));
+    keep_hook(tn_register_hook(a, log_hook, &hook1));
+    keep_hook(tn_register_hook(a, log_hook, &hook1));
+    tn_node_release(bf);
+    assert_int_equal(tn_backward(tn_sum(b), NULL, true), TN_OK);
+    tt_assert_grad(a, D(E_prehook_ordering_a_grad), 1, TOL);
+    int want = NUMEL(E_prehook_ordering_log_backward);
+    assert_int_equal(l.n, want);
+    for (int i = 0; i < want; i++)
+        assert_int_equal(l.ids[i], E_prehook_ordering_log_backward[i]);
+    l.n = 0;
+    tn_tensor *s = tn_sum(b), *g = NULL;
+    assert_int_equal(tn_autograd_grad(1, &s, NULL, 1, &a, &g, true, false), TN_OK);
+    tt_assert_close(g, D(E_prehook_ordering_grad), 1, TOL);
+    want = NUMEL(E_prehook_ordering_log_grad);
+    assert_int_equal(l.n, want);
+    for (int i = 0; i < want; i++)
+        assert_int_equal(l.ids[i], E_prehook_ordering_log_grad[i]);
+    END();
+}
+
+/* grad_fn hooks of test_grad_fn_prehooks: prehooks that double (count in
+ * pre), do nothing, or return the gradient unchanged; a posthook that
+ * records (prehooks run so far, grad_output, grad_input) */
+typedef struct {
+    int pre, post, n_seen;
+    double seen[6];
+} prehook_state;
+
+static tn_status double_prehook(tn_node *n, int n_out, tn_tensor *const *go, tn_tensor **replace,
+                                void *ctx) {
+    ((prehook_state *)ctx)->pre++;
+    for (int i = 0; i < n_out; i++)
+        if (!(replace[i] = tn_mul_scalar(go[i], 2))) return tn_last_status();
+    return TN_OK;
+}
+static tn_status none_prehook(tn_node *n, int n_out, tn_tensor *const *go, tn_tensor **replace,
+                              void *ctx) {
+    return TN_OK;
+}
+static tn_status seen_posthook(tn_node *n, int n_in, tn_tensor *const *gi, tn_tensor **replace,
+                               int n_out, tn_tensor *const *go, void *ctx) {
+    prehook_state *s = ctx;
+    if (s->n_seen + 3 <= 6) {
+        s->seen[s->n_seen++] = s->pre;
+        s->seen[s->n_seen++] = first_of(go[0]);
+        s->seen[s->n_seen++] = first_of(gi[0]);
+    }
+    s->post++;
+    return TN_OK;
+}
+
+/* TestAutograd.test_grad_fn_prehooks (lambda x: x is a prehook that
+ * replaces nothing, as lambda x: None) */
+static void test_grad_fn_prehooks(void **state) {
+    BEGIN();
+    for (int custom = 1; custom >= 0; custom--) {
+        prehook_state s = {0};
+        tn_tensor *a = T(1, S(1), D(1), true), *b = mul2(a, custom);
+        tn_node *f = tn_grad_fn(b);
+        assert_string_equal(tn_node_name(f),
+                            custom ? E_grad_fn_prehooks_custom_fn : E_grad_fn_prehooks_builtin_fn);
+        keep_hook(tn_node_register_hook(f, seen_posthook, &s));
+        keep_hook(tn_node_register_hook(f, seen_posthook, &s));
+        keep_hook(tn_node_register_prehook(f, double_prehook, &s));
+        keep_hook(tn_node_register_prehook(f, none_prehook, &s));
+        keep_hook(tn_node_register_prehook(f, double_prehook, &s));
+        keep_hook(tn_node_register_prehook(f, double_prehook, &s));
+        keep_hook(tn_node_register_prehook(f, none_prehook, &s));
+        keep_hook(tn_node_register_prehook(f, none_prehook, &s));
+        tn_node_release(f);
+        assert_int_equal(tn_backward(tn_sum(b), NULL, false), TN_OK);
+        const int64_t *counts =
+            custom ? E_grad_fn_prehooks_custom_counts : E_grad_fn_prehooks_builtin_counts;
+        assert_int_equal(s.post, counts[0]);
+        assert_int_equal(s.pre, counts[1]);
+        tt_assert_close(T(1, S(6), s.seen, false),
+                        custom ? E_grad_fn_prehooks_custom_post_seen
+                               : E_grad_fn_prehooks_builtin_post_seen,
+                        6, TOL);
+        tt_assert_grad(
+            a, custom ? E_grad_fn_prehooks_custom_a_grad : E_grad_fn_prehooks_builtin_a_grad, 1,
+            TOL);
+        /* a prehook that returns None */
+        a = ones(2, S(3, 3), true);
+        b = mul2(a, custom);
+        f = tn_grad_fn(b);
+        int pre = s.pre;
+        bump one = {&pre, 1};
+        keep_hook(tn_node_register_prehook(f, bump_prehook, &one));
+        tn_node_release(f);
+        assert_int_equal(tn_backward(tn_sum(b), NULL, false), TN_OK);
+        assert_int_equal(pre, custom ? E_grad_fn_prehooks_custom_pre_total
+                                     : E_grad_fn_prehooks_builtin_pre_total);
+        tt_assert_grad(
+            a, custom ? E_grad_fn_prehooks_custom_a_grad2 : E_grad_fn_prehooks_builtin_a_grad2, 9,
+            TOL);
+    }
+    END();
+}
+
+/* (k * x * 2, k * y * 2), k = 3 */
+FW(fw_double_mul2) {
+    out[0] = tn_mul_scalar(in[0], E_grad_fn_prehooks_multiple_outputs_k * 2);
+    out[1] = tn_mul_scalar(in[1], E_grad_fn_prehooks_multiple_outputs_k * 2);
+    return out[0] && out[1] ? TN_OK : tn_last_status();
+}
+BW(bw_double_mul2) {
+    gi[0] = tn_mul_scalar(go[0], E_grad_fn_prehooks_multiple_outputs_k * 2);
+    gi[1] = tn_mul_scalar(go[1], E_grad_fn_prehooks_multiple_outputs_k * 2);
+    return gi[0] && gi[1] ? 2 : tn_last_status();
+}
+FUNCTION(DOUBLE_MUL2, "DoubleMul2Backward", fw_double_mul2, bw_double_mul2);
+
+/* TestAutograd.test_grad_fn_prehooks_multiple_outputs: the DoubleMul2 part,
+ * without its middle output (a Python number). Left out: var_mean. */
+static void test_grad_fn_prehooks_multiple_outputs(void **state) {
+    BEGIN();
+    prehook_state s = {0};
+    tn_tensor *a = zeros(2, S(3, 3), true), *b = zeros(2, S(3, 3), true), *o[2];
+    assert_int_equal(tn_function_apply(&DOUBLE_MUL2, 2, (tn_tensor *[]){a, b}, 2, o), TN_OK);
+    tn_node *f = tn_grad_fn(o[0]);
+    keep_hook(tn_node_register_prehook(f, double_prehook, &s));
+    tn_node_release(f);
+    assert_int_equal(tn_backward(tn_sum(tn_add(o[0], o[1])), NULL, false), TN_OK);
+    assert_int_equal(s.pre, E_grad_fn_prehooks_multiple_outputs_counter);
+    GRAD(a, E_grad_fn_prehooks_multiple_outputs_a_grad);
+    GRAD(b, E_grad_fn_prehooks_multiple_outputs_b_grad);
+    END();
+}
+
+/* prehook1 of test_grad_fn_prehooks_remove_hooks removes handle2 */
+static tn_status remove_prehook(tn_node *n, int n_out, tn_tensor *const *go, tn_tensor **replace,
+                                void *ctx) {
+    tn_hook_remove(*(tn_hook **)ctx);
+    *(tn_hook **)ctx = NULL;
+    return TN_OK;
+}
+
+/* TestAutograd.test_grad_fn_prehooks_remove_hooks. A hook removed by an
+ * earlier hook of the same node during backward: PyTorch (1.13 and 2.x)
+ * still calls it in that pass (counter 1), tenet does not (counter 0). Left
+ * out: removing a handle twice (a freed handle in C). */
+static void test_grad_fn_prehooks_remove_hooks(void **state) {
+    BEGIN();
+    for (int custom = 1; custom >= 0; custom--) {
+        int counter = 0;
+        bump one = {&counter, 1};
+        tn_tensor *a = ones(2, S(3, 3), true), *b = mul2(a, custom);
+        tn_node *f = tn_grad_fn(b);
+        tn_hook *handle = tn_node_register_prehook(f, bump_prehook, &one);
+        keep_hook(tn_node_register_prehook(f, bump_prehook, &one));
+        tn_hook_remove(handle);
+        tn_node_release(f);
+        assert_int_equal(tn_backward(tn_sum(b), NULL, false), TN_OK);
+        tt_assert_grad(a,
+                       custom ? E_grad_fn_prehooks_remove_hooks_custom_a_grad
+                              : E_grad_fn_prehooks_remove_hooks_builtin_a_grad,
+                       9, TOL);
+        assert_int_equal(counter, custom ? E_grad_fn_prehooks_remove_hooks_custom_counter
+                                         : E_grad_fn_prehooks_remove_hooks_builtin_counter);
+        /* removed during backward */
+        counter = 0;
+        a = ones(2, S(3, 3), true);
+        b = mul2(a, custom);
+        f = tn_grad_fn(b);
+        tn_hook *handle2 = NULL;
+        keep_hook(tn_node_register_prehook(f, remove_prehook, &handle2));
+        handle2 = tn_node_register_prehook(f, bump_prehook, &one);
+        tn_hook_remove(tn_node_register_prehook(f, bump_prehook, &one)); /* handle3 */
+        tn_node_release(f);
+        assert_int_equal(tn_backward(tn_sum(b), NULL, false), TN_OK);
+        tt_assert_grad(a,
+                       custom ? E_grad_fn_prehooks_remove_hooks_custom_a_grad_during
+                              : E_grad_fn_prehooks_remove_hooks_builtin_a_grad_during,
+                       9, TOL);
+        assert_int_equal(counter, custom ? E_grad_fn_prehooks_remove_hooks_custom_counter_during
+                                         : E_grad_fn_prehooks_remove_hooks_builtin_counter_during);
+    }
+    END();
+}
+
+/* NoneGradientFunction: returns both inputs, a gradient for x only */
+static bool needs_grad[2];
+FW(fw_none_gradient) {
+    needs_grad[0] = tn_function_needs_input_grad(ctx, 0);
+    needs_grad[1] = tn_function_needs_input_grad(ctx, 1);
+    out[0] = tn_retain(in[0]);
+    out[1] = tn_retain(in[1]);
+    return TN_OK;
+}
+BW(bw_none_gradient) {
+    gi[0] = tn_retain(go[0]);
+    gi[1] = NULL;
+    return 2;
+}
+FUNCTION(NONE_GRADIENT, "NoneGradientFunctionBackward", fw_none_gradient, bw_none_gradient);
+
+/* TestAutograd.test_hook_none: hooks on both outputs get a gradient.
+ * sum(rx, ry) (Python's sum over rx's rows, starting at ry) is
+ * ry + rx.sum(0). */
+static void test_hook_none(void **state) {
+    BEGIN();
+    tn_tensor *x = ones(2, S(5, 5), true), *y = ones(2, S(5, 5), false), *r[2];
+    assert_int_equal(tn_function_apply(&NONE_GRADIENT, 2, (tn_tensor *[]){x, y}, 2, r), TN_OK);
+    assert_int_equal(needs_grad[0], E_hook_none_needs_input_grad[0]);
+    assert_int_equal(needs_grad[1], E_hook_none_needs_input_grad[1]);
+    assert_int_equal(tn_requires_grad(r[1]), E_hook_none_ry_requires_grad);
+    int calls[2] = {0, 0};
+    bump rx = {&calls[0], 1}, ry = {&calls[1], 1}; /* tenet never calls a hook with no gradient */
+    keep_hook(tn_register_hook(r[0], bump_hook, &rx));
+    keep_hook(tn_register_hook(r[1], bump_hook, &ry));
+    assert_int_equal(tn_backward(tn_sum(tn_add(r[1], tn_sum_dim(r[0], 0, false))), NULL, false),
+                     TN_OK);
+    assert_int_equal(calls[0], E_hook_none_hook_got_grad[0]);
+    assert_int_equal(calls[1], E_hook_none_hook_got_grad[1]);
+    GRAD(x, E_hook_none_x_grad);
+    END();
+}
+
+/* TestAutograd.test_hook_edge_case_when_called_with_grad: autograd.grad
+ * runs the tensor hooks of the nodes it runs, not of its inputs. Left out:
+ * the hooks on a's AccumulateGrad node, backward(inputs=). */
+static void test_hook_edge_case_when_called_with_grad(void **state) {
+    BEGIN();
+    tn_tensor *a = scalar(1, true), *b = tn_mul_scalar(a, 2), *c = tn_mul_scalar(b, 2);
+    int counts[3] = {0, 0, 0}; /* tensor hooks, prehooks, posthooks */
+    bump th = {&counts[0], 1}, pre = {&counts[1], 1}, post = {&counts[2], 1};
+    keep_hook(tn_register_hook(a, bump_hook, &th));
+    keep_hook(tn_register_hook(b, bump_hook, &th));
+    tn_node *bf = tn_grad_fn(b);
+    keep_hook(tn_node_register_hook(bf, bump_posthook, &post));
+    keep_hook(tn_node_register_prehook(bf, bump_prehook, &pre));
+    tn_node_release(bf);
+    tn_tensor *in[] = {a, b}, *g[2];
+    for (int k = 0; k < 3; k++) {
+        if (k == 0) assert_int_equal(tn_autograd_grad(1, &c, NULL, 1, &b, g, true, false), TN_OK);
+        if (k == 1) assert_int_equal(tn_autograd_grad(1, &c, NULL, 2, in, g, true, false), TN_OK);
+        if (k == 2) assert_int_equal(tn_backward(c, NULL, true), TN_OK);
+        for (int i = 0; i < 3; i++) {
+            if (counts[i] != E_hook_edge_case_when_called_with_grad_counts[3 * k + i])
+                fail_msg("call %d, counter %d: %d", k, i, counts[i]);
+            counts[i] = 0;
+        }
+    }
+    END();
+}
+
+/* TestAutograd.test_hook_closure_cycle: a hook on b (tensor or grad_fn
+ * hook, b from a custom function or clone) keeps firing on every retained
+ * backward; everything is freed after (TT_TEST's leak check stands for the
+ * original's weakref). */
+static void test_hook_closure_cycle(void **state) {
+    BEGIN();
+    for (int k = 0; k < 4; k++) {
+        bool custom = k < 2, tensor_hook = k % 2 == 0;
+        int count = 0;
+        bump one = {&count, 1};
+        tn_tensor *a = scalar(1, true);
+        tn_tensor *b = custom ? tn_function_apply1(&MUL2, 1, &a) : tn_clone(a);
+        if (tensor_hook) {
+            keep_hook(tn_register_hook(b, bump_hook, &one));
+        } else {
+            tn_node *f = tn_grad_fn(b);
+            keep_hook(tn_node_register_hook(f, bump_posthook, &one));
+            tn_node_release(f);
+        }
+        tn_tensor *c = tn_clone(b);
+        assert_int_equal(tn_backward(c, NULL, true), TN_OK);
+        assert_int_equal(tn_backward(c, NULL, true), TN_OK);
+        assert_int_equal(count, E_hook_closure_cycle_count[k]);
+    }
+    END();
+}
+
+/* post-accumulate hooks: t -= t.grad; t *= 4; t.grad += 0.5 */
+static tn_status sub_grad_hook(tn_tensor *t, void *ctx) {
+    tn_tensor *g = tn_grad(t);
+    tn_status st = g ? tn_sub_(t, g) : tn_last_status();
+    tn_release(g);
+    return st;
+}
+static tn_status mul4_hook(tn_tensor *t, void *ctx) { return tn_mul_scalar_(t, 4); }
+static tn_status sub2_hook(const tn_tensor *g, tn_tensor **replace, void *ctx) {
+    return (*replace = tn_sub_scalar((tn_tensor *)g, 2)) ? TN_OK : tn_last_status();
+}
+static tn_status grad_add_half_hook(tn_tensor *t, void *ctx) {
+    tn_tensor *g = tn_grad(t);
+    tn_status st = g ? tn_add_scalar_(g, 0.5) : tn_last_status();
+    tn_release(g);
+    return st;
+}
+
+/* The post-accumulate tests are PyTorch 2.x's; 1.13 has no such hooks, and
+ * their values are the hooks' effect applied by hand after backward in 1.13
+ * (see the generator); the error text is the test's. */
+
+/* TestAutograd.test_post_accumulate_grad_hook_on_non_leaf */
+static void test_post_accumulate_grad_hook_on_non_leaf(void **state) {
+    BEGIN();
+    tn_tensor *leaf = zeros(1, S(3), true), *non_leaf = tn_mul_scalar(leaf, 2);
+    assert_null(tn_register_post_accumulate_grad_hook(non_leaf, sub_grad_hook, NULL));
+    expect_error(TN_ERR_AUTOGRAD, E_post_accumulate_grad_hook_on_non_leaf_msg);
+    END();
+}
+
+/* TestAutograd.test_post_accumulate_grad_hook_multiple_hooks: both run, in order */
+static void test_post_accumulate_grad_hook_multiple_hooks(void **state) {
+    BEGIN();
+    tn_tensor *t = T(1, S(3), E_post_accumulate_grad_hook_multiple_hooks_tensor, true);
+    keep_hook(tn_register_post_accumulate_grad_hook(t, sub_grad_hook, NULL));
+    keep_hook(tn_register_post_accumulate_grad_hook(t, mul4_hook, NULL));
+    assert_int_equal(tn_backward(tn_sum(t), NULL, false), TN_OK);
+    CLOSE(t, E_post_accumulate_grad_hook_multiple_hooks_after);
+    END();
+}
+
+/* TestAutograd.test_post_accumulate_grad_hook_multiple_tensors */
+static void test_post_accumulate_grad_hook_multiple_tensors(void **state) {
+    BEGIN();
+    tn_tensor *t1 = T(1, S(3), E_post_accumulate_grad_hook_multiple_tensors_t1, true);
+    tn_tensor *t2 = T(1, S(5), E_post_accumulate_grad_hook_multiple_tensors_t2, true);
+    keep_hook(tn_register_post_accumulate_grad_hook(t1, sub_grad_hook, NULL));
+    keep_hook(tn_register_post_accumulate_grad_hook(t2, sub_grad_hook, NULL));
+    assert_int_equal(tn_backward(tn_sum(t1), NULL, false), TN_OK);
+    assert_int_equal(tn_backward(tn_sum(t2), NULL, false), TN_OK);
+    CLOSE(t1, E_post_accumulate_grad_hook_multiple_tensors_t1_after);
+    CLOSE(t2, E_post_accumulate_grad_hook_multiple_tensors_t2_after);
+    END();
+}
+
+/* optimizer step and zero_grad from the parameter's hook */
+static tn_status adam_step_hook(tn_tensor *t, void *ctx) {
+    tn_status st = tn_adam_step(ctx);
+    return st < 0 ? st : tn_adam_zero_grad(ctx);
+}
+
+/* TestAutograd.test_post_accumulate_grad_hook_e2e: Linear(3, 2) with one
+ * Adam per parameter stepped from its hook matches a model stepped after
+ * backward (PyTorch's values); after the hooks are removed it stays put. */
+static void test_post_accumulate_grad_hook_e2e(void **state) {
+    BEGIN();
+    const double *h = E_post_accumulate_grad_hook_e2e_adam; /* lr, beta1, beta2, eps, wd */
+    tn_tensor *w = T(2, S(2, 3), E_post_accumulate_grad_hook_e2e_w, true);
+    tn_tensor *b = T(1, S(2), E_post_accumulate_grad_hook_e2e_b, true);
+    tn_tensor *input = T(2, S(2, 3), E_post_accumulate_grad_hook_e2e_input, false);
+    tn_adam *opt_w = tn_adam_new(1, &w, h[0], h[1], h[2], h[3], h[4]);
+    tn_adam *opt_b = tn_adam_new(1, &b, h[0], h[1], h[2], h[3], h[4]);
+    assert_non_null(opt_w);
+    assert_non_null(opt_b);
+    tn_hook *hw = tn_register_post_accumulate_grad_hook(w, adam_step_hook, opt_w);
+    tn_hook *hb = tn_register_post_accumulate_grad_hook(b, adam_step_hook, opt_b);
+    for (int phase = 1; phase <= 2; phase++) {
+        if (phase == 2) {
+            tn_hook_remove(hw);
+            tn_hook_remove(hb);
+        }
+        for (int i = 0; i < E_post_accumulate_grad_hook_e2e_iters; i++)
+            assert_int_equal(tn_backward(tn_sum(tn_linear(input, w, b)), NULL, false), TN_OK);
+        CLOSE(w, E_post_accumulate_grad_hook_e2e_w1); /* phase 2: the reference moved on */
+        CLOSE(b, E_post_accumulate_grad_hook_e2e_b1);
+        if (phase == 2)
+            assert_true(fabs(E_post_accumulate_grad_hook_e2e_w2[0] -
+                             E_post_accumulate_grad_hook_e2e_w1[0]) > 1e-6);
+    }
+    tn_adam_free(opt_w);
+    tn_adam_free(opt_b);
+    END();
+}
+
+/* TestAutograd.test_post_accumulate_grad_hook_ordering: the tensor hook,
+ * then the post-accumulate hook: (1 - 2) + 0.5. Left out: the prehook and
+ * posthook on the AccumulateGrad node (no handle to it in tenet). */
+static void test_post_accumulate_grad_hook_ordering(void **state) {
+    BEGIN();
+    tn_tensor *t = zeros(1, S(3), true);
+    keep_hook(tn_register_hook(t, sub2_hook, NULL));
+    keep_hook(tn_register_post_accumulate_grad_hook(t, grad_add_half_hook, NULL));
+    assert_int_equal(tn_backward(tn_sum(t), NULL, false), TN_OK);
+    GRAD(t, E_post_accumulate_grad_hook_ordering_grad);
+    END();
+}
+
+/* ================================================================================================
+ * TestAutograd: custom Functions
+ * ============================================================================================== */
+
+FUNCTION(RETURNS_NONE, "MyFunctionBackward", fw_times2, bw_none);
+
+/* TestAutograd.test_function_returns_undefined_tensor: a backward that
+ * returns no gradient leaves x.grad None, also through x ** 2. */
+static void test_function_returns_undefined_tensor(void **state) {
+    BEGIN();
+    tn_tensor *x = ones(1, S(1), true), *x2 = tn_pow_scalar(x, 2);
+    tn_tensor *outs[] = {tn_function_apply1(&RETURNS_NONE, 1, &x),
+                         tn_function_apply1(&RETURNS_NONE, 1, &x2),
+                         tn_sum(tn_function_apply1(&RETURNS_NONE, 1, &x))};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(tn_backward(outs[k], NULL, false), TN_OK);
+        assert_int_equal(tn_grad(x) == NULL, E_function_returns_undefined_tensor_x_grad_is_none[k]);
+    }
+    tn_tensor *out = tn_function_apply1(&RETURNS_NONE, 1, &x), *g = NULL;
+    assert_int_equal(tn_autograd_grad_ex(1, &out, NULL, 1, &x, &g, false, false, true), TN_OK);
+    assert_int_equal(g == NULL, E_function_returns_undefined_tensor_grad_is_none);
+    END();
+}
+
+BW(bw_fails) { return TN_ERR_INVALID_ARGUMENT; }
+static const tn_function SIMULATE_BACKWARD_ERROR = {.name = "SimulateBackwardErrorBackward",
+                                                    .forward = fw_clone,
+                                                    .backward = bw_fails,
+                                                    .flags = TN_FUNCTION_ONCE_DIFFERENTIABLE};
+
+/* TestAutograd.test_custom_function_exception: an error in a custom
+ * backward fails backward, and no .grad is written. A C callback has no
+ * exception text to raise (PyTorch's message is the exception's own,
+ * E_custom_function_exception_msg): tenet's names the function. */
+static void test_custom_function_exception(void **state) {
+    BEGIN();
+    tn_tensor *t1 = zeros(2, S(3, 3), true), *t2 = zeros(2, S(3, 3), true);
+    tn_tensor *tmp = tn_mul(tn_add(t1, t2), tn_add(t1, t2));
+    tn_tensor *t3 = tn_function_apply1(&SIMULATE_BACKWARD_ERROR, 1, &tmp);
+    assert_true(tn_backward(tn_sum(t3), NULL, false) < 0);
+    tt_assert_error(TN_ERR_INVALID_ARGUMENT, "SimulateBackwardErrorBackward");
+    assert_int_equal(tn_grad(t1) == NULL, E_custom_function_exception_t1_grad_is_none);
+    END();
+}
+
+/* (t4, t5, t1) = ((t1 + t2 * t3) * scale, (t1 * t2 + t3) * scale, t1) */
+FW(fw_non_tensor) {
+    double scale = E_custom_function_non_tensor_inputs_outputs_scale;
+    tn_tensor *a = tn_mul(in[1], in[2]), *b = tn_mul(in[0], in[1]);
+    out[0] = tn_add(in[0], a);
+    out[1] = tn_add(b, in[2]);
+    tn_release(a);
+    tn_release(b);
+    if (!out[0] || !out[1] || tn_mul_scalar_(out[0], scale) < 0 ||
+        tn_mul_scalar_(out[1], scale) < 0)
+        return tn_last_status();
+    out[2] = tn_retain(in[0]);
+    return tn_function_save_for_backward(ctx, 3, in);
+}
+BW(bw_non_tensor) {
+    double scale = E_custom_function_non_tensor_inputs_outputs_scale;
+    tn_tensor *v[3];
+    tn_status st = tn_function_saved_tensors(ctx, 3, v);
+    if (st < 0) return st;
+    /* (g4 + g5 * t2) * scale + g1, (g4 * t3 + g5 * t1) * scale, none for t3 */
+    tn_tensor *a = tn_mul(go[1], v[1]), *b = tn_add(go[0], a), *c = tn_mul_scalar(b, scale);
+    tn_tensor *d = tn_mul(go[0], v[2]), *e = tn_mul(go[1], v[0]), *f = tn_add(d, e);
+    gi[0] = tn_add(c, go[2]);
+    gi[1] = tn_mul_scalar(f, scale);
+    gi[2] = NULL;
+    tn_tensor *tmp[] = {a, b, c, d, e, f, v[0], v[1], v[2]};
+    for (int i = 0; i < 9; i++)
+        tn_release(tmp[i]);
+    return gi[0] && gi[1] ? 3 : tn_last_status();
+}
+static const tn_function NON_TENSOR = {.name = "MyFunctionBackward",
+                                       .forward = fw_non_tensor,
+                                       .backward = bw_non_tensor,
+                                       .flags = TN_FUNCTION_ONCE_DIFFERENTIABLE};
+
+/* TestAutograd.test_custom_function_non_tensor_inputs_outputs: the tensor
+ * inputs and outputs (a C function has no non-tensor ones; scale is a fixed
+ * 3). gradcheck as PyTorch's gradients. */
+static void test_custom_function_non_tensor_inputs_outputs(void **state) {
+    BEGIN();
+    tn_tensor *t1 = T(1, S(10), E_custom_function_non_tensor_inputs_outputs_t1, true);
+    tn_tensor *t2 = T(1, S(10), E_custom_function_non_tensor_inputs_outputs_t2, true);
+    tn_tensor *t3 = T(1, S(10), E_custom_function_non_tensor_inputs_outputs_t3, false), *res[3];
+    assert_int_equal(tn_function_apply(&NON_TENSOR, 3, (tn_tensor *[]){t1, t2, t3}, 3, res), TN_OK);
+    CLOSE(res[0], E_custom_function_non_tensor_inputs_outputs_t4);
+    CLOSE(res[1], E_custom_function_non_tensor_inputs_outputs_t5);
+    CLOSE(res[2], E_custom_function_non_tensor_inputs_outputs_t1);
+    tn_tensor *roots[] = {tn_sum(res[0]), tn_sum(res[1]), tn_sum(res[2])};
+    assert_int_equal(tn_backward_multi(3, roots, NULL, false, false), TN_OK);
+    GRAD(t1, E_custom_function_non_tensor_inputs_outputs_t1_grad);
+    GRAD(t2, E_custom_function_non_tensor_inputs_outputs_t2_grad);
+    assert_int_equal(tn_grad(t3) == NULL,
+                     E_custom_function_non_tensor_inputs_outputs_t3_grad_is_none);
+    END();
+}
+
+BW(bw_ten_floats) { GRAD1(tn_ones(1, S(10), TN_F32)); }
+FUNCTION(INVALID_GRADIENTS, "MyFunctionBackward", fw_times2, bw_ten_floats);
+
+/* TestAutograd.test_invalid_gradients */
+static void test_invalid_gradients(void **state) {
+    BEGIN();
+    tn_tensor *input = tn_ones(2, S(5, 5), TN_F32);
+    assert_int_equal(tn_requires_grad_(input, true), TN_OK);
+    tn_tensor *out = tn_function_apply1(&INVALID_GRADIENTS, 1, &input);
+    assert_true(tn_backward(tn_sum(out), NULL, false) < 0);
+    expect_error(TN_ERR_SHAPE, E_invalid_gradients_msg);
+    END();
+}
+
+/* TestAutograd.test_unrelated_inputs: gradcheck / gradgradcheck of x * x
+ * in (x, y) as PyTorch's first and second derivatives (y unused). */
+static void test_unrelated_inputs(void **state) {
+    BEGIN();
+    tn_tensor *x = T(1, S(10), E_unrelated_inputs_x, true), *y = zeros(1, S(10), true);
+    tn_tensor *go = T(1, S(10), E_unrelated_inputs_go, true), *out = tn_mul(x, x);
+    tn_tensor *in[] = {x, y}, *g[2];
+    assert_int_equal(tn_autograd_grad_ex(1, &out, &go, 2, in, g, false, true, true), TN_OK);
+    CLOSE(g[0], E_unrelated_inputs_gx);
+    assert_int_equal(g[1] == NULL, E_unrelated_inputs_gy_is_none);
+    tn_tensor *s = tn_sum(tn_mul(g[0], T(1, S(10), E_unrelated_inputs_u, false)));
+    tn_tensor *in2[] = {x, y, go}, *gg[3];
+    assert_int_equal(tn_autograd_grad_ex(1, &s, NULL, 3, in2, gg, false, false, true), TN_OK);
+    CLOSE(gg[0], E_unrelated_inputs_ggx);
+    assert_int_equal(gg[1] == NULL, E_unrelated_inputs_ggy_is_none);
+    CLOSE(gg[2], E_unrelated_inputs_ggo);
+    END();
+}
+
+/* (x[:5], x[5:]) */
+FW(fw_halves) {
+    out[0] = tn_narrow(in[0], 0, 0, 5);
+    out[1] = tn_narrow(in[0], 0, 5, 5);
+    return out[0] && out[1] ? TN_OK : tn_last_status();
+}
+BW(bw_cat) { GRAD1(tn_cat(2, go, 0)); }
+FUNCTION(MULTI_OUTPUT_FN, "MultiOutputFnBackward", fw_halves, bw_cat);
+FW(fw_save_times2) {
+    out[0] = tn_mul_scalar(in[0], 2);
+    return out[0] ? tn_function_save_for_backward(ctx, 1, in) : tn_last_status();
+}
+FUNCTION(SAVES_INPUT, "TestFnBackward", fw_save_times2, bw_none);
+
+/* TestAutograd.test_save_output_nr: b is output 1 of its node (read as the
+ * input_nr of the edge that leads to it). Left out: b.output_nr of the
+ * saved b inside backward (no such query in tenet). */
+static void test_save_output_nr(void **state) {
+    BEGIN();
+    tn_tensor *x = zeros(1, S(10), true), *o[2];
+    assert_int_equal(tn_function_apply(&MULTI_OUTPUT_FN, 1, &x, 2, o), TN_OK);
+    assert_fn(o[1], E_save_output_nr_b_fn);
+    tn_tensor *y = tn_function_apply1(&SAVES_INPUT, 1, &o[1]);
+    tn_node *f = tn_grad_fn(y);
+    int nr = -1;
+    tn_node *n = tn_node_next(f, 0, &nr);
+    assert_non_null(n);
+    assert_string_equal(tn_node_name(n), E_save_output_nr_b_fn);
+    assert_int_equal(nr, E_save_output_nr_b_output_nr);
+    tn_node_release(n);
+    tn_node_release(f);
+    assert_int_equal(tn_backward(tn_sum(y), NULL, false), TN_OK);
+    END();
+}
+
+/* t1 + t2, gradient (g, g) */
+FW(fw_add) { OUT1(tn_add(in[0], in[1])); }
+BW(bw_both) {
+    gi[0] = tn_retain(go[0]);
+    gi[1] = tn_retain(go[0]);
+    return 2;
+}
+FUNCTION(MY_OP_ADD, "MyOpBackward", fw_add, bw_both);
+
+/* TestAutograd.test_free_deep_graph_pyfunction: 150000 custom nodes, each
+ * held by the next, freed without overflowing the stack */
+static void test_free_deep_graph_pyfunction(void **state) {
+    tn_tensor *x = T(1, S(1), D(0.5), true), *y = tn_clone(x);
+    for (int i = 0; i < E_free_deep_graph_pyfunction_depth; i++) {
+        tn_tensor *ny = tn_function_apply1(&MY_OP_ADD, 2, (tn_tensor *[]){y, y});
+        assert_non_null(ny);
+        tn_release(y);
+        y = ny;
+    }
+    tt_assert_close(y, D(E_free_deep_graph_pyfunction_value), 1, TOL);
+    assert_fn(y, E_free_deep_graph_pyfunction_y_fn);
+    tn_release(y);
+    tn_release(x);
+}
+
+FW(fw_plus1) { OUT1(tn_add_scalar(in[0], 1)); }
+FUNCTION(MY_OP_PLUS1, "MyOpBackward", fw_plus1, bw_identity);
+
+/* TestAutograd.test_no_grad_python_function: apply respects no_grad */
+static void test_no_grad_python_function(void **state) {
+    BEGIN();
+    tn_tensor *x = ones(2, S(5, 5), true);
+    bool prev = tn_set_grad_enabled(false);
+    tn_tensor *y = tn_function_apply1(&MY_OP_PLUS1, 1, &x);
+    tn_set_grad_enabled(prev);
+    assert_int_equal(tn_requires_grad(y), E_no_grad_python_function_y_requires_grad);
+    CLOSE(y, E_no_grad_python_function_y);
+    END();
+}
+
+FUNCTION(IDENTITY_FN, "MyFunctionBackward", fw_identity, bw_identity);
+
+/* TestAutograd.test_no_grad_input */
+static void test_no_grad_input(void **state) {
+    BEGIN();
+    tn_tensor *x = zeros(1, S(5), true);
+    bool prev = tn_set_grad_enabled(false);
+    tn_tensor *y = tn_function_apply1(&IDENTITY_FN, 1, &x);
+    tn_set_grad_enabled(prev);
+    assert_int_equal(tn_requires_grad(x), E_no_grad_input_x_requires_grad);
+    assert_fn(y, E_no_grad_input_y_fn);
+    END();
+}
+
+/* Identity: (a, a + b), gradients (ga + gb, gb) */
+FW(fw_return_leaf) {
+    out[0] = tn_retain(in[0]);
+    out[1] = tn_add(in[0], in[1]);
+    return out[1] ? TN_OK : tn_last_status();
+}
+BW(bw_return_leaf) {
+    gi[0] = tn_add(go[0], go[1]);
+    gi[1] = tn_retain(go[1]);
+    return gi[0] ? 2 : tn_last_status();
+}
+FUNCTION(RETURN_LEAF, "IdentityBackward", fw_return_leaf, bw_return_leaf);
+
+/* TestAutograd.test_return_leaf: the hook on q sees only q's own gradient */
+static void test_return_leaf(void **state) {
+    BEGIN();
+    tn_tensor *x = zeros(2, S(5, 5), true), *y = zeros(2, S(5, 5), true), *qp[2];
+    assert_int_equal(tn_function_apply(&RETURN_LEAF, 2, (tn_tensor *[]){x, y}, 2, qp), TN_OK);
+    assert_int_equal(qp[0] == x, E_return_leaf_q_is_x);
+    assert_fn(qp[0], E_return_leaf_q_fn);
+    hook_log l = {0};
+    log_hook_ctx hook = {&l, 0, 0};
+    keep_hook(tn_register_hook(qp[0], log_hook, &hook));
+    assert_int_equal(tn_backward(tn_sum(tn_add(tn_add(qp[0], qp[1]), x)), NULL, false), TN_OK);
+    assert_int_equal(l.n, E_return_leaf_hook_calls);
+    assert_true(l.seen[0] == E_return_leaf_hook_grad[0]);
+    GRAD(x, E_return_leaf_x_grad);
+    GRAD(y, E_return_leaf_y_grad);
+    END();
+}
+
+/* Inplace: a += b (a dirty), returns (a, b + 2); gradients (ga, ga + gb) */
+FW(fw_return_leaf_inplace) {
+    tn_status st = tn_function_mark_dirty(ctx, in[0]);
+    if (st == TN_OK) st = tn_add_(in[0], in[1]);
+    if (st < 0) return st;
+    out[0] = tn_retain(in[0]);
+    out[1] = tn_add_scalar(in[1], 2);
+    return out[1] ? TN_OK : tn_last_status();
+}
+BW(bw_return_leaf_inplace) {
+    gi[0] = tn_retain(go[0]);
+    gi[1] = tn_add(go[0], go[1]);
+    return gi[1] ? 2 : tn_last_status();
+}
+FUNCTION(RETURN_LEAF_INPLACE, "InplaceBackward", fw_return_leaf_inplace, bw_return_leaf_inplace);
+
+/* TestAutograd.test_return_leaf_inplace: a dirty leaf that does not require
+ * grad comes back as itself, now with the node as its history */
+static void test_return_leaf_inplace(void **state) {
+    BEGIN();
+    tn_tensor *x = T(2, S(5, 5), E_return_leaf_inplace_x, false);
+    tn_tensor *y = T(2, S(5, 5), E_return_leaf_inplace_y, true), *qp[2];
+    assert_int_equal(tn_function_apply(&RETURN_LEAF_INPLACE, 2, (tn_tensor *[]){x, y}, 2, qp),
+                     TN_OK);
+    assert_int_equal(qp[0] == x, E_return_leaf_inplace_q_is_x);
+    assert_fn(qp[0], E_return_leaf_inplace_q_fn);
+    assert_int_equal(tn_requires_grad(qp[0]), E_return_leaf_inplace_q_requires_grad);
+    assert_int_equal(tn_version(x), E_return_leaf_inplace_x_version);
+    CLOSE(qp[0], E_return_leaf_inplace_q);
+    assert_int_equal(tn_backward(tn_sum(qp[0]), NULL, false), TN_OK);
+    GRAD(y, E_return_leaf_inplace_y_grad);
+    END();
+}
+
+/* F1: (input, zeros marked non-differentiable); F2(input, ignored) = input */
+FW(fw_dep_f1) {
+    out[0] = tn_retain(in[0]);
+    out[1] = tn_zeros(tn_ndim(in[0]), tn_shape(in[0]), TN_F64); /* randn in the original */
+    return out[1] ? tn_function_mark_non_differentiable(ctx, out[1]) : tn_last_status();
+}
+BW(bw_first) { GRAD1(tn_retain(go[0])); }
+BW(bw_first_none) {
+    gi[0] = tn_retain(go[0]);
+    gi[1] = NULL;
+    return 2;
+}
+FUNCTION(DEP_F1, "F1Backward", fw_dep_f1, bw_first);
+FUNCTION(DEP_F2, "F2Backward", fw_identity, bw_first_none);
+
+/* TestAutograd.test_dep_nograd */
+static void test_dep_nograd(void **state) {
+    BEGIN();
+    tn_tensor *x = zeros(1, S(5), true), *ab[2];
+    assert_int_equal(tn_function_apply(&DEP_F1, 1, &x, 2, ab), TN_OK);
+    tn_tensor *b = tn_add_scalar(ab[1], 1); /* separate F1 from F2 by another op */
+    assert_int_equal(tn_requires_grad(ab[0]), E_dep_nograd_a_requires_grad);
+    assert_int_equal(tn_requires_grad(b), E_dep_nograd_b_requires_grad);
+    tn_tensor *c = tn_function_apply1(&DEP_F2, 2, (tn_tensor *[]){ab[0], b});
+    assert_int_equal(tn_backward(c, ones(1, S(5), false), false), TN_OK);
+    GRAD(x, E_dep_nograd_x_grad);
+    END();
+}
+
+/* view = inp.clone()[:3], then view += 2 when user is set */
+FW(fw_local_inplace) {
+    tn_tensor *c = tn_clone(in[0]);
+    out[0] = c ? tn_narrow(c, 0, 0, 3) : NULL;
+    tn_release(c);
+    if (out[0] && tn_function_user(ctx) && tn_add_scalar_(out[0], 2) < 0) return tn_last_status();
+    return out[0] ? TN_OK : tn_last_status();
+}
+FUNCTION(LOCAL, "MyFnBackward", fw_local_inplace, bw_identity);
+static const tn_function LOCAL_INPLACE = {.name = "MyFnBackward",
+                                          .forward = fw_local_inplace,
+                                          .backward = bw_identity,
+                                          .user = (void *)1};
+
+/* TestAutograd.test_custom_function_local_inplace: an in-place op on a view
+ * of forward's own temporary does not change the output's grad_fn */
+static void test_custom_function_local_inplace(void **state) {
+    BEGIN();
+    tn_tensor *base = T(1, S(10), E_custom_function_local_inplace_base, true);
+    assert_fn(tn_function_apply1(&LOCAL, 1, &base), E_custom_function_local_inplace_fn);
+    tn_tensor *foo = tn_function_apply1(&LOCAL_INPLACE, 1, &base);
+    assert_fn(foo, E_custom_function_local_inplace_fn_inplace);
+    CLOSE(foo, E_custom_function_local_inplace_out_inplace);
+    END();
+}
+
+/* inp += 1, marked dirty */
+FW(fw_add1_dirty) {
+    tn_status st = tn_function_mark_dirty(ctx, in[0]);
+    if (st == TN_OK) st = tn_add_scalar_(in[0], 1);
+    if (st < 0) return st;
+    OUT1(tn_retain(in[0]));
+}
+FUNCTION(ADD1_DIRTY, "FuncBackward", fw_add1_dirty, bw_identity);
+
+/* TestAutograd.test_custom_function_inplace_on_view_of_leaf: PyTorch 1.13
+ * lets the write through (the leaf a becomes [2, 3] with grad_fn
+ * CopySlices); tenet refuses it, with the text the test (and 2.x) expect,
+ * E_..._msg. */
+static void test_custom_function_inplace_on_view_of_leaf(void **state) {
+    BEGIN();
+    tn_tensor *a = T(1, S(2), D(1, 2), true), *b = tn_view(a, 1, S(2));
+    tn_tensor *out = tn_function_apply1(&ADD1_DIRTY, 1, &b);
+    assert_int_equal(out == NULL, E_custom_function_inplace_on_view_of_leaf_raises_1_13);
+    CLOSE(a, E_custom_function_inplace_on_view_of_leaf_a_1_13);
+    assert_fn(a, E_custom_function_inplace_on_view_of_leaf_a_fn_1_13);
+    END();
+}
+
+/* marks its own output, a view of a temporary, dirty */
+FW(fw_mark_output_view) {
+    tn_tensor *c = tn_clone(in[0]);
+    out[0] = c ? tn_view(c, tn_ndim(c), tn_shape(c)) : NULL;
+    tn_release(c);
+    return out[0] ? tn_function_mark_dirty(ctx, out[0]) : tn_last_status();
+}
+FUNCTION(MARK_OUTPUT_VIEW, "FuncBackward", fw_mark_output_view, bw_identity);
+
+/* TestAutograd.test_custom_function_mark_output_view_of_intermediate:
+ * PyTorch 1.13 warns (E_..._warning_1_13) then fails an internal assert;
+ * the test (2.x) wants an error, "received a tensor that was not an
+ * input."; tenet warns as 1.13 and returns the output (AsStridedBackward0). */
+static void test_custom_function_mark_output_view_of_intermediate(void **state) {
+    BEGIN();
+    tn_tensor *a = tn_clone(T(1, S(1), D(1), true));
+    capture c;
+    capture_begin(&c);
+    tn_tensor *out = tn_function_apply1(&MARK_OUTPUT_VIEW, 1, &a);
+    const char *err = capture_end(&c);
+    if (!strstr(err, E_custom_function_mark_output_view_of_intermediate_warning_1_13))
+        fail_msg("stderr \"%s\"", err);
+    assert_null(out);
+    tt_assert_error(TN_ERR_AUTOGRAD, E_custom_function_mark_output_view_of_intermediate_needle);
+    END();
+}
+
+/* marks x dirty and saves it */
+FW(fw_dirty_save) {
+    tn_status st = tn_function_mark_dirty(ctx, in[0]);
+    if (st == TN_OK) st = tn_function_save_for_backward(ctx, 1, in);
+    if (st < 0) return st;
+    OUT1(tn_retain(in[0]));
+}
+FUNCTION(DIRTY_SAVE, "TestBackward", fw_dirty_save, bw_none);
+
+/* TestAutograd.test_custom_function_saving_mutated_view_no_leak: a dirty
+ * view saved for backward makes no reference cycle (TT_TEST's leak check
+ * stands for the original's weakref) */
+static void test_custom_function_saving_mutated_view_no_leak(void **state) {
+    BEGIN();
+    tn_tensor *x = tn_clone(scalar(1, true));
+    x = tn_view(x, 0, NULL);
+    tn_tensor *y = tn_function_apply1(&DIRTY_SAVE, 1, &x);
+    assert_int_equal(y == x, E_custom_function_saving_mutated_view_no_leak_y_is_x);
+    assert_int_equal(tn_version(x), E_custom_function_saving_mutated_view_no_leak_x_version);
+    assert_fn(y, E_custom_function_saving_mutated_view_no_leak_y_fn);
+    END();
+}
+
+FW(fw_alias) { OUT1(tn_narrow(in[0], 0, 0, tn_shape(in[0])[0])); }
+FUNCTION(ALIAS, "AliasBackward", fw_alias, bw_identity);
+
+/* TestAutograd.test_custom_function_return_view_in_nograd: PyTorch 1.13:
+ * the output requires grad (as inp[:] under no_grad does) and writing it in
+ * place fails (E_..._msg); tenet's output does not require grad (its
+ * inp[:] under no_grad does) and the write goes through. */
+static void test_custom_function_return_view_in_nograd(void **state) {
+    BEGIN();
+    tn_tensor *inp = zeros(1, S(2), true);
+    bool prev = tn_set_grad_enabled(false);
+    tn_tensor *output = tn_function_apply1(&ALIAS, 1, &inp);
+    tn_tensor *expected_output = tn_narrow(inp, 0, 0, 2);
+    tn_set_grad_enabled(prev);
+    assert_int_equal(tn_requires_grad(expected_output),
+                     E_custom_function_return_view_in_nograd_expected_requires_grad);
+    assert_int_equal(tn_requires_grad(output),
+                     E_custom_function_return_view_in_nograd_requires_grad_1_13);
+    assert_true(tn_zero_(output) < 0);
+    expect_error(TN_ERR_AUTOGRAD, E_custom_function_return_view_in_nograd_msg);
+    END();
+}
+
+static int bw_called;
+/* MyAdder: a += b (a dirty), gradients (g, g) */
+FW(fw_adder) {
+    tn_status st = tn_function_mark_dirty(ctx, in[0]);
+    if (st == TN_OK) st = tn_add_(in[0], in[1]);
+    if (st < 0) return st;
+    OUT1(tn_retain(in[0]));
+}
+BW(bw_adder) {
+    bw_called++;
+    return bw_both(ctx, n_out, go, n_in, gi);
+}
+FUNCTION(MY_ADDER, "MyAdderBackward", fw_adder, bw_adder);
+/* MyAdderBad: c = 3 * a; c += b; marks c (not an input) dirty */
+FW(fw_adder_bad) {
+    out[0] = tn_mul_scalar(in[0], 3);
+    if (!out[0]) return tn_last_status();
+    tn_status st = tn_add_(out[0], in[1]);
+    return st < 0 ? st : tn_function_mark_dirty(ctx, out[0]);
+}
+BW(bw_times3_both) {
+    gi[0] = tn_mul_scalar(go[0], 3);
+    gi[1] = tn_mul_scalar(go[0], 3);
+    return gi[0] && gi[1] ? 2 : tn_last_status();
+}
+FUNCTION(MY_ADDER_BAD, "MyAdderBadBackward", fw_adder_bad, bw_times3_both);
+/* MyBadAdder: a += b (a dirty), returns (a, a + b); MyOutPlaceAdder returns
+ * (a.clone(), a + b) */
+FW(fw_bad_adder) {
+    tn_status st = tn_function_mark_dirty(ctx, in[0]);
+    if (st == TN_OK) st = tn_add_(in[0], in[1]);
+    if (st < 0) return st;
+    out[0] = tn_function_user(ctx) ? tn_clone(in[0]) : tn_retain(in[0]);
+    out[1] = tn_add(in[0], in[1]);
+    return out[0] && out[1] ? TN_OK : tn_last_status();
+}
+BW(bw_bad_adder) {
+    bw_called++;
+    tn_tensor *s = tn_add(go[0], go[1]);
+    gi[0] = s;
+    gi[1] = tn_retain(s);
+    return s ? 2 : tn_last_status();
+}
+FUNCTION(MY_BAD_ADDER, "MyBadAdderBackward", fw_bad_adder, bw_bad_adder);
+static const tn_function MY_OUT_PLACE_ADDER = {.name = "MyOutPlaceAdderBackward",
+                                               .forward = fw_bad_adder,
+                                               .backward = bw_bad_adder,
+                                               .user = (void *)1};
+
+/* TestAutograd.test_autograd_python_custom_function_inplace. III: an input
+ * view marked dirty but not returned, in a function of two outputs:
+ * PyTorch 1.13 says "Some elements marked as dirty during the forward
+ * method were not returned as output. ..."; tenet's mark_dirty refuses the
+ * view first ("If your Function modifies inplace an input that is a view of
+ * another Tensor, your Function cannot return more than one Tensor. ...").
+ * I and II agree. */
+static void test_autograd_python_custom_function_inplace(void **state) {
+    BEGIN();
+    static const char *const fns[3] = {E_autograd_python_custom_function_inplace_single0_fn,
+                                       E_autograd_python_custom_function_inplace_single1_fn,
+                                       E_autograd_python_custom_function_inplace_single2_fn};
+    tn_tensor *a = ones(1, S(2), true), *b = ones(1, S(2), true);
+    /* I) one output: plain, with an extra in-place op on the output, on a view */
+    for (int k = 0; k < 3; k++) {
+        bw_called = 0;
+        assert_int_equal(tn_set_grad(a, NULL), TN_OK);
+        assert_int_equal(tn_set_grad(b, NULL), TN_OK);
+        tn_tensor *in0 = k == 2 ? tn_view(tn_clone(a), 1, S(2)) : tn_clone(a);
+        tn_tensor *c = tn_function_apply1(&MY_ADDER, 2, (tn_tensor *[]){in0, b});
+        if (k == 1) assert_int_equal(tn_add_scalar_(c, 2), TN_OK);
+        assert_fn(c, fns[k]);
+        assert_int_equal(tn_backward(tn_sum(c), NULL, false), TN_OK);
+        assert_int_equal(bw_called, 1); /* E_..._single{0,1,2}_bw_called */
+        GRAD(a, E_autograd_python_custom_function_inplace_single0_a_grad);
+        GRAD(b, E_autograd_python_custom_function_inplace_single0_b_grad);
+    }
+    assert_true(E_autograd_python_custom_function_inplace_single0_bw_called == 1 &&
+                E_autograd_python_custom_function_inplace_single1_bw_called == 1 &&
+                E_autograd_python_custom_function_inplace_single2_bw_called == 1);
+    /* a tensor that is not an input marked dirty: a warning */
+    capture cap;
+    capture_begin(&cap);
+    tn_tensor *bad = tn_function_apply1(&MY_ADDER_BAD, 2, (tn_tensor *[]){tn_clone(a), b});
+    const char *err = capture_end(&cap);
+    assert_int_equal(count_substr(err, E_autograd_python_custom_function_inplace_bad_warning),
+                     E_autograd_python_custom_function_inplace_bad_warnings);
+    CLOSE(bad, E_autograd_python_custom_function_inplace_bad_c);
+    /* II) two outputs: plain, with an extra in-place op on the output */
+    for (int k = 0; k < 2; k++) {
+        bw_called = 0;
+        assert_int_equal(tn_set_grad(a, NULL), TN_OK);
+        assert_int_equal(tn_set_grad(b, NULL), TN_OK);
+        tn_tensor *cd[2];
+        assert_int_equal(
+            tn_function_apply(&MY_BAD_ADDER, 2, (tn_tensor *[]){tn_clone(a), b}, 2, cd), TN_OK);
+        if (k) assert_int_equal(tn_add_scalar_(cd[0], 2), TN_OK);
+        assert_int_equal(tn_backward(tn_sum(tn_mul(cd[0], cd[1])), NULL, false), TN_OK);
+        assert_int_equal(bw_called, k ? E_autograd_python_custom_function_inplace_multi1_bw_called
+                                      : E_autograd_python_custom_function_inplace_multi0_bw_called);
+        if (k) {
+            GRAD(a, E_autograd_python_custom_function_inplace_multi1_a_grad);
+            GRAD(b, E_autograd_python_custom_function_inplace_multi1_b_grad);
+        } else {
+            GRAD(a, E_autograd_python_custom_function_inplace_multi0_a_grad);
+            GRAD(b, E_autograd_python_custom_function_inplace_multi0_b_grad);
+        }
+    }
+    tn_tensor *cd[2];
+    tn_tensor *view = tn_view(tn_clone(a), 1, S(2));
+    assert_true(tn_function_apply(&MY_BAD_ADDER, 2, (tn_tensor *[]){view, b}, 2, cd) < 0);
+    expect_error(TN_ERR_AUTOGRAD, E_autograd_python_custom_function_inplace_msg_view);
+    /* III) marked dirty, not returned */
+    view = tn_view(tn_clone(a), 1, S(2));
+    assert_true(tn_function_apply(&MY_OUT_PLACE_ADDER, 2, (tn_tensor *[]){view, b}, 2, cd) < 0);
+    expect_error(TN_ERR_AUTOGRAD, E_autograd_python_custom_function_inplace_msg_dirty);
+    END();
+}
+
+/* ComplexView: a.select(0, 1), saves a */
+FW(fw_complex_view) {
+    out[0] = tn_select(in[0], 0, 1);
+    return out[0] ? tn_function_save_for_backward(ctx, 1, in) : tn_last_status();
+}
+/* zeros like the saved input, with the gradient in row idx */
+static int saved_row_grad(tn_function_ctx *ctx, tn_tensor *const *go, tn_tensor **gi, int64_t idx) {
+    bw_called++;
+    tn_tensor *a;
+    tn_status st = tn_function_saved_tensors(ctx, 1, &a);
+    if (st < 0) return st;
+    tn_tensor *res = tn_zeros(tn_ndim(a), tn_shape(a), TN_F64), *row = tn_select(res, 0, idx);
+    st = tn_copy_(row, go[0]);
+    tn_release(row);
+    tn_release(a);
+    if (st < 0) {
+        tn_release(res);
+        return st;
+    }
+    gi[0] = res;
+    return 1;
+}
+BW(bw_complex_view) { return saved_row_grad(ctx, go, gi, 1); }
+FUNCTION(COMPLEX_VIEW, "ComplexViewBackward", fw_complex_view, bw_complex_view);
+
+/* TestAutograd.test_autograd_multiple_views_python: writing in place into a
+ * view made inside a custom function: PyTorch refuses it (E_..._msg), tenet
+ * lets it through (the write is recorded on top of the node). */
+static void test_autograd_multiple_views_python(void **state) {
+    BEGIN();
+    bw_called = 0;
+    tn_tensor *a = ones(1, S(2), true), *ac = tn_clone(a);
+    tn_tensor *out = tn_function_apply1(&COMPLEX_VIEW, 1, &ac);
+    assert_int_equal(tn_backward(tn_sum(out), NULL, false), TN_OK);
+    assert_int_equal(bw_called, E_autograd_multiple_views_python_bw_called);
+    GRAD(a, E_autograd_multiple_views_python_a_grad);
+    ac = tn_clone(a);
+    out = tn_function_apply1(&COMPLEX_VIEW, 1, &ac);
+    assert_true(tn_add_scalar_(out, 1) < 0);
+    expect_error(TN_ERR_AUTOGRAD, E_autograd_multiple_views_python_msg);
+    END();
+}
+
+FW(fw_view_as) { OUT1(tn_view(in[0], tn_ndim(in[0]), tn_shape(in[0]))); }
+FUNCTION(VIEW_AS, "MyFnBackward", fw_view_as, bw_identity);
+
+/* TestAutograd.test_inplace_not_requires_grad: both refuse the writes, but
+ * PyTorch's text says the view "was created inside a custom Function (or
+ * because an input was returned as-is) ..." where tenet's gives the no_grad
+ * advice. Left out: the unbind case (no multi-output views in tenet). */
+static void test_inplace_not_requires_grad(void **state) {
+    BEGIN();
+    tn_tensor *a = T(2, S(1, 2), E_inplace_not_requires_grad_a0, false);
+    tn_tensor *b = T(1, S(1), E_inplace_not_requires_grad_b, true);
+    tn_tensor *view_a = tn_function_apply1(&VIEW_AS, 1, &a);
+    assert_true(tn_add_(view_a, b) < 0);
+    expect_error(TN_ERR_AUTOGRAD, E_inplace_not_requires_grad_msg_add);
+    view_a = tn_function_apply1(&VIEW_AS, 1, &a);
+    assert_true(tn_copy_(view_a, b) < 0);
+    expect_error(TN_ERR_AUTOGRAD, E_inplace_not_requires_grad_msg_copy);
+    assert_int_equal(tn_copy_(tn_select(a, 1, 0), b),
+                     TN_OK); /* views that should work still work */
+    CLOSE(a, E_inplace_not_requires_grad_a);
+    assert_fn(a, E_inplace_not_requires_grad_a_fn);
+    END();
+}
+
+/* PyAdd: x += y (x dirty), gradients (g, g) */
+FUNCTION(PY_ADD, "PyAddBackward", fw_adder, bw_both);
+
+/* TestAutogradDeviceType.test_inplace_on_view_python: in-place custom
+ * functions on views of views (gradcheck / gradgradcheck as PyTorch's first
+ * and second derivatives) */
+static void test_inplace_on_view_python(void **state) {
+    BEGIN();
+    tn_tensor *a = T(2, S(4, 4), E_inplace_on_view_python_a, true);
+    tn_tensor *b = T(2, S(2, 2), E_inplace_on_view_python_b, true);
+    tn_tensor *go = T(2, S(4, 4), E_inplace_on_view_python_go, true);
+    tn_tensor *x = tn_clone(a);
+    tn_tensor *v1 = tn_narrow(tn_narrow(x, 1, 2, 2), 0, 1, 2),
+              *v2 = tn_narrow(tn_narrow(x, 1, 0, 2), 0, 1, 2);
+    assert_non_null(tn_function_apply1(&PY_ADD, 2, (tn_tensor *[]){v1, b}));
+    assert_non_null(tn_function_apply1(&PY_ADD, 2, (tn_tensor *[]){v2, b}));
+    CLOSE(x, E_inplace_on_view_python_out);
+    assert_fn(x, E_inplace_on_view_python_out_fn);
+    tn_tensor *ins[] = {a, b};
+    tn_tensor *us[] = {T(2, S(4, 4), E_inplace_on_view_python_u0, false),
+                       T(2, S(2, 2), E_inplace_on_view_python_u1, false)};
+    const double *const g[] = {E_inplace_on_view_python_d_g0, E_inplace_on_view_python_d_g1};
+    const int64_t ng[] = {16, 4};
+    assert_true(E_inplace_on_view_python_d_gg0_none && E_inplace_on_view_python_d_gg1_none);
+    const double *const gg[] = {NULL, NULL, E_inplace_on_view_python_d_gg2};
+    const int64_t ngg[] = {0, 0, 16};
+    check_second_order(x, go, 2, ins, us, g, ng, gg, ngg);
+    END();
+}
+
+/* InplaceFunc: x *= 2 (x dirty), gradients (2 g, none) */
+FW(fw_times2_dirty) {
+    tn_status st = tn_function_mark_dirty(ctx, in[0]);
+    if (st == TN_OK) st = tn_mul_scalar_(in[0], 2);
+    if (st < 0) return st;
+    OUT1(tn_retain(in[0]));
+}
+BW(bw_times2_none) {
+    gi[0] = tn_mul_scalar(go[0], 2);
+    gi[1] = NULL;
+    return gi[0] ? 2 : tn_last_status();
+}
+FUNCTION(INPLACE_FUNC, "InplaceFuncBackward", fw_times2_dirty, bw_times2_none);
+
+/* TestAutogradDeviceType.test_inplace_on_view_undefined_grad_output: no
+ * gradient for b through the view's CopySlices. PyTorch 1.13 fails an
+ * internal assert here (E_..._msg_1_13); the values are the test's (2.x). */
+static void test_inplace_on_view_undefined_grad_output(void **state) {
+    BEGIN();
+    tn_tensor *a = T(1, S(1), D(1), true), *c = tn_clone(a), *v = tn_narrow(c, 0, 0, 1);
+    tn_tensor *b = scalar(1, true);
+    tn_tensor *out = tn_function_apply1(&INPLACE_FUNC, 2, (tn_tensor *[]){v, b});
+    assert_fn(out, E_inplace_on_view_undefined_grad_output_out_fn);
+    assert_fn(c, E_inplace_on_view_undefined_grad_output_c_fn);
+    assert_int_equal(tn_backward(out, NULL, false), TN_OK);
+    assert_int_equal(tn_grad(b) == NULL, E_inplace_on_view_undefined_grad_output_b_grad_is_none);
+    tt_assert_grad(a, D(E_inplace_on_view_undefined_grad_output_a_grad), 1, TOL);
+    END();
+}
+
+/* ---- anomaly mode ---- */
+
+/* MyFunc of test_anomaly_detect_nan: inp1.sum(0, keepdim); backward gives a
+ * NaN gradient (expanded) to input 0 (user set) or input 1 */
+FW(fw_sum_keepdim) { OUT1(tn_sum_dim(in[0], 0, true)); }
+BW(bw_nan_grad) {
+    tn_tensor *c = tn_clone(go[0]);
+    if (!c || tn_fill_(c, NAN) < 0) { /* gI[0] = 0; gI[0] /= 0 */
+        tn_release(c);
+        return tn_last_status();
+    }
+    tn_tensor *g = tn_expand(c, 1, S(10));
+    tn_release(c);
+    bool fail_0th = tn_function_user(ctx) != NULL;
+    gi[0] = fail_0th ? g : NULL;
+    gi[1] = fail_0th ? NULL : g;
+    return g ? 2 : tn_last_status();
+}
+static const tn_function NAN_0TH = {.name = "MyFuncBackward",
+                                    .forward = fw_sum_keepdim,
+                                    .backward = bw_nan_grad,
+                                    .user = (void *)1};
+FUNCTION(NAN_1TH, "MyFuncBackward", fw_sum_keepdim, bw_nan_grad);
+
+/* runs backward of out with anomaly mode on (check_nan); its warnings and
+ * the anomaly report (tenet's form of PyTorch's tracebacks) into c */
+static tn_status backward_in_anomaly_mode(tn_tensor *out, capture *c) {
+    tn_set_detect_anomaly(true, true);
+    capture_begin(c);
+    tn_status st = tn_backward(out, NULL, false);
+    if (st < 0 && tn_last_anomaly()) tn_anomaly_report_print(tn_last_anomaly(), stderr);
+    capture_end(c);
+    tn_set_detect_anomaly(false, false);
+    tn_anomaly_clear();
+    return st;
+}
+
+/* TestAutograd.test_anomaly_detect_nan: the warning's traceback is checked
+ * as tenet's one-line form ("Error detected in MyFuncBackward, created by
+ * ..."). */
+static void test_anomaly_detect_nan(void **state) {
+    BEGIN();
+    tn_tensor *inp = T(1, S(10), E_anomaly_detect_nan_inp, true), *in2[] = {inp, inp};
+    assert_int_equal(tn_backward(tn_function_apply1(&NAN_0TH, 2, in2), NULL, false), TN_OK);
+    GRAD(inp, E_anomaly_detect_nan_inp_grad); /* no anomaly mode: no error */
+    inp = T(1, S(10), E_anomaly_detect_nan_inp, true);
+    in2[0] = in2[1] = inp;
+    capture c;
+    assert_true(backward_in_anomaly_mode(tn_function_apply1(&NAN_0TH, 2, in2), &c) < 0);
+    expect_error(TN_ERR_NAN, E_anomaly_detect_nan_msg0);
+    assert_int_equal(strstr(c.text, E_anomaly_detect_nan_needle0) != NULL,
+                     E_anomaly_detect_nan_warned0);
+    tn_set_detect_anomaly(true, true); /* the forward too */
+    tn_tensor *out = tn_function_apply1(&NAN_1TH, 2, in2);
+    assert_true(backward_in_anomaly_mode(out, &c) < 0);
+    expect_error(TN_ERR_NAN, E_anomaly_detect_nan_msg1);
+    if (!strstr(c.text, E_anomaly_detect_nan_warning1) || !strstr(c.text, "created by"))
+        fail_msg("stderr \"%s\"", c.text);
+    assert_int_equal(tn_grad(inp) == NULL, E_anomaly_detect_nan_inp_grad_is_none);
+    END();
+}
+
+/* MyFunc2: inp1 * 2 + inp2; backward (g, g) with a NaN in the first element
+ * of the first (user set) or second gradient */
+FW(fw_nested2) {
+    tn_tensor *t = tn_mul_scalar(in[0], 2);
+    out[0] = t ? tn_add(t, in[1]) : NULL;
+    tn_release(t);
+    return out[0] ? TN_OK : tn_last_status();
+}
+BW(bw_nested2) {
+    for (int i = 0; i < 2; i++) {
+        tn_tensor *first = (gi[i] = tn_clone(go[0])) ? tn_select(gi[i], 0, 0) : NULL;
+        bool nan = (i == 0) == (tn_function_user(ctx) != NULL);
+        tn_status st = first ? tn_fill_(first, nan ? NAN : 0) : tn_last_status();
+        tn_release(first);
+        if (st < 0) {
+            tn_release(gi[0]);
+            if (i) tn_release(gi[1]);
+            return st;
+        }
+    }
+    gi[2] = NULL;
+    return 3;
+}
+static const tn_function NESTED2_0TH = {
+    .name = "MyFunc2Backward", .forward = fw_nested2, .backward = bw_nested2, .user = (void *)1};
+FUNCTION(NESTED2_1TH, "MyFunc2Backward", fw_nested2, bw_nested2);
+/* MyFunc: inp1.sum(0, keepdim), saves inp1; backward applies MyFunc2 (user:
+ * which one) to (g * inp, g + inp), the third input a dummy */
+FW(fw_nested1) {
+    out[0] = tn_sum_dim(in[0], 0, true);
+    return out[0] ? tn_function_save_for_backward(ctx, 1, in) : tn_last_status();
+}
+BW(bw_nested1) {
+    tn_tensor *inp, *g, *a, *b;
+    tn_status st = tn_function_saved_tensors(ctx, 1, &inp);
+    if (st < 0) return st;
+    g = tn_expand(go[0], 1, S(10));
+    a = tn_mul(g, inp);
+    b = tn_add(g, inp);
+    tn_tensor *dummy = tn_zeros(0, NULL, TN_F64);
+    gi[0] =
+        a && b ? tn_function_apply1(tn_function_user(ctx), 3, (tn_tensor *[]){a, b, dummy}) : NULL;
+    tn_tensor *tmp[] = {inp, g, a, b, dummy};
+    for (int i = 0; i < 5; i++)
+        tn_release(tmp[i]);
+    return gi[0] ? 1 : tn_last_status();
+}
+static const tn_function NESTED1_0TH = {.name = "MyFuncBackward",
+                                        .forward = fw_nested1,
+                                        .backward = bw_nested1,
+                                        .user = (void *)&NESTED2_0TH};
+static const tn_function NESTED1_1TH = {.name = "MyFuncBackward",
+                                        .forward = fw_nested1,
+                                        .backward = bw_nested1,
+                                        .user = (void *)&NESTED2_1TH};
+
+/* TestAutograd.test_nested_anomaly_detect_nan: a NaN from a custom function
+ * applied in another's backward (create_graph). PyTorch's warnings carry
+ * the forward tracebacks of MyFunc2.apply and of MyFunc.apply; tenet's
+ * report names the node whose backward made MyFunc2's ("Previous
+ * calculation was induced by MyFuncBackward"). */
+static void test_nested_anomaly_detect_nan(void **state) {
+    BEGIN();
+    tn_tensor *inp = T(1, S(10), E_nested_anomaly_detect_nan_inp, true);
+    tn_tensor *ginp = one_grad(tn_function_apply1(&NESTED1_0TH, 1, &inp), NULL, inp, false, true);
+    CLOSE(ginp, E_nested_anomaly_detect_nan_ginp);
+    assert_fn(ginp, E_nested_anomaly_detect_nan_ginp_fn);
+    assert_int_equal(tn_backward(tn_sum(ginp), NULL, false), TN_OK); /* no anomaly mode */
+    GRAD(inp, E_nested_anomaly_detect_nan_inp_grad);
+    inp = T(1, S(10), E_nested_anomaly_detect_nan_inp, true);
+    ginp = one_grad(tn_function_apply1(&NESTED1_0TH, 1, &inp), NULL, inp, false, true);
+    capture c;
+    assert_true(backward_in_anomaly_mode(tn_sum(ginp), &c) < 0);
+    expect_error(TN_ERR_NAN, E_nested_anomaly_detect_nan_msg0);
+    assert_int_equal(strstr(c.text, E_anomaly_detect_nan_needle0) != NULL,
+                     E_nested_anomaly_detect_nan_warned0);
+    inp = T(1, S(10), E_nested_anomaly_detect_nan_inp, true);
+    tn_set_detect_anomaly(true, true);
+    tn_tensor *out = tn_function_apply1(&NESTED1_1TH, 1, &inp);
+    ginp = one_grad(out, NULL, inp, false, true);
+    assert_true(backward_in_anomaly_mode(tn_sum(ginp), &c) < 0);
+    expect_error(TN_ERR_NAN, E_nested_anomaly_detect_nan_msg1);
+    assert_int_equal(strstr(c.text, E_nested_anomaly_detect_nan_needle1) != NULL,
+                     E_nested_anomaly_detect_nan_warned1);
+    END();
+}
+
+BW(bw_nan_10x10) {
+    tn_tensor *n = tn_scalar(NAN, TN_F64);
+    gi[0] = n ? tn_expand(n, 2, S(10, 10)) : NULL;
+    tn_release(n);
+    return gi[0] ? 1 : tn_last_status();
+}
+FUNCTION(NAN_10X10, "MyFuncBackward", fw_clone, bw_nan_10x10);
+
+/* TestAutograd.test_anomaly_mode_no_check_nan */
+static void test_anomaly_mode_no_check_nan(void **state) {
+    BEGIN();
+    capture c;
+    capture_begin(&c); /* anomaly mode's warnings */
+    tn_set_detect_anomaly(true, false);
+    tn_tensor *inp = ones(2, S(10, 10), true);
+    tn_tensor *out = tn_sum(tn_function_apply1(&NAN_10X10, 1, &inp));
+    tn_status st1 = tn_backward(out, NULL, true);
+    tn_set_detect_anomaly(true, true);
+    tn_status st2 = tn_backward(out, NULL, true);
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", tn_last_error());
+    tn_set_detect_anomaly(true, false);
+    tn_status st3 = tn_backward(out, NULL, false);
+    tn_set_detect_anomaly(false, false);
+    tn_anomaly_clear();
+    capture_end(&c);
+    assert_int_equal(st1, TN_OK);
+    assert_int_equal(st2, TN_ERR_NAN);
+    assert_string_equal(msg, E_anomaly_mode_no_check_nan_msg);
+    assert_int_equal(st3, TN_OK);
+    GRAD(inp, E_anomaly_mode_no_check_nan_inp_grad);
+    END();
+}
+
+/* Double: y = x ** 2, saves (x, y); backward 2 x g (Double) or 2 y / x g
+ * (Double2, the output used in backward) */
+FW(fw_square_save_both) {
+    out[0] = tn_pow_scalar(in[0], 2);
+    return out[0] ? tn_function_save_for_backward(ctx, 2, (tn_tensor *[]){in[0], out[0]})
+                  : tn_last_status();
+}
+BW(bw_double) {
+    tn_tensor *s[2];
+    tn_status st = tn_function_saved_tensors(ctx, 2, s);
+    if (st < 0) return st;
+    tn_tensor *t = tn_function_user(ctx) ? tn_div(s[1], s[0]) : tn_retain(s[0]);
+    tn_tensor *u = tn_mul_scalar(go[0], 2);
+    gi[0] = tn_mul(u, t);
+    tn_release(t);
+    tn_release(u);
+    tn_release(s[0]);
+    tn_release(s[1]);
+    return gi[0] ? 1 : tn_last_status();
+}
+FUNCTION(DOUBLE_FN, "DoubleBackward", fw_square_save_both, bw_double);
+static const tn_function DOUBLE2_FN = {.name = "Double2Backward",
+                                       .forward = fw_square_save_both,
+                                       .backward = bw_double,
+                                       .user = (void *)1};
+
+/* TestAutograd.test_custom_autograd_no_early_free: grad with create_graph,
+ * then without, does not find the saved tensors freed (gradgradcheck as
+ * PyTorch's second derivative) */
+static void test_custom_autograd_no_early_free(void **state) {
+    static const double want[2][4] = {
+        {E_custom_autograd_no_early_free_y0, E_custom_autograd_no_early_free_g0,
+         E_custom_autograd_no_early_free_gg0, E_custom_autograd_no_early_free_g0_again},
+        {E_custom_autograd_no_early_free_y1, E_custom_autograd_no_early_free_g1,
+         E_custom_autograd_no_early_free_gg1, E_custom_autograd_no_early_free_g1_again}};
+    BEGIN();
+    tn_tensor *x = scalar(2, true);
+    for (int k = 0; k < 2; k++) {
+        tn_tensor *y = tn_function_apply1(k ? &DOUBLE2_FN : &DOUBLE_FN, 1, &x);
+        tt_assert_close(y, &want[k][0], 1, TOL);
+        tn_tensor *g1 = one_grad(y, NULL, x, false, true);
+        tt_assert_close(g1, &want[k][1], 1, TOL);
+        tt_assert_close(one_grad(g1, NULL, x, true, false), &want[k][2], 1, TOL);
+        tt_assert_close(one_grad(y, NULL, x, false, false), &want[k][3], 1, TOL);
+    }
+    END();
+}
+
+/* ---- reentrant backward ---- */
+
+/* Reenter: forward builds x * y with grad mode on (kept with the node);
+ * backward runs backward on it and returns x.grad * g */
+typedef struct {
+    tn_tensor *x, *out;
+} reenter_data;
+static void reenter_free(void *p) {
+    reenter_data *d = p;
+    tn_release(d->x);
+    tn_release(d->out);
+    free(d);
+}
+FW(fw_reenter) {
+    reenter_data *d = calloc(1, sizeof *d);
+    if (!d) return TN_ERR_OUT_OF_MEMORY;
+    bool prev = tn_set_grad_enabled(true);
+    tn_tensor *y = tn_tensor_from(E_simple_reentrant_y_data, TN_F64, 2, S(2, 2), true);
+    d->x = tn_detach(in[0]);
+    if (d->x) tn_requires_grad_(d->x, true);
+    d->out = y && d->x ? tn_mul(d->x, y) : NULL;
+    tn_release(y);
+    tn_set_grad_enabled(prev);
+    out[0] = d->out ? tn_detach(d->out) : NULL;
+    tn_status st = tn_function_set_data(ctx, d, reenter_free);
+    return out[0] ? st : tn_last_status();
+}
+BW(bw_reenter) {
+    reenter_data *d = tn_function_data(ctx);
+    bool prev = tn_set_grad_enabled(true);
+    tn_tensor *s = tn_sum(d->out);
+    tn_status st = tn_backward(s, NULL, false);
+    tn_release(s);
+    tn_set_grad_enabled(prev);
+    if (st < 0) return st;
+    tn_tensor *xg = tn_grad(d->x);
+    gi[0] = tn_mul(xg, go[0]);
+    tn_release(xg);
+    return gi[0] ? 1 : tn_last_status();
+}
+FUNCTION(REENTER, "ReenterBackward", fw_reenter, bw_reenter);
+
+/* TestAutograd.test_simple_reentrant */
+static void test_simple_reentrant(void **state) {
+    BEGIN();
+    tn_tensor *x = T(2, S(2, 2), E_simple_reentrant_x, true);
+    tn_tensor *out = tn_function_apply1(&REENTER, 1, &x);
+    assert_int_equal(tn_backward(tn_sum(out), NULL, false), TN_OK);
+    GRAD(x, E_simple_reentrant_x_grad);
+    END();
+}
+
+/* ReentrantFunc: clone; backward first runs backward on a graph of its own */
+static tn_tensor *reentrant_root;
+BW(bw_reentrant_func) {
+    tn_status st = tn_backward(reentrant_root, NULL, false);
+    if (st < 0) return st;
+    GRAD1(tn_retain(go[0]));
+}
+FUNCTION(REENTRANT_FUNC, "ReentrantFuncBackward", fw_clone, bw_reentrant_func);
+
+/* TestAutograd.test_reentrant_child_error: the child's error (no exception
+ * text in C: tenet's message names the failing function, see
+ * test_custom_function_exception) fails the parent's backward. */
+static void test_reentrant_child_error(void **state) {
+    BEGIN();
+    tn_tensor *a = zeros(2, S(3, 3), true), *c = tn_mul(a, a);
+    tn_tensor *b = zeros(2, S(3, 3), true), *e = tn_mul(b, b);
+    reentrant_root = tn_sum(tn_function_apply1(&SIMULATE_BACKWARD_ERROR, 1, &e));
+    tn_tensor *d = tn_function_apply1(&REENTRANT_FUNC, 1, &c);
+    assert_true(tn_backward(tn_sum(d), NULL, false) < 0);
+    tt_assert_error(TN_ERR_INVALID_ARGUMENT, "SimulateBackwardErrorBackward");
+    assert_int_equal(tn_grad(a) == NULL, E_reentrant_child_error_a_grad_is_none);
+    assert_int_equal(tn_grad(b) == NULL, E_reentrant_child_error_b_grad_is_none);
+    END();
+}
+
+/* DeepReentrant: forward x - 1 (kept with the node, with history); backward
+ * applies the function again to it and runs backward, while it is >= 0.
+ * Reentrant, the same with the node name of test_reentrant_priority, which
+ * records 1 per backward. */
+static int reentrant_order[32], n_reentrant_order;
+static const tn_function DEEP_REENTRANT;
+FW(fw_deep_reentrant) {
+    reenter_data *d = calloc(1, sizeof *d);
+    if (!d) return TN_ERR_OUT_OF_MEMORY;
+    bool prev = tn_set_grad_enabled(true);
+    tn_tensor *x = tn_detach(in[0]);
+    if (x) tn_requires_grad_(x, true);
+    d->x = x ? tn_sub_scalar(x, 1) : NULL;
+    tn_release(x);
+    tn_set_grad_enabled(prev);
+    out[0] = d->x ? tn_detach(d->x) : NULL;
+    tn_status st = tn_function_set_data(ctx, d, reenter_free);
+    return out[0] ? st : tn_last_status();
+}
+BW(bw_deep_reentrant) {
+    reenter_data *d = tn_function_data(ctx);
+    if (tn_function_user(ctx) && n_reentrant_order < 32) reentrant_order[n_reentrant_order++] = 1;
+    double v;
+    tn_status st = tn_item(d->x, &v);
+    if (st < 0) return st;
+    if (v >= 0) {
+        bool prev = tn_set_grad_enabled(true);
+        const tn_function *self = tn_function_user(ctx) ? tn_function_user(ctx) : &DEEP_REENTRANT;
+        tn_tensor *o = tn_function_apply1(self, 1, &d->x);
+        tn_tensor *s = o ? tn_sum(o) : NULL;
+        st = s ? tn_backward(s, NULL, false) : tn_last_status();
+        tn_release(s);
+        tn_release(o);
+        tn_set_grad_enabled(prev);
+        if (st < 0) return st;
+    }
+    GRAD1(tn_retain(go[0]));
+}
+static const tn_function DEEP_REENTRANT = {
+    .name = "DeepReentrantBackward", .forward = fw_deep_reentrant, .backward = bw_deep_reentrant};
+static const tn_function REENTRANT = {.name = "ReentrantBackward",
+                                      .forward = fw_deep_reentrant,
+                                      .backward = bw_deep_reentrant,
+                                      .user = (void *)&REENTRANT};
+
+/* TestAutograd.test_deep_reentrant: 2000 nested backward calls, then 200 */
+static void test_deep_reentrant(void **state) {
+    BEGIN();
+    static const double want[2] = {E_deep_reentrant_v_grad_2000, E_deep_reentrant_v_grad_200};
+    for (int k = 0; k < 2; k++) {
+        tn_tensor *v = scalar(k ? 200 : 2000, true);
+        tn_tensor *out = tn_function_apply1(&DEEP_REENTRANT, 1, &v);
+        assert_int_equal(tn_backward(tn_sum(out), NULL, false), TN_OK);
+        tt_assert_grad(v, &want[k], 1, TOL);
+    }
+    END();
+}
+
+BW(bw_record_order) {
+    if (n_reentrant_order < 32) reentrant_order[n_reentrant_order++] = 0;
+    GRAD1(tn_retain(go[0]));
+}
+FUNCTION(RECORD_ORDER, "MyFunctionBackward", fw_identity, bw_record_order);
+
+/* TestAutograd.test_reentrant_priority: the reentrant backward calls run
+ * before the other branch (order: 1 per Reentrant, 0 for MyFunction) */
+static void test_reentrant_priority(void **state) {
+    BEGIN();
+    n_reentrant_order = 0;
+    tn_tensor *a0 = scalar(6, true), *b0 = scalar(9, true);
+    tn_tensor *a = tn_function_apply1(&RECORD_ORDER, 1, &a0);
+    tn_tensor *b = tn_function_apply1(&REENTRANT, 1, &b0);
+    assert_int_equal(tn_backward(tn_mul(a, b), NULL, false), TN_OK);
+    assert_int_equal(n_reentrant_order, NUMEL(E_reentrant_priority_order));
+    for (int i = 0; i < n_reentrant_order; i++)
+        assert_int_equal(reentrant_order[i], E_reentrant_priority_order[i]);
+    END();
+}
+
+/* backward: with grad mode on, the gradient of foo ** 3 (foo a fresh leaf)
+ * for go; records whether the grad mode was restored */
+static int modes_restored[2], n_modes;
+BW(bw_grad_mode_restored) {
+    bool original = tn_is_grad_enabled();
+    bool prev = tn_set_grad_enabled(true);
+    tn_tensor *foo = tn_tensor_from(E_grad_mode_restored_reentrant_foo, TN_F64, 1, S(3), true);
+    tn_tensor *cube = foo ? tn_pow_scalar(foo, 3) : NULL, *g = NULL;
+    tn_status st =
+        cube ? tn_autograd_grad(1, &cube, go, 1, &foo, &g, false, false) : tn_last_status();
+    bool inner = tn_is_grad_enabled();
+    tn_set_grad_enabled(prev);
+    if (n_modes < 2) modes_restored[n_modes++] = inner && tn_is_grad_enabled() == original;
+    tn_release(cube);
+    tn_release(foo);
+    if (st < 0) return st;
+    gi[0] = g;
+    return 1;
+}
+FUNCTION(GRAD_MODE_RESTORED, "MyFunctionBackward", fw_clone, bw_grad_mode_restored);
+
+/* TestAutograd.test_grad_mode_restored_reentrant: autograd.grad under
+ * enable_grad inside a backward, with create_graph off and on */
+static void test_grad_mode_restored_reentrant(void **state) {
+    BEGIN();
+    n_modes = 0;
+    tn_tensor *inp = zeros(1, S(3), true);
+    tn_tensor *out = tn_function_apply1(&GRAD_MODE_RESTORED, 1, &inp);
+    assert_int_equal(tn_backward(tn_sum(out), NULL, false), TN_OK);
+    GRAD(inp, E_grad_mode_restored_reentrant_inp_grad);
+    out = tn_function_apply1(&GRAD_MODE_RESTORED, 1, &inp);
+    assert_int_equal(tn_backward_ex(tn_sum(out), NULL, false, true), TN_OK);
+    GRAD(inp, E_grad_mode_restored_reentrant_inp_grad2);
+    assert_int_equal(n_modes, NUMEL(E_grad_mode_restored_reentrant_restored));
+    for (int i = 0; i < n_modes; i++)
+        assert_int_equal(modes_restored[i], E_grad_mode_restored_reentrant_restored[i]);
+    assert_int_equal(tn_set_grad(inp, NULL), TN_OK);
+    END();
+}
+
+/* test_reentrant_with_{leaf,non_leaf}_variable_hook: the hook removes
+ * itself, then runs a backward of its own on g * 2 + new_param (leaf) or
+ * g * 2 + 5 (non-leaf) and returns g.grad + grad; the leaf case also clears
+ * param.grad and sets it back to the incoming gradient. */
+typedef struct {
+    tn_hook *handle;
+    tn_tensor *param; /* the leaf case */
+} penalty_hook_ctx;
+
+static tn_status penalty_hook(const tn_tensor *grad, tn_tensor **replace, void *ctx) {
+    penalty_hook_ctx *c = ctx;
+    tn_hook_remove(c->handle);
+    if (c->param && tn_set_grad(c->param, NULL) < 0) return tn_last_status();
+    bool prev = tn_set_grad_enabled(true);
+    tn_tensor *g = tn_detach((tn_tensor *)grad), *other = NULL, *t = NULL, *u = NULL, *s = NULL;
+    tn_status st = g ? tn_requires_grad_(g, true) : tn_last_status();
+    if (st == TN_OK) {
+        other = c->param ? tn_detach(c->param) : NULL;
+        if (other) tn_requires_grad_(other, true);
+        t = tn_mul_scalar(g, 2);
+        u = other ? tn_add(t, other) : tn_add_scalar(t, 5);
+        s = u ? tn_sum(u) : NULL;
+        st = s ? tn_backward(s, NULL, false) : tn_last_status();
+    }
+    tn_set_grad_enabled(prev);
+    tn_tensor *gg = st == TN_OK ? tn_grad(g) : NULL;
+    *replace = gg ? tn_add(gg, grad) : NULL;
+    if (*replace && c->param) st = tn_set_grad(c->param, (tn_tensor *)grad);
+    tn_tensor *tmp[] = {g, other, t, u, s, gg};
+    for (int i = 0; i < 6; i++)
+        tn_release(tmp[i]);
+    return st < 0 ? st : *replace ? TN_OK : tn_last_status();
+}
+
+/* TestAutograd.test_reentrant_with_leaf_variable_hook */
+static void test_reentrant_with_leaf_variable_hook(void **state) {
+    BEGIN();
+    tn_tensor *param = T(1, S(10), E_reentrant_with_leaf_variable_hook_param, true);
+    penalty_hook_ctx c = {NULL, param};
+    c.handle = tn_register_hook(param, penalty_hook, &c);
+    assert_int_equal(tn_backward(tn_sum(tn_mul(param, param)), NULL, false), TN_OK);
+    GRAD(param, E_reentrant_with_leaf_variable_hook_param_grad);
+    END();
+}
+
+/* TestAutograd.test_reentrant_with_non_leaf_variable_hook */
+static void test_reentrant_with_non_leaf_variable_hook(void **state) {
+    BEGIN();
+    tn_tensor *param = T(1, S(10), E_reentrant_with_non_leaf_variable_hook_param, true);
+    tn_tensor *tmp = tn_mul(param, param);
+    penalty_hook_ctx c = {NULL, NULL};
+    c.handle = tn_register_hook(tmp, penalty_hook, &c);
+    assert_int_equal(tn_backward(tn_sum(tmp), NULL, false), TN_OK);
+    GRAD(param, E_reentrant_with_non_leaf_variable_hook_param_grad);
+    END();
+}
+
+/* TestAutograd.test_grad_materialize_grads: the allow_unused part (no
+ * materialize_grads in 1.13 nor in tenet) */
+static void test_grad_materialize_grads(void **state) {
+    BEGIN();
+    tn_tensor *x = scalar(0.5, true), *a = scalar(1, true), *y = tn_mul(x, a);
+    tn_tensor *dydx = one_grad(y, NULL, x, false, true), *d2 = NULL;
+    tt_assert_close(dydx, D(E_grad_materialize_grads_dydx), 1, TOL);
+    assert_int_equal(tn_requires_grad(dydx), E_grad_materialize_grads_dydx_requires_grad);
+    assert_int_equal(tn_autograd_grad_ex(1, &dydx, NULL, 1, &x, &d2, false, true, true), TN_OK);
+    assert_int_equal(d2 == NULL, E_grad_materialize_grads_d2ydx2_is_none);
+    END();
+}
+
+/* test_autograd_simple_views_python's functions; user: make_view.
+ * IdOneOutput: a narrowed or cloned; IdTwoOutput: (that, that + b);
+ * ViewOfTemp: saves a, returns that.clone().select(0, 0). */
+static bool simple_ga_nz;
+static tn_tensor *narrow_or_clone(tn_function_ctx *ctx, tn_tensor *a) {
+    return tn_function_user(ctx) ? tn_narrow(a, 0, 0, 2) : tn_clone(a);
+}
+FW(fw_id_one) { OUT1(narrow_or_clone(ctx, in[0])); }
+BW(bw_id_one) {
+    bw_called++;
+    GRAD1(tn_retain(go[0]));
+}
+FW(fw_id_two) {
+    out[0] = narrow_or_clone(ctx, in[0]);
+    out[1] = out[0] ? tn_add(out[0], in[1]) : NULL;
+    return out[1] ? TN_OK : tn_last_status();
+}
+BW(bw_id_two) {
+    bw_called++;
+    double ga[2];
+    tn_status st = tn_copy_to_f64(go[0], ga, 2);
+    if (st < 0) return st;
+    simple_ga_nz = ga[0] != 0 || ga[1] != 0;
+    gi[0] = tn_add(go[0], go[1]);
+    gi[1] = tn_retain(go[1]);
+    return gi[0] ? 2 : tn_last_status();
+}
+FW(fw_view_of_temp) {
+    tn_tensor *a = narrow_or_clone(ctx, in[0]), *b = a ? tn_clone(a) : NULL;
+    out[0] = b ? tn_select(b, 0, 0) : NULL;
+    tn_release(a);
+    tn_release(b);
+    return out[0] ? tn_function_save_for_backward(ctx, 1, in) : tn_last_status();
+}
+BW(bw_view_of_temp) { return saved_row_grad(ctx, go, gi, 0); }
+#define SIMPLE_VIEW_FN(nm, fw, bw)                                                                 \
+    {                                                                                              \
+        {.name = nm, .forward = fw, .backward = bw}, {                                             \
+            .name = nm, .forward = fw, .backward = bw, .user = (void *)1                           \
+        }                                                                                          \
+    }
+static const tn_function SIMPLE_VIEWS[3][2] = {
+    SIMPLE_VIEW_FN("IdOneOutputBackward", fw_id_one, bw_id_one),
+    SIMPLE_VIEW_FN("IdTwoOutputBackward", fw_id_two, bw_id_two),
+    SIMPLE_VIEW_FN("ViewOfTempBackward", fw_view_of_temp, bw_view_of_temp)};
+
+/* fn(a, b).abs().backward() of test_autograd_simple_views_python */
+static tn_status simple_views_case(int fn, bool inplace, bool make_view, tn_tensor *a,
+                                   tn_tensor *b) {
+    const tn_function *f = &SIMPLE_VIEWS[fn][make_view];
+    tn_tensor *ac = tn_clone(a), *bc = tn_clone(b), *tmp, *o[2];
+    if (fn == 1) {
+        tn_status st = tn_function_apply(f, 2, (tn_tensor *[]){ac, bc}, 2, o);
+        for (int i = 0; i < 2 && st == TN_OK; i++) {
+            if (inplace)
+                st = tn_add_scalar_(o[i], 3);
+            else if (!(o[i] = tn_add_scalar(o[i], 3)))
+                st = tn_last_status();
+        }
+        if (st < 0) return st;
+        tmp = tn_mul(o[0], o[1]);
+    } else {
+        tn_tensor *in = fn == 0 ? ac : tn_add(ac, bc);
+        tmp = tn_function_apply1(f, 1, &in);
+        if (!tmp) return tn_last_status();
+        if (inplace) {
+            tn_status st = tn_add_scalar_(tmp, 3);
+            if (st < 0) return st;
+        } else {
+            tmp = tn_add_scalar(tmp, 3);
+        }
+    }
+    return tn_backward(tn_abs(tn_sum(tmp)), NULL, false);
+}
+
+/* TestAutograd.test_autograd_simple_views_python: float64, pure_view False
+ * (ctx._is_pure_view is private; no complex dtypes in tenet); gradcheck as
+ * the gradients of fn(a, b).abs(). PyTorch refuses in-place writes into
+ * views made inside a custom function (cases 0, 4, 8, 9: E_..._msg<k>);
+ * tenet lets them through. */
+static void test_autograd_simple_views_python(void **state) {
+    static const char *const msgs[12] = {[0] = E_autograd_simple_views_python_msg0,
+                                         [4] = E_autograd_simple_views_python_msg4,
+                                         [8] = E_autograd_simple_views_python_msg8,
+                                         [9] = E_autograd_simple_views_python_msg9};
+    BEGIN();
+    for (int k = 0; k < 12; k++) {
+        int fn = k / 4;
+        bool inplace = (k / 2) % 2 == 0, make_view = k % 2 == 0;
+        tn_tensor *a = ones(1, S(2), true), *b = ones(1, S(2), true);
+        bw_called = 0;
+        simple_ga_nz = true;
+        tn_status st = simple_views_case(fn, inplace, make_view, a, b);
+        if ((st < 0) != (bool)E_autograd_simple_views_python_raises[k])
+            fail_msg("case %d: %s (%s)", k, tn_status_string(st), tn_last_error());
+        if (st < 0) expect_error(TN_ERR_AUTOGRAD, msgs[k]);
+        assert_int_equal(bw_called, E_autograd_simple_views_python_bw_called[k]);
+        assert_int_equal(simple_ga_nz, E_autograd_simple_views_python_ga_nz[k]);
+        if (st < 0) continue;
+        tt_assert_grad(a, E_autograd_simple_views_python_grads + 4 * k, 2, TOL);
+        tn_tensor *bg = tn_grad(b);
+        tt_assert_close(bg ? bg : zeros(1, S(2), false),
+                        E_autograd_simple_views_python_grads + 4 * k + 2, 2, TOL);
+    }
+    END();
+}
+
+/* ================================================================================================
  */
 
 int main(void) {
@@ -1911,6 +4024,75 @@ int main(void) {
         TT_TEST(test_inplace_on_view_backprop_view_of_view),
         TT_TEST(test_inplace_on_view_then_no_grad),
         TT_TEST(test_inplace_on_view_modify_base),
+        TT_TEST(test_multi_backward),
+        TT_TEST(test_multi_backward_no_grad),
+        TT_TEST(test_dependent_backward),
+        TT_TEST(test_duplicate_backward_root),
+        TT_TEST(test_grad_unreachable),
+        TT_TEST(test_grad_unreachable_discovery),
+        TT_TEST(test_next_functions),
+        TT_TEST(test_hooks),
+        TT_TEST(test_retains_grad_inplace_multiple_outputs),
+        TT_TEST(test_grad_fn_prehooks),
+        TT_TEST(test_grad_fn_prehooks_multiple_outputs),
+        TT_TEST(test_hook_none),
+        TT_TEST(test_hook_edge_case_when_called_with_grad),
+        TT_TEST(test_hook_closure_cycle),
+        TT_TEST(test_post_accumulate_grad_hook_on_non_leaf),
+        TT_TEST(test_post_accumulate_grad_hook_multiple_hooks),
+        TT_TEST(test_post_accumulate_grad_hook_multiple_tensors),
+        TT_TEST(test_post_accumulate_grad_hook_e2e),
+        TT_TEST(test_post_accumulate_grad_hook_ordering),
+        TT_TEST(test_function_returns_undefined_tensor),
+        TT_TEST(test_custom_function_exception),
+        TT_TEST(test_custom_function_non_tensor_inputs_outputs),
+        TT_TEST(test_invalid_gradients),
+        TT_TEST(test_unrelated_inputs),
+        TT_TEST(test_save_output_nr),
+        TT_TEST(test_free_deep_graph_pyfunction),
+        TT_TEST(test_no_grad_python_function),
+        TT_TEST(test_no_grad_input),
+        TT_TEST(test_return_leaf),
+        TT_TEST(test_return_leaf_inplace),
+        TT_TEST(test_dep_nograd),
+        TT_TEST(test_custom_function_local_inplace),
+        TT_TEST(test_custom_function_saving_mutated_view_no_leak),
+        TT_TEST(test_inplace_on_view_python),
+        TT_TEST(test_inplace_on_view_undefined_grad_output),
+        TT_TEST(test_anomaly_detect_nan),
+        TT_TEST(test_nested_anomaly_detect_nan),
+        TT_TEST(test_anomaly_mode_no_check_nan),
+        TT_TEST(test_custom_autograd_no_early_free),
+        TT_TEST(test_simple_reentrant),
+        TT_TEST(test_reentrant_child_error),
+        TT_TEST(test_deep_reentrant),
+        TT_TEST(test_reentrant_priority),
+        TT_TEST(test_grad_mode_restored_reentrant),
+        TT_TEST(test_reentrant_with_leaf_variable_hook),
+        TT_TEST(test_reentrant_with_non_leaf_variable_hook),
+        TT_TEST(test_grad_materialize_grads),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* Where tenet disagrees with PyTorch 1.13 (each test's comment says how):
+     * these assert PyTorch's answer and run only with
+     * TENET_PORT_KNOWN_DIFFERENCES=1. */
+    const struct CMUnitTest known_differences[] = {
+        TT_TEST(test_tensor_hooks_inplace),
+        TT_TEST(test_tensor_hooks_inplace_multiple_outputs),
+        TT_TEST(test_tensor_hooks_inplace_over_view),
+        TT_TEST(test_retains_grad_can_always_observe_tensor_prehook),
+        TT_TEST(test_prehook_ordering),
+        TT_TEST(test_grad_fn_prehooks_remove_hooks),
+        TT_TEST(test_custom_function_inplace_on_view_of_leaf),
+        TT_TEST(test_custom_function_mark_output_view_of_intermediate),
+        TT_TEST(test_custom_function_return_view_in_nograd),
+        TT_TEST(test_autograd_python_custom_function_inplace),
+        TT_TEST(test_autograd_multiple_views_python),
+        TT_TEST(test_inplace_not_requires_grad),
+        TT_TEST(test_autograd_simple_views_python),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    const char *run_known = getenv("TENET_PORT_KNOWN_DIFFERENCES");
+    if (run_known && strcmp(run_known, "1") == 0)
+        failed += cmocka_run_group_tests_name("known_differences", known_differences, NULL, NULL);
+    return failed;
 }

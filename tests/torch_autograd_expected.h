@@ -65,6 +65,7 @@ TX double E_grad_nonleaf_x_init_grad[] = {1.6105100000000001, 1.6105100000000001
 
 /* ---- TestAutograd.test_grad_nonleaf_many_outputs */
 TX double E_grad_nonleaf_many_outputs_go[] = {-0.25, 1.5, 0.0, -1.5};
+#define E_grad_nonleaf_many_outputs_hook_called 0
 TX double E_grad_nonleaf_many_outputs_grad_a[] = {-0.25, 1.5, 0.0, -1.5};
 TX double E_grad_nonleaf_many_outputs_grad_b[] = {-0.5, 3.0, 0.0, -3.0};
 #define E_grad_nonleaf_many_outputs_x_grad_is_none 1
@@ -319,6 +320,8 @@ TX char E_inplace_on_view_leaf_errors_msg[] = "a view of a leaf Variable that re
 /* ---- TestAutograd.test_inplace_on_view_backward */
 TX double E_inplace_on_view_backward_gradients[] = {0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662, 0.10499358540350662};
 TX double E_inplace_on_view_backward_inputs_grad[] = {-0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115, -0.079962501056153115};
+TX char E_inplace_on_view_backward_gp_next0[] = "CopySlices";
+TX char E_inplace_on_view_backward_gp_next0_next1[] = "ThresholdBackwardBackward0";
 TX char E_inplace_on_view_backward_tmp2_fn[] = "AsStridedBackward0";
 
 /* ---- TestAutograd.test_inplace_on_view_weak_grad_fn */
@@ -350,6 +353,7 @@ TX char E_autograd_inplace_view_of_view_msg_1_13[] = "!grad_fn INTERNAL ASSERT F
 /* ---- TestAutograd.test_autograd_print_tensor */
 TX char E_autograd_print_tensor_a[] = "tensor([1.], requires_grad=True)";
 TX char E_autograd_print_tensor_a_clone[] = "tensor([1.], grad_fn=<CloneBackward0>)";
+TX char E_autograd_print_tensor_c[] = "tensor([2.], grad_fn=<FuncBackward>)";
 
 /* ---- TestAutograd.test_power_function */
 TX double E_power_function_b_grad[] = {-INFINITY, 0.0, 0.0};
@@ -491,27 +495,56 @@ TX double E_grad_thread_safety_tensor[] = {1.0, 2.0, 3.0};
 TX double E_grad_thread_safety_grad[] = {2.0, 4.0, 6.0};
 
 /* ---- TestAutograd.test_multi_backward */
+TX double E_multi_backward_x[] = {-0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0};
+TX double E_multi_backward_y[] = {0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25};
+TX double E_multi_backward_q[] = {-1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5};
+TX double E_multi_backward_a[] = {-0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5};
+TX double E_multi_backward_b[] = {1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75};
+TX double E_multi_backward_gz[] = {-1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25};
+TX double E_multi_backward_gc[] = {0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0};
 TX double E_multi_backward_x_grad[] = {-1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25};
 TX double E_multi_backward_y_grad[] = {-1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25};
 TX double E_multi_backward_a_grad[] = {0.25, 0.625, 0.625, 0.25, 1.125, -0.0, -1.5, -0.125, -1.5625, -0.125, -1.5, 0.0, 1.125, 0.25, 0.625, 0.625, 0.25, 1.125, -0.0, -1.5, -0.125, -1.5625, -0.125, -1.5, 0.0};
 TX double E_multi_backward_b_grad[] = {-0.0625, -1.875, 0.0, 1.5, 0.1875, 0.9375, 0.5, 0.5, 0.9375, 0.1875, 1.5, -0.0, -1.875, -0.0625, -1.875, 0.0, 1.5, 0.1875, 0.9375, 0.5, 0.5, 0.9375, 0.1875, 1.5, -0.0};
 TX double E_multi_backward_q_grad[] = {-1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, -3.5, 3.5, -2.5, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, -3.5, 3.5, -2.5};
 
+/* ---- TestAutograd.test_multi_backward_no_grad */
+TX char E_multi_backward_no_grad_msg[] = "element 1 of tensors does not require grad and does not have a grad_fn";
+#define E_multi_backward_no_grad_x_grad_is_none 1
+
 /* ---- TestAutograd.test_dependent_backward */
+TX double E_dependent_backward_x[] = {-0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25};
+TX double E_dependent_backward_go_y[] = {0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0};
+TX double E_dependent_backward_go_z[] = {-1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25};
 TX double E_dependent_backward_x_grad[] = {1.3857421875, -0.5, -0.515625, 7.2802734375, -0.494140625, 32.671875, 0.0, -44.8125, 0.7470703125, -22.88818359375};
 
 /* ---- TestAutograd.test_duplicate_backward_root */
+TX double E_duplicate_backward_root_a[] = {0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25};
+TX double E_duplicate_backward_root_b[] = {-1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5};
+TX double E_duplicate_backward_root_go[] = {-0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5};
 TX double E_duplicate_backward_root_a_grad[] = {0.75, 0.75, -0.0, -1.5, -0.5, -1.875, -0.75, -2.0, -0.75, -1.875, -0.5, -1.5, 0.0, 0.75, 0.75, -0.0, -1.5, -0.5, -1.875, -0.75, -2.0, -0.75, -1.875, -0.5, -1.5};
 TX double E_duplicate_backward_root_b_grad[] = {-0.25, -3.0, 0.0, 2.25, 0.5, 1.25, 1.25, 0.5, 2.25, -0.0, -3.0, -0.25, -3.125, -0.25, -3.0, 0.0, 2.25, 0.5, 1.25, 1.25, 0.5, 2.25, -0.0, -3.0, -0.25};
 
 /* ---- TestAutograd.test_grad_unreachable */
 TX double E_grad_unreachable_grad_x[] = {2.0};
 #define E_grad_unreachable_grad_y_is_none 1
+TX double E_grad_unreachable_grad_x2[] = {2.0};
+#define E_grad_unreachable_grad_z_is_none 1
 TX char E_grad_unreachable_msg[] = "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.";
 
+/* ---- TestAutograd.test_grad_unreachable_discovery */
+#define E_grad_unreachable_discovery_gy_is_none 1
+#define E_grad_unreachable_discovery_gy2_is_none 1
+TX double E_grad_unreachable_discovery_gz[] = {1.0};
+#define E_grad_unreachable_discovery_called 0
+
 /* ---- TestAutograd.test_next_functions */
+#define E_next_functions_a_next_count 2
 TX char E_next_functions_a_next0[] = "AccumulateGrad";
+TX char E_next_functions_a_next1[] = "AccumulateGrad";
+TX int64_t E_next_functions_a_next_nr[] = {0, 0};
 #define E_next_functions_b_next_count 2
+#define E_next_functions_b_next0_is_a_fn 1
 #define E_next_functions_b_next1_is_none 1
 
 /* ---- TestAutograd.test_hooks */
@@ -520,7 +553,354 @@ TX double E_hooks_y_grad_doubled[] = {4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.
 TX double E_hooks_y_grad_quadrupled[] = {8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0};
 
 /* ---- TestAutograd.test_tensor_hooks_inplace */
+#define E_tensor_hooks_inplace_n_log 2
+TX int64_t E_tensor_hooks_inplace_log[] = {1, 2};
+TX double E_tensor_hooks_inplace_log_seen[] = {2.0, 4.0};
 TX double E_tensor_hooks_inplace_a_grad[] = {8.0};
+#define E_tensor_hooks_inplace_n_log2 1
+TX int64_t E_tensor_hooks_inplace_log2[] = {3};
+TX double E_tensor_hooks_inplace_log2_seen[] = {4.0};
+TX double E_tensor_hooks_inplace_a_grad2[] = {8.0};
+
+/* ---- TestAutograd.test_tensor_hooks_inplace_multiple_outputs */
+#define E_tensor_hooks_inplace_multiple_outputs_n_log 3
+TX int64_t E_tensor_hooks_inplace_multiple_outputs_log[] = {0, 2, 1};
+TX double E_tensor_hooks_inplace_multiple_outputs_log_seen[] = {2.0, 2.0, 3.0};
+TX double E_tensor_hooks_inplace_multiple_outputs_b_grad[] = {13.0, 13.0, 13.0, 13.0, 13.0, 13.0, 13.0, 13.0, 13.0};
+
+/* ---- TestAutograd.test_tensor_hooks_inplace_over_view */
+TX char E_tensor_hooks_inplace_over_view_view2_fn[] = "AsStridedBackward0";
+#define E_tensor_hooks_inplace_over_view_n_log 0
+
+/* ---- TestAutograd.test_retains_grad_inplace_multiple_outputs */
+TX double E_retains_grad_inplace_multiple_outputs_gvar[] = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+TX double E_retains_grad_inplace_multiple_outputs_gmean[] = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+TX double E_retains_grad_inplace_multiple_outputs_gvar_expected[] = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+TX double E_retains_grad_inplace_multiple_outputs_gmean_expected[] = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+
+/* ---- TestAutograd.test_retains_grad_can_always_observe_tensor_prehook */
+#define E_retains_grad_can_always_observe_tensor_prehook_b_grad0 4.0
+#define E_retains_grad_can_always_observe_tensor_prehook_a_grad0 4.0
+#define E_retains_grad_can_always_observe_tensor_prehook_b_grad1 1.0
+#define E_retains_grad_can_always_observe_tensor_prehook_a_grad1 2.0
+
+/* ---- TestAutograd.test_prehook_ordering */
+TX int64_t E_prehook_ordering_log_backward[] = {2, 2, 1, 1, 1};
+#define E_prehook_ordering_a_grad 108.0
+TX int64_t E_prehook_ordering_log_grad[] = {2, 2, 1};
+#define E_prehook_ordering_grad 12.0
+
+/* ---- TestAutograd.test_grad_fn_prehooks */
+TX char E_grad_fn_prehooks_custom_fn[] = "Mul2Backward";
+TX int64_t E_grad_fn_prehooks_custom_counts[] = {2, 3};
+TX double E_grad_fn_prehooks_custom_post_seen[] = {3.0, 8.0, 16.0, 3.0, 8.0, 16.0};
+TX double E_grad_fn_prehooks_custom_a_grad[] = {16.0};
+#define E_grad_fn_prehooks_custom_pre_total 4
+TX double E_grad_fn_prehooks_custom_a_grad2[] = {2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0};
+TX char E_grad_fn_prehooks_builtin_fn[] = "MulBackward0";
+TX int64_t E_grad_fn_prehooks_builtin_counts[] = {2, 3};
+TX double E_grad_fn_prehooks_builtin_post_seen[] = {3.0, 8.0, 16.0, 3.0, 8.0, 16.0};
+TX double E_grad_fn_prehooks_builtin_a_grad[] = {16.0};
+#define E_grad_fn_prehooks_builtin_pre_total 4
+TX double E_grad_fn_prehooks_builtin_a_grad2[] = {2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0};
+
+/* ---- TestAutograd.test_grad_fn_prehooks_multiple_outputs */
+#define E_grad_fn_prehooks_multiple_outputs_k 3
+#define E_grad_fn_prehooks_multiple_outputs_counter 1
+TX double E_grad_fn_prehooks_multiple_outputs_a_grad[] = {12.0, 12.0, 12.0, 12.0, 12.0, 12.0, 12.0, 12.0, 12.0};
+TX double E_grad_fn_prehooks_multiple_outputs_b_grad[] = {12.0, 12.0, 12.0, 12.0, 12.0, 12.0, 12.0, 12.0, 12.0};
+
+/* ---- TestAutograd.test_grad_fn_prehooks_remove_hooks */
+#define E_grad_fn_prehooks_remove_hooks_custom_counter 1
+TX double E_grad_fn_prehooks_remove_hooks_custom_a_grad[] = {2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0};
+#define E_grad_fn_prehooks_remove_hooks_custom_counter_during 1
+TX double E_grad_fn_prehooks_remove_hooks_custom_a_grad_during[] = {2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0};
+#define E_grad_fn_prehooks_remove_hooks_builtin_counter 1
+TX double E_grad_fn_prehooks_remove_hooks_builtin_a_grad[] = {2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0};
+#define E_grad_fn_prehooks_remove_hooks_builtin_counter_during 1
+TX double E_grad_fn_prehooks_remove_hooks_builtin_a_grad_during[] = {2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0};
+
+/* ---- TestAutograd.test_hook_none */
+#define E_hook_none_ry_requires_grad 1
+TX int64_t E_hook_none_needs_input_grad[] = {1, 0};
+TX int64_t E_hook_none_hook_got_grad[] = {1, 1};
+TX double E_hook_none_x_grad[] = {5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0};
+
+/* ---- TestAutograd.test_hook_edge_case_when_called_with_grad */
+TX int64_t E_hook_edge_case_when_called_with_grad_counts[] = {0, 0, 0, 1, 1, 1, 2, 1, 1};
+
+/* ---- TestAutograd.test_hook_closure_cycle */
+TX int64_t E_hook_closure_cycle_count[] = {2, 2, 2, 2};
+
+/* ---- TestAutograd.test_post_accumulate_grad_hook_on_non_leaf */
+TX char E_post_accumulate_grad_hook_on_non_leaf_msg[] = "post accumulate grad hooks cannot be registered on non-leaf tensors";
+
+/* ---- TestAutograd.test_post_accumulate_grad_hook_multiple_hooks */
+TX double E_post_accumulate_grad_hook_multiple_hooks_tensor[] = {-0.75, 1.0, -0.5};
+TX double E_post_accumulate_grad_hook_multiple_hooks_after[] = {-7.0, 0.0, -6.0};
+
+/* ---- TestAutograd.test_post_accumulate_grad_hook_multiple_tensors */
+TX double E_post_accumulate_grad_hook_multiple_tensors_t1[] = {-0.75, 1.0, -0.5};
+TX double E_post_accumulate_grad_hook_multiple_tensors_t2[] = {0.5, -1.0, 0.75, -0.75, 1.0};
+TX double E_post_accumulate_grad_hook_multiple_tensors_t1_after[] = {-1.75, 0.0, -1.5};
+TX double E_post_accumulate_grad_hook_multiple_tensors_t2_after[] = {-0.5, -2.0, -0.25, -1.75, 0.0};
+
+/* ---- TestAutograd.test_post_accumulate_grad_hook_e2e */
+TX double E_post_accumulate_grad_hook_e2e_w[] = {-0.75, 1.0, -0.5, 1.25, -0.25, 1.5};
+TX double E_post_accumulate_grad_hook_e2e_b[] = {0.5, -1.0};
+TX double E_post_accumulate_grad_hook_e2e_input[] = {-1.5, 0.25, -1.25, 0.5, -1.0, 0.75};
+TX double E_post_accumulate_grad_hook_e2e_adam[] = {0.001, 0.90000000000000002, 0.999, 1e-08, 0.0};
+TX double E_post_accumulate_grad_hook_e2e_w1[] = {-0.74500000005, 1.0049999999333332, -0.4950000001, 1.2549999999499997, -0.24500000006666667, 1.5049999998999999};
+TX double E_post_accumulate_grad_hook_e2e_b1[] = {0.495000000025, -1.0049999999749994};
+TX double E_post_accumulate_grad_hook_e2e_w2[] = {-0.7400000001, 1.0099999998666667, -0.49000000020000001, 1.2599999998999998, -0.24000000013333334, 1.5099999998};
+TX double E_post_accumulate_grad_hook_e2e_b2[] = {0.49000000005, -1.0099999999499993};
+#define E_post_accumulate_grad_hook_e2e_iters 5
+
+/* ---- TestAutograd.test_post_accumulate_grad_hook_ordering */
+TX double E_post_accumulate_grad_hook_ordering_grad[] = {-0.5, -0.5, -0.5};
+
+/* ---- TestAutograd.test_function_returns_undefined_tensor */
+TX int64_t E_function_returns_undefined_tensor_x_grad_is_none[] = {1, 1, 1};
+#define E_function_returns_undefined_tensor_grad_is_none 1
+
+/* ---- TestAutograd.test_custom_function_exception */
+TX char E_custom_function_exception_msg[] = "Simulate error on backward pass";
+#define E_custom_function_exception_t1_grad_is_none 1
+
+/* ---- TestAutograd.test_custom_function_non_tensor_inputs_outputs */
+TX double E_custom_function_non_tensor_inputs_outputs_t1[] = {-0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25};
+TX double E_custom_function_non_tensor_inputs_outputs_t2[] = {0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0};
+TX double E_custom_function_non_tensor_inputs_outputs_t3[] = {-1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25};
+#define E_custom_function_non_tensor_inputs_outputs_scale 3
+TX double E_custom_function_non_tensor_inputs_outputs_t4[] = {-4.5, 2.25, -4.3125, 2.625, -3.75, 3.375, -2.8125, -5.25, -1.5, -3.75};
+TX double E_custom_function_non_tensor_inputs_outputs_t5[] = {-5.625, -2.25, -4.875, -1.3125, -3.75, 0.0, -2.25, 4.125, -0.375, 3.75};
+TX double E_custom_function_non_tensor_inputs_outputs_t1_grad[] = {5.5, 1.0, 6.25, 1.75, 7.0, 2.5, 7.75, 3.25, 8.5, 4.0};
+TX double E_custom_function_non_tensor_inputs_outputs_t2_grad[] = {-6.75, 3.75, -5.25, 5.25, -3.75, 6.75, -2.25, -1.5, -0.75, 0.0};
+#define E_custom_function_non_tensor_inputs_outputs_t3_grad_is_none 1
+
+/* ---- TestAutograd.test_invalid_gradients */
+TX char E_invalid_gradients_msg[] = "Function MyFunctionBackward returned an invalid gradient at index 0 - got [10] but expected shape compatible with [5, 5]";
+
+/* ---- TestAutograd.test_unrelated_inputs */
+TX double E_unrelated_inputs_x[] = {-0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25};
+TX double E_unrelated_inputs_go[] = {-1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25};
+TX double E_unrelated_inputs_u[] = {-0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75};
+TX double E_unrelated_inputs_gx[] = {2.25, 0.5, 1.25, 1.25, 0.5, 2.25, -0.0, -3.0, -0.25, -3.125};
+#define E_unrelated_inputs_gy_is_none 1
+TX double E_unrelated_inputs_ggx[] = {0.75, 0.75, -0.0, -1.5, -0.5, -1.875, -0.75, -2.0, -0.75, -1.875};
+#define E_unrelated_inputs_ggy_is_none 1
+TX double E_unrelated_inputs_ggo[] = {0.375, 3.0, -0.0, -3.75, -0.125, -3.75, 0.0, 3.0, 0.375, 1.875};
+
+/* ---- TestAutograd.test_save_output_nr */
+#define E_save_output_nr_b_output_nr 1
+TX char E_save_output_nr_b_fn[] = "MultiOutputFnBackward";
+
+/* ---- TestAutograd.test_free_deep_graph_pyfunction */
+#define E_free_deep_graph_pyfunction_depth 150000
+#define E_free_deep_graph_pyfunction_value INFINITY
+TX char E_free_deep_graph_pyfunction_y_fn[] = "MyOpBackward";
+
+/* ---- TestAutograd.test_no_grad_python_function */
+#define E_no_grad_python_function_y_requires_grad 0
+TX double E_no_grad_python_function_y[] = {2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0};
+
+/* ---- TestAutograd.test_no_grad_input */
+#define E_no_grad_input_x_requires_grad 1
+TX char E_no_grad_input_y_fn[] = "";
+
+/* ---- TestAutograd.test_return_leaf */
+#define E_return_leaf_q_is_x 0
+TX char E_return_leaf_q_fn[] = "IdentityBackward";
+#define E_return_leaf_hook_calls 1
+TX double E_return_leaf_hook_grad[] = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+TX double E_return_leaf_x_grad[] = {3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0};
+TX double E_return_leaf_y_grad[] = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+
+/* ---- TestAutograd.test_return_leaf_inplace */
+TX double E_return_leaf_inplace_x[] = {-0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0};
+TX double E_return_leaf_inplace_y[] = {0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25};
+#define E_return_leaf_inplace_q_is_x 1
+TX char E_return_leaf_inplace_q_fn[] = "InplaceBackward";
+#define E_return_leaf_inplace_q_requires_grad 1
+#define E_return_leaf_inplace_x_version 2
+TX double E_return_leaf_inplace_q[] = {-0.25, 0.0, 0.25, 0.5, 0.75, 1.0, 1.25, -1.75, 1.75, -1.25, -1.0, -0.75, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0, 1.25, -1.75, 1.75, -1.25, -1.0, -0.75};
+TX double E_return_leaf_inplace_y_grad[] = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+
+/* ---- TestAutograd.test_dep_nograd */
+#define E_dep_nograd_a_requires_grad 1
+#define E_dep_nograd_b_requires_grad 0
+TX double E_dep_nograd_x_grad[] = {1.0, 1.0, 1.0, 1.0, 1.0};
+
+/* ---- TestAutograd.test_custom_function_local_inplace */
+TX double E_custom_function_local_inplace_base[] = {-0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25};
+TX char E_custom_function_local_inplace_fn[] = "MyFnBackward";
+TX char E_custom_function_local_inplace_fn_inplace[] = "MyFnBackward";
+TX double E_custom_function_local_inplace_out_inplace[] = {1.25, 3.0, 1.5};
+
+/* ---- TestAutograd.test_custom_function_inplace_on_view_of_leaf */
+#define E_custom_function_inplace_on_view_of_leaf_raises_1_13 0
+TX double E_custom_function_inplace_on_view_of_leaf_a_1_13[] = {2.0, 3.0};
+TX char E_custom_function_inplace_on_view_of_leaf_a_fn_1_13[] = "CopySlices";
+TX char E_custom_function_inplace_on_view_of_leaf_msg[] = "a view of a leaf Variable that requires grad is being used in an in-place operation.";
+
+/* ---- TestAutograd.test_custom_function_mark_output_view_of_intermediate */
+TX char E_custom_function_mark_output_view_of_intermediate_msg_1_13[] = "creation_meta == CreationMeta::DEFAULT INTERNAL ASSERT FAILED at \"./torch/csrc/autograd/variable.cpp\":201, please report a bug to PyTorch. ";
+TX char E_custom_function_mark_output_view_of_intermediate_warning_1_13[] = "Only input Tensors should be given to ctx.mark_dirty(). If a Tensor is not an input, there is no need to pass it to mark_dirty().";
+TX char E_custom_function_mark_output_view_of_intermediate_needle[] = "received a tensor that was not an input.";
+
+/* ---- TestAutograd.test_custom_function_saving_mutated_view_no_leak */
+#define E_custom_function_saving_mutated_view_no_leak_y_is_x 1
+#define E_custom_function_saving_mutated_view_no_leak_x_version 1
+TX char E_custom_function_saving_mutated_view_no_leak_y_fn[] = "AsStridedBackward0";
+
+/* ---- TestAutograd.test_custom_function_return_view_in_nograd */
+#define E_custom_function_return_view_in_nograd_requires_grad_1_13 1
+#define E_custom_function_return_view_in_nograd_expected_requires_grad 1
+TX char E_custom_function_return_view_in_nograd_msg[] = "A view was created in no_grad mode and is being modified inplace with grad mode enabled. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
+
+/* ---- TestAutograd.test_autograd_python_custom_function_inplace */
+TX char E_autograd_python_custom_function_inplace_single0_fn[] = "MyAdderBackward";
+TX double E_autograd_python_custom_function_inplace_single0_c[] = {2.0, 2.0};
+#define E_autograd_python_custom_function_inplace_single0_bw_called 1
+TX double E_autograd_python_custom_function_inplace_single0_a_grad[] = {1.0, 1.0};
+TX double E_autograd_python_custom_function_inplace_single0_b_grad[] = {1.0, 1.0};
+TX char E_autograd_python_custom_function_inplace_single1_fn[] = "AddBackward0";
+TX double E_autograd_python_custom_function_inplace_single1_c[] = {4.0, 4.0};
+#define E_autograd_python_custom_function_inplace_single1_bw_called 1
+TX double E_autograd_python_custom_function_inplace_single1_a_grad[] = {1.0, 1.0};
+TX double E_autograd_python_custom_function_inplace_single1_b_grad[] = {1.0, 1.0};
+TX char E_autograd_python_custom_function_inplace_single2_fn[] = "AsStridedBackward0";
+TX double E_autograd_python_custom_function_inplace_single2_c[] = {2.0, 2.0};
+#define E_autograd_python_custom_function_inplace_single2_bw_called 1
+TX double E_autograd_python_custom_function_inplace_single2_a_grad[] = {1.0, 1.0};
+TX double E_autograd_python_custom_function_inplace_single2_b_grad[] = {1.0, 1.0};
+#define E_autograd_python_custom_function_inplace_bad_warnings 1
+TX char E_autograd_python_custom_function_inplace_bad_warning[] = "Only input Tensors should be given to ctx.mark_dirty(). If a Tensor is not an input, there is no need to pass it to mark_dirty().";
+TX double E_autograd_python_custom_function_inplace_bad_c[] = {4.0, 4.0};
+#define E_autograd_python_custom_function_inplace_multi0_bw_called 1
+TX double E_autograd_python_custom_function_inplace_multi0_a_grad[] = {5.0, 5.0};
+TX double E_autograd_python_custom_function_inplace_multi0_b_grad[] = {5.0, 5.0};
+#define E_autograd_python_custom_function_inplace_multi1_bw_called 1
+TX double E_autograd_python_custom_function_inplace_multi1_a_grad[] = {7.0, 7.0};
+TX double E_autograd_python_custom_function_inplace_multi1_b_grad[] = {7.0, 7.0};
+TX char E_autograd_python_custom_function_inplace_msg_view[] = "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot return more than one Tensor. This is not supported by the current autograd engine. You should either make sure the input is not a view (using .clone() for example) or make your Function only return one Tensor (potentially splitting it into two Functions: one doing the inplace that returns a single Tensor and a second one that does the other operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do this change.";
+TX char E_autograd_python_custom_function_inplace_msg_dirty[] = "Some elements marked as dirty during the forward method were not returned as output. The inputs that are modified inplace must all be outputs of the Function.";
+
+/* ---- TestAutograd.test_autograd_multiple_views_python */
+#define E_autograd_multiple_views_python_bw_called 1
+TX double E_autograd_multiple_views_python_a_grad[] = {0.0, 1.0};
+TX char E_autograd_multiple_views_python_msg[] = "Output 0 of ComplexViewBackward is a view and is being modified inplace. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
+
+/* ---- TestAutograd.test_inplace_not_requires_grad */
+TX double E_inplace_not_requires_grad_a0[] = {-0.75, 1.0};
+TX double E_inplace_not_requires_grad_b[] = {0.5};
+TX char E_inplace_not_requires_grad_msg_add[] = "A view was created in no_grad mode and is being modified inplace with grad mode enabled. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
+TX char E_inplace_not_requires_grad_msg_copy[] = "A view was created in no_grad mode and is being modified inplace with grad mode enabled. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
+TX double E_inplace_not_requires_grad_a[] = {0.5, 1.0};
+TX char E_inplace_not_requires_grad_a_fn[] = "CopySlices";
+
+/* ---- TestAutogradDeviceType.test_inplace_on_view_python */
+TX double E_inplace_on_view_python_a[] = {0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75};
+TX double E_inplace_on_view_python_b[] = {-1.5, 0.25, -1.25, 0.5};
+TX double E_inplace_on_view_python_go[] = {-0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0};
+TX double E_inplace_on_view_python_u0[] = {1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25};
+TX double E_inplace_on_view_python_u1[] = {-1.0, 0.75, -0.75, 1.0};
+TX double E_inplace_on_view_python_out[] = {0.5, -1.0, 0.75, -0.75, -0.5, -0.25, -0.25, 0.0, 0.25, 0.5, -2.75, 0.75, -1.25, 0.5, -1.0, 0.75};
+TX char E_inplace_on_view_python_out_fn[] = "CopySlices";
+TX double E_inplace_on_view_python_d_g0[] = {-0.25, 1.5, 0.0, -1.5, 0.25, -1.25, 0.5, -1.0, 0.75, -0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0};
+TX double E_inplace_on_view_python_d_g1[] = {0.75, -2.25, 1.75, -1.25};
+#define E_inplace_on_view_python_d_gg0_none 1
+#define E_inplace_on_view_python_d_gg1_none 1
+#define E_inplace_on_view_python_d_gg2_none 0
+TX double E_inplace_on_view_python_d_gg2[] = {1.0, -0.5, 1.25, -0.25, 0.5, 0.75, -2.5, 1.0, -2.0, 1.5, -1.75, 1.75, -0.75, 1.0, -0.5, 1.25};
+
+/* ---- TestAutogradDeviceType.test_inplace_on_view_undefined_grad_output */
+TX char E_inplace_on_view_undefined_grad_output_out_fn[] = "AsStridedBackward0";
+TX char E_inplace_on_view_undefined_grad_output_c_fn[] = "CopySlices";
+TX char E_inplace_on_view_undefined_grad_output_msg_1_13[] = "res[i].defined() INTERNAL ASSERT FAILED at \"./torch/csrc/autograd/functions/tensor.cpp\":111, please report a bug to PyTorch. ";
+#define E_inplace_on_view_undefined_grad_output_b_grad_is_none 1
+#define E_inplace_on_view_undefined_grad_output_a_grad 2.0
+
+/* ---- TestAutograd.test_anomaly_detect_nan */
+TX double E_anomaly_detect_nan_inp[] = {1.25, 1.5, 1.0, 1.75, 0.75, 2.0, 0.5, 2.0, 0.75, 1.75};
+TX double E_anomaly_detect_nan_inp_grad[] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+TX char E_anomaly_detect_nan_msg0[] = "Function 'MyFuncBackward' returned nan values in its 0th output.";
+TX char E_anomaly_detect_nan_needle0[] = "No forward pass information";
+#define E_anomaly_detect_nan_warned0 1
+TX char E_anomaly_detect_nan_msg1[] = "Function 'MyFuncBackward' returned nan values in its 1th output.";
+#define E_anomaly_detect_nan_inp_grad_is_none 1
+TX char E_anomaly_detect_nan_warning1[] = "Error detected in MyFuncBackward";
+
+/* ---- TestAutograd.test_nested_anomaly_detect_nan */
+TX double E_nested_anomaly_detect_nan_inp[] = {1.25, 1.5, 1.0, 1.75, 0.75, 2.0, 0.5, 2.0, 0.75, 1.75};
+TX double E_nested_anomaly_detect_nan_ginp[] = {4.75, 5.5, 4.0, 6.25, 3.25, 7.0, 2.5, 7.0, 3.25, 6.25};
+TX char E_nested_anomaly_detect_nan_ginp_fn[] = "MyFunc2Backward";
+TX double E_nested_anomaly_detect_nan_inp_grad[] = {NAN, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0};
+TX char E_nested_anomaly_detect_nan_msg0[] = "Function 'MyFunc2Backward' returned nan values in its 0th output.";
+#define E_nested_anomaly_detect_nan_warned0 1
+TX char E_nested_anomaly_detect_nan_msg1[] = "Function 'MyFunc2Backward' returned nan values in its 1th output.";
+TX char E_nested_anomaly_detect_nan_needle1[] = "Previous calculation was induced by MyFuncBackward";
+#define E_nested_anomaly_detect_nan_warned1 1
+
+/* ---- TestAutograd.test_anomaly_mode_no_check_nan */
+TX char E_anomaly_mode_no_check_nan_msg[] = "Function 'MyFuncBackward' returned nan values in its 0th output.";
+TX double E_anomaly_mode_no_check_nan_inp_grad[] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+
+/* ---- TestAutograd.test_custom_autograd_no_early_free */
+#define E_custom_autograd_no_early_free_y0 4.0
+#define E_custom_autograd_no_early_free_g0 4.0
+#define E_custom_autograd_no_early_free_g0_again 4.0
+#define E_custom_autograd_no_early_free_gg0 2.0
+#define E_custom_autograd_no_early_free_y1 4.0
+#define E_custom_autograd_no_early_free_g1 4.0
+#define E_custom_autograd_no_early_free_g1_again 4.0
+#define E_custom_autograd_no_early_free_gg1 2.0
+
+/* ---- TestAutograd.test_grad_mode_restored_reentrant */
+TX double E_grad_mode_restored_reentrant_foo[] = {0.5, -1.0, 0.75};
+TX double E_grad_mode_restored_reentrant_inp_grad[] = {0.75, 3.0, 1.6875};
+TX double E_grad_mode_restored_reentrant_inp_grad2[] = {1.5, 6.0, 3.375};
+TX int64_t E_grad_mode_restored_reentrant_restored[] = {1, 1};
+
+/* ---- TestAutograd.test_simple_reentrant */
+TX double E_simple_reentrant_x[] = {-0.75, 1.0, -0.5, 1.25};
+TX double E_simple_reentrant_y_data[] = {0.5, -1.0, 0.75, -0.75};
+TX double E_simple_reentrant_x_grad[] = {0.5, -1.0, 0.75, -0.75};
+
+/* ---- TestAutograd.test_reentrant_child_error */
+TX char E_reentrant_child_error_msg[] = "Simulate error on backward pass";
+#define E_reentrant_child_error_a_grad_is_none 1
+#define E_reentrant_child_error_b_grad_is_none 1
+
+/* ---- TestAutograd.test_deep_reentrant */
+#define E_deep_reentrant_v_grad_2000 1.0
+#define E_deep_reentrant_v_grad_200 1.0
+
+/* ---- TestAutograd.test_reentrant_priority */
+TX int64_t E_reentrant_priority_order[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+
+/* ---- TestAutograd.test_reentrant_with_leaf_variable_hook */
+TX double E_reentrant_with_leaf_variable_hook_param[] = {-0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25};
+TX double E_reentrant_with_leaf_variable_hook_param_grad[] = {-1.0, 6.0, 0.0, 7.0, 1.0, 8.0, 2.0, -4.0, 3.0, -3.0};
+
+/* ---- TestAutograd.test_reentrant_with_non_leaf_variable_hook */
+TX double E_reentrant_with_non_leaf_variable_hook_param[] = {-0.75, 1.0, -0.5, 1.25, -0.25, 1.5, 0.0, -1.5, 0.25, -1.25};
+TX double E_reentrant_with_non_leaf_variable_hook_param_grad[] = {-4.5, 6.0, -3.0, 7.5, -1.5, 9.0, 0.0, -9.0, 1.5, -7.5};
+
+/* ---- TestAutograd.test_grad_materialize_grads */
+#define E_grad_materialize_grads_dydx 1.0
+#define E_grad_materialize_grads_dydx_requires_grad 1
+#define E_grad_materialize_grads_d2ydx2_is_none 1
+
+/* ---- TestAutograd.test_autograd_simple_views_python */
+TX char E_autograd_simple_views_python_msg0[] = "Output 0 of IdOneOutputBackward is a view and is being modified inplace. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
+TX char E_autograd_simple_views_python_msg4[] = "Output 0 of IdTwoOutputBackward is a view and is being modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+TX char E_autograd_simple_views_python_msg8[] = "Output 0 of ViewOfTempBackward is a view and is being modified inplace. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
+TX char E_autograd_simple_views_python_msg9[] = "Output 0 of ViewOfTempBackward is a view and is being modified inplace. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
+TX int64_t E_autograd_simple_views_python_raises[] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0};
+TX int64_t E_autograd_simple_views_python_bw_called[] = {0, 1, 1, 1, 0, 1, 1, 1, 0, 0, 1, 1};
+TX int64_t E_autograd_simple_views_python_ga_nz[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+TX double E_autograd_simple_views_python_grads[] = {0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 9.0, 9.0, 4.0, 4.0, 9.0, 9.0, 4.0, 4.0, 9.0, 9.0, 4.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0};
 
 /* ---- TestAutograd.test_function_returns_input */
 TX double E_function_returns_input_v_grad[] = {2.0};
