@@ -5,8 +5,13 @@
  * caller's fixed-size record: no symbol lookup, no allocation, no lock.
  * Symbols are resolved at report time (symbolize.c).
  */
+#define _GNU_SOURCE /* pthread_getname_np, gettid */
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "anomaly_internal.h"
 
@@ -65,4 +70,35 @@ uint64_t tn__thread_id(void) {
     if (TN_UNLIKELY(!tls_thread_id))
         tls_thread_id = atomic_fetch_add_explicit(&next_thread_id, 1, memory_order_relaxed);
     return tls_thread_id;
+}
+
+/* ---- what a person knows a thread by ---------------------------------------------------- */
+
+/* 0 = not read yet on this thread. A fork child's only thread inherits the
+ * forking thread's value, which names the parent's thread: the atfork
+ * handler clears it there. */
+static _Thread_local uint64_t tls_os_tid;
+
+static void os_tid_forget(void) { tls_os_tid = 0; }
+
+__attribute__((constructor)) static void os_tid_init(void) {
+    pthread_atfork(NULL, NULL, os_tid_forget); /* fails only out of memory: then uncached */
+}
+
+uint64_t tn__os_tid(void) {
+    if (TN_UNLIKELY(!tls_os_tid)) tls_os_tid = (uint64_t)syscall(SYS_gettid);
+    return tls_os_tid;
+}
+
+void tn__thread_name(char name[TN_THREAD_NAME]) {
+    /* not cached: a thread may be renamed at any time (prctl for the caller) */
+    if (pthread_getname_np(pthread_self(), name, TN_THREAD_NAME) != 0) name[0] = '\0';
+    name[TN_THREAD_NAME - 1] = '\0';
+}
+
+void tn__format_thread(char *buf, size_t n, uint64_t os_tid, const char *name) {
+    if (name && *name)
+        snprintf(buf, n, "thread %llu \"%s\"", (unsigned long long)os_tid, name);
+    else
+        snprintf(buf, n, "thread %llu", (unsigned long long)os_tid);
 }
