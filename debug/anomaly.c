@@ -2,6 +2,12 @@
  * engine calls (node creation, version bumps, saved-tensor unpack, backward
  * and forward NaN checks).
  *
+ * check_nan also keeps, with a storage's ring, the origin of the non-finite
+ * values it holds: the forward op that produced them from finite inputs,
+ * passed on by the ops that relay them. A backward node whose non-finite
+ * output comes with a non-finite saved tensor is then reported as a relay,
+ * with that origin, rather than as the producer.
+ *
  * The write ring (one per storage, made on the first write recorded in
  * anomaly mode) keeps the last TN_RING writes through ANY alias of the
  * storage: {op, version reached, write epoch, thread, version-counter
@@ -334,13 +340,14 @@ void tn__anomaly_backward_error(tn_node *n, tn_status st) {
                  "f) prints the whole report.",
                  n->fn->name, tn_anomaly_report_node(r), *where ? ", called from " : "", where);
     else if (*where)
-        tn__warn("Error detected in %s, created by %s.%s tn_anomaly_report_print(tn_last_anomaly(), "
-                 "f) prints the whole report.",
-                 n->fn->name, where,
-                 relayed ? " It only relays a nan/inf value it saved in forward, whose producer "
-                           "was not recorded (check_nan was off in forward, or the value came in "
-                           "as data)."
-                         : "");
+        tn__warn(
+            "Error detected in %s, created by %s.%s tn_anomaly_report_print(tn_last_anomaly(), "
+            "f) prints the whole report.",
+            n->fn->name, where,
+            relayed ? " It only relays a nan/inf value it saved in forward, whose producer "
+                      "was not recorded (check_nan was off in forward, or the value came in "
+                      "as data)."
+                    : "");
     else
         tn__warn("Error detected in %s. No forward pass information available. Enable detect "
                  "anomaly during forward pass for more information.", n->fn->name);

@@ -1,9 +1,12 @@
-/* Backtrace capture for anomaly mode: program counters only.
+/* Backtrace capture for anomaly mode (program counters only), and the
+ * calling thread's identity.
  *
  * This runs on hot paths (every node creation and every in-place write while
  * anomaly mode is on), so it does nothing but walk the stack into the
  * caller's fixed-size record: no symbol lookup, no allocation, no lock.
- * Symbols are resolved at report time (symbolize.c).
+ * Symbols are resolved at report time (symbolize.c). Threads are named as
+ * the system's tools name them (OS id, pthread name), read at capture: a
+ * thread may have exited, or been renamed, by the time of the report.
  */
 #define _GNU_SOURCE /* pthread_getname_np, gettid */
 #define UNW_LOCAL_ONLY

@@ -391,12 +391,13 @@ static void put_side(char *buf, size_t *len, const side *sd) {
     if (sd->s.thread_ok) tn__format_thread(who, sizeof who, sd->s.os_tid, sd->s.name);
     PUT("  %s by %s in %s [%s kernel]%s%s\n", sd->write ? "write" : "read", who,
         sd->s.ok && sd->s.op ? sd->s.op
-        : *op               ? op
-        : outer             ? outer
-                            : "?",
+        : *op                ? op
+        : outer              ? outer
+                             : "?",
         sd->s.ok && sd->s.kind ? sd->s.kind : "?", sd->how,
         sd->s.ok ? ", called from:" : ": it ended before its stack could be read");
-    int from = first_user >= 0 ? first_user : 0, to = nf > from ? tn__last_user_frame(f, from, nf) : nf;
+    int from = first_user >= 0 ? first_user : 0,
+        to = nf > from ? tn__last_user_frame(f, from, nf) : nf;
     for (int i = from, k = 0; i < to && k < USER_FRAMES; i++, k++) {
         if (f[i].function && f[i].file && f[i].line > 0)
             PUT("    #%d %s (%s:%d)\n", k, f[i].function, tn__short_path(f[i].file), f[i].line);

@@ -321,9 +321,9 @@ static void symbolize_report(tn_anomaly_report *r) {
     for (int i = 0; i < r->n_writes; i++) {
         rep_write *w = &r->body->writes[i];
         symbolize_trace(r, m, &w->trace);
-        r->body->events[i] = (tn_write_event){w->op,         w->version,        w->tid,
-                                              w->tracked,    w->trace.n_frames, w->trace.frames,
-                                              w->thread_name};
+        r->body->events[i] =
+            (tn_write_event){w->op,           w->version,    w->tid, w->tracked, w->trace.n_frames,
+                             w->trace.frames, w->thread_name};
     }
     tn__mfree(m);
     r->symbolised = true;

@@ -822,8 +822,10 @@ static void assert_relay_names_log(const char *node, int index) {
     assert_contains(text, "tenet anomaly: Function 'log' returned nan/inf values in its 0th "
                           "output (forward, from finite inputs).\n  forward op: log\n"
                           "  forward call that produced it:\n    #0 produce_nan (");
-    snprintf(want, sizeof want, "\n  relayed to backward by %s: its %dth output is nan/inf only "
-                                "because a tensor it saved in forward already was", node, index);
+    snprintf(want, sizeof want,
+             "\n  relayed to backward by %s: its %dth output is nan/inf only "
+             "because a tensor it saved in forward already was",
+             node, index);
     assert_contains(text, want);
     assert_null(strstr(text, "relay_exp")); /* one origin, no relay named as one */
     assert_null(strstr(text, "relay_mul"));
@@ -856,6 +858,12 @@ static void e2e_nan_relayed_through_saved(void **state) {
     tn_tensor *first = produce_nan(x), *second = tn_sqrt(x);
     tn_tensor *s = relay_sum(relay_mul(tn_add(second, first), w));
     assert_int_equal(tn_backward(s, NULL, false), TN_ERR_NAN);
+    assert_relay_names_log("MulBackward0", 1);
+    /* through copies: cat, clone, softmax keep the origin too */
+    tn_tensor *parts[2] = {produce_nan(x), vec3(1, 1, 1, false)};
+    tn_tensor *c = tn_softmax(tn_clone(tn_cat(2, parts, 0)), 0);
+    w = tt_f32(1, (const int64_t[]){6}, (const float[]){1, 2, 3, 4, 5, 6}, true);
+    assert_int_equal(tn_backward(relay_sum(relay_mul(c, w)), NULL, false), TN_ERR_NAN);
     assert_relay_names_log("MulBackward0", 1);
     tn_scope_end();
     tn_set_detect_anomaly(false, false);

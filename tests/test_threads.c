@@ -255,8 +255,10 @@ static void race_detector_catches_planted_overlap(void **state) {
     assert_non_null(strstr(rep, "race detected"));
     /* threads as gdb, top and TSan name them; the op as the user called it
      * (tn_add_scalar_, whose frame the library keeps: no sibling calls) */
-    snprintf(want, sizeof want, "  write by thread %d \"%s\" in add_scalar_ [elementwise kernel], "
-             "called from:\n", (int)getpid(), me);
+    snprintf(want, sizeof want,
+             "  write by thread %d \"%s\" in add_scalar_ [elementwise kernel], "
+             "called from:\n",
+             (int)getpid(), me);
     if (!strstr(rep, want)) fail_msg("report\n%s\nlacks\n%s", rep, want);
     snprintf(want, sizeof want, "  write by thread %d \"holder-1\" in ", (int)g_holder_tid);
     if (!strstr(rep, want)) fail_msg("report\n%s\nlacks\n%s", rep, want);

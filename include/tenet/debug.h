@@ -53,8 +53,8 @@ bool tn_is_anomaly_check_nan_enabled(void);
 void tn_set_anomaly_untracked_error(bool as_error);
 
 typedef enum tn_anomaly_kind {
-    TN_ANOMALY_INPLACE = 1,   /* saved tensor's version moved */
-    TN_ANOMALY_UNTRACKED = 2, /* saved tensor's storage written behind autograd */
+    TN_ANOMALY_INPLACE = 1,      /* saved tensor's version moved */
+    TN_ANOMALY_UNTRACKED = 2,    /* saved tensor's storage written behind autograd */
     TN_ANOMALY_NAN_BACKWARD = 3, /* a backward node produced NaN/Inf from finite values */
     /* a forward op produced NaN/Inf from finite inputs: reported there (a
      * warning), or by backward when a node relayed the value (TN_ERR_NAN) */
