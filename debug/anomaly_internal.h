@@ -39,9 +39,10 @@ uint64_t tn__thread_id(void);
 /* The calling thread's OS id (gettid(): gdb's LWP, top -H, perf, TSan's
  * tid=). Cached per thread; a fork child's thread gets its own. */
 uint64_t tn__os_tid(void);
-/* The calling thread's name now (pthread_getname_np; a thread that never
- * set one has its process's), NUL-terminated; "" when it cannot be read.
- * One system call, no allocation, no lock. */
+/* The calling thread's name (pthread_getname_np; a thread that never set
+ * one has its process's), NUL-terminated; "" when it cannot be read. Read
+ * at the thread's first call, then again when 10 ms have passed (a rename
+ * shows within 10 ms). No allocation, no lock. */
 #define TN_THREAD_NAME 16 /* Linux's limit, NUL included */
 _Static_assert(TN_THREAD_NAME % 8 == 0, "the write ring stores names as 8-byte words");
 void tn__thread_name(char name[TN_THREAD_NAME]);

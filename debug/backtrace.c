@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "anomaly_internal.h"
@@ -85,7 +86,9 @@ static _Thread_local uint64_t tls_os_tid;
 static void os_tid_forget(void) { tls_os_tid = 0; }
 
 __attribute__((constructor)) static void os_tid_init(void) {
-    pthread_atfork(NULL, NULL, os_tid_forget); /* fails only out of memory: then uncached */
+    /* fails only out of memory, and then a fork child's reports would give
+     * the forking thread's id: nothing worse */
+    pthread_atfork(NULL, NULL, os_tid_forget);
 }
 
 uint64_t tn__os_tid(void) {
@@ -93,10 +96,24 @@ uint64_t tn__os_tid(void) {
     return tls_os_tid;
 }
 
+/* Reading the name is a system call (prctl), ~0.2 us: as much as the stack
+ * capture of a race-detector access. A thread may be renamed at any time, so
+ * the name is cached for TN_NAME_TTL_NS only, on the coarse clock (vDSO, a
+ * few ns): a thread's first capture reads it, a rename shows within 10 ms. */
+#define TN_NAME_TTL_NS INT64_C(10000000)
+static _Thread_local char tls_name[TN_THREAD_NAME];
+static _Thread_local int64_t tls_name_read_at; /* coarse ns; 0: never read */
+
 void tn__thread_name(char name[TN_THREAD_NAME]) {
-    /* not cached: a thread may be renamed at any time (prctl for the caller) */
-    if (pthread_getname_np(pthread_self(), name, TN_THREAD_NAME) != 0) name[0] = '\0';
-    name[TN_THREAD_NAME - 1] = '\0';
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + 1; /* never 0 */
+    if (!tls_name_read_at || now - tls_name_read_at >= TN_NAME_TTL_NS) {
+        if (pthread_getname_np(pthread_self(), tls_name, TN_THREAD_NAME) != 0) tls_name[0] = '\0';
+        tls_name[TN_THREAD_NAME - 1] = '\0';
+        tls_name_read_at = now;
+    }
+    memcpy(name, tls_name, TN_THREAD_NAME);
 }
 
 void tn__format_thread(char *buf, size_t n, uint64_t os_tid, const char *name) {

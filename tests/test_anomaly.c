@@ -120,17 +120,18 @@ static void symbolize_known_function(void **state) {
 typedef struct id_job {
     uint64_t ids[2], os[2], gettid;
     char name[2][TN_THREAD_NAME];
+    bool rename;
 } id_job;
 
 static void *thread_id_worker(void *arg) {
     id_job *j = arg;
+    if (j->rename) pthread_setname_np(pthread_self(), "loader-2");
     j->ids[0] = tn__thread_id();
     j->os[0] = tn__os_tid();
-    tn__thread_name(j->name[0]); /* the process's name: never set */
-    pthread_setname_np(pthread_self(), "loader-2");
+    tn__thread_name(j->name[0]); /* the thread's first read */
     j->ids[1] = tn__thread_id();
     j->os[1] = tn__os_tid();
-    tn__thread_name(j->name[1]); /* read again: a rename shows */
+    tn__thread_name(j->name[1]);
     j->gettid = (uint64_t)gettid();
     return NULL;
 }
@@ -140,19 +141,24 @@ static void thread_ids_are_per_thread(void **state) {
     assert_true(me > 0);
     assert_int_equal(tn__thread_id(), me);
     assert_int_equal(tn__os_tid(), (uint64_t)getpid()); /* the main thread's is the pid */
-    id_job j;
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, thread_id_worker, &j), 0);
-    pthread_join(th, NULL);
-    assert_int_equal(j.ids[0], j.ids[1]);
-    assert_true(j.ids[0] != me && j.ids[0] > 0);
-    assert_int_equal(j.os[0], j.os[1]);
-    assert_int_equal(j.os[0], j.gettid); /* what gdb, top and TSan show */
-    assert_true(j.os[0] != tn__os_tid());
-    char mine[TN_THREAD_NAME];
+    char mine[TN_THREAD_NAME], process[TN_THREAD_NAME];
     tn__thread_name(mine);
-    assert_string_equal(j.name[0], mine);
-    assert_string_equal(j.name[1], "loader-2");
+    assert_int_equal(pthread_getname_np(pthread_self(), process, sizeof process), 0);
+    assert_string_equal(mine, process);
+    for (int rename = 0; rename < 2; rename++) {
+        id_job j = {.rename = rename};
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, thread_id_worker, &j), 0);
+        pthread_join(th, NULL);
+        assert_int_equal(j.ids[0], j.ids[1]);
+        assert_true(j.ids[0] != me && j.ids[0] > 0);
+        assert_int_equal(j.os[0], j.os[1]);
+        assert_int_equal(j.os[0], j.gettid); /* what gdb, top and TSan show */
+        assert_true(j.os[0] != tn__os_tid());
+        /* unnamed: the process's name, as the thread inherits it */
+        assert_string_equal(j.name[0], rename ? "loader-2" : mine);
+        assert_string_equal(j.name[1], j.name[0]);
+    }
     char buf[64];
     tn__format_thread(buf, sizeof buf, 4127, "loader-2");
     assert_string_equal(buf, "thread 4127 \"loader-2\"");
