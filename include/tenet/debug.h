@@ -75,7 +75,7 @@ typedef struct tn_frame {
  * named as the system tools name it: thread_id is the OS thread id
  * (gettid(): gdb's "LWP 4127", top -H, perf, ThreadSanitizer's "tid=4127"),
  * thread_name the name it had when it wrote (pthread_setname_np; a thread
- * that never set one has its process's name). */
+ * that never set one has its process's name; a rename shows within 10 ms). */
 typedef struct tn_write_event {
     const char *op;       /* "add_", "zero_", "copy_", ... */
     uint64_t version;     /* the version it produced (its own counter's) */
