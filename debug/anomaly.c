@@ -94,7 +94,6 @@ typedef struct ring_slot {
 typedef struct nan_origin {
     uint64_t seq; /* order of production: the lowest came first */
     char op[64];  /* a copy: a custom function's name may not outlive the tensor */
-    int bad;      /* 1: NaN, 2: Inf */
     tn_backtrace bt;
 } nan_origin;
 
@@ -484,8 +483,7 @@ void tn__anomaly_check_forward(const char *op, const tn_tensor *out, int n_in,
         if (from) origin_set(out->storage, from);
         return;
     }
-    nan_origin o = {.seq = atomic_fetch_add_explicit(&g_origin_seq, 1, memory_order_relaxed),
-                    .bad = bad};
+    nan_origin o = {.seq = atomic_fetch_add_explicit(&g_origin_seq, 1, memory_order_relaxed)};
     snprintf(o.op, sizeof o.op, "%s", op);
     tn__bt_capture(&o.bt);
     origin_set(out->storage, &o);
