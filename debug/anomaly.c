@@ -2,6 +2,12 @@
  * engine calls (node creation, version bumps, saved-tensor unpack, backward
  * and forward NaN checks).
  *
+ * check_nan also keeps, with a storage's ring, the origin of the non-finite
+ * values it holds: the forward op that produced them from finite inputs,
+ * passed on by the ops that relay them. A backward node whose non-finite
+ * output comes with a non-finite saved tensor is then reported as a relay,
+ * with that origin, rather than as the producer.
+ *
  * The write ring (one per storage, made on the first write recorded in
  * anomaly mode) keeps the last TN_RING writes through ANY alias of the
  * storage: {op, version reached, write epoch, thread, version-counter
@@ -76,15 +82,26 @@ typedef struct ring_slot {
     _Atomic uint64_t seq;
     _Atomic(const char *) op;
     _Atomic uint64_t version, epoch, tid;
+    _Atomic uint64_t name[TN_THREAD_NAME / 8]; /* the thread's name, 8 bytes a word */
     _Atomic(const void *) vblock;
     _Atomic int n;
     _Atomic(void *) pc[TN_BT_MAX];
 } ring_slot;
 
+/* check_nan: the forward op that first produced the non-finite values a
+ * storage holds (found at that op, inherited by the ops that pass them on).
+ * Immutable once published. */
+typedef struct nan_origin {
+    uint64_t seq; /* order of production: the lowest came first */
+    char op[64];  /* a copy: a custom function's name may not outlive the tensor */
+    tn_backtrace bt;
+} nan_origin;
+
 typedef struct tn_write_ring {
     _Atomic uint64_t head;
     _Atomic uint64_t dropped;
     _Atomic uint64_t evicted_epoch; /* newest epoch among overwritten records */
+    _Atomic(nan_origin *) origin;   /* set once (first producer wins), freed with the ring */
     ring_slot slot[TN_RING];
 } tn_write_ring;
 
@@ -106,12 +123,19 @@ static tn_write_ring *ring_get(tn_storage *s) {
 }
 
 void tn__ring_free(tn_storage *s) {
-    tn__mfree(atomic_load_explicit(&s->ring, memory_order_acquire));
+    tn_write_ring *r = atomic_load_explicit(&s->ring, memory_order_acquire);
+    if (!r) return;
+    /* relaxed: the last reference is gone; the storage's acq_rel release
+     * ordered every store to the ring before this */
+    tn__mfree(atomic_load_explicit(&r->origin, memory_order_relaxed));
+    tn__mfree(r);
 }
 
 void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *op) {
     tn_backtrace bt;
     tn__bt_capture(&bt);
+    char name[TN_THREAD_NAME];
+    tn__thread_name(name);
     tn_write_ring *r = ring_get(t->storage);
     if (!r) return;
     uint64_t ticket = atomic_fetch_add_explicit(&r->head, 1, memory_order_relaxed);
@@ -136,7 +160,12 @@ void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *
     atomic_store_explicit(&sl->epoch,
                           atomic_load_explicit(&t->storage->write_epoch, memory_order_relaxed),
                           memory_order_relaxed);
-    atomic_store_explicit(&sl->tid, tn__thread_id(), memory_order_relaxed);
+    atomic_store_explicit(&sl->tid, tn__os_tid(), memory_order_relaxed);
+    for (int i = 0; i < TN_THREAD_NAME / 8; i++) {
+        uint64_t word;
+        memcpy(&word, name + 8 * i, 8);
+        atomic_store_explicit(&sl->name[i], word, memory_order_relaxed);
+    }
     atomic_store_explicit(&sl->vblock, (const void *)t->version, memory_order_relaxed);
     atomic_store_explicit(&sl->n, bt.n, memory_order_relaxed);
     for (int i = 0; i < bt.n; i++) atomic_store_explicit(&sl->pc[i], bt.pc[i], memory_order_relaxed);
@@ -151,6 +180,11 @@ static bool read_slot(ring_slot *sl, tn_write_snap *w, uint64_t *ticket) {
     w->version = atomic_load_explicit(&sl->version, memory_order_relaxed);
     w->epoch = atomic_load_explicit(&sl->epoch, memory_order_relaxed);
     w->tid = atomic_load_explicit(&sl->tid, memory_order_relaxed);
+    for (int i = 0; i < TN_THREAD_NAME / 8; i++) {
+        uint64_t word = atomic_load_explicit(&sl->name[i], memory_order_relaxed);
+        memcpy(w->thread_name + 8 * i, &word, 8);
+    }
+    w->thread_name[TN_THREAD_NAME - 1] = '\0'; /* a torn copy is dropped below anyway */
     w->vblock = atomic_load_explicit(&sl->vblock, memory_order_relaxed);
     int n = atomic_load_explicit(&sl->n, memory_order_relaxed);
     w->bt.n = n < 0 ? 0 : n > TN_BT_MAX ? TN_BT_MAX : n;
@@ -289,14 +323,30 @@ void tn__anomaly_backward_error(tn_node *n, tn_status st) {
     /* As PyTorch's warning "Error detected in MulBackward0 ...": one line on
      * stderr naming the forward call; the report object has the rest. */
     const tn_anomaly_report *r = tn_last_anomaly();
-    if (!r || strcmp(tn_anomaly_report_node(r), n->fn->name)) return;
+    if (!r) return;
+    const char *relay = tn_anomaly_report_relayed_by(r);
+    bool relayed = relay && !strcmp(relay, n->fn->name);
+    if (!relayed && strcmp(tn_anomaly_report_node(r), n->fn->name)) return;
     int nf = 0;
     const tn_frame *f = tn_anomaly_report_forward_trace(r, &nf);
+    char where[700] = "";
     if (nf > 0 && f[0].function)
-        tn__warn("Error detected in %s, created by %s (%s:%d). "
-                 "tn_anomaly_report_print(tn_last_anomaly(), f) prints the whole report.",
-                 n->fn->name, f[0].function, f[0].file ? tn__short_path(f[0].file) : "?",
-                 f[0].line);
+        snprintf(where, sizeof where, "%s (%s:%d)", f[0].function,
+                 f[0].file ? tn__short_path(f[0].file) : "?", f[0].line);
+    if (relayed && tn_anomaly_report_kind(r) == TN_ANOMALY_NAN_FORWARD)
+        tn__warn("Error detected in %s, which only relays a nan/inf value it saved in forward: "
+                 "the value was produced by '%s'%s%s. tn_anomaly_report_print(tn_last_anomaly(), "
+                 "f) prints the whole report.",
+                 n->fn->name, tn_anomaly_report_node(r), *where ? ", called from " : "", where);
+    else if (*where)
+        tn__warn(
+            "Error detected in %s, created by %s.%s tn_anomaly_report_print(tn_last_anomaly(), "
+            "f) prints the whole report.",
+            n->fn->name, where,
+            relayed ? " It only relays a nan/inf value it saved in forward, whose producer "
+                      "was not recorded (check_nan was off in forward, or the value came in "
+                      "as data)."
+                    : "");
     else
         tn__warn("Error detected in %s. No forward pass information available. Enable detect "
                  "anomaly during forward pass for more information.", n->fn->name);
@@ -335,6 +385,60 @@ static int nonfinite(const tn_tensor *t) {
     return res;
 }
 
+/* ---- where a non-finite value came from ----------------------------------------------- */
+
+/* Relaxed: only hands out increasing numbers; nothing is published with it. */
+static _Atomic uint64_t g_origin_seq;
+
+static const nan_origin *origin_get(const tn_storage *s) {
+    /* acquire (both): pair with the release CAS that installed the ring
+     * (ring_get) and the origin (origin_set), whose fields are then seen */
+    tn_write_ring *r = atomic_load_explicit(&((tn_storage *)s)->ring, memory_order_acquire);
+    return r ? atomic_load_explicit(&r->origin, memory_order_acquire) : NULL;
+}
+
+/* Records where s's non-finite values came from, unless it is known already
+ * (they were there first). Out of memory nothing is recorded: a later
+ * report then says that the producer is unknown. */
+static void origin_set(tn_storage *s, const nan_origin *o) {
+    tn_write_ring *r = ring_get(s);
+    if (!r || atomic_load_explicit(&r->origin, memory_order_relaxed)) return;
+    nan_origin *mine = tn__malloc_quiet(sizeof *mine), *none = NULL;
+    if (!mine) return;
+    *mine = *o;
+    /* release: publishes *mine to origin_get's acquire load */
+    if (!atomic_compare_exchange_strong_explicit(&r->origin, &none, mine, memory_order_release,
+                                                 memory_order_relaxed))
+        tn__mfree(mine); /* another thread recorded one first */
+}
+
+/* The earliest origin among t's if it is non-finite; *any: it is. */
+static const nan_origin *earlier_origin(const tn_tensor *t, const nan_origin *best, bool *any) {
+    if (!t || !nonfinite(t)) return best;
+    *any = true;
+    const nan_origin *o = origin_get(t->storage);
+    return o && (!best || o->seq < best->seq) ? o : best;
+}
+
+/* ---- backward ------------------------------------------------------------------------------ */
+
+/* n's output `index` is non-finite and its saved tensor (or its inner
+ * node's) already was: n only relays a value from forward. PyTorch's error
+ * names n; the report names the forward op that produced the value first,
+ * as the forward warning did, or says that it was not recorded. */
+static void relay_report(tn_node *n, int index, const nan_origin *o) {
+    tn_anomaly_report *r;
+    if (o) {
+        r = tn__report_begin(TN_ANOMALY_NAN_FORWARD, o->op);
+        tn__report_set_forward(r, &o->bt);
+        tn__report_set_output_index(r, 0);
+    } else {
+        r = node_report(TN_ANOMALY_NAN_BACKWARD, n);
+        tn__report_set_output_index(r, index);
+    }
+    tn__report_set_relay(r, n->fn->name, index);
+}
+
 tn_status tn__anomaly_check_backward(tn_node *n, tn_tensor *const *go, tn_tensor *const *gi) {
     for (int i = 0; i < n->n_in; i++)
         if (gi[i] && !tn__on_cpu(gi[i])) return tn__anomaly_device_check_backward(n, gi);
@@ -343,13 +447,25 @@ tn_status tn__anomaly_check_backward(tn_node *n, tn_tensor *const *go, tn_tensor
     for (int i = 0; i < n->n_in; i++) {
         int bad = nonfinite(gi[i]);
         if (!bad) continue;
-        tn_anomaly_report *r = node_report(TN_ANOMALY_NAN_BACKWARD, n);
-        tn__report_set_output_index(r, i);
+        /* the saved slots are held until the node's backward returns */
+        const nan_origin *o = NULL;
+        bool relay = false;
+        for (const tn_node *m = n; m; m = m == n ? n->inner : NULL)
+            for (int k = 0; k < m->n_saved; k++)
+                if (m->saved[k].defined) o = earlier_origin(m->saved[k].orig, o, &relay);
+        if (relay) {
+            relay_report(n, i, o);
+        } else {
+            tn_anomaly_report *r = node_report(TN_ANOMALY_NAN_BACKWARD, n);
+            tn__report_set_output_index(r, i);
+        }
         return tn__error(TN_ERR_NAN, "Function '%s' returned %s values in its %dth output.",
                          n->fn->name, bad == 1 ? "nan" : "inf", i);
     }
     return TN_OK;
 }
+
+/* ---- forward ------------------------------------------------------------------------------- */
 
 void tn__anomaly_check_forward(const char *op, const tn_tensor *out, int n_in,
                                const tn_tensor *const *in) {
@@ -359,12 +475,20 @@ void tn__anomaly_check_forward(const char *op, const tn_tensor *out, int n_in,
     }
     int bad = nonfinite(out);
     if (!bad) return;
+    const nan_origin *from = NULL;
+    bool relay = false;
     for (int i = 0; i < n_in; i++)
-        if (nonfinite(in[i])) return; /* propagation */
+        from = earlier_origin(in[i], from, &relay);
+    if (relay) { /* propagation: out carries its inputs' origin on */
+        if (from) origin_set(out->storage, from);
+        return;
+    }
+    nan_origin o = {.seq = atomic_fetch_add_explicit(&g_origin_seq, 1, memory_order_relaxed)};
+    snprintf(o.op, sizeof o.op, "%s", op);
+    tn__bt_capture(&o.bt);
+    origin_set(out->storage, &o);
     tn_anomaly_report *r = tn__report_begin(TN_ANOMALY_NAN_FORWARD, op);
-    tn_backtrace bt;
-    tn__bt_capture(&bt);
-    tn__report_set_forward(r, &bt);
+    tn__report_set_forward(r, &o.bt);
     tn__report_set_output_index(r, 0);
     const char *who = tn__report_first_culprit(r);
     tn__warn("Function '%s' returned %s values in its 0th output (forward, from finite inputs)%s%s.",

@@ -6,7 +6,8 @@
  *
  *   anomaly.c     switches (relaxed atomic flags, TENET_DETECT_ANOMALY), the
  *                 per-storage write ring, the hooks the engine calls
- *   backtrace.c   tn__bt_capture, tn__thread_id
+ *   backtrace.c   tn__bt_capture, the thread's identity (tn__thread_id,
+ *                 tn__os_tid, tn__thread_name)
  *   symbolize.c   pc -> function, file:line (libdw), dladdr fallback
  *   report.c      the thread's report object, accessors, printing
  *   graph_dot.c   tn_graph_dot
@@ -31,8 +32,22 @@ typedef struct tn_backtrace {
 /* Program counters of the caller's stack, innermost first (this function's
  * own frame skipped). No allocation, no locks, async-signal-unsafe-free. */
 void tn__bt_capture(tn_backtrace *bt);
-/* A small number naming the calling thread (1, 2, ... in order of first use). */
+/* A small number naming the calling thread (1, 2, ... in order of first use),
+ * never reused: the race detector's access ids. Reports name threads by
+ * tn__os_tid and tn__thread_name instead. */
 uint64_t tn__thread_id(void);
+/* The calling thread's OS id (gettid(): gdb's LWP, top -H, perf, TSan's
+ * tid=). Cached per thread; a fork child's thread gets its own. */
+uint64_t tn__os_tid(void);
+/* The calling thread's name (pthread_getname_np; a thread that never set
+ * one has its process's), NUL-terminated; "" when it cannot be read. Read
+ * at the thread's first call, then again when 10 ms have passed (a rename
+ * shows within 10 ms). No allocation, no lock. */
+#define TN_THREAD_NAME 16 /* Linux's limit, NUL included */
+_Static_assert(TN_THREAD_NAME % 8 == 0, "the write ring stores names as 8-byte words");
+void tn__thread_name(char name[TN_THREAD_NAME]);
+/* `thread 4127 "loader-2"` (the name left out when empty) into buf. */
+void tn__format_thread(char *buf, size_t n, uint64_t os_tid, const char *name);
 
 /* ---- the write ring (anomaly.c) ---------------------------------------------- */
 /* One write to a storage as the ring returns it. */
@@ -40,7 +55,8 @@ typedef struct tn_write_snap {
     const char *op;       /* static string */
     uint64_t version;     /* version its counter reached */
     uint64_t epoch;       /* storage write epoch after the write */
-    uint64_t tid;
+    uint64_t tid;         /* the writer's OS thread id */
+    char thread_name[TN_THREAD_NAME];
     const void *vblock;   /* identity of the writer's version counter */
     tn_backtrace bt;
 } tn_write_snap;
@@ -92,6 +108,9 @@ void tn__report_set_saved(tn_anomaly_report *r, const tn_tensor *t, int output_n
 void tn__report_add_write(tn_anomaly_report *r, const tn_write_snap *w, bool tracked);
 void tn__report_set_dropped(tn_anomaly_report *r, uint64_t dropped);
 void tn__report_set_output_index(tn_anomaly_report *r, int index);
+/* NaN: node_name's output `output_index` was non-finite only because a
+ * tensor it saved was (tn_anomaly_report_relayed_by). */
+void tn__report_set_relay(tn_anomaly_report *r, const char *node_name, int output_index);
 /* "fn (file:line)" of the first write listed (symbolises it), or NULL. The
  * string lives as long as the report. */
 const char *tn__report_first_culprit(tn_anomaly_report *r);
@@ -102,11 +121,18 @@ const char *tn__report_first_culprit(tn_anomaly_report *r);
  * given: for a return address (every captured pc) pass pc - 1, so the line
  * is the call's. Without line info, f->file names the shared object. */
 bool tn__symbolize(void *pc, tn_frame *f, char *buf, size_t n);
+/* The name of the function whose machine code holds pc, as the symbol table
+ * has it (not an inlined callee's): the function a frame belongs to. False
+ * when unknown. Thread-safe. */
+bool tn__symbol_name(void *pc, char *buf, size_t n);
 /* True for frames inside tenet itself (trimmed from reports). */
 bool tn__frame_is_engine(const tn_frame *f);
 /* file relative to tenet's source tree or the working directory when under
  * one of them (for printing), else file itself. */
 const char *tn__short_path(const char *file);
+/* One past the last frame of f[start, n) worth showing: through main, or
+ * without the C runtime that starts a thread (report.c). */
+int tn__last_user_frame(const tn_frame *f, int start, int n);
 /* "file:line" of a frame (short path; "?" without a file) into buf (report.c). */
 void tn__frame_where(char *buf, size_t n, const tn_frame *f);
 /* Tests: force the fallbacks. FULL: libdw then dladdr (default); DLADDR:

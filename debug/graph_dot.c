@@ -230,8 +230,10 @@ static void put_culprits(FILE *f, const anomaly_view *a) {
         if (!w) break;
         fprintf(f, "  w%d [shape=octagon, style=filled, fillcolor=orange, label=<<B>", i);
         put_html(f, w->op);
-        fprintf(f, "</B>%s -&gt; v%" PRIu64 ", thread %" PRIu64, w->tracked ? "" : " (untracked)",
-                w->version, w->thread_id);
+        char who[64];
+        tn__format_thread(who, sizeof who, w->thread_id, w->thread_name);
+        fprintf(f, "</B>%s -&gt; v%" PRIu64 ", ", w->tracked ? "" : " (untracked)", w->version);
+        put_html(f, who);
         if (w->n_frames > 0) {
             const tn_frame *fr = &w->frames[0];
             char where[600];

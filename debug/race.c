@@ -54,6 +54,8 @@ typedef struct tn_race_rec {
     _Atomic uint64_t reported; /* an access of this record already reported */
     _Atomic(const char *) kind;
     _Atomic(const char *) op; /* tn__race_op's name, or NULL */
+    _Atomic uint64_t os_tid;  /* the accessing thread, as the OS and its tools name it */
+    _Atomic uint64_t name[TN_THREAD_NAME / 8];
     _Atomic int n;
     _Atomic(void *) pc[TN_BT_MAX];
     _Atomic bool in_use;
@@ -182,11 +184,19 @@ static tn_race_rec *my_rec(void) {
 /* Owner side of the record's seqlock. */
 static void rec_fill(tn_race_rec *r, uint64_t id, const char *kind, const char *op,
                      const tn_backtrace *bt) {
+    char name[TN_THREAD_NAME];
+    tn__thread_name(name); /* now: the thread may have been renamed since its last access */
     atomic_store_explicit(&r->id, 0, memory_order_relaxed);
     /* release: a reader that sees any store below (acquire) also sees
      * id == 0 on its second read of id, and drops its copy. */
     atomic_store_explicit(&r->kind, kind, memory_order_release);
     atomic_store_explicit(&r->op, op, memory_order_release);
+    atomic_store_explicit(&r->os_tid, tn__os_tid(), memory_order_release);
+    for (int i = 0; i < TN_THREAD_NAME / 8; i++) {
+        uint64_t word;
+        memcpy(&word, name + 8 * i, 8);
+        atomic_store_explicit(&r->name[i], word, memory_order_release);
+    }
     atomic_store_explicit(&r->n, bt->n, memory_order_release);
     for (int i = 0; i < bt->n; i++)
         atomic_store_explicit(&r->pc[i], bt->pc[i], memory_order_release);
@@ -195,25 +205,39 @@ static void rec_fill(tn_race_rec *r, uint64_t id, const char *kind, const char *
 }
 
 typedef struct snap {
-    bool ok;
-    uint64_t id;
+    bool ok;        /* kind, op and bt are access id's */
+    bool thread_ok; /* os_tid and name are its thread's */
+    uint64_t id, os_tid;
     const char *kind, *op;
+    char name[TN_THREAD_NAME];
     tn_backtrace bt;
 } snap;
 
 /* Reader side: a consistent copy of access `id`'s fields, or ok = false
- * when the owner has moved on to another access. */
+ * when the owner has moved on to another access. The thread's identity is
+ * kept (thread_ok) when the copy is consistent and of the same thread's
+ * later access: the record is another thread's only after the owner exited. */
 static snap rec_read(const tn_race_rec *r, uint64_t id) {
-    snap s = {.ok = false, .id = id};
-    if (!r || atomic_load_explicit(&r->id, memory_order_acquire) != id) return s;
+    snap s = {.ok = false, .thread_ok = false, .id = id};
+    if (!r) return s;
+    uint64_t before = atomic_load_explicit(&r->id, memory_order_acquire);
+    if (before == 0 || before >> TID_SHIFT != id >> TID_SHIFT) return s;
     /* acquire: pairs with the owner's release stores in rec_fill. */
     s.kind = atomic_load_explicit(&r->kind, memory_order_acquire);
     s.op = atomic_load_explicit(&r->op, memory_order_acquire);
+    s.os_tid = atomic_load_explicit(&r->os_tid, memory_order_acquire);
+    for (int i = 0; i < TN_THREAD_NAME / 8; i++) {
+        uint64_t word = atomic_load_explicit(&r->name[i], memory_order_acquire);
+        memcpy(s.name + 8 * i, &word, 8);
+    }
+    s.name[TN_THREAD_NAME - 1] = '\0';
     s.bt.n = atomic_load_explicit(&r->n, memory_order_acquire);
     if (s.bt.n < 0 || s.bt.n > TN_BT_MAX) s.bt.n = 0;
     for (int i = 0; i < s.bt.n; i++)
         s.bt.pc[i] = atomic_load_explicit(&r->pc[i], memory_order_acquire);
-    s.ok = atomic_load_explicit(&r->id, memory_order_relaxed) == id;
+    if (atomic_load_explicit(&r->id, memory_order_relaxed) != before) return s;
+    s.thread_ok = true;
+    s.ok = before == id;
     return s;
 }
 
@@ -320,30 +344,38 @@ static tn_race_slot *claim(struct tn_race_state *st, uint64_t id, uintptr_t lo, 
 /* ---- reports ------------------------------------------------------------------------ */
 
 typedef struct side {
-    uint64_t tid;
     bool write;
     const char *how; /* "" or " (still running)" */
     snap s;
 } side;
 
-static bool is_public(const char *fn) {
-    return fn && strncmp(fn, "tn_", 3) == 0 && strncmp(fn, "tn__", 4) != 0;
+/* The op of a public entry point's symbol ("tn_add_scalar_.part.0" ->
+ * "add_scalar_") into buf; false for anything else. */
+static bool public_op(const char *sym, char *buf, size_t n) {
+    if (!sym || strncmp(sym, "tn_", 3) != 0 || strncmp(sym, "tn__", 4) == 0) return false;
+    size_t len = strcspn(sym + 3, "."); /* gcc's clones: .part.N, .constprop.N, .isra.N */
+    if (len == 0 || len >= n) return false;
+    memcpy(buf, sym + 3, len);
+    buf[len] = '\0';
+    return true;
 }
 
-/* Appends one side: its op and the user's frames (from the first frame
- * outside tenet on). The op is the innermost public tn_* frame; public
- * entry points often tail-call their driver and leave no frame, and then
- * the outermost engine function stands in for it (the user's frame #0 is
- * the call itself in any case). */
+/* Appends one side: its thread, its op and the user's frames (from the
+ * first frame outside tenet on). The op is named as the user called it:
+ * the outermost public entry point on the stack, by the symbol of the frame
+ * (the library is built without sibling calls, so an entry point that ends
+ * by calling its driver keeps its frame: tn_add_scalar_, not unary_). The
+ * outermost engine function stands in when no public frame is known (the
+ * user's frame #0 is the call itself in any case). */
 static void put_side(char *buf, size_t *len, const side *sd) {
     size_t n = *len;
 #define PUT(...)                                                                                   \
     (n += (size_t)snprintf(buf + n, n < REPORT_MAX ? REPORT_MAX - n : 0, __VA_ARGS__),             \
      n = n < REPORT_MAX ? n : REPORT_MAX - 1)
     tn_frame f[TN_BT_MAX];
-    char names[TN_BT_MAX][256];
+    char names[TN_BT_MAX][256], sym[256], op[128] = "";
     int nf = sd->s.ok ? sd->s.bt.n : 0, first_user = -1;
-    const char *op = NULL, *outer = NULL;
+    const char *outer = NULL;
     for (int i = 0; i < nf; i++) {
         tn__symbolize((char *)sd->s.bt.pc[i] - 1, &f[i], names[i], sizeof names[i]);
         if (first_user >= 0) continue;
@@ -351,18 +383,22 @@ static void put_side(char *buf, size_t *len, const side *sd) {
             first_user = i;
             continue;
         }
-        if (!op && is_public(f[i].function)) op = f[i].function;
+        if (tn__symbol_name((char *)sd->s.bt.pc[i] - 1, sym, sizeof sym))
+            public_op(sym, op, sizeof op); /* outermost so far */
         if (f[i].function) outer = f[i].function;
     }
-    PUT("  %s by thread %llu in %s [%s kernel]%s%s\n", sd->write ? "write" : "read",
-        (unsigned long long)sd->tid,
-        sd->s.op ? sd->s.op
-        : op     ? op
-        : outer  ? outer
-                 : "?",
+    char who[64] = "thread ?";
+    if (sd->s.thread_ok) tn__format_thread(who, sizeof who, sd->s.os_tid, sd->s.name);
+    PUT("  %s by %s in %s [%s kernel]%s%s\n", sd->write ? "write" : "read", who,
+        sd->s.ok && sd->s.op ? sd->s.op
+        : *op                ? op
+        : outer              ? outer
+                             : "?",
         sd->s.ok && sd->s.kind ? sd->s.kind : "?", sd->how,
         sd->s.ok ? ", called from:" : ": it ended before its stack could be read");
-    for (int i = first_user >= 0 ? first_user : 0, k = 0; i < nf && k < USER_FRAMES; i++, k++) {
+    int from = first_user >= 0 ? first_user : 0,
+        to = nf > from ? tn__last_user_frame(f, from, nf) : nf;
+    for (int i = from, k = 0; i < to && k < USER_FRAMES; i++, k++) {
         if (f[i].function && f[i].file && f[i].line > 0)
             PUT("    #%d %s (%s:%d)\n", k, f[i].function, tn__short_path(f[i].file), f[i].line);
         else if (f[i].function)
@@ -409,8 +445,8 @@ static void conflict(const tn_storage *s, uint64_t id, tn_race_rec *rec, bool wr
     if (r == lower || !atomic_compare_exchange_strong_explicit(
                           &lr->reported, &r, lower, memory_order_relaxed, memory_order_relaxed))
         return;
-    side me = {id >> TID_SHIFT, write, "", rec_read(rec, id)};
-    side peer = {pid >> TID_SHIFT, pwrite, " (in flight)", rec_read(prec, pid)};
+    side me = {write, "", rec_read(rec, id)};
+    side peer = {pwrite, " (in flight)", rec_read(prec, pid)};
     report(s, lo, hi, &me, &peer);
 }
 

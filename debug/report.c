@@ -37,6 +37,7 @@ typedef struct rep_trace {
 typedef struct rep_write {
     const char *op;
     uint64_t version, tid;
+    char thread_name[TN_THREAD_NAME];
     bool tracked;
     rep_trace trace;
 } rep_write;
@@ -67,10 +68,12 @@ struct tn_anomaly_report {
     int ndim, output_nr, output_index, n_writes, n_parents;
     int64_t shape[TN_MAX_DIMS];
     uint64_t saved_version, current_version, dropped, overflow;
+    char relay[REP_NAME]; /* NaN: the backward node that only relayed it; "" when none */
+    int relay_output;
     bool symbolised;
     rep_body *body;     /* NULL when it could not be allocated */
     arena_chunk *arena; /* chunks in use, newest first */
-    char culprit[512];
+    char culprit[768];
 };
 
 static _Thread_local tn_anomaly_report tls_report;
@@ -162,6 +165,8 @@ tn_anomaly_report *tn__report_begin(tn_anomaly_kind kind, const char *node_name)
     r->output_index = -1;
     r->n_writes = r->n_parents = 0;
     r->saved_version = r->current_version = r->dropped = r->overflow = 0;
+    r->relay[0] = '\0';
+    r->relay_output = -1;
     r->symbolised = false;
     r->culprit[0] = '\0';
     tls_active = true;
@@ -203,12 +208,18 @@ void tn__report_add_write(tn_anomaly_report *r, const tn_write_snap *w, bool tra
     e->op = w->op ? w->op : "(unknown op)";
     e->version = w->version;
     e->tid = w->tid;
+    memcpy(e->thread_name, w->thread_name, TN_THREAD_NAME);
+    e->thread_name[TN_THREAD_NAME - 1] = '\0';
     e->tracked = tracked;
     set_trace(&e->trace, &w->bt);
     r->symbolised = false;
 }
 
 void tn__report_set_dropped(tn_anomaly_report *r, uint64_t dropped) { r->dropped = dropped; }
+void tn__report_set_relay(tn_anomaly_report *r, const char *node_name, int output_index) {
+    copy_name(r->relay, node_name);
+    r->relay_output = output_index;
+}
 void tn__report_set_output_index(tn_anomaly_report *r, int index) { r->output_index = index; }
 
 /* ---- symbolisation ---------------------------------------------------------------------- */
@@ -279,7 +290,7 @@ static int first_user_frame(const tn_frame *f, int n) {
 
 /* One past the last frame to show: the C runtime below main / the thread
  * start routine says nothing to the user. */
-static int last_user_frame(const tn_frame *f, int start, int n) {
+int tn__last_user_frame(const tn_frame *f, int start, int n) {
     for (int i = start; i < n; i++)
         if (f[i].function && !strcmp(f[i].function, "main")) return i + 1;
     while (n > start + 1 && is_runtime_start(&f[n - 1]))
@@ -297,7 +308,7 @@ static void symbolize_trace(tn_anomaly_report *r, memo *m, rep_trace *t) {
         symbolize_one(r, m, t->bt.pc[i], &f[i]);
     int start = first_user_frame(f, t->bt.n);
     t->frames = f + start;
-    t->n_frames = last_user_frame(f, start, t->bt.n) - start;
+    t->n_frames = tn__last_user_frame(f, start, t->bt.n) - start;
 }
 
 static void symbolize_report(tn_anomaly_report *r) {
@@ -310,8 +321,9 @@ static void symbolize_report(tn_anomaly_report *r) {
     for (int i = 0; i < r->n_writes; i++) {
         rep_write *w = &r->body->writes[i];
         symbolize_trace(r, m, &w->trace);
-        r->body->events[i] = (tn_write_event){w->op,      w->version,        w->tid,
-                                              w->tracked, w->trace.n_frames, w->trace.frames};
+        r->body->events[i] =
+            (tn_write_event){w->op,           w->version,    w->tid, w->tracked, w->trace.n_frames,
+                             w->trace.frames, w->thread_name};
     }
     tn__mfree(m);
     r->symbolised = true;
@@ -344,12 +356,19 @@ static void format_frame(char *buf, size_t n, const tn_frame *f) {
 const char *tn__report_first_culprit(tn_anomaly_report *r) {
     symbolize_report(r);
     const rep_trace *t = NULL;
-    if (r->n_writes > 0)
-        t = &r->body->writes[0].trace;
+    const rep_write *w = r->n_writes > 0 ? &r->body->writes[0] : NULL;
+    if (w)
+        t = &w->trace;
     else if (r->kind == TN_ANOMALY_NAN_FORWARD)
         t = &r->forward;
     if (!t || t->n_frames == 0) return NULL;
     format_frame(r->culprit, sizeof r->culprit, &t->frames[0]);
+    if (w && w->tid != tn__os_tid()) { /* another thread's write: say which */
+        size_t len = strlen(r->culprit);
+        char who[64];
+        tn__format_thread(who, sizeof who, w->tid, w->thread_name);
+        snprintf(r->culprit + len, sizeof r->culprit - len, " on %s", who);
+    }
     return r->culprit;
 }
 
@@ -431,6 +450,11 @@ uint64_t tn_anomaly_report_dropped(const tn_anomaly_report *r) {
 int tn_anomaly_report_output_index(const tn_anomaly_report *r) {
     CHECK_REPORT(r, -1);
     return r->output_index;
+}
+
+const char *tn_anomaly_report_relayed_by(const tn_anomaly_report *r) {
+    CHECK_REPORT(r, NULL);
+    return r->relay[0] ? r->relay : NULL;
 }
 
 /* ---- printing -------------------------------------------------------------------------- */
@@ -540,14 +564,13 @@ static void print_writes(FILE *f, const tn_anomaly_report *r) {
     }
     for (int i = 0; i < r->n_writes; i++) {
         const rep_write *w = &r->body->writes[i];
+        char who[64];
+        tn__format_thread(who, sizeof who, w->tid, w->thread_name);
         if (w->tracked)
-            fprintf(f, "    %s -> version %" PRIu64 ", thread %" PRIu64 "\n", w->op, w->version,
-                    w->tid);
+            fprintf(f, "    %s -> version %" PRIu64 ", %s\n", w->op, w->version, who);
         else
-            fprintf(f,
-                    "    %s (untracked: its alias's own counter -> version %" PRIu64
-                    "), thread %" PRIu64 "\n",
-                    w->op, w->version, w->tid);
+            fprintf(f, "    %s (untracked: its alias's own counter -> version %" PRIu64 "), %s\n",
+                    w->op, w->version, who);
         print_frames(f, &w->trace, 6);
     }
     uint64_t lost = r->dropped + r->overflow;
@@ -556,6 +579,25 @@ static void print_writes(FILE *f, const tn_anomaly_report *r) {
                 "  %" PRIu64 " more write(s) to this storage were dropped or overwritten before "
                 "they could be listed\n",
                 lost);
+}
+
+/* A backward node's non-finite output that only carried a value saved in
+ * forward: say where backward stopped, and why the report names another op. */
+static void print_relay(FILE *f, const tn_anomaly_report *r) {
+    if (!r->relay[0]) return;
+    if (r->kind == TN_ANOMALY_NAN_FORWARD) {
+        fprintf(f,
+                "  relayed to backward by %s: its %dth output is nan/inf only because a tensor "
+                "it saved in forward already was; backward stopped there (TN_ERR_NAN)\n",
+                r->relay, r->relay_output);
+        return;
+    }
+    fprintf(f,
+            "  %s only relays it: a tensor it saved in forward was already nan/inf. The op that "
+            "produced that value was not recorded (it ran without check_nan, or the value came "
+            "in as data): run the forward pass with tn_set_detect_anomaly(true, true) to have it "
+            "named\n",
+            r->relay);
 }
 
 tn_status tn_anomaly_report_print(const tn_anomaly_report *r, FILE *f) {
@@ -569,6 +611,7 @@ tn_status tn_anomaly_report_print(const tn_anomaly_report *r, FILE *f) {
         fprintf(f, "  failing node: %s\n", r->node);
     if (r->has_saved) print_saved(f, r);
     print_forward(f, r);
+    print_relay(f, r);
     print_writes(f, r);
     if (ferror(f))
         return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_anomaly_report_print: writing failed");

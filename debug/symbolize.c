@@ -159,6 +159,28 @@ bool tn__symbolize(void *pc, tn_frame *f, char *buf, size_t n) {
     return f->function != NULL;
 }
 
+bool tn__symbol_name(void *pc, char *buf, size_t n) {
+    int mode = atomic_load_explicit(&sym_mode, memory_order_relaxed);
+    if (!pc || !buf || n < 2 || mode == TN_SYM_NONE) return false;
+    const char *name = NULL;
+    if (mode == TN_SYM_FULL) {
+        pthread_once(&dwfl_once, dwfl_init);
+        if (g_dwfl) {
+            pthread_mutex_lock(&dwfl_lock);
+            Dwfl_Module *mod = module_of((Dwarf_Addr)(uintptr_t)pc);
+            name = mod ? dwfl_module_addrname(mod, (Dwarf_Addr)(uintptr_t)pc) : NULL;
+            if (name) snprintf(buf, n, "%s", name); /* copied under the lock */
+            pthread_mutex_unlock(&dwfl_lock);
+        }
+    }
+    Dl_info info;
+    if (!name && dladdr(pc, &info) && info.dli_sname) {
+        name = info.dli_sname;
+        snprintf(buf, n, "%s", name);
+    }
+    return name != NULL;
+}
+
 /* ---- what counts as tenet's own code --------------------------------------------- */
 
 /* The source tree this file was compiled in ("/src/tenet/"), from __FILE__

@@ -87,6 +87,9 @@ typedef struct thread_arg {
 static void *thread_main(void *p) {
     thread_arg *ta = p;
     st_worker *w = &ta->ctx->workers[ta->i];
+    char name[16]; /* as gdb, top and tenet's reports will show the thread */
+    snprintf(name, sizeof name, "worker-%d", ta->i);
+    pthread_setname_np(pthread_self(), name);
     pthread_barrier_wait(&ta->ctx->barrier);
     ta->ctx->fn(w);
     atomic_fetch_add_explicit(&g_ops, w->ops, memory_order_relaxed);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "debug/anomaly_internal.h"
 
@@ -116,22 +117,53 @@ static void symbolize_known_function(void **state) {
     if (f.function) assert_true(strlen(f.function) < sizeof tiny);
 }
 
+typedef struct id_job {
+    uint64_t ids[2], os[2], gettid;
+    char name[2][TN_THREAD_NAME];
+    bool rename;
+} id_job;
+
 static void *thread_id_worker(void *arg) {
-    uint64_t *ids = arg;
-    ids[0] = tn__thread_id();
-    ids[1] = tn__thread_id();
+    id_job *j = arg;
+    if (j->rename) pthread_setname_np(pthread_self(), "loader-2");
+    j->ids[0] = tn__thread_id();
+    j->os[0] = tn__os_tid();
+    tn__thread_name(j->name[0]); /* the thread's first read */
+    j->ids[1] = tn__thread_id();
+    j->os[1] = tn__os_tid();
+    tn__thread_name(j->name[1]);
+    j->gettid = (uint64_t)gettid();
     return NULL;
 }
 
 static void thread_ids_are_per_thread(void **state) {
-    uint64_t me = tn__thread_id(), other[2];
+    uint64_t me = tn__thread_id();
     assert_true(me > 0);
     assert_int_equal(tn__thread_id(), me);
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, thread_id_worker, other), 0);
-    pthread_join(th, NULL);
-    assert_int_equal(other[0], other[1]);
-    assert_true(other[0] != me && other[0] > 0);
+    assert_int_equal(tn__os_tid(), (uint64_t)getpid()); /* the main thread's is the pid */
+    char mine[TN_THREAD_NAME], process[TN_THREAD_NAME];
+    tn__thread_name(mine);
+    assert_int_equal(pthread_getname_np(pthread_self(), process, sizeof process), 0);
+    assert_string_equal(mine, process);
+    for (int rename = 0; rename < 2; rename++) {
+        id_job j = {.rename = rename};
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, thread_id_worker, &j), 0);
+        pthread_join(th, NULL);
+        assert_int_equal(j.ids[0], j.ids[1]);
+        assert_true(j.ids[0] != me && j.ids[0] > 0);
+        assert_int_equal(j.os[0], j.os[1]);
+        assert_int_equal(j.os[0], j.gettid); /* what gdb, top and TSan show */
+        assert_true(j.os[0] != tn__os_tid());
+        /* unnamed: the process's name, as the thread inherits it */
+        assert_string_equal(j.name[0], rename ? "loader-2" : mine);
+        assert_string_equal(j.name[1], j.name[0]);
+    }
+    char buf[64];
+    tn__format_thread(buf, sizeof buf, 4127, "loader-2");
+    assert_string_equal(buf, "thread 4127 \"loader-2\"");
+    tn__format_thread(buf, sizeof buf, 4127, "");
+    assert_string_equal(buf, "thread 4127");
 }
 
 static void symbolize_fallbacks(void **state) {
@@ -212,7 +244,8 @@ static void synthetic_inplace_report(void **state) {
     tn_backtrace fwd, parent;
     make_forward(&fwd);
     make_forward(&parent);
-    tn_write_snap w = {.op = "add_", .version = 1, .tid = tn__thread_id()};
+    tn_write_snap w = {.op = "add_", .version = 1, .tid = tn__os_tid()};
+    tn__thread_name(w.thread_name);
     corrupt_site(&w.bt);
 
     tn_anomaly_report *r = tn__report_begin(TN_ANOMALY_INPLACE, "MulBackward0");
@@ -254,7 +287,8 @@ static void synthetic_inplace_report(void **state) {
     const tn_write_event *e = tn_anomaly_report_write(r, 0);
     assert_string_equal(e->op, "add_");
     assert_int_equal(e->version, 1);
-    assert_int_equal(e->thread_id, tn__thread_id());
+    assert_int_equal(e->thread_id, tn__os_tid());
+    assert_string_equal(e->thread_name, w.thread_name);
     assert_true(e->tracked);
     assert_frame(&e->frames[0], "corrupt_site", write_line);
     assert_int_equal(tn_anomaly_report_dropped(r), 2);
@@ -279,8 +313,8 @@ static void synthetic_inplace_report(void **state) {
                          "information available.");
     snprintf(want, sizeof want,
              "\n  in-place writes since the save (1):\n    add_ -> version 1, "
-             "thread %llu\n      #0 corrupt_site (",
-             (unsigned long long)tn__thread_id());
+             "thread %llu \"%s\"\n      #0 corrupt_site (",
+             (unsigned long long)tn__os_tid(), w.thread_name);
     assert_contains(out, want);
     snprintf(want, sizeof want, "test_anomaly.c:%d)\n", write_line);
     assert_contains(out, want);
@@ -377,6 +411,7 @@ static void report_null_arguments(void **state) {
     assert_int_equal(tn_anomaly_report_print(NULL, stderr), TN_ERR_INVALID_ARGUMENT);
     tt_assert_error(TN_ERR_INVALID_ARGUMENT, "NULL");
     assert_null(tn_anomaly_report_node(NULL));
+    assert_null(tn_anomaly_report_relayed_by(NULL));
     assert_int_equal(tn_anomaly_report_n_writes(NULL), 0);
     int n = 5;
     assert_null(tn_anomaly_report_forward_trace(NULL, &n));
@@ -474,7 +509,7 @@ static void assert_inplace_report(const char *node, int output_nr, const char *o
     const tn_write_event *w = tn_anomaly_report_write(r, 0);
     assert_string_equal(w->op, op);
     assert_int_equal(w->version, 1);
-    assert_int_equal(w->thread_id, tn__thread_id());
+    assert_int_equal(w->thread_id, tn__os_tid());
     assert_true(w->tracked);
     assert_true(w->n_frames > 0);
     assert_frame(&w->frames[0], culprit_fn, culprit_line);
@@ -564,12 +599,14 @@ typedef struct bump_job {
     tn_tensor *t;
     tn_status st;
     uint64_t tid;
+    const char *name; /* NULL: keep the process's */
 } bump_job;
 
 static int thread_line;
 static NOINLINE void *bump_worker(void *arg) {
     bump_job *j = arg;
-    j->tid = tn__thread_id();
+    if (j->name) pthread_setname_np(pthread_self(), j->name);
+    j->tid = tn__os_tid();
     thread_line = __LINE__ + 1;
     j->st = tn_add_scalar_(j->t, 1);
     sink++;
@@ -581,7 +618,7 @@ static void e2e_bumps_from_two_threads(void **state) {
     tn_set_detect_anomaly(true, false);
     tn_tensor *a = vec3(1, 2, 3, true);
     tn_tensor *out = make_sigmoid(a), *s = tn_sum(out), *d = tn_detach(out);
-    bump_job jobs[2] = {{d, TN_OK, 0}, {d, TN_OK, 0}};
+    bump_job jobs[2] = {{d, TN_OK, 0, NULL}, {d, TN_OK, 0, NULL}};
     for (int i = 0; i < 2; i++) { /* one after the other: versions 1 then 2 */
         pthread_t th;
         assert_int_equal(pthread_create(&th, NULL, bump_worker, &jobs[i]), 0);
@@ -596,11 +633,51 @@ static void e2e_bumps_from_two_threads(void **state) {
         const tn_write_event *w = tn_anomaly_report_write(r, i);
         assert_int_equal(w->version, (uint64_t)i + 1);
         assert_int_equal(w->thread_id, jobs[i].tid);
-        assert_true(w->thread_id != tn__thread_id());
+        assert_true(w->thread_id != tn__os_tid());
         assert_true(w->n_frames > 0);
         assert_frame(&w->frames[0], "bump_worker", thread_line);
     }
     assert_true(jobs[0].tid != jobs[1].tid);
+    tn_scope_end();
+    tn_set_detect_anomaly(false, false);
+}
+
+/* The issue's scenario: a write on a named second thread is reported with
+ * the thread's OS id and name, as gdb, top and TSan show it. */
+static void e2e_write_on_named_thread(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_set_detect_anomaly(true, false);
+    tn_tensor *a = vec3(1, 2, 3, true);
+    tn_tensor *out = make_sigmoid(a), *s = tn_sum(out), *d = tn_detach(out);
+    bump_job job = {d, TN_OK, 0, "loader-2"};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, bump_worker, &job), 0);
+    pthread_join(th, NULL);
+    assert_int_equal(job.st, TN_OK);
+    assert_true(job.tid != tn__os_tid());
+    assert_int_equal(tn_backward(s, NULL, true), TN_ERR_INPLACE_MODIFIED);
+    /* the hint names the write's thread: another than the one backward ran on */
+    char want[160];
+    snprintf(want, sizeof want, "test_anomaly.c:%d) on thread %llu \"loader-2\".", thread_line,
+             (unsigned long long)job.tid);
+    assert_contains(tn_last_error(), want);
+    assert_contains(tn_last_error(), "modified in place by bump_worker (");
+    const tn_anomaly_report *r = tn_last_anomaly();
+    assert_non_null(r);
+    assert_int_equal(tn_anomaly_report_n_writes(r), 1);
+    const tn_write_event *w = tn_anomaly_report_write(r, 0);
+    assert_int_equal(w->thread_id, job.tid);
+    assert_string_equal(w->thread_name, "loader-2");
+    assert_string_equal(w->op, "add_scalar_");
+    char *text = printed(r);
+    snprintf(want, sizeof want, "    add_scalar_ -> version 1, thread %llu \"loader-2\"\n",
+             (unsigned long long)job.tid);
+    assert_contains(text, want);
+    free(text);
+    char *g = graph_of(s);
+    snprintf(want, sizeof want, "thread %llu &quot;loader-2&quot;", (unsigned long long)job.tid);
+    assert_contains(g, want);
+    free(g);
     tn_scope_end();
     tn_set_detect_anomaly(false, false);
 }
@@ -709,6 +786,123 @@ static void e2e_nan_in_forward(void **state) {
     tn_tensor *z = tn_mul_scalar(y, 2);
     assert_non_null(z);
     assert_null(tn_last_anomaly());
+    tn_scope_end();
+    tn_set_detect_anomaly(false, false);
+}
+
+/* The relays: ops that pass a NaN on, each in its own frame so that the
+ * report can be seen not to name them. */
+static NOINLINE tn_tensor *relay_exp(tn_tensor *x) {
+    tn_tensor *y = tn_exp(x);
+    sink++;
+    return y;
+}
+static NOINLINE tn_tensor *relay_mul(tn_tensor *x, tn_tensor *w) {
+    tn_tensor *y = tn_mul(x, w);
+    sink++;
+    return y;
+}
+static NOINLINE tn_tensor *relay_sum(tn_tensor *x) {
+    tn_tensor *y = tn_sum(x);
+    sink++;
+    return y;
+}
+
+/* The report of a NaN relayed to backward: the forward op that made it. */
+static void assert_relay_names_log(const char *node, int index) {
+    char want[160];
+    snprintf(want, sizeof want, "Function '%s' returned nan values in its %dth output.", node,
+             index);
+    assert_string_equal(tn_last_error(), want); /* PyTorch's text */
+    const tn_anomaly_report *r = tn_last_anomaly();
+    assert_non_null(r);
+    assert_int_equal(tn_anomaly_report_kind(r), TN_ANOMALY_NAN_FORWARD);
+    assert_string_equal(tn_anomaly_report_node(r), "log");
+    assert_string_equal(tn_anomaly_report_relayed_by(r), node);
+    assert_int_equal(tn_anomaly_report_output_index(r), 0);
+    int n;
+    const tn_frame *f = tn_anomaly_report_forward_trace(r, &n);
+    assert_true(n > 0);
+    assert_frame(&f[0], "produce_nan", log_line); /* the log's caller */
+    char *text = printed(r);
+    assert_contains(text, "tenet anomaly: Function 'log' returned nan/inf values in its 0th "
+                          "output (forward, from finite inputs).\n  forward op: log\n"
+                          "  forward call that produced it:\n    #0 produce_nan (");
+    snprintf(want, sizeof want,
+             "\n  relayed to backward by %s: its %dth output is nan/inf only "
+             "because a tensor it saved in forward already was",
+             node, index);
+    assert_contains(text, want);
+    assert_null(strstr(text, "relay_exp")); /* one origin, no relay named as one */
+    assert_null(strstr(text, "relay_mul"));
+    assert_null(strstr(text, "relay_sum"));
+    assert_null(strstr(text, "failing node"));
+    free(text);
+}
+
+/* The issue's scenario: log makes a NaN in forward (a warning there); exp,
+ * mul and sum pass it on. In backward, MulBackward0 multiplies by its saved
+ * exp result (w requiring grad), or ExpBackward0 by its own (w not): that
+ * node raises PyTorch's error, and the report names log and its caller. */
+static void e2e_nan_relayed_through_saved(void **state) {
+    tn_set_detect_anomaly(true, true);
+    for (int w_grad = 1; w_grad >= 0; w_grad--) {
+        assert_int_equal(tn_scope_begin(), TN_OK);
+        tn_tensor *x = vec3(-1, 1, 2, true), *w = vec3(1, 2, 3, w_grad);
+        tn_tensor *s = relay_sum(relay_mul(relay_exp(produce_nan(x)), w));
+        tn_anomaly_clear();
+        assert_int_equal(tn_backward(s, NULL, false), TN_ERR_NAN);
+        if (w_grad)
+            assert_relay_names_log("MulBackward0", 1);
+        else
+            assert_relay_names_log("ExpBackward0", 0);
+        tn_scope_end();
+    }
+    /* two origins meet: the first one made is named */
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *x = vec3(-1, 1, 2, false), *w = vec3(1, 2, 3, true);
+    tn_tensor *first = produce_nan(x), *second = tn_sqrt(x);
+    tn_tensor *s = relay_sum(relay_mul(tn_add(second, first), w));
+    assert_int_equal(tn_backward(s, NULL, false), TN_ERR_NAN);
+    assert_relay_names_log("MulBackward0", 1);
+    /* through copies: cat, clone, softmax keep the origin too */
+    tn_tensor *parts[2] = {produce_nan(x), vec3(1, 1, 1, false)};
+    tn_tensor *c = tn_softmax(tn_clone(tn_cat(2, parts, 0)), 0);
+    w = tt_f32(1, (const int64_t[]){6}, (const float[]){1, 2, 3, 4, 5, 6}, true);
+    assert_int_equal(tn_backward(relay_sum(relay_mul(c, w)), NULL, false), TN_ERR_NAN);
+    assert_relay_names_log("MulBackward0", 1);
+    tn_scope_end();
+    tn_set_detect_anomaly(false, false);
+}
+
+/* Forward without check_nan: the producer is unknown. The relaying node is
+ * not blamed: the report says it only relays and how to find the origin. */
+static void e2e_nan_relayed_origin_unknown(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_set_detect_anomaly(true, false);
+    tn_tensor *x = vec3(-1, 1, 2, true), *w = vec3(1, 2, 3, true);
+    tn_tensor *s = relay_sum(relay_mul(relay_exp(produce_nan(x)), w));
+    assert_null(tn_last_anomaly()); /* nothing checked in forward */
+    tn_set_detect_anomaly(true, true);
+    assert_int_equal(tn_backward(s, NULL, false), TN_ERR_NAN);
+    assert_string_equal(tn_last_error(), "Function 'MulBackward0' returned nan values in its 1th "
+                                         "output.");
+    const tn_anomaly_report *r = tn_last_anomaly();
+    assert_non_null(r);
+    assert_int_equal(tn_anomaly_report_kind(r), TN_ANOMALY_NAN_BACKWARD);
+    assert_string_equal(tn_anomaly_report_node(r), "MulBackward0");
+    assert_string_equal(tn_anomaly_report_relayed_by(r), "MulBackward0");
+    assert_int_equal(tn_anomaly_report_output_index(r), 1);
+    char *text = printed(r);
+    assert_contains(text, "\n  MulBackward0 only relays it: a tensor it saved in forward was "
+                          "already nan/inf. The op that produced that value was not recorded");
+    assert_contains(text, "tn_set_detect_anomaly(true, true)");
+    free(text);
+    /* a node that makes the NaN itself names no relay */
+    tn_tensor *y = make_sqrt(vec3(0, 1, 4, true));
+    assert_int_equal(tn_backward(tn_sum(y), NULL, false), TN_ERR_NAN);
+    assert_string_equal(tn_anomaly_report_node(tn_last_anomaly()), "SqrtBackward0");
+    assert_null(tn_anomaly_report_relayed_by(tn_last_anomaly()));
     tn_scope_end();
     tn_set_detect_anomaly(false, false);
 }
@@ -865,9 +1059,12 @@ int main(void) {
         ANOMALY_TEST(e2e_inplace_on_saved_input),
         ANOMALY_TEST(e2e_inplace_through_view),
         ANOMALY_TEST(e2e_bumps_from_two_threads),
+        ANOMALY_TEST(e2e_write_on_named_thread),
         ANOMALY_TEST(e2e_untracked_data_write),
         ANOMALY_TEST(e2e_nan_in_backward),
         ANOMALY_TEST(e2e_nan_in_forward),
+        ANOMALY_TEST(e2e_nan_relayed_through_saved),
+        ANOMALY_TEST(e2e_nan_relayed_origin_unknown),
         ANOMALY_TEST(e2e_create_graph_chain),
         ANOMALY_TEST(e2e_forward_recorded_without_anomaly),
         ANOMALY_TEST(e2e_symbols_unavailable),

@@ -5,7 +5,7 @@
  * deterministically, silence where nothing overlaps). Workers never call
  * cmocka: they record results and the main thread asserts. The long runs
  * are the stress/ programs. */
-#define _POSIX_C_SOURCE 200809L /* pthread barriers */
+#define _GNU_SOURCE /* pthread barriers, pthread_setname_np, gettid */
 #include "util.h"
 
 #include <pthread.h>
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "debug/race.h"
 #include "engine/core/device.h"
@@ -188,10 +189,13 @@ typedef struct holder {
     pthread_barrier_t *bar;
     tn_tensor *t;
     bool write;
+    pid_t tid; /* out: the holding thread's OS id */
 } holder;
 
 static void *hold_access(void *p) {
     holder *h = p;
+    pthread_setname_np(pthread_self(), "holder-1");
+    h->tid = gettid();
     tn_race_access ra;
     const tn_tensor *ops[2] = {h->t, h->t};
     /* operand 0 is the write; a read-only access passes t as operand 1 of a
@@ -212,11 +216,13 @@ static void *hold_access(void *p) {
 
 /* Runs `access` on the main thread while another thread holds a (write or
  * read) access to held; returns the number of reports it caused. */
+static pid_t g_holder_tid; /* the last overlap's holding thread */
+
 static uint64_t overlap(tn_tensor *held, bool held_write, void (*access)(void *), void *arg,
                         char *report, size_t n) {
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, 2);
-    holder h = {&bar, held, held_write};
+    holder h = {&bar, held, held_write, 0};
     tn_race_reports_reset();
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, hold_access, &h), 0);
@@ -225,6 +231,7 @@ static uint64_t overlap(tn_tensor *held, bool held_write, void (*access)(void *)
     pthread_barrier_wait(&bar);
     pthread_join(th, NULL);
     pthread_barrier_destroy(&bar);
+    g_holder_tid = h.tid;
     tn_race_last_report(report, n);
     return tn_race_reports();
 }
@@ -241,17 +248,30 @@ static void race_detector_catches_planted_overlap(void **state) {
     tn_tensor *x = tn_zeros(1, shape, TN_F32);
     tn_set_race_report_stream(NULL);
     tn_set_detect_races(true);
-    char rep[8192];
+    char rep[8192], want[256], me[16];
+    assert_int_equal(pthread_getname_np(pthread_self(), me, sizeof me), 0);
     /* write while another thread writes */
     assert_int_equal(overlap(x, true, add_one_, x, rep, sizeof rep), 1);
     assert_non_null(strstr(rep, "race detected"));
-    assert_non_null(strstr(rep, "write by thread"));
+    /* threads as gdb, top and TSan name them; the op as the user called it
+     * (tn_add_scalar_, whose frame the library keeps: no sibling calls) */
+    snprintf(want, sizeof want,
+             "  write by thread %d \"%s\" in add_scalar_ [elementwise kernel], "
+             "called from:\n",
+             (int)getpid(), me);
+    if (!strstr(rep, want)) fail_msg("report\n%s\nlacks\n%s", rep, want);
+    snprintf(want, sizeof want, "  write by thread %d \"holder-1\" in ", (int)g_holder_tid);
+    if (!strstr(rep, want)) fail_msg("report\n%s\nlacks\n%s", rep, want);
+    assert_non_null(strstr(rep, "[test kernel] (in flight), called from:"));
+    assert_null(strstr(rep, "unary_"));
     assert_non_null(strstr(rep, "hold_access")); /* the other thread's stack */
     assert_non_null(strstr(rep, "add_one_"));    /* ours */
     assert_non_null(strstr(rep, "test_threads.c:"));
     /* read while another thread writes, write while another reads */
     assert_int_equal(overlap(x, true, read_sum, x, rep, sizeof rep), 1);
-    assert_non_null(strstr(rep, "read by thread"));
+    snprintf(want, sizeof want, "  read by thread %d \"%s\" in mul_scalar [elementwise kernel]",
+             (int)getpid(), me);
+    if (!strstr(rep, want)) fail_msg("report\n%s\nlacks\n%s", rep, want);
     assert_int_equal(overlap(x, false, add_one_, x, rep, sizeof rep), 1);
     /* through views: an overlapping narrow of the held tensor */
     tn_tensor *v = tn_narrow(x, 0, 10, 20);

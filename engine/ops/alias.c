@@ -60,6 +60,8 @@ static const tn_fn_info to_copy_fn = {"ToCopyBackward0", to_copy_bw};
 static tn_tensor *copy_recorded(const tn_tensor *src, tn_dtype dt, tn_device dev,
                                 const tn_fn_info *fn) {
     tn_tensor *out = tn__copy_to_device(src, dt, dev);
+    /* check_nan: a NaN copied keeps its origin */
+    tn__anomaly_forward(fn == &clone_fn ? "clone" : "to", out, 1, &src);
     if (!out || !tn__is_float(dt) || !tn__needs_grad(1, &src)) return out;
     tn_node *n = tn__node_new(fn, 1, &src, 0, 1);
     tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();

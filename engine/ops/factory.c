@@ -65,5 +65,6 @@ tn_tensor *tn_to(tn_tensor *src, tn_dtype dtype, tn_device device) {
     tn__internal_enter();
     tn_tensor *r = tn__to_autograd(src, dtype, device);
     tn__internal_leave();
+    tn__anomaly_forward("to", r, 1, (const tn_tensor *[]){src}); /* a NaN keeps its origin */
     return tn__ret(r);
 }

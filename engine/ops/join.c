@@ -75,8 +75,10 @@ static tn_status place(tn_tensor *out, int d, int64_t pos, int64_t len, const tn
 }
 
 /* Makes out the output of fn over the list when grad is needed. */
-static tn_tensor *finish(const tn_fn_info *fn, int n, tn_tensor *const *ts, int d, tn_tensor *out) {
+static tn_tensor *finish(const char *op, const tn_fn_info *fn, int n, tn_tensor *const *ts, int d,
+                         tn_tensor *out) {
     const tn_tensor *const *ins = (const tn_tensor *const *)ts;
+    tn__anomaly_forward(op, out, n, ins); /* check_nan: a NaN passed on keeps its origin */
     if (!tn__is_float(out->dtype) || !tn__needs_grad(n, ins)) return tn__ret(out);
     tn_node *node = tn__node_new(fn, n, ins, 0, 1);
     tn_status s = node ? tn__node_set_output(node, out, 0) : tn_last_status();
@@ -153,7 +155,7 @@ tn_tensor *tn_cat(int n, tn_tensor *const *ts, int dim) {
         }
         pos += ts[k]->shape[d];
     }
-    return finish(&cat_fn, n, ts, d, out);
+    return finish("cat", &cat_fn, n, ts, d, out);
 }
 
 /* ---- stack ----------------------------------------------------------------------------- */
@@ -198,5 +200,5 @@ tn_tensor *tn_stack(int n, tn_tensor *const *ts, int dim) {
             return NULL;
         }
     }
-    return finish(&stack_fn, n, ts, d, out);
+    return finish("stack", &stack_fn, n, ts, d, out);
 }

@@ -98,6 +98,7 @@ tn_tensor *tn__softmax_family(const tn_tensor *a, int dim, bool log) {
     }
     tn_release(x);
     if (!out) return NULL;
+    tn__anomaly_forward(log ? "log_softmax" : "softmax", out, 1, &a);
     if (tn__needs_grad(1, &a)) {
         tn_node *n = tn__node_new(log ? &log_softmax_fn : &softmax_fn, 1, &a, 1, 1);
         tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();

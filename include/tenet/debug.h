@@ -3,7 +3,9 @@
  * In anomaly mode tenet records, cheaply (program counters only):
  *   - the forward backtrace of every autograd node created;
  *   - every in-place write to a storage (op, new version, thread, backtrace),
- *     in a small lock-free ring kept with the storage;
+ *     in a small lock-free ring kept with the storage; a thread is named as
+ *     gdb, top, perf and ThreadSanitizer name it: its OS id and its name
+ *     (`thread 4127 "loader-2"`);
  * and reports, as a structured object returned with the error:
  *   - a saved tensor modified in place: the failing node, the forward
  *     backtrace of the op that saved it, and every in-place op that moved
@@ -13,6 +15,10 @@
  *     an error with tn_set_anomaly_untracked_error(true));
  *   - with check_nan, the first op that PRODUCES NaN/Inf from finite inputs,
  *     in backward (an error, as PyTorch) or in forward (a warning + report).
+ *     A backward node whose non-finite output only carries a value it saved
+ *     in forward (ExpBackward0 times its saved NaN result) is not the
+ *     producer: the error names it, as PyTorch does, and the report names the
+ *     forward op that produced the value first (tn_anomaly_report_relayed_by).
  * Symbols (function, file:line through libdw; dladdr names without debug
  * info) are resolved only when a report is read or printed.
  *
@@ -47,9 +53,11 @@ bool tn_is_anomaly_check_nan_enabled(void);
 void tn_set_anomaly_untracked_error(bool as_error);
 
 typedef enum tn_anomaly_kind {
-    TN_ANOMALY_INPLACE = 1,   /* saved tensor's version moved */
-    TN_ANOMALY_UNTRACKED = 2, /* saved tensor's storage written behind autograd */
-    TN_ANOMALY_NAN_BACKWARD = 3,
+    TN_ANOMALY_INPLACE = 1,      /* saved tensor's version moved */
+    TN_ANOMALY_UNTRACKED = 2,    /* saved tensor's storage written behind autograd */
+    TN_ANOMALY_NAN_BACKWARD = 3, /* a backward node produced NaN/Inf from finite values */
+    /* a forward op produced NaN/Inf from finite inputs: reported there (a
+     * warning), or by backward when a node relayed the value (TN_ERR_NAN) */
     TN_ANOMALY_NAN_FORWARD = 4,
     TN_ANOMALY_SECOND_BACKWARD = 5 /* saved tensors already freed */
 } tn_anomaly_kind;
@@ -63,14 +71,19 @@ typedef struct tn_frame {
     int line;
 } tn_frame;
 
-/* A write (in-place op) that moved a saved tensor's storage. */
+/* A write (in-place op) that moved a saved tensor's storage. The thread is
+ * named as the system tools name it: thread_id is the OS thread id
+ * (gettid(): gdb's "LWP 4127", top -H, perf, ThreadSanitizer's "tid=4127"),
+ * thread_name the name it had when it wrote (pthread_setname_np; a thread
+ * that never set one has its process's name; a rename shows within 10 ms). */
 typedef struct tn_write_event {
     const char *op;       /* "add_", "zero_", "copy_", ... */
     uint64_t version;     /* the version it produced (its own counter's) */
-    uint64_t thread_id;   /* a number per thread, stable for its lifetime */
+    uint64_t thread_id;   /* the writing thread's OS id */
     bool tracked;         /* false: through an alias with another counter (.data) */
     int n_frames;
     const tn_frame *frames; /* innermost first; engine frames trimmed */
+    const char *thread_name; /* "" when it could not be read; lives as long as the report */
 } tn_write_event;
 
 typedef struct tn_anomaly_report tn_anomaly_report;
@@ -99,6 +112,15 @@ const tn_write_event *tn_anomaly_report_write(const tn_anomaly_report *r, int i)
 uint64_t tn_anomaly_report_dropped(const tn_anomaly_report *r);
 /* NaN reports: index of the non-finite output. */
 int tn_anomaly_report_output_index(const tn_anomaly_report *r);
+/* NaN reports: the backward node ("MulBackward0") that failed with
+ * TN_ERR_NAN although it only relayed a non-finite value that a tensor it
+ * saved in forward already held; NULL when the report names no relay. The
+ * report then names the forward op that produced the value first (kind
+ * TN_ANOMALY_NAN_FORWARD, node "log", its forward trace), found when that op
+ * ran with check_nan on; otherwise (kind TN_ANOMALY_NAN_BACKWARD) it names
+ * the relaying node itself and says that the producer was not recorded.
+ * Borrowed, lives as long as the report. */
+const char *tn_anomaly_report_relayed_by(const tn_anomaly_report *r);
 /* Human-readable report with every backtrace as function (file:line). */
 tn_status tn_anomaly_report_print(const tn_anomaly_report *r, FILE *f);
 
