@@ -13,6 +13,7 @@
 #include "util.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
@@ -912,6 +913,56 @@ static void oom_walk(void **state) {
 
 /* ---- threads ---------------------------------------------------------------------------- */
 
+/* Threads load files, hostile ones included, and read one shared dict (get,
+ * save) at once; each records what it saw, the main thread asserts. */
+enum { THREADS = 4, ROUNDS = 20 };
+
+typedef struct job {
+    const tn_state_dict *shared;
+    const unsigned char *ref; /* the shared dict's bytes */
+    size_t ref_n;
+    int ok, bad;
+} job;
+
+static void *thread_main(void *arg) {
+    job *j = arg;
+    for (int r = 0; r < ROUNDS; r++) {
+        tn_state_dict *sd = tn_load("data/st_dtypes.safetensors");
+        j->ok += sd && tn_state_dict_count(sd) == 14;
+        tn_state_dict_free(sd);
+        tn_state_dict *bad = tn_load_buffer("\x02\0\0\0\0\0\0\0{x", 10);
+        j->ok += !bad && tn_last_status() == TN_ERR_FORMAT;
+        size_t n;
+        unsigned char *b = tn_save_buffer(j->shared, &n);
+        j->ok += b && n == j->ref_n && memcmp(b, j->ref, n) == 0;
+        tn_buffer_free(b);
+        tn_tensor *t = tn_state_dict_get(j->shared, "w.i64");
+        j->ok += t && tn_numel(t) == 4;
+        tn_release(t);
+    }
+    j->bad = ROUNDS * 4 - j->ok;
+    return NULL;
+}
+
+static void threads_load_and_read(void **state) {
+    (void)state;
+    tn_state_dict *sd = sample_dict();
+    size_t n;
+    unsigned char *ref = tn_save_buffer(sd, &n);
+    pthread_t th[THREADS];
+    job jobs[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        jobs[i] = (job){sd, ref, n, 0, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, thread_main, &jobs[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(jobs[i].bad, 0);
+    }
+    tn_buffer_free(ref);
+    tn_state_dict_free(sd);
+}
+
 static int group_setup(void **state) {
     (void)state;
     snprintf(g_dir, sizeof g_dir, "/tmp/tenet-st-XXXXXX");
@@ -945,6 +996,7 @@ int main(void) {
         TT_TEST(truncated_and_corrupted),
         TT_TEST(file_errors),
         TT_TEST(oom_walk),
+        TT_TEST(threads_load_and_read),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -147,8 +147,9 @@ void tn_buffer_free(void *buffer);
  * except between a floating point and an integer or bool dtype, which is
  * refused ("dtype mismatch for X: ...", TN_ERR_DTYPE): PyTorch would convert,
  * and it is almost always a wrong file. A parameter named twice is
- * TN_ERR_INVALID_ARGUMENT. Only a copy that fails (out of device memory)
- * after the checks can leave the parameters before it written. */
+ * TN_ERR_INVALID_ARGUMENT. A copy that copy_ itself refuses after these
+ * checks (out of memory; a parameter it cannot write, such as an expanded
+ * view) leaves the parameters before it written. */
 tn_status tn_load_state_dict(const tn_state_dict *sd, int n, const char *const *names,
                              tn_tensor *const *params, bool strict);
 
