@@ -7,8 +7,9 @@
 #include "program.h"
 
 /* The two dicts hold the same names, metadata and tensors (dtype, shape,
- * bytes): a save followed by a load must give back what was saved. */
-static void same_dicts(const tn_state_dict *a, const tn_state_dict *b) {
+ * bytes): a save followed by a load must give back what was saved. Inside a
+ * scope (scoped), the tensors the dicts return belong to it. */
+static void same_dicts(const tn_state_dict *a, const tn_state_dict *b, bool scoped) {
     if (tn_state_dict_count(a) != tn_state_dict_count(b) ||
         tn_state_dict_metadata_count(a) != tn_state_dict_metadata_count(b))
         tf_fail("safetensors round trip: %lld tensors and %lld metadata, then %lld and %lld",
@@ -35,15 +36,17 @@ static void same_dicts(const tn_state_dict *a, const tn_state_dict *b) {
                    memcmp(bx, by, n) == 0;
         free(bx);
         free(by);
-        tn_release(x);
-        tn_release(y);
+        if (!scoped) {
+            tn_release(x);
+            tn_release(y);
+        }
         if (!same) tf_fail("safetensors round trip: tensor %lld changed", (long long)i);
     }
 }
 
 /* Saves sd, loads the bytes back (which must succeed unless out of
  * memory) and compares. */
-static void round_trip(const tn_state_dict *sd) {
+static void round_trip(const tn_state_dict *sd, bool scoped) {
     size_t n;
     void *buf = tn_save_buffer(sd, &n);
     if (!buf) {
@@ -51,7 +54,7 @@ static void round_trip(const tn_state_dict *sd) {
         return;
     }
     tn_state_dict *back = tn_load_buffer(buf, n);
-    if (back) same_dicts(sd, back);
+    if (back) same_dicts(sd, back, scoped);
     else if (tn_last_status() != TN_ERR_OUT_OF_MEMORY)
         tf_fail("tn_load_buffer refused what tn_save_buffer wrote: %s", tn_last_error());
     tn_state_dict_free(back);
@@ -87,7 +90,7 @@ void tf_op_safetensors_load(tf_state *s) {
         tf_check_failed("tn_load_buffer");
         return;
     }
-    round_trip(sd);
+    round_trip(sd, s->depth > 0);
     int64_t n = tn_state_dict_count(sd);
     if (n > 0) tf_put(s, dst, tn_state_dict_at(sd, (flags >> 1) % n));
     tn_state_dict_free(sd);
@@ -124,7 +127,7 @@ void tf_op_safetensors_save(tf_state *s) {
         tf_check_status(tn_state_dict_set(sd, names[i], ts[i]), "tn_state_dict_set");
     if (flags & 1)
         tf_check_status(tn_state_dict_set_metadata(sd, "format", "pt"), "set_metadata");
-    round_trip(sd);
+    round_trip(sd, s->depth > 0);
     if (flags & 2) {
         tn_status st = tn_load_state_dict(sd, n, names, ts, flags & 4);
         tf_check_status(st, "tn_load_state_dict");

@@ -187,7 +187,7 @@ static void save_tensors_and_order(void **state) {
     tn_tensor *a = tn_ones(1, (int64_t[]){2}, TN_F32), *b = tn_ones(1, (int64_t[]){1}, TN_I64);
     tn_tensor *c = tn_zeros(1, (int64_t[]){3}, TN_BOOL);
     const char *names[] = {"b", "a", "c"};
-    const tn_tensor *ts[] = {a, b, c};
+    tn_tensor *ts[] = {a, b, c};
     assert_int_equal(tn_save_tensors(tmp_path("three.safetensors"), 3, names, ts), TN_OK);
     size_t n;
     unsigned char *f = read_file(tmp_path("three.safetensors"), &n);
@@ -229,7 +229,7 @@ static void device_tensors_are_copied_to_the_host(void **state) {
     tn_tensor *g2 = tn_reshape(g, 2, (int64_t[]){2, 3}), *h2 = tn_reshape(h, 2, (int64_t[]){2, 3});
     tn_tensor *gt = tn_transpose(g2, 0, 1), *ht = tn_transpose(h2, 0, 1);
     const char *names[] = {"g", "gt"};
-    const tn_tensor *ts[] = {g, gt};
+    tn_tensor *ts[] = {g, gt};
     assert_int_equal(tn_save_tensors(tmp_path("cuda.safetensors"), 2, names, ts), TN_OK);
     tn_state_dict *sd = tn_load(tmp_path("cuda.safetensors"));
     tn_tensor *lg = tn_state_dict_get(sd, "g"), *lgt = tn_state_dict_get(sd, "gt");
@@ -451,6 +451,38 @@ static void python_mlp_forward(void **state) {
     tn_state_dict_free(sd);
     for (int i = 0; i < 4; i++)
         tn_release(p[i]);
+}
+
+/* The example of docs/api.md §14, as written there (the file in the test's folder). */
+static void docs_example(void **state) {
+    (void)state;
+    tn_tensor *w1 = tn_randn(2, (int64_t[]){3, 4}, TN_F32), *b1 = tn_zeros(1, (int64_t[]){3}, TN_F32);
+    tn_tensor *w2 = tn_randn(2, (int64_t[]){2, 3}, TN_F32), *b2 = tn_ones(1, (int64_t[]){2}, TN_F32);
+    char path[512];
+    snprintf(path, sizeof path, "%s", tmp_path("mlp.safetensors"));
+#define tn_save(p, sd) tn_save(path, sd)
+#define tn_load(p) tn_load(path)
+    const char *names[] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
+    tn_tensor *params[] = {w1, b1, w2, b2};
+
+    /* save: any layout or device, written contiguous; the dict retains, it does not copy */
+    tn_state_dict *sd = tn_state_dict_new();
+    for (int i = 0; i < 4; i++) tn_state_dict_set(sd, names[i], params[i]);
+    tn_state_dict_set_metadata(sd, "format", "pt");
+    if (tn_save("mlp.safetensors", sd) < 0) fprintf(stderr, "%s\n", tn_last_error());
+    tn_state_dict_free(sd);        /* (or, with no metadata: tn_save_tensors(path, 4, names, params)) */
+
+    /* load into the model: names, shapes and dtypes checked first, then copy_ under no-grad */
+    tn_state_dict *ck = tn_load("mlp.safetensors");
+    if (!ck || tn_load_state_dict(ck, 4, names, params, /*strict*/ true) < 0)
+        fprintf(stderr, "%s\n", tn_last_error());
+    tn_state_dict_free(ck);
+#undef tn_save
+#undef tn_load
+    assert_int_equal(tn_save_tensors(path, 4, names, params), TN_OK);
+    assert_int_equal(tn_version(w1), 1);
+    for (int i = 0; i < 4; i++)
+        tn_release(params[i]);
 }
 
 /* ---- load_state_dict ------------------------------------------------------------------ */
@@ -824,7 +856,7 @@ static void file_errors(void **state) {
     assert_int_equal(count_dir_entries(g_dir), before);
     rmdir(sub);
     /* tn_save_tensors' checks */
-    const tn_tensor *ts[] = {t, t};
+    tn_tensor *ts[] = {t, t};
     assert_int_equal(tn_save_tensors(tmp_path("x"), 2, (const char *[]){"a", "a"}, ts),
                      TN_ERR_INVALID_ARGUMENT);
     tt_assert_error(TN_ERR_INVALID_ARGUMENT, "the name 'a' is given twice");
@@ -834,7 +866,7 @@ static void file_errors(void **state) {
                      TN_ERR_INVALID_ARGUMENT);
     tt_assert_error(TN_ERR_INVALID_ARGUMENT, "not valid UTF-8");
     assert_int_equal(tn_save_tensors(tmp_path("x"), 1, (const char *[]){"a"},
-                                     (const tn_tensor *[]){NULL}),
+                                     (tn_tensor *[]){NULL}),
                      TN_ERR_INVALID_ARGUMENT);
     assert_int_equal(tn_save_tensors(tmp_path("x"), -1, NULL, NULL), TN_ERR_INVALID_ARGUMENT);
     assert_int_equal(tn_save_tensors(NULL, 0, NULL, NULL), TN_ERR_INVALID_ARGUMENT);
@@ -842,6 +874,15 @@ static void file_errors(void **state) {
     size_t n;
     assert_null(tn_save_buffer(sd, NULL));
     assert_null(tn_save_buffer(NULL, &n));
+    /* an expanded view standing for 2^56 bytes: refused before anything is written */
+    tn_tensor *one = tn_scalar(1, TN_F32);
+    tn_tensor *huge = tn_expand(one, 2, (int64_t[]){INT64_C(1) << 27, INT64_C(1) << 27});
+    assert_non_null(huge);
+    assert_int_equal(tn_save_tensors(tmp_path("x"), 1, (const char *[]){"huge"}, &huge),
+                     TN_ERR_INVALID_ARGUMENT);
+    tt_assert_error(TN_ERR_INVALID_ARGUMENT, "cannot save tensor 'huge': the data would reach 2^53");
+    tn_release(huge);
+    tn_release(one);
     assert_int_equal(access(tmp_path("x"), F_OK), -1); /* no failed save left a file */
     tn_state_dict_free(sd);
     tn_release(t);
@@ -989,6 +1030,7 @@ int main(void) {
         TT_TEST(python_dtypes_file),
         TT_TEST(python_files_byte_identical),
         TT_TEST(python_mlp_forward),
+        TT_TEST(docs_example),
         TT_TEST(load_state_dict_errors),
         TT_TEST(shared_tensors),
         TT_TEST(hostile_files),

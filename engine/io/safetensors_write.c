@@ -165,10 +165,17 @@ static tn_status plan_make(plan *p, const tn_sd_meta *m, int64_t nm) {
     uint64_t at = 0;
     for (int64_t i = 0; i < p->n; i++) {
         wentry *w = &p->w[i];
-        uint64_t bytes = (uint64_t)tn_numel(w->t) * tn_dtype_size(tn_dtype_of(w->t));
+        uint64_t bytes, end; /* an expanded view may stand for more bytes than memory holds */
+        if (__builtin_mul_overflow((uint64_t)tn_numel(w->t), tn_dtype_size(tn_dtype_of(w->t)),
+                                   &bytes) ||
+            __builtin_add_overflow(at, bytes, &end) || end >= (uint64_t)TN_ST_MAX_INT) {
+            char q[96];
+            return tn__error(TN_ERR_INVALID_ARGUMENT, "cannot save tensor %s: the data would "
+                             "reach 2^53 bytes, beyond the offsets a safetensors header can hold",
+                             tn__quote_name(q, sizeof q, w->name));
+        }
         w->begin = at;
-        at += bytes; /* each tensor exists in memory: the sum cannot overflow */
-        w->end = at;
+        w->end = at = end;
     }
     p->data_len = at;
     return header_text(p, m, nm);
@@ -207,7 +214,7 @@ static tn_status check_names(const plan *p) {
 }
 
 static tn_status plan_arrays(plan *p, int n, const char *const *names,
-                             const tn_tensor *const *tensors) {
+                             tn_tensor *const *tensors) {
     *p = (plan){0};
     if (n < 0) return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_save_tensors: n is %d", n);
     if (n > 0 && (!names || !tensors))
@@ -355,7 +362,7 @@ tn_status tn_save(const char *path, const tn_state_dict *sd) {
 }
 
 tn_status tn_save_tensors(const char *path, int n, const char *const *names,
-                          const tn_tensor *const *tensors) {
+                          tn_tensor *const *tensors) {
     TN_CHECK_NULL_PTR_ST(path, "path");
     plan p;
     tn_status st = plan_arrays(&p, n, names, tensors);

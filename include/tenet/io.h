@@ -124,7 +124,7 @@ tn_status tn_save(const char *path, const tn_state_dict *sd);
 /* The same for n tensors and their names (no metadata): names must be
  * distinct, valid UTF-8 and not "__metadata__". */
 tn_status tn_save_tensors(const char *path, int n, const char *const *names,
-                          const tn_tensor *const *tensors);
+                          tn_tensor *const *tensors);
 /* The file's bytes in a new buffer (*size set); free it with tn_buffer_free.
  * NULL + error as tn_save. */
 void *tn_save_buffer(const tn_state_dict *sd, size_t *size);
