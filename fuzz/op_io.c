@@ -54,7 +54,8 @@ static void round_trip(const tn_state_dict *sd, bool scoped) {
         return;
     }
     tn_state_dict *back = tn_load_buffer(buf, n);
-    if (back) same_dicts(sd, back, scoped);
+    if (back)
+        same_dicts(sd, back, scoped);
     else if (tn_last_status() != TN_ERR_OUT_OF_MEMORY)
         tf_fail("tn_load_buffer refused what tn_save_buffer wrote: %s", tn_last_error());
     tn_state_dict_free(back);
@@ -125,8 +126,7 @@ void tf_op_safetensors_save(tf_state *s) {
     }
     for (int i = 0; i < n; i++)
         tf_check_status(tn_state_dict_set(sd, names[i], ts[i]), "tn_state_dict_set");
-    if (flags & 1)
-        tf_check_status(tn_state_dict_set_metadata(sd, "format", "pt"), "set_metadata");
+    if (flags & 1) tf_check_status(tn_state_dict_set_metadata(sd, "format", "pt"), "set_metadata");
     round_trip(sd, s->depth > 0);
     if (flags & 2) {
         tn_status st = tn_load_state_dict(sd, n, names, ts, flags & 4);

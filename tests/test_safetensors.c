@@ -842,6 +842,9 @@ static void file_errors(void **state) {
     expect_load_error("missing file", tn_load(tmp_path("absent.safetensors")), TN_ERR_IO,
                       "No such file or directory");
     expect_load_error("a folder", tn_load(g_dir), TN_ERR_IO, "not a regular file");
+    assert_int_equal(mkfifo(tmp_path("fifo"), 0600), 0); /* refused without blocking */
+    expect_load_error("a FIFO", tn_load(tmp_path("fifo")), TN_ERR_IO, "not a regular file");
+    unlink(tmp_path("fifo"));
     tn_tensor *t = tn_ones(1, (int64_t[]){3}, TN_F32);
     tn_state_dict *sd = dict_of(1, (const char *[]){"t"}, &t);
     assert_int_equal(tn_save("/nonexistent-tenet-dir/x.safetensors", sd), TN_ERR_IO);

@@ -90,7 +90,6 @@ tn_st_dtype tn__st_from_tenet(tn_dtype d);
 void tn__f16_to_f32(const unsigned char *src, float *dst, size_t n);
 void tn__bf16_to_f32(const unsigned char *src, float *dst, size_t n);
 
-
 /* ---- reading (safetensors_header.c, safetensors_read.c) --------------------- */
 /* Where a file's bytes come from: a file descriptor (pread) or memory. */
 typedef struct tn_st_source {

@@ -54,12 +54,16 @@ static void check_param(msg *m, const char *name, const tn_tensor *from, const t
         size_str(a, sizeof a, from);
         size_str(b, sizeof b, to);
         error_line(m, TN_ERR_SHAPE);
-        add(m, "size mismatch for %s: copying a param with shape %s from checkpoint, the shape "
-            "in current model is %s.", name, a, b);
+        add(m,
+            "size mismatch for %s: copying a param with shape %s from checkpoint, the shape "
+            "in current model is %s.",
+            name, a, b);
     } else if (tn__is_float(from->dtype) != tn__is_float(to->dtype)) {
         error_line(m, TN_ERR_DTYPE);
-        add(m, "dtype mismatch for %s: copying a param with dtype %s from checkpoint, the dtype "
-            "in current model is %s.", name, tn_dtype_name(from->dtype), tn_dtype_name(to->dtype));
+        add(m,
+            "dtype mismatch for %s: copying a param with dtype %s from checkpoint, the dtype "
+            "in current model is %s.",
+            name, tn_dtype_name(from->dtype), tn_dtype_name(to->dtype));
     }
 }
 
@@ -74,8 +78,10 @@ static bool model_has(const int *idx, int n, const char *const *names, const cha
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2, c = strcmp(names[idx[mid]], key);
         if (c == 0) return true;
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return false;
 }
@@ -138,8 +144,10 @@ tn_status tn_load_state_dict(const tn_state_dict *sd, int n, const char *const *
             char q[96];
             tn__quote_name(q, sizeof q, names[idx[i]]);
             tn__mfree(idx);
-            return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_load_state_dict: the parameter name %s "
-                             "is given twice", q);
+            return tn__error(TN_ERR_INVALID_ARGUMENT,
+                             "tn_load_state_dict: the parameter name %s "
+                             "is given twice",
+                             q);
         }
     msg *m = tn__calloc(1, sizeof *m);
     if (!m) {

@@ -57,16 +57,20 @@ static tn_status check_chars(const tn_st_source *s, const unsigned char *t, size
     for (size_t i = 0; i < n; i++) {
         unsigned char c = t[i];
         if (c < 0x20 && (in_str || !is_ws(c)))
-            return BAD("InvalidHeaderDeserialization", "control character 0x%02x at byte %zu of "
-                       "the header", c, i);
+            return BAD("InvalidHeaderDeserialization",
+                       "control character 0x%02x at byte %zu of "
+                       "the header",
+                       c, i);
         if (!in_str) {
             in_str = c == '"';
         } else if (c == '"') {
             in_str = false;
         } else if (c == '\\' && i + 1 < n) {
             if (t[i + 1] == 'u' && i + 5 < n && memcmp(t + i + 2, "0000", 4) == 0)
-                return BAD("InvalidHeaderDeserialization", "a string holds the NUL character "
-                           "(\\u0000) at byte %zu of the header", i);
+                return BAD("InvalidHeaderDeserialization",
+                           "a string holds the NUL character "
+                           "(\\u0000) at byte %zu of the header",
+                           i);
             i++; /* the escaped character */
         }
     }
@@ -89,9 +93,10 @@ static tn_status read_text(const tn_st_source *s, char **text, uint64_t *n) {
         return BAD("HeaderTooLarge", "the header size is %llu bytes, above the limit of %u",
                    (unsigned long long)len, TN_ST_MAX_HEADER);
     if (len > s->size - 8)
-        return BAD("InvalidHeaderLength", "the header size is %llu bytes, but the file has only "
-                   "%llu after the size", (unsigned long long)len,
-                   (unsigned long long)(s->size - 8));
+        return BAD("InvalidHeaderLength",
+                   "the header size is %llu bytes, but the file has only "
+                   "%llu after the size",
+                   (unsigned long long)len, (unsigned long long)(s->size - 8));
     char *t = tn__malloc((size_t)len + 1);
     if (!t) return tn_last_status();
     if ((st = tn__st_read(s, 8, t, (size_t)len)) < 0) {
@@ -118,15 +123,20 @@ static tn_status parse(const tn_st_source *s, const char *text, size_t n, cJSON 
     bool oom;
     cJSON *j = tn__json_parse(text, n, &end, &oom);
     if (!j && oom)
-        return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory parsing a safetensors header of "
-                         "%zu bytes", n);
-    if (!j) return BAD("InvalidHeaderDeserialization", "invalid JSON at byte %zu of the header", end);
+        return tn__error(TN_ERR_OUT_OF_MEMORY,
+                         "out of memory parsing a safetensors header of "
+                         "%zu bytes",
+                         n);
+    if (!j)
+        return BAD("InvalidHeaderDeserialization", "invalid JSON at byte %zu of the header", end);
     while (end < n && is_ws((unsigned char)text[end]))
         end++;
     if (end < n || !cJSON_IsObject(j)) {
         cJSON_Delete(j);
-        return BAD("InvalidHeaderDeserialization", "unexpected characters after the JSON object "
-                   "at byte %zu of the header", end);
+        return BAD("InvalidHeaderDeserialization",
+                   "unexpected characters after the JSON object "
+                   "at byte %zu of the header",
+                   end);
     }
     *out = j;
     return TN_OK;
@@ -143,8 +153,7 @@ static bool get_uint(const cJSON *v, uint64_t *out) {
     return true;
 }
 
-static tn_status parse_dtype(const tn_st_source *s, const char *q, const cJSON *v,
-                             tn_st_info *ti) {
+static tn_status parse_dtype(const tn_st_source *s, const char *q, const cJSON *v, tn_st_info *ti) {
     if (!cJSON_IsString(v))
         return BAD("InvalidHeaderDeserialization", "tensor %s: dtype is not a string", q);
     int d = tn__st_dtype_parse(v->valuestring);
@@ -154,26 +163,30 @@ static tn_status parse_dtype(const tn_st_source *s, const char *q, const cJSON *
                    QUOTE(qd, v->valuestring));
     }
     if (tn__st_to_tenet((tn_st_dtype)d) < 0)
-        return tn__st_error(s, TN_ERR_DTYPE, NULL, "tensor %s has dtype %s, which tenet does not "
-                            "have (it reads F32, F64, F16, BF16, I64, I32, I16 and BOOL)", q,
-                            tn__st_dtype_name((tn_st_dtype)d));
+        return tn__st_error(s, TN_ERR_DTYPE, NULL,
+                            "tensor %s has dtype %s, which tenet does not "
+                            "have (it reads F32, F64, F16, BF16, I64, I32, I16 and BOOL)",
+                            q, tn__st_dtype_name((tn_st_dtype)d));
     ti->dtype = (tn_st_dtype)d;
     return TN_OK;
 }
 
-static tn_status parse_shape(const tn_st_source *s, const char *q, const cJSON *v,
-                             tn_st_info *ti) {
+static tn_status parse_shape(const tn_st_source *s, const char *q, const cJSON *v, tn_st_info *ti) {
     if (!cJSON_IsArray(v))
         return BAD("InvalidHeaderDeserialization", "tensor %s: shape is not an array", q);
     int nd = 0;
     for (const cJSON *d = v->child; d; d = d->next, nd++) {
         uint64_t size;
         if (nd == TN_MAX_DIMS)
-            return tn__st_error(s, TN_ERR_SHAPE, NULL, "tensor %s has %d dimensions; tenet "
-                                "supports at most %d", q, cJSON_GetArraySize(v), TN_MAX_DIMS);
+            return tn__st_error(s, TN_ERR_SHAPE, NULL,
+                                "tensor %s has %d dimensions; tenet "
+                                "supports at most %d",
+                                q, cJSON_GetArraySize(v), TN_MAX_DIMS);
         if (!get_uint(d, &size))
-            return BAD("InvalidHeaderDeserialization", "tensor %s: shape[%d] is not an integer "
-                       "in [0, 2^53)", q, nd);
+            return BAD("InvalidHeaderDeserialization",
+                       "tensor %s: shape[%d] is not an integer "
+                       "in [0, 2^53)",
+                       q, nd);
         ti->shape[nd] = (int64_t)size;
     }
     ti->ndim = nd;
@@ -184,8 +197,10 @@ static tn_status parse_offsets(const tn_st_source *s, const char *q, const cJSON
                                tn_st_info *ti) {
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2 || !get_uint(v->child, &ti->begin) ||
         !get_uint(v->child->next, &ti->end))
-        return BAD("InvalidHeaderDeserialization", "tensor %s: data_offsets is not an array of "
-                   "two integers in [0, 2^53)", q);
+        return BAD("InvalidHeaderDeserialization",
+                   "tensor %s: data_offsets is not an array of "
+                   "two integers in [0, 2^53)",
+                   q);
     if (ti->end < ti->begin)
         return BAD("InvalidOffset", "tensor %s: data_offsets [%llu, %llu] run backwards", q,
                    (unsigned long long)ti->begin, (unsigned long long)ti->end);
@@ -206,10 +221,12 @@ static tn_status check_bytes(const tn_st_source *s, const char *q, const tn_st_i
     if (!empty && (overflow || bytes > INT64_MAX))
         return BAD("ValidationOverflow", "tensor %s: the bytes of its shape overflow", q);
     if (bytes != ti->end - ti->begin)
-        return BAD("TensorInvalidInfo", "tensor %s: its shape holds %llu bytes of %s, its "
-                   "data_offsets [%llu, %llu] hold %llu", q, (unsigned long long)bytes,
-                   tn__st_dtype_name(ti->dtype), (unsigned long long)ti->begin,
-                   (unsigned long long)ti->end, (unsigned long long)(ti->end - ti->begin));
+        return BAD("TensorInvalidInfo",
+                   "tensor %s: its shape holds %llu bytes of %s, its "
+                   "data_offsets [%llu, %llu] hold %llu",
+                   q, (unsigned long long)bytes, tn__st_dtype_name(ti->dtype),
+                   (unsigned long long)ti->begin, (unsigned long long)ti->end,
+                   (unsigned long long)(ti->end - ti->begin));
     return TN_OK;
 }
 
@@ -224,8 +241,10 @@ static tn_status parse_entry(const tn_st_source *s, const cJSON *e, tn_st_info *
         for (int k = 0; k < 3; k++)
             if (strcmp(c->string, fields[k]) == 0) {
                 if (f[k])
-                    return BAD("InvalidHeaderDeserialization", "tensor %s: duplicate field "
-                               "'%s'", q, fields[k]);
+                    return BAD("InvalidHeaderDeserialization",
+                               "tensor %s: duplicate field "
+                               "'%s'",
+                               q, fields[k]);
                 f[k] = c;
             }
     for (int k = 0; k < 3; k++)
@@ -256,8 +275,10 @@ static tn_status parse_meta(const tn_st_source *s, const cJSON *m, tn_st_header 
     for (const cJSON *c = m->child; c; c = c->next) {
         char q[96];
         if (!cJSON_IsString(c))
-            return BAD("InvalidHeaderDeserialization", "__metadata__: the value of %s is not a "
-                       "string", QUOTE(q, c->string));
+            return BAD("InvalidHeaderDeserialization",
+                       "__metadata__: the value of %s is not a "
+                       "string",
+                       QUOTE(q, c->string));
         tn_sd_meta *e = &h->meta[h->nm];
         if (!(e->key = tn__strdup_n(c->string, strlen(c->string)))) return tn_last_status();
         h->nm++; /* owned from here */
@@ -300,20 +321,26 @@ static tn_status check_cover(const tn_st_source *s, tn_st_header *h, uint64_t le
     for (int64_t i = 0; i < h->n && st == TN_OK; i++) {
         const tn_st_info *t = by[i];
         if (t->end > len)
-            st = BAD("InvalidOffset", "tensor %s: data_offsets [%llu, %llu] end beyond the data, "
-                     "which has %llu bytes", QUOTE(q, t->name), (unsigned long long)t->begin,
-                     (unsigned long long)t->end, (unsigned long long)len);
+            st = BAD("InvalidOffset",
+                     "tensor %s: data_offsets [%llu, %llu] end beyond the data, "
+                     "which has %llu bytes",
+                     QUOTE(q, t->name), (unsigned long long)t->begin, (unsigned long long)t->end,
+                     (unsigned long long)len);
         else if (t->begin != at)
-            st = BAD("InvalidOffset", "tensor %s: data_offsets [%llu, %llu] %s %s, which ends at "
-                     "byte %llu", QUOTE(q, t->name), (unsigned long long)t->begin,
-                     (unsigned long long)t->end, t->begin < at ? "overlap" : "leave a gap after",
+            st = BAD("InvalidOffset",
+                     "tensor %s: data_offsets [%llu, %llu] %s %s, which ends at "
+                     "byte %llu",
+                     QUOTE(q, t->name), (unsigned long long)t->begin, (unsigned long long)t->end,
+                     t->begin < at ? "overlap" : "leave a gap after",
                      i ? QUOTE(qp, by[i - 1]->name) : "the start of the data",
                      (unsigned long long)at);
         at = t->end;
     }
     if (st == TN_OK && at != len)
-        st = BAD("MetadataIncompleteBuffer", "the tensors cover %llu bytes of the data, which has "
-                 "%llu", (unsigned long long)at, (unsigned long long)len);
+        st = BAD("MetadataIncompleteBuffer",
+                 "the tensors cover %llu bytes of the data, which has "
+                 "%llu",
+                 (unsigned long long)at, (unsigned long long)len);
     tn__mfree(by);
     return st;
 }

@@ -27,9 +27,10 @@ tn_status tn__st_read(const tn_st_source *s, uint64_t off, void *dst, size_t n) 
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) return tn__io_error("cannot read", s->path, errno);
         if (r == 0)
-            return tn__error(TN_ERR_IO, "cannot read '%.300s': the file ends before byte %llu; "
-                             "was it truncated while it was read?", s->path,
-                             (unsigned long long)(off + n));
+            return tn__error(TN_ERR_IO,
+                             "cannot read '%.300s': the file ends before byte %llu; "
+                             "was it truncated while it was read?",
+                             s->path, (unsigned long long)(off + n));
         p += r;
         off += (uint64_t)r;
         n -= (size_t)r;
@@ -43,9 +44,10 @@ static tn_status check_bools(const tn_st_source *s, const tn_st_info *ti, const 
     for (size_t i = 0; i < n; i++)
         if (b[i] > 1) {
             char q[96];
-            return tn__st_error(s, TN_ERR_FORMAT, NULL, "tensor %s: BOOL element %zu is the byte "
-                                "%u, neither 0 nor 1", tn__quote_name(q, sizeof q, ti->name), i,
-                                b[i]);
+            return tn__st_error(s, TN_ERR_FORMAT, NULL,
+                                "tensor %s: BOOL element %zu is the byte "
+                                "%u, neither 0 nor 1",
+                                tn__quote_name(q, sizeof q, ti->name), i, b[i]);
         }
     return TN_OK;
 }
@@ -66,8 +68,10 @@ static tn_status read_data(const tn_st_source *s, uint64_t start, const tn_st_in
     if (!half) return tn_last_status();
     tn_status st = tn__st_read(s, at, half, bytes);
     if (st == TN_OK) {
-        if (ti->dtype == TN_ST_F16) tn__f16_to_f32(half, (float *)tn__ptr(t), bytes / 2);
-        else tn__bf16_to_f32(half, (float *)tn__ptr(t), bytes / 2);
+        if (ti->dtype == TN_ST_F16)
+            tn__f16_to_f32(half, (float *)tn__ptr(t), bytes / 2);
+        else
+            tn__bf16_to_f32(half, (float *)tn__ptr(t), bytes / 2);
     }
     tn__mfree(half);
     return st;
@@ -83,8 +87,10 @@ static tn_state_dict *load(const tn_st_source *s) {
         const tn_st_info *ti = &h.t[i];
         tn_tensor *t = tn__empty(ti->ndim, ti->shape, (tn_dtype)tn__st_to_tenet(ti->dtype));
         char *name = t ? tn__strdup_n(ti->name, strlen(ti->name)) : NULL;
-        if (name) e[made++] = (tn_sd_entry){name, t};
-        else tn_release(t);
+        if (name)
+            e[made++] = (tn_sd_entry){name, t};
+        else
+            tn_release(t);
         st = name ? read_data(s, h.data_start, ti, t) : tn_last_status();
     }
     tn_sd_meta *m = h.meta;
@@ -104,7 +110,8 @@ tn_state_dict *tn_load(const char *path) {
     TN_CHECK_NULL_PTR(path, "path");
     int fd;
     do
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        fd = open(path,
+                  O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block: refused below */
     while (fd < 0 && errno == EINTR);
     if (fd < 0) {
         tn__io_error("cannot open", path, errno);
@@ -112,10 +119,12 @@ tn_state_dict *tn_load(const char *path) {
     }
     struct stat sb;
     tn_state_dict *sd = NULL;
-    if (fstat(fd, &sb) != 0) tn__io_error("cannot stat", path, errno);
+    if (fstat(fd, &sb) != 0)
+        tn__io_error("cannot stat", path, errno);
     else if (!S_ISREG(sb.st_mode))
         tn__error(TN_ERR_IO, "cannot load '%.300s': not a regular file", path);
-    else sd = load(&(tn_st_source){fd, NULL, (uint64_t)sb.st_size, path});
+    else
+        sd = load(&(tn_st_source){fd, NULL, (uint64_t)sb.st_size, path});
     close(fd);
     return sd;
 }

@@ -82,17 +82,34 @@ static void put_str(sbuf *b, const char *s) {
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
         const char *esc = NULL;
         switch (*c) {
-        case '"': esc = "\\\""; break;
-        case '\\': esc = "\\\\"; break;
-        case '\b': esc = "\\b"; break;
-        case '\f': esc = "\\f"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\t': esc = "\\t"; break;
+        case '"':
+            esc = "\\\"";
+            break;
+        case '\\':
+            esc = "\\\\";
+            break;
+        case '\b':
+            esc = "\\b";
+            break;
+        case '\f':
+            esc = "\\f";
+            break;
+        case '\n':
+            esc = "\\n";
+            break;
+        case '\r':
+            esc = "\\r";
+            break;
+        case '\t':
+            esc = "\\t";
+            break;
         }
-        if (esc) puts_(b, esc);
-        else if (*c < 0x20) putf(b, "\\u%04llx", *c);
-        else put(b, (const char *)c, 1);
+        if (esc)
+            puts_(b, esc);
+        else if (*c < 0x20)
+            putf(b, "\\u%04llx", *c);
+        else
+            put(b, (const char *)c, 1);
     }
     put(b, "\"", 1);
 }
@@ -170,7 +187,8 @@ static tn_status plan_make(plan *p, const tn_sd_meta *m, int64_t nm) {
                                    &bytes) ||
             __builtin_add_overflow(at, bytes, &end) || end >= (uint64_t)TN_ST_MAX_INT) {
             char q[96];
-            return tn__error(TN_ERR_INVALID_ARGUMENT, "cannot save tensor %s: the data would "
+            return tn__error(TN_ERR_INVALID_ARGUMENT,
+                             "cannot save tensor %s: the data would "
                              "reach 2^53 bytes, beyond the offsets a safetensors header can hold",
                              tn__quote_name(q, sizeof q, w->name));
         }
@@ -199,22 +217,25 @@ static tn_status check_names(const plan *p) {
         size_t bad;
         const char *nm = p->w[i].name;
         if (!tn__utf8_valid((const unsigned char *)nm, strlen(nm), &bad))
-            return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_save_tensors: name %lld is not valid "
-                             "UTF-8 (byte %zu)", (long long)i, bad);
+            return tn__error(TN_ERR_INVALID_ARGUMENT,
+                             "tn_save_tensors: name %lld is not valid "
+                             "UTF-8 (byte %zu)",
+                             (long long)i, bad);
         if (strcmp(nm, "__metadata__") == 0)
             return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_save_tensors: '__metadata__' is "
-                             "reserved by the safetensors format");
+                                                      "reserved by the safetensors format");
     }
     qsort(p->w, (size_t)p->n, sizeof *p->w, cmp_name);
     for (int64_t i = 1; i < p->n; i++)
         if (strcmp(p->w[i - 1].name, p->w[i].name) == 0)
-            return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_save_tensors: the name %s is given "
-                             "twice", tn__quote_name(q, sizeof q, p->w[i].name));
+            return tn__error(TN_ERR_INVALID_ARGUMENT,
+                             "tn_save_tensors: the name %s is given "
+                             "twice",
+                             tn__quote_name(q, sizeof q, p->w[i].name));
     return TN_OK;
 }
 
-static tn_status plan_arrays(plan *p, int n, const char *const *names,
-                             tn_tensor *const *tensors) {
+static tn_status plan_arrays(plan *p, int n, const char *const *names, tn_tensor *const *tensors) {
     *p = (plan){0};
     if (n < 0) return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_save_tensors: n is %d", n);
     if (n > 0 && (!names || !tensors))

@@ -68,8 +68,10 @@ static int64_t find_key(const void *base, size_t stride, int64_t n, const char *
         const char *k = *(char *const *)((const char *)base + (size_t)mid * stride);
         int c = strcmp(k, key);
         if (c == 0) return mid;
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return -lo - 1;
 }

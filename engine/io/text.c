@@ -13,15 +13,20 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
     if (c < 0x80) return 1;
     size_t len;
     unsigned lo = 0x80, hi = 0xBF; /* range of the second byte */
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
     else if (c >= 0xE0 && c <= 0xEF) {
         len = 3;
-        if (c == 0xE0) lo = 0xA0;      /* overlong */
-        else if (c == 0xED) hi = 0x9F; /* surrogates */
+        if (c == 0xE0)
+            lo = 0xA0; /* overlong */
+        else if (c == 0xED)
+            hi = 0x9F; /* surrogates */
     } else if (c >= 0xF0 && c <= 0xF4) {
         len = 4;
-        if (c == 0xF0) lo = 0x90;      /* overlong */
-        else if (c == 0xF4) hi = 0x8F; /* above U+10FFFF */
+        if (c == 0xF0)
+            lo = 0x90; /* overlong */
+        else if (c == 0xF4)
+            hi = 0x8F; /* above U+10FFFF */
     } else
         return 0;
     if (n < len || s[1] < lo || s[1] > hi) return 0;
@@ -49,7 +54,8 @@ const char *tn__quote_name(char *buf, size_t size, const char *name) {
         snprintf(buf, size, "'%s'", name);
         return buf;
     }
-    while (max > 0 && ((unsigned char)name[max] & 0xC0) == 0x80) max--; /* a boundary */
+    while (max > 0 && ((unsigned char)name[max] & 0xC0) == 0x80)
+        max--; /* a boundary */
     snprintf(buf, size, "'%.*s...'", (int)max, name);
     return buf;
 }

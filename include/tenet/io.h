@@ -117,7 +117,9 @@ tn_state_dict *tn_load_buffer(const void *data, size_t size);
 /* Writes sd's tensors (any layout, device or dtype of tenet's: written
  * contiguous, copied to the host) and metadata. The file is written under a
  * temporary name in the same folder and renamed over `path` once complete,
- * so a failed save leaves no partial file and an existing `path` unchanged.
+ * so a failed save leaves no partial file and an existing `path` unchanged
+ * (the new file has the default permissions, 0666 less the umask; a symbolic
+ * link at `path` is replaced, not followed; nothing is fsync'd).
  * Errors: TN_ERR_IO (with the system's reason), TN_ERR_OUT_OF_MEMORY, any
  * error of reading a device tensor. */
 tn_status tn_save(const char *path, const tn_state_dict *sd);
