@@ -886,6 +886,14 @@ static void file_errors(void **state) {
     tt_assert_error(TN_ERR_INVALID_ARGUMENT, "cannot save tensor 'huge': the data would reach 2^53");
     tn_release(huge);
     tn_release(one);
+    /* an empty tensor with a size of 2^60: no byte, but a size JSON numbers do not hold */
+    tn_tensor *wide = tn_zeros(2, (int64_t[]){0, INT64_C(1) << 60}, TN_F32);
+    assert_non_null(wide);
+    assert_int_equal(tn_save_tensors(tmp_path("x"), 1, (const char *[]){"wide"}, &wide),
+                     TN_ERR_INVALID_ARGUMENT);
+    tt_assert_error(TN_ERR_INVALID_ARGUMENT, "cannot save tensor 'wide': its size "
+                                             "1152921504606846976 in dim 1 reaches 2^53");
+    tn_release(wide);
     assert_int_equal(access(tmp_path("x"), F_OK), -1); /* no failed save left a file */
     tn_state_dict_free(sd);
     tn_release(t);

@@ -192,6 +192,15 @@ static tn_status plan_make(plan *p, const tn_sd_meta *m, int64_t nm) {
                              "reach 2^53 bytes, beyond the offsets a safetensors header can hold",
                              tn__quote_name(q, sizeof q, w->name));
         }
+        for (int d = 0; d < tn_ndim(w->t); d++)
+            if ((uint64_t)tn_shape(w->t)[d] >= (uint64_t)TN_ST_MAX_INT) {
+                char q[96];
+                return tn__error(TN_ERR_INVALID_ARGUMENT,
+                                 "cannot save tensor %s: its size %lld in dim %d reaches 2^53, "
+                                 "which JSON readers (tenet's included) do not read exactly",
+                                 tn__quote_name(q, sizeof q, w->name),
+                                 (long long)tn_shape(w->t)[d], d);
+            }
         w->begin = at;
         w->end = at = end;
     }

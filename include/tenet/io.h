@@ -17,12 +17,14 @@
  * offsets relative to the end of the header. Files tenet writes are the
  * bytes Python's safetensors writes for the same tensors: tensors ordered by
  * dtype (8-byte types first) then name, the header in that order with
- * "__metadata__" first, compact JSON, padded with spaces to a multiple of 8.
+ * "__metadata__" first (its keys sorted: the reference writes them in a hash
+ * map's order), compact JSON, padded with spaces to a multiple of 8.
  *
  * dtypes: F32, F64, I64, I32, I16 and BOOL load and save as tenet's; F16 and
- * BF16 load converted to float32 (exactly: every value, subnormals, ±inf and
- * NaN payloads' sign, is a float32). Other dtypes of the format (U8, I8, U16,
- * U32, U64, F8_*) are TN_ERR_DTYPE: tenet has no type for them.
+ * BF16 load converted to float32, exactly (every half and bfloat16 value,
+ * subnormals, infinities and NaNs included, is a float32); tenet does not
+ * write them. The format's other dtypes (U8, I8, U16, U32, U64, F8_*) are
+ * TN_ERR_DTYPE: tenet has no type for them.
  *
  * Loading checks every number before using it and refuses a file that breaks
  * the format: header size beyond the file or above safetensors' limit of
@@ -32,8 +34,9 @@
  * shape whose bytes overflow or differ from its data_offsets, offsets that
  * overlap, leave a gap, run backwards or past the end (the data region must be
  * covered exactly, as the format requires), a name given twice, a BOOL byte
- * other than 0 or 1. Each is NULL with TN_ERR_FORMAT and a message in
- * safetensors' words ("Error while deserializing header: InvalidOffset ...");
+ * other than 0 or 1. Each is NULL with TN_ERR_FORMAT (TN_ERR_DTYPE, TN_ERR_SHAPE
+ * for a dtype or a rank tenet lacks) and a message in safetensors' words
+ * ("Error while deserializing header: InvalidOffset: tensor 'b': ...");
  * I/O failures are TN_ERR_IO with the system's reason. Nothing leaks, and the
  * file is read with pread into the tensors' memory (no mmap: a file shrunk
  * under a mapping would fault).
@@ -121,7 +124,10 @@ tn_state_dict *tn_load_buffer(const void *data, size_t size);
  * (the new file has the default permissions, 0666 less the umask; a symbolic
  * link at `path` is replaced, not followed; nothing is fsync'd).
  * Errors: TN_ERR_IO (with the system's reason), TN_ERR_OUT_OF_MEMORY, any
- * error of reading a device tensor. */
+ * error of reading a device tensor, TN_ERR_INVALID_ARGUMENT for a size or
+ * offset of 2^53 or more (an expanded view standing for petabytes, an empty
+ * tensor with a size of 2^60), which JSON readers that parse numbers as
+ * doubles, tenet's included, would not read back exactly. */
 tn_status tn_save(const char *path, const tn_state_dict *sd);
 /* The same for n tensors and their names (no metadata): names must be
  * distinct, valid UTF-8 and not "__metadata__". */
