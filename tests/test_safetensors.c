@@ -218,6 +218,48 @@ static void save_tensors_and_order(void **state) {
     tn_release(c);
 }
 
+/* The byte strings of the reference implementation's own serializer tests
+ * (safetensors' tensor.rs): tenet writes the same bytes. */
+static void reference_vectors(void **state) {
+    (void)state;
+    static const float v[6] = {0, 1, 2, 3, 4, 5};
+    struct {
+        const char *name;
+        int ndim;
+        int64_t shape[4];
+        const char *meta;
+        const char *hdr;
+        size_t pad;
+    } cases[] = {
+        {"attn.0", 3, {1, 2, 3}, NULL,
+         "{\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],\"data_offsets\":[0,24]}}", 0},
+        {"attn0", 4, {1, 1, 2, 3}, NULL,
+         "{\"attn0\":{\"dtype\":\"F32\",\"shape\":[1,1,2,3],\"data_offsets\":[0,24]}}", 7},
+        {NULL, 0, {0}, "pt", "{\"__metadata__\":{\"framework\":\"pt\"}}", 5},
+    };
+    for (int c = 0; c < 3; c++) {
+        tn_state_dict *sd = tn_state_dict_new();
+        tn_tensor *t = NULL;
+        if (cases[c].name) {
+            t = from(v, TN_F32, cases[c].ndim, cases[c].shape);
+            assert_int_equal(tn_state_dict_set(sd, cases[c].name, t), TN_OK);
+        }
+        if (cases[c].meta)
+            assert_int_equal(tn_state_dict_set_metadata(sd, "framework", cases[c].meta), TN_OK);
+        size_t n, hl = strlen(cases[c].hdr), data = t ? 24 : 0;
+        unsigned char *b = tn_save_buffer(sd, &n);
+        assert_int_equal(n, 8 + hl + cases[c].pad + data);
+        assert_int_equal(b[0], hl + cases[c].pad);
+        assert_memory_equal(b + 8, cases[c].hdr, hl);
+        for (size_t i = 0; i < cases[c].pad; i++)
+            assert_int_equal(b[8 + hl + i], ' ');
+        if (t) assert_memory_equal(b + 8 + hl + cases[c].pad, v, 24);
+        tn_buffer_free(b);
+        tn_state_dict_free(sd);
+        tn_release(t);
+    }
+}
+
 static void device_tensors_are_copied_to_the_host(void **state) {
     (void)state;
     if (tn_cuda_device_count() <= 0) {
@@ -1036,6 +1078,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(round_trip_every_dtype),
         TT_TEST(save_tensors_and_order),
+        TT_TEST(reference_vectors),
         TT_TEST(device_tensors_are_copied_to_the_host),
         TT_TEST(state_dict_api),
         TT_TEST(python_dtypes_file),
