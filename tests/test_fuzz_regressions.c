@@ -7,6 +7,7 @@
 #include "util.h"
 
 #include <limits.h>
+#include <string.h>
 #include <sys/sysinfo.h>
 
 /* A shape argument has `ndim` entries only when ndim is in range: every
@@ -88,11 +89,37 @@ static void safetensors_saves_only_what_loads(void **state) {
     tn_release(t);
 }
 
+/* A bool tensor's memory may hold any byte (tn_empty's); its file holds 0
+ * or 1, which the loader requires. Found: an uninitialised bool tensor was
+ * saved with the byte 190, and its file refused. */
+static void safetensors_bools_saved_as_0_or_1(void **state) {
+    (void)state;
+    tn_tensor *t = tn_empty(2, (int64_t[]){5, 5}, TN_BOOL);
+    memset(tn_data_ptr(t), 190, 25);
+    tn_state_dict *sd = tn_state_dict_new();
+    assert_int_equal(tn_state_dict_set(sd, "", t), TN_OK);
+    size_t n;
+    void *b = tn_save_buffer(sd, &n);
+    tn_state_dict *back = tn_load_buffer(b, n);
+    assert_non_null(back);
+    tn_tensor *l = tn_state_dict_get(back, "");
+    double ones[25];
+    for (int i = 0; i < 25; i++)
+        ones[i] = 1;
+    tt_assert_close(l, ones, 25, 0);
+    tn_release(l);
+    tn_state_dict_free(back);
+    tn_buffer_free(b);
+    tn_state_dict_free(sd);
+    tn_release(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(ndim_checked_before_shape_is_read),
         TT_TEST(huge_requests_refused_before_allocating),
         TT_TEST(safetensors_saves_only_what_loads),
+        TT_TEST(safetensors_bools_saved_as_0_or_1),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

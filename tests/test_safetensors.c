@@ -144,6 +144,8 @@ static void assert_dicts_equal(const tn_state_dict *a, const tn_state_dict *b) {
     }
 }
 
+static tn_state_dict *dict_of(int n, const char *const *names, tn_tensor *const *ts);
+
 /* ---- round trips ----------------------------------------------------------------- */
 
 static void round_trip_every_dtype(void **state) {
@@ -166,6 +168,23 @@ static void round_trip_every_dtype(void **state) {
     t = tn_state_dict_get(back, "view.expanded");
     tt_assert_close(t, (double[]){0, 0, 0, 1, 1, 1}, 6, 0);
     tn_release(t);
+    /* a bool tensor's memory may hold any byte (tn_empty, tn_data_ptr): saved as 0 or 1 */
+    tn_tensor *raw = tn_empty(1, (int64_t[]){4}, TN_BOOL);
+    memcpy(tn_data_ptr(raw), "\x00\xbe\x01\xff", 4);
+    tn_state_dict *bd = dict_of(1, (const char *[]){"raw"}, &raw);
+    size_t bn;
+    unsigned char *bb = tn_save_buffer(bd, &bn);
+    assert_memory_equal(bb + bn - 4, "\x00\x01\x01\x01", 4);
+    assert_int_equal(tn_save(tmp_path("bool.safetensors"), bd), TN_OK);
+    tn_state_dict *bl = tn_load(tmp_path("bool.safetensors"));
+    assert_non_null(bl);
+    tn_tensor *lb = tn_state_dict_get(bl, "raw");
+    tt_assert_close(lb, (double[]){0, 1, 1, 1}, 4, 0);
+    tn_release(lb);
+    tn_state_dict_free(bl);
+    tn_buffer_free(bb);
+    tn_state_dict_free(bd);
+    tn_release(raw);
     /* the file holds the same bytes as the buffer */
     assert_int_equal(tn_save(tmp_path("rt.safetensors"), sd), TN_OK);
     size_t fn;

@@ -271,6 +271,14 @@ static void put_u64le(unsigned char *b, uint64_t v) {
         b[i] = (unsigned char)(v >> (8 * i));
 }
 
+/* A bool's byte is 0 or 1 in the file (loaders refuse others), whatever
+ * tenet's memory holds (tn_empty's, or a write through tn_data_ptr: tenet
+ * reads any byte but 0 as true). */
+static void bools_01(unsigned char *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        b[i] = b[i] != 0;
+}
+
 static void *to_buffer(const plan *p, size_t *size) {
     uint64_t total = 8 + (uint64_t)p->hlen + p->data_len;
     if (total > SIZE_MAX) {
@@ -285,10 +293,12 @@ static void *to_buffer(const plan *p, size_t *size) {
     unsigned char *data = b + 8 + p->hlen;
     for (int64_t i = 0; i < p->n; i++) {
         const wentry *w = &p->w[i];
-        if (tn_copy_to(w->t, data + w->begin, (size_t)(w->end - w->begin)) < 0) {
+        size_t bytes = (size_t)(w->end - w->begin);
+        if (tn_copy_to(w->t, data + w->begin, bytes) < 0) {
             tn__mfree(b);
             return NULL;
         }
+        if (w->dtype == TN_ST_BOOL) bools_01(data + w->begin, bytes);
     }
     *size = (size_t)total;
     return b;
@@ -320,14 +330,19 @@ static tn_status write_all(int fd, const char *tmp, const void *data, size_t n) 
     return TN_OK;
 }
 
+/* Whether w is written as it is in memory, or through a block. */
+static bool direct(const wentry *w) {
+    return w->dtype != TN_ST_BOOL && tn_is_contiguous(w->t) && tn_device_of(w->t).type == TN_CPU;
+}
+
 /* The tensors' bytes: contiguous CPU tensors from their memory, the others
- * through one block, made contiguous and on the host by tn_copy_to. */
+ * (and bools, made 0 or 1) through one block, contiguous and on the host
+ * (tn_copy_to). */
 static tn_status write_data(int fd, const char *tmp, const plan *p) {
     size_t most = 0;
     for (int64_t i = 0; i < p->n; i++) {
-        const tn_tensor *t = p->w[i].t;
         size_t bytes = (size_t)(p->w[i].end - p->w[i].begin);
-        if ((!tn_is_contiguous(t) || tn_device_of(t).type != TN_CPU) && bytes > most) most = bytes;
+        if (!direct(&p->w[i]) && bytes > most) most = bytes;
     }
     void *block = most ? tn__malloc(most) : NULL;
     if (most && !block) return tn_last_status();
@@ -336,10 +351,11 @@ static tn_status write_data(int fd, const char *tmp, const plan *p) {
         const tn_tensor *t = p->w[i].t;
         size_t bytes = (size_t)(p->w[i].end - p->w[i].begin);
         if (bytes == 0) continue;
-        if (tn_is_contiguous(t) && tn_device_of(t).type == TN_CPU) {
+        if (direct(&p->w[i])) {
             st = write_all(fd, tmp, tn_data_ptr(t), bytes);
         } else {
             st = tn_copy_to(t, block, bytes);
+            if (p->w[i].dtype == TN_ST_BOOL) bools_01(block, bytes);
             if (st == TN_OK) st = write_all(fd, tmp, block, bytes);
         }
     }

@@ -20,7 +20,8 @@
  * "__metadata__" first (its keys sorted: the reference writes them in a hash
  * map's order), compact JSON, padded with spaces to a multiple of 8.
  *
- * dtypes: F32, F64, I64, I32, I16 and BOOL load and save as tenet's; F16 and
+ * dtypes: F32, F64, I64, I32, I16 and BOOL load and save as tenet's (a bool
+ * is saved as the byte 0 or 1, whatever byte its memory holds); F16 and
  * BF16 load converted to float32, exactly (every half and bfloat16 value,
  * subnormals, infinities and NaNs included, is a float32); tenet does not
  * write them. The format's other dtypes (U8, I8, U16, U32, U64, F8_*) are
