@@ -31,12 +31,17 @@ static void same_dicts(const tn_state_dict *a, const tn_state_dict *b, bool scop
         bool same = x && y && tn_dtype_of(x) == tn_dtype_of(y) && nd == tn_ndim(y) &&
                     memcmp(tn_shape(x), tn_shape(y), (size_t)nd * sizeof(int64_t)) == 0;
         char *bx = malloc(n + 1), *by = malloc(n + 1);
-        if (same && bx && by) {
-            same = tn_copy_to(x, bx, n) == TN_OK && tn_copy_to(y, by, n) == TN_OK;
+        /* reading a view needs memory: an injected failure (fail_alloc) skips the check */
+        if (same && bx && by && tn_copy_to(x, bx, n) == TN_OK && tn_copy_to(y, by, n) == TN_OK) {
             if (tn_dtype_of(x) == TN_BOOL) /* saved as 0 or 1 whatever the byte */
                 for (size_t k = 0; k < n; k++)
                     bx[k] = bx[k] != 0;
-            same = same && memcmp(bx, by, n) == 0;
+            same = memcmp(bx, by, n) == 0;
+        } else if (same && bx && by) {
+            tf_check_failed("tn_copy_to");
+            if (tn_last_status() != TN_ERR_OUT_OF_MEMORY)
+                tf_fail("safetensors round trip: tensor %lld unreadable: %s", (long long)i,
+                        tn_last_error());
         }
         free(bx);
         free(by);
