@@ -16,7 +16,7 @@ OPS = ["create", "tensor_from", "arange", "convert", "fail_alloc", "inspect", "b
        "permute", "narrow", "select", "expand", "squeeze", "flatten", "contiguous", "join",
        "inplace", "inplace_scalar", "alias", "requires_grad", "backward", "autograd_grad", "grad",
        "grad_mode", "anomaly", "scope", "optim", "runtime", "slots", "backward_multi",
-       "grad_unused", "graph_walk", "hook"]
+       "grad_unused", "graph_walk", "hook", "safetensors_load", "safetensors_save"]
 F32, F64, I16, I32, I64, BOOL, SAME, BAD = range(8)
 
 HOSTILE_SIZES = [-1, -2, -2**63, 2**63 - 1, 2**62, 2**31, 2**32, 2**36, 2**40, 2**62 + 1, 2**20,
@@ -312,6 +312,32 @@ def seeds():
                                       .op("inplace", 0, 0, 0).op("optim", 1, 2, 0, 1, scalar(1e-3),
                                                                  scalar(0.5), scalar(0.5), scalar(0))
                                       .op("scope", 1, 0))
+    # safetensors_save: count - 1, (slot, name) per tensor, flags, dst (fuzz/op_io.c)
+    # safetensors_load: flags, header length (2 bytes LE), [size field], header, data length,
+    # data, dst
+    def st_file(header, data=b"", flags=0, field=None):
+        h = header.encode()
+        ops = [flags, len(h) & 0xFF, len(h) >> 8]
+        if flags & 1:
+            ops += list((field if field is not None else len(h)).to_bytes(8, "little"))
+        return ["safetensors_load", ops + list(h) + [len(data)] + list(data) + [dst(0)]]
+    f32 = lambda name, b, e, shape="[1]": (
+        f'"{name}":{{"dtype":"F32","shape":{shape},"data_offsets":[{b},{e}]}}')
+    good = ('{"__metadata__":{"format":"pt"},"b":{"dtype":"I64","shape":[1],"data_offsets":[0,8]},'
+            + f32("a", 8, 16, "[2]") + ',"c":{"dtype":"BF16","shape":[],"data_offsets":[16,18]},'
+            '"d":{"dtype":"BOOL","shape":[0,3],"data_offsets":[18,18]}}')
+    s["safetensors-load"] = (P().op(*st_file(good, bytes(range(18))))
+                             .op(*st_file("{" + f32("a", 0, 4) + "," + f32("b", 2, 6) + "}", b"\0" * 6))
+                             .op(*st_file("{" + f32("a", 0, 4) + "," + f32("a", 4, 8) + "}", b"\0" * 8))
+                             .op(*st_file('{"a":{"dtype":"F16","shape":[2,2],"data_offsets":[0,8]}}',
+                                          b"\x00\x3c\x00\x7c\x01\x00\xff\x7f"))
+                             .op(*st_file("{}", flags=1, field=2**62))
+                             .op(*st_file('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"\1")))
+    s["safetensors-save"] = (P().tensor(0, [2, 3], rg=True).tensor(1, [3], I64)
+                             .op("transpose", 0, dim(0), dim(1), dst(2))
+                             .op("safetensors_save", 2, 0, 2, 1, 1, 2, 6, 3, dst(3))
+                             .op("safetensors_save", 1, 0, 0, 1, 0, 7, dst(4))
+                             .op("safetensors_save", 0, 2, 4, 0, dst(5)))
     return s
 
 

@@ -57,6 +57,8 @@ static const struct {
     {"grad_unused", tf_op_grad_unused},
     {"graph_walk", tf_op_graph_walk},
     {"hook", tf_op_hook},
+    {"safetensors_load", tf_op_safetensors_load},
+    {"safetensors_save", tf_op_safetensors_save},
 };
 
 FILE *tf_report;

@@ -183,5 +183,8 @@ void tf_op_backward_multi(tf_state *s);
 void tf_op_grad_unused(tf_state *s);
 void tf_op_graph_walk(tf_state *s);
 void tf_op_hook(tf_state *s);
+/* op_io.c: safetensors files from the program's bytes, slots saved and loaded */
+void tf_op_safetensors_load(tf_state *s);
+void tf_op_safetensors_save(tf_state *s);
 
 #endif

@@ -28,6 +28,7 @@
 #include "tenet/debug.h"
 #include "tenet/threads.h"
 #include "tenet/function.h"
+#include "tenet/io.h"
 
 #define TENET_VERSION_MAJOR 0
 #define TENET_VERSION_MINOR 1

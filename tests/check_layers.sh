@@ -5,6 +5,7 @@
 #   autograd/    core, and from ops/ only ops_internal.h (the autograd <-> ops loop)
 #   ops/         core, autograd (no cpu/, cuda/, optim/, debug/)
 #   optim/       core, autograd, ops (no cpu/, cuda/, debug/)
+#   io/          core, and ops through the public API (no cpu/, cuda/, autograd/, optim/, debug/)
 #   engine/      never includes debug/ (the side-car is reached through core/hooks.h)
 # usage: check_layers.sh REPO_ROOT
 set -euo pipefail
@@ -22,16 +23,18 @@ bad() {
         fail=1
     fi
 }
-bad engine/core '"\.\./(cpu|cuda|autograd|ops|optim)/|debug/' "core includes a layer above it"
-bad engine/cpu '"\.\./core/(internal|device|hooks)\.h"|"\.\./(autograd|ops|optim|cuda)/|debug/' \
+bad engine/core '"\.\./(cpu|cuda|autograd|ops|optim|io)/|debug/' "core includes a layer above it"
+bad engine/cpu '"\.\./core/(internal|device|hooks)\.h"|"\.\./(autograd|ops|optim|io|cuda)/|debug/' \
     "a CPU kernel file sees tensor objects or a layer above"
-bad engine/cuda '"\.\./core/(internal|device|hooks)\.h"|"\.\./(autograd|ops|optim|cpu)/|debug/' \
+bad engine/cuda '"\.\./core/(internal|device|hooks)\.h"|"\.\./(autograd|ops|optim|io|cpu)/|debug/' \
     "a CUDA file sees tensor objects or a layer above"
-bad engine/autograd '"\.\./(cpu|cuda|optim|ops)/|debug/' \
+bad engine/autograd '"\.\./(cpu|cuda|optim|ops|io)/|debug/' \
     "autograd includes a back end, optim, debug or an ops header other than ops_internal.h" \
     '"\.\./ops/ops_internal\.h"'
-bad engine/ops '"\.\./(cpu|cuda|optim)/|debug/' "ops include a back end, optim or debug"
-bad engine/optim '"\.\./(cpu|cuda)/|debug/' "optim includes a back end or debug"
+bad engine/ops '"\.\./(cpu|cuda|optim|io)/|debug/' "ops include a back end, optim, io or debug"
+bad engine/optim '"\.\./(cpu|cuda|io)/|debug/' "optim includes a back end, io or debug"
+bad engine/io '"\.\./(cpu|cuda|autograd|optim)/|"\.\./core/hooks\.h"|debug/' \
+    "io includes a back end, autograd, optim, debug or the hook table"
 # back ends see launch descriptions, never a tensor handle
 handles="$(grep -lw tn_tensor engine/cpu/* engine/cuda/* 2>/dev/null || true)"
 if [ -n "$handles" ]; then

@@ -64,6 +64,8 @@ const char *tn_status_string(tn_status s) {
     case TN_ERR_NAN: return "TN_ERR_NAN";
     case TN_ERR_INDEX: return "TN_ERR_INDEX";
     case TN_ERR_INTERNAL: return "TN_ERR_INTERNAL";
+    case TN_ERR_IO: return "TN_ERR_IO";
+    case TN_ERR_FORMAT: return "TN_ERR_FORMAT";
     }
     return "TN_ERR_UNKNOWN";
 }

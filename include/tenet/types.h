@@ -77,7 +77,9 @@ typedef enum tn_status {
     TN_ERR_INPLACE_MODIFIED = -7, /* saved tensor's version moved */
     TN_ERR_NAN = -8,              /* anomaly mode: a NaN/Inf was produced */
     TN_ERR_INDEX = -9,            /* dimension or index out of range */
-    TN_ERR_INTERNAL = -10         /* a bug in tenet: please report it */
+    TN_ERR_INTERNAL = -10,        /* a bug in tenet: please report it */
+    TN_ERR_IO = -11,              /* a file cannot be opened, read or written */
+    TN_ERR_FORMAT = -12           /* a file's bytes break its format (tenet/io.h) */
 } tn_status;
 
 #ifdef __cplusplus
