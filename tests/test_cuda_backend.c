@@ -617,9 +617,10 @@ SGD_REF(double, f64)
     static void adam_ref_##SFX(const tn_adam_ctx *c, int64_t n, T *p, const T *g, T *m, T *v) {    \
         const T b1 = (T)c->beta1, b2 = (T)c->beta2, a1 = (T)c->one_minus_beta1;                    \
         const T a2 = (T)c->one_minus_beta2, wd = (T)c->wd, eps = (T)c->eps;                        \
-        const T bc2s = (T)c->bc2_sqrt, neg_step = (T)c->neg_step_size;                             \
+        const T bc2s = (T)c->bc2_sqrt, neg_step = (T)c->neg_step_size, decay = (T)c->decay;        \
         const bool use_wd = c->wd != 0;                                                            \
         for (int64_t i = 0; i < n; i++) {                                                          \
+            if (c->decay != 1) p[i] = p[i] * decay;                                                \
             T d = use_wd ? g[i] + wd * p[i] : g[i];                                                \
             T mi = m[i] * b1 + a1 * d;                                                             \
             T vi = v[i] * b2 + a2 * d * d;                                                         \
@@ -689,12 +690,19 @@ static void test_optim_steps(void **state) {
                 same_bits(what, got, w[k], (tn_dtype)dt, n);
             }
         }
-        /* Adam, two steps */
-        for (int step = 1; step <= 2; step++) {
+        /* Adam, two steps (L2 decay, none), then AdamW's decoupled decay */
+        for (int step = 1; step <= 3; step++) {
             double b1 = 0.9, b2 = 0.999, lr = 1e-3;
             double bc1 = 1 - pow(b1, step), bc2 = 1 - pow(b2, step);
-            tn_adam_ctx c = {b1,   b2,        1 - b1,     1 - b2, step == 1 ? 0.01 : 0.0,
-                             1e-8, sqrt(bc2), -(lr / bc1)};
+            tn_adam_ctx c = {.beta1 = b1,
+                             .beta2 = b2,
+                             .one_minus_beta1 = 1 - b1,
+                             .one_minus_beta2 = 1 - b2,
+                             .wd = step == 1 ? 0.01 : 0.0,
+                             .eps = 1e-8,
+                             .bc2_sqrt = sqrt(bc2),
+                             .neg_step_size = -(lr / bc1),
+                             .decay = step == 3 ? 1 - lr * 0.1 : 1};
             for (int k = 0; k < 4; k++)
                 d2h(w[k], d[k], bytes);
             if (dt == TN_F32)

@@ -92,12 +92,13 @@ typedef struct tn_sgd_ctx {
     bool first; /* the buffer starts as d (torch: buf = clone(d_p)) */
 } tn_sgd_ctx;
 
-/* Adam step, scalars computed in double as torch's Python:
- * d = g + wd p; m = beta1 m + (1-beta1) d; v = beta2 v + (1-beta2) d d;
- * p += neg_step_size * m / (sqrt(v) / bc2_sqrt + eps). */
+/* Adam / AdamW step, scalars computed in double as torch's Python:
+ * p *= decay (AdamW: 1 - lr wd; Adam: 1, skipped);
+ * d = g + wd p (Adam's L2; AdamW: wd = 0); m = beta1 m + (1-beta1) d;
+ * v = beta2 v + (1-beta2) d d; p += neg_step_size * m / (sqrt(v) / bc2_sqrt + eps). */
 typedef struct tn_adam_ctx {
     double beta1, beta2, one_minus_beta1, one_minus_beta2, wd, eps;
-    double bc2_sqrt, neg_step_size;
+    double bc2_sqrt, neg_step_size, decay;
 } tn_adam_ctx;
 
 /* ---- reductions ---------------------------------------------------------------------- */

@@ -46,6 +46,7 @@ SGD_KERNEL(double, f64)
 typedef tn_adam_ctx adam_ctx;
 
 /* p, g, m, v are one row of n elements with byte strides s[0..3]:
+ *   p *= decay (AdamW's decoupled decay, torch's param.mul_ first);
  *   d = g + wd p;  m = beta1 m + (1-beta1) d;  v = beta2 v + (1-beta2) d d;
  *   p += -lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps)
  * in torch's operation order (mul_/add_, addcmul_, addcdiv_). Called with
@@ -58,10 +59,12 @@ typedef tn_adam_ctx adam_ctx;
         const T b1 = (T)c->beta1, b2 = (T)c->beta2, a1 = (T)c->one_minus_beta1;                    \
         const T a2 = (T)c->one_minus_beta2, wd = (T)c->wd, eps = (T)c->eps;                        \
         const T bc2s = (T)c->bc2_sqrt, neg_step = (T)c->neg_step_size;                             \
-        const bool use_wd = c->wd != 0;                                                            \
+        const T decay = (T)c->decay;                                                               \
+        const bool use_wd = c->wd != 0, use_decay = c->decay != 1;                                 \
         for (int64_t i = 0; i < n; i++) {                                                          \
             T *p = (T *)(pp + i * s0), *m = (T *)(mp + i * s2), *v = (T *)(vp + i * s3);           \
             T g = *(const T *)(gp + i * s1);                                                       \
+            if (use_decay) *p = *p * decay;                                                        \
             T d = use_wd ? g + wd * *p : g;                                                        \
             T mi = *m * b1 + a1 * d;                                                               \
             T vi = *v * b2 + a2 * d * d;                                                           \

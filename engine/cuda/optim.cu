@@ -54,9 +54,10 @@ template <typename T> struct adam_f {
     using T3 = T;
     static constexpr int NOPS = 4;
     static constexpr unsigned LOADS = 15u, STORES = 13u;
-    T b1, b2, a1, a2, wd, eps, bc2s, neg_step;
-    bool use_wd;
+    T b1, b2, a1, a2, wd, eps, bc2s, neg_step, decay;
+    bool use_wd, use_decay;
     __device__ __forceinline__ void operator()(T &p, T &g, T &m, T &v) const {
+        if (use_decay) p = p * decay;
         T d = use_wd ? g + wd * p : g;
         T mi = m * b1 + a1 * d;
         T vi = v * b2 + a2 * d * d;
@@ -98,6 +99,8 @@ template <typename T> tn_status adam_typed(int dev, const tn_iter *it, const tn_
     f.bc2s = static_cast<T>(c->bc2_sqrt);
     f.neg_step = static_cast<T>(c->neg_step_size);
     f.use_wd = c->wd != 0;
+    f.decay = static_cast<T>(c->decay);
+    f.use_decay = c->decay != 1;
     return pw_launch(dev, f, it, "Adam step");
 }
 

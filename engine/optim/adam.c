@@ -1,12 +1,15 @@
 /* torch.optim.Adam (L2 weight decay added to the grad, bias correction, no
- * amsgrad). Shared parameter handling lives in sgd.c (optim_internal.h). */
+ * amsgrad) and torch.optim.AdamW (the same with decoupled weight decay:
+ * p *= 1 - lr wd before the update). Shared parameter handling lives in
+ * params.c (optim_internal.h). */
 #include <math.h>
 
 #include "optim_internal.h"
 
 struct tn_adam {
-    tn_optim_params ps;
-    double lr, beta1, beta2, eps, weight_decay;
+    tn_optim_params ps; /* groups hold lr and weight_decay */
+    double beta1, beta2, eps;
+    bool decoupled; /* AdamW */
     /* per state index (first occurrence of a parameter); NULL until used */
     tn_tensor **exp_avg, **exp_avg_sq;
     int64_t *steps; /* torch's state['step']: counts only steps with a grad */
@@ -32,28 +35,66 @@ static tn_status check_hyper(double lr, double beta1, double beta2, double eps, 
     return tn__error(TN_ERR_INVALID_ARGUMENT, "%s: %s", what, v);
 }
 
-tn_adam *tn_adam_new(int n, tn_tensor *const *params, double lr, double beta1, double beta2,
-                     double eps, double weight_decay) {
-    if (check_hyper(lr, beta1, beta2, eps, weight_decay) < 0) return NULL;
+typedef struct adam_hyper {
+    double beta1, beta2, eps;
+} adam_hyper;
+
+static tn_status check_group(const tn_optim_group *g, const void *hyper) {
+    const adam_hyper *h = hyper;
+    return check_hyper(g->lr, h->beta1, h->beta2, h->eps, g->weight_decay);
+}
+
+static tn_adam *adam_new(const char *who, bool decoupled, int n_groups,
+                         const tn_param_group *groups, int n, tn_tensor *const *params, double lr,
+                         double beta1, double beta2, double eps, double wd) {
+    if (check_hyper(lr, beta1, beta2, eps, wd) < 0) return NULL;
     tn_adam *o = tn__calloc_small(sizeof *o);
     if (!o) return NULL;
-    if (tn__optim_params_init(&o->ps, "tn_adam_new", n, params) < 0) {
+    tn_status st = groups ? tn__optim_params_init(&o->ps, who, n_groups, groups, lr, wd)
+                          : tn__optim_params_init1(&o->ps, who, n, params, lr, wd);
+    if (st < 0) {
         tn__free_small(o);
         return NULL;
     }
-    o->exp_avg = tn__calloc_small((size_t)n * sizeof *o->exp_avg);
-    o->exp_avg_sq = tn__calloc_small((size_t)n * sizeof *o->exp_avg_sq);
-    o->steps = tn__calloc_small((size_t)n * sizeof *o->steps);
-    if (!o->exp_avg || !o->exp_avg_sq || !o->steps) {
+    adam_hyper h = {beta1, beta2, eps};
+    size_t un = (size_t)o->ps.n;
+    o->exp_avg = tn__calloc_small(un * sizeof *o->exp_avg);
+    o->exp_avg_sq = tn__calloc_small(un * sizeof *o->exp_avg_sq);
+    o->steps = tn__calloc_small(un * sizeof *o->steps);
+    if (tn__optim_check_groups(&o->ps, check_group, &h) < 0 || !o->exp_avg || !o->exp_avg_sq ||
+        !o->steps) {
         tn_adam_free(o);
         return NULL;
     }
-    o->lr = lr;
     o->beta1 = beta1;
     o->beta2 = beta2;
     o->eps = eps;
-    o->weight_decay = weight_decay;
+    o->decoupled = decoupled;
     return o;
+}
+
+tn_adam *tn_adam_new(int n, tn_tensor *const *params, double lr, double beta1, double beta2,
+                     double eps, double weight_decay) {
+    return adam_new("tn_adam_new", false, 0, NULL, n, params, lr, beta1, beta2, eps, weight_decay);
+}
+
+tn_adam *tn_adam_new_groups(int n_groups, const tn_param_group *groups, double lr, double beta1,
+                            double beta2, double eps, double weight_decay) {
+    TN_CHECK_NULL_PTR(groups, "groups");
+    return adam_new("tn_adam_new_groups", false, n_groups, groups, 0, NULL, lr, beta1, beta2, eps,
+                    weight_decay);
+}
+
+tn_adam *tn_adamw_new(int n, tn_tensor *const *params, double lr, double beta1, double beta2,
+                      double eps, double weight_decay) {
+    return adam_new("tn_adamw_new", true, 0, NULL, n, params, lr, beta1, beta2, eps, weight_decay);
+}
+
+tn_adam *tn_adamw_new_groups(int n_groups, const tn_param_group *groups, double lr, double beta1,
+                             double beta2, double eps, double weight_decay) {
+    TN_CHECK_NULL_PTR(groups, "groups");
+    return adam_new("tn_adamw_new_groups", true, n_groups, groups, 0, NULL, lr, beta1, beta2, eps,
+                    weight_decay);
 }
 
 /* Phase 1 tail: zeroed moments for parameters stepped for the first time. */
@@ -74,16 +115,19 @@ static tn_status adam_prepare_state(tn_adam *o) {
     return TN_OK;
 }
 
-static tn_adam_ctx adam_scalars(const tn_adam *o, int64_t step) {
+/* torch's scalars, in double as its Python computes them; AdamW's decay
+ * factor is 1 - lr wd (param.mul_(1 - lr * weight_decay)). */
+static tn_adam_ctx adam_scalars(const tn_adam *o, const tn_optim_group *g, int64_t step) {
     double bc1 = 1 - pow(o->beta1, (double)step), bc2 = 1 - pow(o->beta2, (double)step);
     return (tn_adam_ctx){.beta1 = o->beta1,
-                      .beta2 = o->beta2,
-                      .one_minus_beta1 = 1 - o->beta1,
-                      .one_minus_beta2 = 1 - o->beta2,
-                      .wd = o->weight_decay,
-                      .eps = o->eps,
-                      .bc2_sqrt = sqrt(bc2),
-                      .neg_step_size = -(o->lr / bc1)};
+                         .beta2 = o->beta2,
+                         .one_minus_beta1 = 1 - o->beta1,
+                         .one_minus_beta2 = 1 - o->beta2,
+                         .wd = o->decoupled ? 0 : g->weight_decay,
+                         .decay = o->decoupled ? 1 - g->lr * g->weight_decay : 1,
+                         .eps = o->eps,
+                         .bc2_sqrt = sqrt(bc2),
+                         .neg_step_size = -(g->lr / bc1)};
 }
 
 static tn_status adam_prepare(void *opt) { return adam_prepare_state(opt); }
@@ -93,7 +137,7 @@ static tn_status adam_update(void *opt, int i) {
     tn_optim_params *ps = &o->ps;
     int s = ps->state_of[i];
     tn_tensor *p = ps->params[i];
-    tn_adam_ctx c = adam_scalars(o, ++o->steps[s]);
+    tn_adam_ctx c = adam_scalars(o, &ps->groups[ps->group_of[i]], ++o->steps[s]);
     tn_tensor *ops[4] = {p, ps->grads[i], o->exp_avg[s], o->exp_avg_sq[s]};
     return tn__optim_apply("Adam.step", TN_PW_ADAM, 4, ops, &c);
 }
@@ -101,6 +145,27 @@ static tn_status adam_update(void *opt, int i) {
 tn_status tn_adam_step(tn_adam *o) {
     TN_CHECK_NULL_ARG_ST(o, "opt");
     return tn__optim_step(&o->ps, adam_prepare, adam_update, o);
+}
+
+tn_status tn_adam_set_lr(tn_adam *o, int group, double lr) {
+    TN_CHECK_NULL_ARG_ST(o, "opt");
+    return tn__optim_set_lr(&o->ps, "tn_adam_set_lr", group, lr);
+}
+
+double tn_adam_get_lr(const tn_adam *o, int group) {
+    if (!o) {
+        tn__null_arg(true, "tn_adam_get_lr: argument 'opt' is NULL");
+        return NAN;
+    }
+    return tn__optim_get_lr(&o->ps, "tn_adam_get_lr", group);
+}
+
+int tn_adam_num_groups(const tn_adam *o) {
+    if (!o) {
+        tn__null_arg(true, "tn_adam_num_groups: argument 'opt' is NULL");
+        return -1;
+    }
+    return o->ps.n_groups;
 }
 
 tn_status tn_adam_zero_grad(tn_adam *o) {

@@ -1,5 +1,6 @@
-/* engine/optim/optim_internal.h — what SGD and Adam share: the parameter
- * list, the per-step gradient snapshot and the fused update driver.
+/* engine/optim/optim_internal.h — what the optimisers share (params.c): the
+ * parameter list and its groups, the per-step gradient snapshot and the
+ * fused update driver.
  *
  * A step runs in two phases so that a failing step changes nothing:
  *   1. collect: read every .grad, check it and the parameter (phase 1 may
@@ -19,18 +20,41 @@
 
 #include "../autograd/autograd_internal.h"
 
+/* A parameter group's own hyperparameters (torch's param_groups[g]). */
+typedef struct tn_optim_group {
+    double lr, weight_decay;
+} tn_optim_group;
+
 typedef struct tn_optim_params {
     int n;
-    tn_tensor **params; /* n, retained */
+    tn_tensor **params; /* n, retained, the groups' lists one after the other */
     int *state_of;      /* n: index of the first occurrence of params[i] */
-    tn_tensor **grads;  /* n: this step's grads (phase 1 -> 2), else NULL */
-    bool *first;        /* n: state not yet initialised when the step began */
+    int *group_of;      /* n: the group params[i] belongs to */
+    int n_groups;
+    tn_optim_group *groups; /* n_groups */
+    tn_tensor **grads;      /* n: this step's grads (phase 1 -> 2), else NULL */
+    bool *first;            /* n: state not yet initialised when the step began */
 } tn_optim_params;
 
-/* Validates and retains the parameter list (torch's Optimizer.__init__:
- * empty list, non-leaf). `who` names the caller in NULL-argument errors. */
-tn_status tn__optim_params_init(tn_optim_params *op, const char *who, int n,
-                                tn_tensor *const *params);
+/* Validates and retains the parameter groups (torch's Optimizer.__init__:
+ * empty list, non-leaf, a tensor in two groups); a group's NaN lr or
+ * weight_decay takes `lr` / `weight_decay`. `who` names the caller in
+ * NULL-argument errors. On error *op holds nothing. */
+tn_status tn__optim_params_init(tn_optim_params *op, const char *who, int n_groups,
+                                const tn_param_group *groups, double lr, double weight_decay);
+/* The same for one group of n parameters. */
+tn_status tn__optim_params_init1(tn_optim_params *op, const char *who, int n,
+                                 tn_tensor *const *params, double lr, double weight_decay);
+/* Runs an optimiser's hyperparameter check on every group (torch checks the
+ * defaults; a group's own values are checked here too). */
+typedef tn_status (*tn_optim_check_fn)(const tn_optim_group *g, const void *hyper);
+tn_status tn__optim_check_groups(const tn_optim_params *op, tn_optim_check_fn check,
+                                 const void *hyper);
+/* lr of group `group`, or of every group when group == -1 (unchecked, as
+ * assigning torch's param_groups[g]['lr']); TN_ERR_INDEX out of range. */
+tn_status tn__optim_set_lr(tn_optim_params *op, const char *who, int group, double lr);
+/* lr of one group; NaN + TN_ERR_INDEX out of range. */
+double tn__optim_get_lr(const tn_optim_params *op, const char *who, int group);
 void tn__optim_params_free(tn_optim_params *op);
 
 /* Phase 1: fills op->grads with each parameter's grad (new references,
