@@ -25,14 +25,16 @@
 static const bench_case CASES[] = {
     {"triad", "STREAM-style triad a = b + s*c, 64 Mi float32, OpenMP: the bandwidth limit",
      bench_triad, false},
-    {"fma_peak", "independent AVX FMAs on every thread: the float32 FLOP limit", bench_fma_peak, false},
+    {"fma_peak", "independent AVX FMAs on every thread: the float32 FLOP limit", bench_fma_peak,
+     false},
     {"add64", "tn_add_out of two 64 Mi float32 tensors into a preallocated output", bench_add64,
      true},
     {"sum64", "tn_sum of 64 Mi float32", bench_sum64, true},
     {"copy_t", "tn_contiguous of a transposed 8192x8192 float32 tensor", bench_copy_t, false},
     {"add16", "tn_add of two 16-element tensors: per-op overhead", bench_add16, false},
     {"tiny", "y = sigmoid(x*2).sum(); backward, 16 elements", bench_tiny, false},
-    {"chain100", "100 x (y*a+b) on 16 elements, forward+backward, per op pair", bench_chain100, false},
+    {"chain100", "100 x (y*a+b) on 16 elements, forward+backward, per op pair", bench_chain100,
+     false},
     {"add_1000", "in-place tn_add_ on 1,000 float32", bench_add_inplace, false},
     {"sgemm1024", "tn_matmul 1024x1024 float32", bench_sgemm1024, false},
     {"sgemm2048", "tn_matmul 2048x2048 float32", bench_sgemm2048, false},
@@ -42,9 +44,11 @@ static const bench_case CASES[] = {
      "(--device cuda: batch 4096, 784->1024->10)",
      bench_mlp, true},
     {"tiny_anomaly", "tiny with anomaly mode on, as a ratio to off", bench_tiny_anomaly, false},
-    {"chain100_anomaly", "chain100 with anomaly mode on, as a ratio to off",
-     bench_chain100_anomaly, false},
+    {"chain100_anomaly", "chain100 with anomaly mode on, as a ratio to off", bench_chain100_anomaly,
+     false},
     {"mlp_anomaly", "mlp with anomaly mode on, as a ratio to off", bench_mlp_anomaly, true},
+    {"mlp_anomaly_nan", "mlp with anomaly mode and its NaN/Inf checks on, as a ratio to off",
+     bench_mlp_anomaly_nan, true},
     {"mlp_threads", "independent MLP steps on 1..T user threads (1 op thread each)",
      bench_mlp_threads, false},
     {"digits", "the digits demo: 64-128-10 MLP, batch 64, 30 epochs, seconds + accuracy",
@@ -163,12 +167,16 @@ int bench_time_pair(const bench_opts *o, bench_fn fn, void *state, double min_ru
     return 0;
 }
 
-static void anomaly_mode(bool on) { tn_set_detect_anomaly(on, false); }
+static bool g_check_nan;
+static void anomaly_mode(bool on) { tn_set_detect_anomaly(on, on && g_check_nan); }
 
-/* Anomaly mode's cost: runs alternate off/on, ratio on/off per pair. */
+/* Anomaly mode's cost: runs alternate off/on, ratio on/off per pair. A
+ * name ending in "_nan" turns check_nan on with it. */
 int bench_anomaly_ratio(const bench_opts *o, const char *name, bench_fn body, void *state,
                         double min_run_s, double per, const char *unit_off) {
     double off[BENCH_MAX_RUNS], on[BENCH_MAX_RUNS], v[BENCH_MAX_RUNS];
+    size_t len = strlen(name);
+    g_check_nan = len > 4 && !strcmp(name + len - 4, "_nan");
     int rc = bench_time_pair(o, body, state, min_run_s, anomaly_mode, off, on);
     anomaly_mode(false);
     if (rc < 0) return -1;

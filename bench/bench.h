@@ -54,7 +54,8 @@ int64_t bench_time(const bench_opts *o, bench_fn fn, void *state, double min_run
 int bench_time_pair(const bench_opts *o, bench_fn fn, void *state, double min_run_s,
                     void (*set_mode)(bool), double *secs_off, double *secs_on);
 /* Anomaly mode's cost on body: emits `name` as the median on/off ratio, with
- * the medians of both (per `per` units, in unit_off: "us" or "ms") as extras. */
+ * the medians of both (per `per` units, in unit_off: "us" or "ms") as extras.
+ * A name ending in "_nan" measures anomaly mode with check_nan. */
 int bench_anomaly_ratio(const bench_opts *o, const char *name, bench_fn body, void *state,
                         double min_run_s, double per, const char *unit_off);
 /* Fills r's statistics from the per-run values v[0..n) (already in r->unit). */
@@ -98,6 +99,7 @@ int bench_sgemm2048(const bench_opts *o);
 int bench_sgemm4096(const bench_opts *o);
 int bench_mlp(const bench_opts *o);
 int bench_mlp_anomaly(const bench_opts *o);
+int bench_mlp_anomaly_nan(const bench_opts *o);
 int bench_mlp_threads(const bench_opts *o);
 int bench_digits(const bench_opts *o);
 

@@ -170,13 +170,16 @@ int bench_mlp(const bench_opts *o) {
     return rc;
 }
 
-int bench_mlp_anomaly(const bench_opts *o) {
+static int mlp_anomaly_case(const bench_opts *o, const char *name) {
     mlp_case c;
-    if (!mlp_case_new(&c, 3, o->device)) return bench_fail("mlp_anomaly", "setup");
-    int rc = bench_anomaly_ratio(o, "mlp_anomaly", mlp_body, &c, 0.1, 1, "ms");
+    if (!mlp_case_new(&c, 3, o->device)) return bench_fail(name, "setup");
+    int rc = bench_anomaly_ratio(o, name, mlp_body, &c, 0.1, 1, "ms");
     mlp_case_free(&c);
     return rc;
 }
+
+int bench_mlp_anomaly(const bench_opts *o) { return mlp_anomaly_case(o, "mlp_anomaly"); }
+int bench_mlp_anomaly_nan(const bench_opts *o) { return mlp_anomaly_case(o, "mlp_anomaly_nan"); }
 
 /* ---- mlp_threads: T user threads, each stepping its own model ---------------- */
 

@@ -37,7 +37,7 @@ except ImportError:  # tenet's numbers alone
 
 CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "tiny", "chain100",
          "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "chain100_anomaly",
-         "mlp_anomaly", "mlp_threads", "digits", "sgemm4096"]
+         "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits", "sgemm4096"]
 CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly"]
 DEV = "cpu"  # --device: where the PyTorch tensors of CUDA_CASES live
 
@@ -215,7 +215,10 @@ def t_chain100(o):
 
 
 def anomaly_ratio(o, name, body, min_run_s, per, unit):
-    off, on = time_pair(o, body, min_run_s, lambda m: torch.autograd.set_detect_anomaly(m))
+    """check_nan as tenet's case of the same name: on for the "_nan" cases only."""
+    nan = name.endswith("_nan")
+    off, on = time_pair(o, body, min_run_s,
+                        lambda m: torch.autograd.set_detect_anomaly(m, check_nan=nan))
     scale = 1e3 if unit == "ms" else 1e6
     return [result(name, "x slower", [b / a for a, b in zip(off, on)],
                    **{"off_" + unit: scale * median(off) / per,
@@ -279,6 +282,10 @@ def t_mlp(o):
 
 def t_mlp_anomaly(o):
     return anomaly_ratio(o, "mlp_anomaly", mlp_case(), 0.1, 1, "ms")
+
+
+def t_mlp_anomaly_nan(o):
+    return anomaly_ratio(o, "mlp_anomaly_nan", mlp_case(), 0.1, 1, "ms")
 
 
 def t_mlp_threads(o):
@@ -368,7 +375,7 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
          "sgemm2048": lambda o: t_sgemm(o, "sgemm2048", 2048), "mlp": t_mlp,
          "sgemm4096": lambda o: t_sgemm(o, "sgemm4096", 4096),
          "tiny_anomaly": t_tiny_anomaly, "chain100_anomaly": t_chain100_anomaly,
-         "mlp_anomaly": t_mlp_anomaly, "mlp_threads": t_mlp_threads, "digits": t_digits}
+         "mlp_anomaly": t_mlp_anomaly, "mlp_anomaly_nan": t_mlp_anomaly_nan, "mlp_threads": t_mlp_threads, "digits": t_digits}
 
 
 # ---- tenet's side and the table ---------------------------------------------------------------

@@ -32,8 +32,6 @@
 #include "../engine/autograd/autograd_internal.h"
 #include "anomaly_internal.h"
 
-
-
 void tn_set_detect_anomaly(bool enabled, bool check_nan) {
     unsigned g = atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed);
     unsigned keep = g & (TN_ANOMALY_UNTRACKED_ERR | TN_ANOMALY_LOCAL_SEEN);
@@ -141,18 +139,17 @@ void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *
     uint64_t ticket = atomic_fetch_add_explicit(&r->head, 1, memory_order_relaxed);
     ring_slot *sl = &r->slot[ticket % TN_RING];
     uint64_t seq = atomic_load_explicit(&sl->seq, memory_order_relaxed);
-    if ((seq & 1) || !atomic_compare_exchange_strong_explicit(&sl->seq, &seq, seq | 1,
-                                                              memory_order_acquire,
-                                                              memory_order_relaxed)) {
+    if ((seq & 1) || !atomic_compare_exchange_strong_explicit(
+                         &sl->seq, &seq, seq | 1, memory_order_acquire, memory_order_relaxed)) {
         atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
         return;
     }
     if (seq) { /* overwriting a complete record: remember how recent it was */
         uint64_t e = atomic_load_explicit(&sl->epoch, memory_order_relaxed);
         uint64_t cur = atomic_load_explicit(&r->evicted_epoch, memory_order_relaxed);
-        while (e > cur && !atomic_compare_exchange_weak_explicit(&r->evicted_epoch, &cur, e,
-                                                                 memory_order_relaxed,
-                                                                 memory_order_relaxed)) {
+        while (e > cur &&
+               !atomic_compare_exchange_weak_explicit(&r->evicted_epoch, &cur, e,
+                                                      memory_order_relaxed, memory_order_relaxed)) {
         }
     }
     atomic_store_explicit(&sl->op, op, memory_order_relaxed);
@@ -168,7 +165,8 @@ void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *
     }
     atomic_store_explicit(&sl->vblock, (const void *)t->version, memory_order_relaxed);
     atomic_store_explicit(&sl->n, bt.n, memory_order_relaxed);
-    for (int i = 0; i < bt.n; i++) atomic_store_explicit(&sl->pc[i], bt.pc[i], memory_order_relaxed);
+    for (int i = 0; i < bt.n; i++)
+        atomic_store_explicit(&sl->pc[i], bt.pc[i], memory_order_relaxed);
     /* release: publishes the fields above to readers that acquire seq. */
     atomic_store_explicit(&sl->seq, 2 * (ticket + 1), memory_order_release);
 }
@@ -205,8 +203,7 @@ int tn__ring_snapshot(const tn_storage *s, uint64_t since_epoch, tn_write_snap *
     uint64_t tickets[TN_RING];
     int n = 0;
     for (int i = 0; i < TN_RING && n < max; i++) {
-        if (!read_slot(&r->slot[i], &out[n], &tickets[n]) || out[n].epoch <= since_epoch)
-            continue;
+        if (!read_slot(&r->slot[i], &out[n], &tickets[n]) || out[n].epoch <= since_epoch) continue;
         n++;
     }
     for (int i = 1; i < n; i++) /* oldest first: insertion sort on tickets */
@@ -261,7 +258,8 @@ void tn__anomaly_node_free(tn_node *n) {
 static tn_anomaly_report *node_report(tn_anomaly_kind kind, tn_node *n) {
     tn_anomaly_report *r = tn__report_begin(kind, n->fn->name);
     tn__report_set_forward(r, n->trace);
-    for (tn_node *p = n->parent; p; p = p->parent) tn__report_add_parent(r, p->fn->name, p->trace);
+    for (tn_node *p = n->parent; p; p = p->parent)
+        tn__report_add_parent(r, p->fn->name, p->trace);
     return r;
 }
 
@@ -297,7 +295,8 @@ tn_status tn__anomaly_check_untracked(tn_node *n, const tn_saved *s) {
     tn_write_snap w[TN_RING];
     uint64_t dropped;
     int n_w = tn__ring_snapshot(s->orig->storage, s->epoch, w, TN_RING, &dropped), other = 0;
-    for (int i = 0; i < n_w; i++) other += w[i].vblock != (const void *)s->orig->version;
+    for (int i = 0; i < n_w; i++)
+        other += w[i].vblock != (const void *)s->orig->version;
     if (!other) return TN_OK;
     tn_anomaly_report *r = node_report(TN_ANOMALY_UNTRACKED, n);
     uint64_t v = tn__version_get(s->orig);
@@ -349,38 +348,20 @@ void tn__anomaly_backward_error(tn_node *n, tn_status st) {
                     : "");
     else
         tn__warn("Error detected in %s. No forward pass information available. Enable detect "
-                 "anomaly during forward pass for more information.", n->fn->name);
+                 "anomaly during forward pass for more information.",
+                 n->fn->name);
 }
 
 /* ---- NaN / Inf checks ------------------------------------------------------------------ */
 
-/* 0: all finite; 1: NaN present; 2: Inf (and no NaN). A CPU tensor is read
- * in place through its strides (an odometer over the dims): the check
- * allocates nothing and cannot fail. A device tensor (a mixed-device node's
+/* 0: all finite; 1: NaN present; 2: Inf (and no NaN). A CPU tensor is
+ * scanned in place (nonfinite.c); a device tensor (a mixed-device node's
  * other side) is copied to the host first. */
-static int nonfinite_cpu(const tn_tensor *t) {
-    int64_t n = tn__numel(t->ndim, t->shape), idx[TN_MAX_DIMS] = {0}, off = 0;
-    const char *p = tn__ptr(t);
-    int res = 0;
-    for (int64_t i = 0; i < n && res != 1; i++) {
-        double v = t->dtype == TN_F32 ? ((const float *)p)[off] : ((const double *)p)[off];
-        if (v != v) res = 1;
-        else if (v - v != 0) res = 2;
-        for (int d = t->ndim - 1; d >= 0; d--) { /* next element, last dim fastest */
-            off += t->stride[d];
-            if (++idx[d] < t->shape[d]) break;
-            off -= t->stride[d] * t->shape[d];
-            idx[d] = 0;
-        }
-    }
-    return res;
-}
-
 static int nonfinite(const tn_tensor *t) {
     if (!t || !tn__is_float(t->dtype)) return 0;
-    if (tn__on_cpu(t)) return nonfinite_cpu(t);
+    if (tn__on_cpu(t)) return tn__nonfinite_cpu(t);
     tn_tensor *c = tn__copy_to_device(t, t->dtype, TN_DEVICE_CPU);
-    int res = c ? nonfinite_cpu(c) : 0;
+    int res = c ? tn__nonfinite_cpu(c) : 0;
     tn_release(c);
     return res;
 }
@@ -442,11 +423,13 @@ static void relay_report(tn_node *n, int index, const nan_origin *o) {
 tn_status tn__anomaly_check_backward(tn_node *n, tn_tensor *const *go, tn_tensor *const *gi) {
     for (int i = 0; i < n->n_in; i++)
         if (gi[i] && !tn__on_cpu(gi[i])) return tn__anomaly_device_check_backward(n, gi);
-    for (int k = 0; k < n->n_out; k++)
-        if (nonfinite(go[k])) return TN_OK; /* propagation: not this node's doing */
     for (int i = 0; i < n->n_in; i++) {
         int bad = nonfinite(gi[i]);
         if (!bad) continue;
+        /* the output gradients are read only now: a non-finite one makes
+         * this propagation, not this node's doing */
+        for (int k = 0; k < n->n_out; k++)
+            if (nonfinite(go[k])) return TN_OK;
         /* the saved slots are held until the node's backward returns */
         const nan_origin *o = NULL;
         bool relay = false;
@@ -491,6 +474,7 @@ void tn__anomaly_check_forward(const char *op, const tn_tensor *out, int n_in,
     tn__report_set_forward(r, &o.bt);
     tn__report_set_output_index(r, 0);
     const char *who = tn__report_first_culprit(r);
-    tn__warn("Function '%s' returned %s values in its 0th output (forward, from finite inputs)%s%s.",
-             op, bad == 1 ? "nan" : "inf", who ? ", called from " : "", who ? who : "");
+    tn__warn(
+        "Function '%s' returned %s values in its 0th output (forward, from finite inputs)%s%s.", op,
+        bad == 1 ? "nan" : "inf", who ? ", called from " : "", who ? who : "");
 }

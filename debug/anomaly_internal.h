@@ -10,6 +10,7 @@
  *                 tn__os_tid, tn__thread_name)
  *   symbolize.c   pc -> function, file:line (libdw), dladdr fallback
  *   report.c      the thread's report object, accessors, printing
+ *   nonfinite.c   check_nan's scan of a CPU tensor (tn__nonfinite_cpu)
  *   graph_dot.c   tn_graph_dot
  */
 #ifndef TN_DEBUG_ANOMALY_INTERNAL_H
@@ -22,6 +23,11 @@
 static inline unsigned tn__anomaly(void) {
     return tn__anomaly_mode();
 }
+
+/* ---- NaN / Inf (nonfinite.c) --------------------------------------------------- */
+/* 0: every element of the CPU tensor t is finite (or t is not float); 1: a
+ * NaN; 2: an Inf and no NaN. Reads t in place; never fails. */
+int tn__nonfinite_cpu(const tn_tensor *t);
 
 /* ---- backtraces (backtrace.c) ------------------------------------------------ */
 #define TN_BT_MAX 32

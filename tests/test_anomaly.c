@@ -875,6 +875,59 @@ static void e2e_nan_relayed_through_saved(void **state) {
     tn_set_detect_anomaly(false, false);
 }
 
+/* check_nan's scan (debug/nonfinite.c) at every size and place: a single
+ * NaN or Inf is found in the first, middle or last element of outputs from
+ * 1 element to several OpenMP chunks (the last chunk shorter), float32 and
+ * float64, and NaN wins over Inf; an all-finite output gives nothing. The
+ * outputs are a / b with b holding one zero (a = 0 there: NaN; a = 1: Inf). */
+static void e2e_nan_scan_sizes(void **state) {
+    tn_set_detect_anomaly(true, true);
+    const int64_t sizes[] = {1, 7, 33, 32768 + 5, 3 * 32768 + 17};
+    for (int dt = 0; dt < 2; dt++)
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            int64_t n = sizes[si];
+            const int64_t where[3] = {0, n / 2, n - 1};
+            for (int wi = 0; wi < 3; wi++)
+                for (int kind = 0; kind < 3; kind++) { /* finite, NaN, Inf */
+                    double *a = calloc((size_t)n, sizeof *a), *b = calloc((size_t)n, sizeof *b);
+                    for (int64_t i = 0; i < n; i++)
+                        a[i] = 1, b[i] = 2;
+                    if (kind) b[where[wi]] = 0, a[where[wi]] = kind == 1 ? 0 : 1;
+                    assert_int_equal(tn_scope_begin(), TN_OK);
+                    tn_tensor *ta = tt_f64(1, &n, a, false), *tb = tt_f64(1, &n, b, false);
+                    tn_dtype d = dt ? TN_F64 : TN_F32;
+                    ta = tn_to(ta, d, TN_DEVICE_CPU), tb = tn_to(tb, d, TN_DEVICE_CPU);
+                    tn_anomaly_clear();
+                    tn_tensor *q = tn_div(ta, tb);
+                    assert_non_null(q);
+                    const tn_anomaly_report *r = tn_last_anomaly();
+                    if (!kind) {
+                        assert_null(r);
+                    } else {
+                        assert_non_null(r);
+                        assert_int_equal(tn_anomaly_report_kind(r), TN_ANOMALY_NAN_FORWARD);
+                        char *text = printed(r);
+                        assert_non_null(strstr(text, "'div' returned nan/inf"));
+                        free(text);
+                    }
+                    tn_scope_end();
+                    free(a);
+                    free(b);
+                }
+        }
+    /* both: NaN is named (PyTorch checks NaN first) */
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *x = tt_f64(2, (const int64_t[]){2, 3}, (const double[]){1, 0, 1, 1, 1, 1}, true);
+    tn_tensor *y = tt_f64(2, (const int64_t[]){2, 3}, (const double[]){0, 0, 1, 1, 1, 1}, false);
+    tn_tensor *s = tn_sum(tn_div(y, tn_transpose(tn_transpose(x, 0, 1), 0, 1)));
+    tn_anomaly_clear();
+    assert_int_equal(tn_backward(s, NULL, false), TN_ERR_NAN);
+    assert_string_equal(tn_last_error(), "Function 'DivBackward0' returned nan values in its 1th "
+                                         "output.");
+    tn_scope_end();
+    tn_set_detect_anomaly(false, false);
+}
+
 /* Forward without check_nan: the producer is unknown. The relaying node is
  * not blamed: the report says it only relays and how to find the origin. */
 static void e2e_nan_relayed_origin_unknown(void **state) {
@@ -1065,6 +1118,7 @@ int main(void) {
         ANOMALY_TEST(e2e_nan_in_forward),
         ANOMALY_TEST(e2e_nan_relayed_through_saved),
         ANOMALY_TEST(e2e_nan_relayed_origin_unknown),
+        ANOMALY_TEST(e2e_nan_scan_sizes),
         ANOMALY_TEST(e2e_create_graph_chain),
         ANOMALY_TEST(e2e_forward_recorded_without_anomaly),
         ANOMALY_TEST(e2e_symbols_unavailable),
