@@ -49,6 +49,7 @@ static const bench_case CASES[] = {
     {"mlp_anomaly", "mlp with anomaly mode on, as a ratio to off", bench_mlp_anomaly, true},
     {"mlp_anomaly_nan", "mlp with anomaly mode and its NaN/Inf checks on, as a ratio to off",
      bench_mlp_anomaly_nan, true},
+    {"mlp_monitor", "mlp with the gradient monitor on, as a ratio to off", bench_mlp_monitor, true},
     {"mlp_threads", "independent MLP steps on 1..T user threads (1 op thread each)",
      bench_mlp_threads, false},
     {"digits", "the digits demo: 64-128-10 MLP, batch 64, 30 epochs, seconds + accuracy",
@@ -170,15 +171,12 @@ int bench_time_pair(const bench_opts *o, bench_fn fn, void *state, double min_ru
 static bool g_check_nan;
 static void anomaly_mode(bool on) { tn_set_detect_anomaly(on, on && g_check_nan); }
 
-/* Anomaly mode's cost: runs alternate off/on, ratio on/off per pair. A
- * name ending in "_nan" turns check_nan on with it. */
-int bench_anomaly_ratio(const bench_opts *o, const char *name, bench_fn body, void *state,
-                        double min_run_s, double per, const char *unit_off) {
+/* A mode's cost: runs alternate off/on, ratio on/off per pair. */
+int bench_mode_ratio(const bench_opts *o, const char *name, bench_fn body, void *state,
+                     double min_run_s, double per, const char *unit_off, void (*set_mode)(bool)) {
     double off[BENCH_MAX_RUNS], on[BENCH_MAX_RUNS], v[BENCH_MAX_RUNS];
-    size_t len = strlen(name);
-    g_check_nan = len > 4 && !strcmp(name + len - 4, "_nan");
-    int rc = bench_time_pair(o, body, state, min_run_s, anomaly_mode, off, on);
-    anomaly_mode(false);
+    int rc = bench_time_pair(o, body, state, min_run_s, set_mode, off, on);
+    set_mode(false);
     if (rc < 0) return -1;
     bench_result r = {.unit = "x slower", .higher_is_better = false};
     snprintf(r.name, sizeof r.name, "%s", name);
@@ -200,6 +198,14 @@ int bench_anomaly_ratio(const bench_opts *o, const char *name, bench_fn body, vo
     bench_extra(&r, key, scale * t_on.median);
     bench_emit(&r);
     return 0;
+}
+
+/* Anomaly mode's cost. A name ending in "_nan" turns check_nan on with it. */
+int bench_anomaly_ratio(const bench_opts *o, const char *name, bench_fn body, void *state,
+                        double min_run_s, double per, const char *unit_off) {
+    size_t len = strlen(name);
+    g_check_nan = len > 4 && !strcmp(name + len - 4, "_nan");
+    return bench_mode_ratio(o, name, body, state, min_run_s, per, unit_off, anomaly_mode);
 }
 
 /* ---- options --------------------------------------------------------------- */

@@ -58,6 +58,9 @@ int bench_time_pair(const bench_opts *o, bench_fn fn, void *state, double min_ru
  * A name ending in "_nan" measures anomaly mode with check_nan. */
 int bench_anomaly_ratio(const bench_opts *o, const char *name, bench_fn body, void *state,
                         double min_run_s, double per, const char *unit_off);
+/* The cost of any mode switched by set_mode(true/false), as bench_anomaly_ratio. */
+int bench_mode_ratio(const bench_opts *o, const char *name, bench_fn body, void *state,
+                     double min_run_s, double per, const char *unit_off, void (*set_mode)(bool));
 /* Fills r's statistics from the per-run values v[0..n) (already in r->unit). */
 void bench_stats(bench_result *r, const double *v, int n);
 /* Appends `"key": value` to r->extra. */
@@ -100,6 +103,7 @@ int bench_sgemm4096(const bench_opts *o);
 int bench_mlp(const bench_opts *o);
 int bench_mlp_anomaly(const bench_opts *o);
 int bench_mlp_anomaly_nan(const bench_opts *o);
+int bench_mlp_monitor(const bench_opts *o);
 int bench_mlp_threads(const bench_opts *o);
 int bench_digits(const bench_opts *o);
 

@@ -181,6 +181,17 @@ static int mlp_anomaly_case(const bench_opts *o, const char *name) {
 int bench_mlp_anomaly(const bench_opts *o) { return mlp_anomaly_case(o, "mlp_anomaly"); }
 int bench_mlp_anomaly_nan(const bench_opts *o) { return mlp_anomaly_case(o, "mlp_anomaly_nan"); }
 
+/* the gradient monitor with thresholds no gradient crosses (no warnings) */
+static void monitor_mode(bool on) { tn_set_grad_monitor(on, 1e30, 0); }
+
+int bench_mlp_monitor(const bench_opts *o) {
+    mlp_case c;
+    if (!mlp_case_new(&c, 3, o->device)) return bench_fail("mlp_monitor", "setup");
+    int rc = bench_mode_ratio(o, "mlp_monitor", mlp_body, &c, 0.1, 1, "ms", monitor_mode);
+    mlp_case_free(&c);
+    return rc;
+}
+
 /* ---- mlp_threads: T user threads, each stepping its own model ---------------- */
 
 typedef struct worker {

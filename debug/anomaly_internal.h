@@ -11,6 +11,7 @@
  *   symbolize.c   pc -> function, file:line (libdw), dladdr fallback
  *   report.c      the thread's report object, accessors, printing
  *   nonfinite.c   check_nan's scan of a CPU tensor (tn__nonfinite_cpu)
+ *   grad_monitor.c the gradient health monitor (its own hook entries)
  *   graph_dot.c   tn_graph_dot
  */
 #ifndef TN_DEBUG_ANOMALY_INTERNAL_H
@@ -139,6 +140,9 @@ const char *tn__short_path(const char *file);
 /* One past the last frame of f[start, n) worth showing: through main, or
  * without the C runtime that starts a thread (report.c). */
 int tn__last_user_frame(const tn_frame *f, int start, int n);
+/* The first frame worth showing: past the innermost run of tenet's own
+ * frames (all of them when every frame is tenet's). */
+int tn__first_user_frame(const tn_frame *f, int n);
 /* "file:line" of a frame (short path; "?" without a file) into buf (report.c). */
 void tn__frame_where(char *buf, size_t n, const tn_frame *f);
 /* Tests: force the fallbacks. FULL: libdw then dladdr (default); DLADDR:

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "anomaly_internal.h"
+#include "tensor_scan.h"
 
 #define EXP32 0x7f800000u
 #define EXP64 0x7ff0000000000000ull
@@ -40,48 +41,18 @@
 ROW_SCAN(row_bad_f32, uint32_t, EXP32)
 ROW_SCAN(row_bad_f64, uint64_t, EXP64)
 
-/* The scan's units: `units` runs of `len` elements with element stride
- * `step`; unit u starts at element offset unit_offset(). */
-typedef struct scan_plan {
-    const tn_tensor *t;
-    bool flat; /* contiguous: one row cut into chunks */
-    int64_t n, len, step, units;
-} scan_plan;
-
-static int64_t unit_offset(const scan_plan *sp, int64_t u) {
-    if (sp->flat) return u * sp->len;
-    const tn_tensor *t = sp->t;
-    int64_t off = 0;
-    for (int d = t->ndim - 2; d >= 0; d--) { /* row u's index over the outer dims */
-        off += (u % t->shape[d]) * t->stride[d];
-        u /= t->shape[d];
-    }
-    return off;
-}
-
 static bool any_nonfinite(const tn_tensor *t) {
-    scan_plan sp = {.t = t, .n = tn__numel(t->ndim, t->shape)};
-    if (sp.n == 0) return false;
-    sp.flat = t->ndim == 0 || tn__is_contiguous(t);
-    if (sp.flat) {
-        sp.len = sp.n > TN_GRAIN ? TN_GRAIN : sp.n;
-        sp.step = 1;
-        sp.units = (sp.n + sp.len - 1) / sp.len;
-    } else {
-        sp.len = t->shape[t->ndim - 1];
-        sp.step = t->stride[t->ndim - 1];
-        sp.units = sp.n / sp.len;
-    }
-    const char *base = tn__ptr(t);
-    const int64_t es = (int64_t)tn__dtype_sizes[t->dtype];
+    tn_scan_plan sp;
+    if (!tn__scan_plan(&sp, t)) return false;
+    const int64_t step = sp.step * sp.es;
     const bool f32 = t->dtype == TN_F32;
     const int nt = tn__threads_for(sp.n);
     unsigned bad = 0;
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1)
     for (int64_t u = 0; u < sp.units; u++) {
-        int64_t len = sp.flat && u == sp.units - 1 ? sp.n - u * sp.len : sp.len;
-        const char *p = base + unit_offset(&sp, u) * es;
-        bad |= f32 ? row_bad_f32(p, len, sp.step * es) : row_bad_f64(p, len, sp.step * es);
+        int64_t len;
+        const char *p = tn__scan_unit(&sp, u, &len);
+        bad |= f32 ? row_bad_f32(p, len, step) : row_bad_f64(p, len, step);
     }
     return bad != 0;
 }

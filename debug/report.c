@@ -277,7 +277,7 @@ static bool is_runtime_start(const tn_frame *f) {
  * without line info (a static engine helper in a build without -g) does not
  * end the run; the first non-engine frame with a source line does. When
  * every frame is tenet's, nothing is trimmed. */
-static int first_user_frame(const tn_frame *f, int n) {
+int tn__first_user_frame(const tn_frame *f, int n) {
     int last = -1;
     for (int i = 0; i < n; i++) {
         if (tn__frame_is_engine(&f[i]))
@@ -306,7 +306,7 @@ static void symbolize_trace(tn_anomaly_report *r, memo *m, rep_trace *t) {
     if (!f) return;
     for (int i = 0; i < t->bt.n; i++)
         symbolize_one(r, m, t->bt.pc[i], &f[i]);
-    int start = first_user_frame(f, t->bt.n);
+    int start = tn__first_user_frame(f, t->bt.n);
     t->frames = f + start;
     t->n_frames = tn__last_user_frame(f, start, t->bt.n) - start;
 }

@@ -65,6 +65,7 @@ typedef struct run {
     /* parallel runs: the first error, its message copied from the worker */
     _Atomic int status;
     char message[1024];
+    void *monitor; /* the gradient monitor's record of this pass, or NULL */
 } run;
 
 static size_t hash_ptr(const void *p) {
@@ -360,6 +361,7 @@ static tn_status deliver_cells(run *r) {
                 tn_release(g);
                 break;
             }
+            if (r->monitor) tn__hooks.monitor_leaf(r->monitor, cs->cell, g);
             st = tn__cell_prepare(cs->cell, g, r->create_graph, &cs->up);
             continue;
         }
@@ -477,6 +479,7 @@ static tn_status execute(run *r, node_state *s) {
         tn_release(g);
         gin[i] = h;
     }
+    if (st == TN_OK && r->monitor) tn__hooks.monitor_node(r->monitor, n, gin);
     if (st == TN_OK && hooked) st = tn__run_posthooks(n, gin, s->inbuf);
     for (int i = 0; i < n->n_in; i++) {
         if (!gin[i]) continue;
@@ -599,7 +602,8 @@ static tn_status run_parallel(run *r, int nt) {
 static bool use_parallel(const run *r, int *nt) {
 #ifdef _OPENMP
     *nt = tn_get_num_threads();
-    return tn_is_parallel_backward() && !tn__anomaly_enabled() && r->count > 1 && *nt > 1 &&
+    return tn_is_parallel_backward() && !tn__anomaly_enabled() && !r->monitor && r->count > 1 &&
+           *nt > 1 &&
            !omp_in_parallel();
 #else
     (void)r;
@@ -653,6 +657,8 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
     for (int i = 0; i < n_roots; i++)
         rn[i] = st == TN_OK ? tn__grad_fn(roots[i]) : NULL;
     if (st == TN_OK) st = grow(&r);
+    if (st == TN_OK && !r.functional && TN_UNLIKELY(tn__monitor_on()))
+        r.monitor = tn__hooks.monitor_begin();
     if (st == TN_OK) st = discover(&r, n_roots, rn);
     if (st == TN_OK && r.functional) st = mark_needed(&r);
     /* Seed the roots' gradients. */
@@ -673,6 +679,7 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
     /* device NaN checks: a synchronisation point of every device */
     if (st == TN_OK && tn__anomaly_nan()) st = tn__hooks.poll_devices(true);
     if (st == TN_OK) st = deliver_cells(&r);
+    if (r.monitor) tn__hooks.monitor_end(r.monitor, st);
     run_free(&r);
     if (rn != stack_roots) tn__mfree(rn);
     tn__internal_leave();

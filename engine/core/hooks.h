@@ -50,6 +50,13 @@ static inline bool tn__races_on(void) {
     return atomic_load_explicit(&tn__race_flag, memory_order_relaxed) != 0;
 }
 
+/* The gradient monitor (debug/grad_monitor.c). Relaxed: a plain setting read
+ * once per backward pass; the thresholds are read by debug/ behind it. */
+extern _Atomic unsigned tn__monitor_flag;
+static inline bool tn__monitor_on(void) {
+    return atomic_load_explicit(&tn__monitor_flag, memory_order_relaxed) != 0;
+}
+
 /* ---- the table ------------------------------------------------------------------------ */
 
 typedef struct tn_saved tn_saved;
@@ -99,6 +106,18 @@ typedef struct tn_hooks {
     void (*backward_error)(tn_node *n, tn_status st);
     /* check_nan: a backward output non-finite from finite gradients. */
     tn_status (*check_backward)(tn_node *n, tn_tensor *const *go, tn_tensor *const *gi);
+
+    /* -- installed by debug/, called by autograd/ (the gradient monitor on) --
+     * A backward pass's record: begin returns it (NULL out of memory: the
+     * pass is not monitored), node/leaf measure each gradient made (gi: the
+     * node's input gradients, NULL entries skipped; g: a leaf's summed
+     * gradient), end publishes it as the thread's report (st: the pass's
+     * status; a failed pass publishes nothing) and frees it. Called on the
+     * thread that runs the pass, which runs its nodes serially. */
+    void *(*monitor_begin)(void);
+    void (*monitor_node)(void *rec, tn_node *n, tn_tensor *const *gi);
+    void (*monitor_leaf)(void *rec, tn_grad_cell *c, const tn_tensor *g);
+    void (*monitor_end)(void *rec, tn_status st);
 
     /* -- installed by debug/, called by ops/ (check_nan on) -- */
     /* Warn + report when `out` is non-finite and every input finite. */

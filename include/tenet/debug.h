@@ -130,6 +130,58 @@ tn_status tn_anomaly_report_print(const tn_anomaly_report *r, FILE *f);
  * `dot -Tsvg graph.dot > graph.svg`. */
 tn_status tn_graph_dot(const tn_tensor *root, FILE *f);
 
+/* ---- gradient health monitor ----------------------------------------------------
+ * What people add hooks for in PyTorch, built in: while the monitor is on,
+ * every backward pass measures each gradient it produces (the L2 norm and
+ * the largest |value|, summed in float64): every backward node's gradient
+ * for each of its inputs, in the order the nodes run, then each leaf's
+ * gradient of the pass (its contributions summed, before it is added into
+ * .grad). An entry is EXPLODING when its norm exceeds explode_norm (> 0; 0
+ * turns the check off) or is not finite; a leaf is VANISHING when its
+ * gradient is all zeros or its norm is below vanish_norm. The report of the
+ * pass names the first entry that crossed a threshold, with the forward
+ * backtrace of the node that produced it when anomaly mode recorded the graph,
+ * and a warning names it on stderr. Leaves are named by tn_grad_monitor_watch
+ * ("transformer.h.0.mlp.c_fc.weight"), else "leaf [shape]"; the watched
+ * parameters' rows form the per-layer table of the step.
+ *
+ * Cost when off: one relaxed load per backward pass. When on: one read of
+ * every gradient; backward then runs its nodes one after the other on the
+ * calling thread (as with anomaly mode), in PyTorch's order. Functional
+ * passes (tn_autograd_grad) are not monitored. Threads: the switch and the
+ * watch list are process-wide; reports are per thread (the thread that
+ * called backward). */
+void tn_set_grad_monitor(bool enabled, double explode_norm, double vanish_norm);
+bool tn_is_grad_monitor_enabled(void);
+/* Names parameters for the monitor's table (wandb.watch): the list replaces
+ * the previous one; n = 0 clears it. Names are copied; the parameters are
+ * retained until the list is replaced or cleared. */
+tn_status tn_grad_monitor_watch(int n, const char *const *names, tn_tensor *const *params);
+
+typedef enum tn_grad_health {
+    TN_GRAD_OK = 0,
+    TN_GRAD_EXPLODING = 1,
+    TN_GRAD_VANISHING = 2
+} tn_grad_health;
+
+typedef struct tn_grad_monitor_report tn_grad_monitor_report;
+/* The report of the last monitored backward pass on this thread (borrowed,
+ * valid until the next one on this thread), or NULL. */
+const tn_grad_monitor_report *tn_last_grad_monitor(void);
+int tn_grad_monitor_count(const tn_grad_monitor_report *r);
+/* Entry i: the node ("MmBackward0") or the leaf's name; *input the node's
+ * input the gradient is for (-1 for a leaf); *health its verdict. Borrowed. */
+const char *tn_grad_monitor_entry(const tn_grad_monitor_report *r, int i, int *input,
+                                  double *norm, double *max_abs, tn_grad_health *health);
+/* Index of the first entry that crossed a threshold, -1 when none. */
+int tn_grad_monitor_first_alarm(const tn_grad_monitor_report *r);
+/* The forward backtrace of the first alarm's node (*n_frames = 0 for a leaf
+ * or a graph recorded with anomaly mode off). */
+const tn_frame *tn_grad_monitor_alarm_trace(const tn_grad_monitor_report *r, int *n_frames);
+/* The table: the watched parameters' gradient norms (or every leaf's), the
+ * nodes that crossed a threshold, the first alarm with its backtrace. */
+tn_status tn_grad_monitor_print(const tn_grad_monitor_report *r, FILE *f);
+
 TN_API_END
 #ifdef __cplusplus
 }

@@ -1,0 +1,409 @@
+/* debug/grad_monitor.c — the gradient health monitor (include/tenet/debug.h).
+ *
+ * The engine calls in through four hook entries (engine/core/hooks.h) when
+ * tn__monitor_flag is set: begin a pass's record, measure each node's input
+ * gradients as they are made and each leaf's summed gradient at delivery,
+ * end (publish the record as the thread's report, warn about the first
+ * alarm). A monitored pass runs its nodes serially on the calling thread, so
+ * the record needs no synchronisation; the switch, the thresholds and the
+ * watch list are process-wide.
+ *
+ * Measuring reads the gradient in place (tensor_scan.h), the sum of squares
+ * and the largest |value| in float64, over a fixed partition of the tensor
+ * into at most MON_BLOCKS blocks combined in block order: the same bits
+ * whatever the thread count. A device tensor is copied to the host first.
+ *
+ * Memory: the record grows by doubling; out of memory, the pass goes on and
+ * its report says it was cut short (nothing fails because of the monitor).
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../engine/core/hooks.h"
+#include "anomaly_internal.h"
+#include "tensor_scan.h"
+
+#define MON_NAME 64
+#define MON_BLOCKS 64
+
+typedef struct mon_entry {
+    char name[MON_NAME];
+    int input; /* the node's input; -1: a leaf */
+    double norm, max_abs;
+    tn_grad_health health;
+} mon_entry;
+
+struct tn_grad_monitor_report {
+    mon_entry *e;
+    int n, cap;
+    bool truncated;
+    int alarm; /* first entry that crossed, -1 */
+    tn_backtrace trace;
+    bool has_trace;
+    /* the alarm trace, symbolised when first read */
+    bool symbolised;
+    int n_frames, first;
+    tn_frame frames[TN_BT_MAX];
+    char sym[TN_BT_MAX][256];
+};
+
+/* ---- settings ------------------------------------------------------------------------ */
+
+/* Relaxed: plain settings, read at the start of a pass. */
+static _Atomic double g_explode, g_vanish;
+
+void tn_set_grad_monitor(bool enabled, double explode_norm, double vanish_norm) {
+    atomic_store_explicit(&g_explode, explode_norm > 0 ? explode_norm : 0, memory_order_relaxed);
+    atomic_store_explicit(&g_vanish, vanish_norm > 0 ? vanish_norm : 0, memory_order_relaxed);
+    atomic_store_explicit(&tn__monitor_flag, enabled ? 1u : 0u, memory_order_relaxed);
+}
+
+bool tn_is_grad_monitor_enabled(void) { return tn__monitor_on(); }
+
+/* The watch list: immutable once published, replaced whole. A pass takes a
+ * reference under the lock (once per pass, not per gradient), so a list
+ * replaced meanwhile lives until the passes that use it end. */
+typedef struct watch_list {
+    int refs; /* under g_watch_lock */
+    int n;
+    tn_tensor **params;
+    char (*names)[MON_NAME];
+} watch_list;
+
+static pthread_mutex_t g_watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static watch_list *g_watch;
+
+static void watch_unref(watch_list *w) {
+    if (!w) return;
+    pthread_mutex_lock(&g_watch_lock);
+    bool last = --w->refs == 0;
+    pthread_mutex_unlock(&g_watch_lock);
+    if (!last) return;
+    for (int i = 0; i < w->n; i++)
+        tn_release(w->params[i]);
+    tn__mfree(w->params);
+    tn__mfree(w->names);
+    tn__mfree(w);
+}
+
+static watch_list *watch_ref(void) {
+    pthread_mutex_lock(&g_watch_lock);
+    watch_list *w = g_watch;
+    if (w) w->refs++;
+    pthread_mutex_unlock(&g_watch_lock);
+    return w;
+}
+
+tn_status tn_grad_monitor_watch(int n, const char *const *names, tn_tensor *const *params) {
+    if (n < 0) return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_grad_monitor_watch: n = %d", n);
+    if (n > 0 && (!names || !params))
+        return tn__null_arg(false, "tn_grad_monitor_watch: argument '%s' is NULL",
+                            names ? "params" : "names");
+    for (int i = 0; i < n; i++) {
+        if (!names[i]) return tn__null_arg(false, "tn_grad_monitor_watch: names[%d] is NULL", i);
+        if (!params[i]) return tn__null_arg(true, "tn_grad_monitor_watch: params[%d] is NULL", i);
+    }
+    watch_list *w = NULL;
+    if (n) {
+        w = tn__calloc(1, sizeof *w);
+        if (w) w->params = tn__calloc((size_t)n, sizeof *w->params);
+        if (w && w->params) w->names = tn__calloc((size_t)n, sizeof *w->names);
+        if (!w || !w->params || !w->names) {
+            if (w) tn__mfree(w->params);
+            tn__mfree(w);
+            return TN_ERR_OUT_OF_MEMORY;
+        }
+        w->refs = 1;
+        w->n = n;
+        for (int i = 0; i < n; i++) {
+            w->params[i] = tn__retain(params[i]);
+            snprintf(w->names[i], MON_NAME, "%s", names[i]);
+        }
+    }
+    pthread_mutex_lock(&g_watch_lock);
+    watch_list *old = g_watch;
+    g_watch = w;
+    pthread_mutex_unlock(&g_watch_lock);
+    watch_unref(old);
+    return TN_OK;
+}
+
+/* ---- measuring ------------------------------------------------------------------------ */
+
+#define SCAN_ROW(NAME, T)                                                                          \
+    static void NAME(const char *p, int64_t n, int64_t s, double *sq, double *mx) {                \
+        double a = 0, m = 0;                                                                       \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            double v = (double)*(const T *)(p + i * s);                                            \
+            a += v * v;                                                                            \
+            double av = fabs(v);                                                                   \
+            m = av > m || av != av ? av : m; /* a NaN sticks */                                    \
+        }                                                                                          \
+        *sq += a;                                                                                  \
+        *mx = m > *mx || m != m ? m : *mx;                                                         \
+    }
+SCAN_ROW(scan_f32, float)
+SCAN_ROW(scan_f64, double)
+
+/* L2 norm and max |value| of a CPU float tensor. */
+static void measure_cpu(const tn_tensor *t, double *norm, double *max_abs) {
+    tn_scan_plan sp;
+    *norm = *max_abs = 0;
+    if (!tn__scan_plan(&sp, t)) return;
+    double sq[MON_BLOCKS] = {0}, mx[MON_BLOCKS] = {0};
+    int64_t blocks = sp.units < MON_BLOCKS ? sp.units : MON_BLOCKS;
+    const int64_t step = sp.step * sp.es;
+    const bool f32 = t->dtype == TN_F32;
+    const int nt = tn__threads_for(sp.n);
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t b = 0; b < blocks; b++) /* block b: units [b U / blocks, (b+1) U / blocks) */
+        for (int64_t u = b * sp.units / blocks; u < (b + 1) * sp.units / blocks; u++) {
+            int64_t len;
+            const char *p = tn__scan_unit(&sp, u, &len);
+            (f32 ? scan_f32 : scan_f64)(p, len, step, &sq[b], &mx[b]);
+        }
+    double s = 0, m = 0;
+    for (int64_t b = 0; b < blocks; b++) {
+        s += sq[b];
+        m = mx[b] > m || mx[b] != mx[b] ? mx[b] : m;
+    }
+    *norm = sqrt(s);
+    *max_abs = m;
+}
+
+/* false when t cannot be read (not float, or a device copy failed) */
+static bool measure(const tn_tensor *t, double *norm, double *max_abs) {
+    if (!tn__is_float(t->dtype)) return false;
+    if (tn__on_cpu(t)) {
+        measure_cpu(t, norm, max_abs);
+        return true;
+    }
+    tn_tensor *c = tn__copy_to_device(t, t->dtype, TN_DEVICE_CPU);
+    if (!c) return false;
+    measure_cpu(c, norm, max_abs);
+    tn_release(c);
+    return true;
+}
+
+/* ---- the pass's record ---------------------------------------------------------------- */
+
+typedef struct mon_pass {
+    tn_grad_monitor_report rep;
+    double explode, vanish;
+    watch_list *watch;
+} mon_pass;
+
+static void *monitor_begin(void) {
+    mon_pass *p = tn__calloc_quiet(1, sizeof *p);
+    if (!p) return NULL;
+    p->rep.alarm = -1;
+    p->explode = atomic_load_explicit(&g_explode, memory_order_relaxed);
+    p->vanish = atomic_load_explicit(&g_vanish, memory_order_relaxed);
+    p->watch = watch_ref();
+    return p;
+}
+
+static mon_entry *add_entry(mon_pass *p) {
+    tn_grad_monitor_report *r = &p->rep;
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 64;
+        mon_entry *e = cap < (1 << 24) ? tn__malloc_quiet((size_t)cap * sizeof *e) : NULL;
+        if (!e) {
+            r->truncated = true;
+            return NULL;
+        }
+        if (r->n) memcpy(e, r->e, (size_t)r->n * sizeof *e);
+        tn__mfree(r->e);
+        r->e = e;
+        r->cap = cap;
+    }
+    mon_entry *e = &r->e[r->n++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+static void judge(mon_pass *p, mon_entry *e, const tn_node *n) {
+    bool exploding = p->explode > 0 && !(e->norm <= p->explode);
+    bool vanishing = e->input < 0 && (e->max_abs == 0 || (p->vanish > 0 && e->norm < p->vanish));
+    e->health = exploding ? TN_GRAD_EXPLODING : vanishing ? TN_GRAD_VANISHING : TN_GRAD_OK;
+    if (e->health == TN_GRAD_OK || p->rep.alarm >= 0) return;
+    p->rep.alarm = p->rep.n - 1;
+    if (n && n->trace) {
+        p->rep.trace = *n->trace;
+        p->rep.has_trace = true;
+    }
+}
+
+static void monitor_node(void *rec, tn_node *n, tn_tensor *const *gi) {
+    mon_pass *p = rec;
+    for (int i = 0; i < n->n_in; i++) {
+        double norm, mx;
+        if (!gi[i] || !measure(gi[i], &norm, &mx)) continue;
+        mon_entry *e = add_entry(p);
+        if (!e) return;
+        snprintf(e->name, sizeof e->name, "%s", n->fn->name);
+        e->input = i;
+        e->norm = norm;
+        e->max_abs = mx;
+        judge(p, e, n);
+    }
+}
+
+static void leaf_name(const mon_pass *p, const tn_grad_cell *c, const tn_tensor *g, char *buf) {
+    for (int i = 0; p->watch && i < p->watch->n; i++)
+        if (tn__leaf_cell(p->watch->params[i]) == c) {
+            snprintf(buf, MON_NAME, "%s", p->watch->names[i]);
+            return;
+        }
+    int k = snprintf(buf, MON_NAME, "leaf [");
+    for (int d = 0; d < g->ndim && k < MON_NAME; d++)
+        k += snprintf(buf + k, (size_t)(MON_NAME - k), "%s%lld", d ? ", " : "",
+                      (long long)g->shape[d]);
+    if (k < MON_NAME) snprintf(buf + k, (size_t)(MON_NAME - k), "]");
+}
+
+static void monitor_leaf(void *rec, tn_grad_cell *c, const tn_tensor *g) {
+    mon_pass *p = rec;
+    double norm, mx;
+    if (!measure(g, &norm, &mx)) return;
+    mon_entry *e = add_entry(p);
+    if (!e) return;
+    leaf_name(p, c, g, e->name);
+    e->input = -1;
+    e->norm = norm;
+    e->max_abs = mx;
+    judge(p, e, NULL);
+}
+
+/* ---- the thread's report --------------------------------------------------------------- */
+
+static _Thread_local tn_grad_monitor_report *tls_report;
+static pthread_key_t exit_key;
+static bool exit_key_ok;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+static void report_free(void *r) {
+    tn_grad_monitor_report *rep = r;
+    if (!rep) return;
+    tn__mfree(rep->e);
+    tn__mfree(rep); /* the record's first member: the pass block itself */
+}
+static void make_exit_key(void) { exit_key_ok = pthread_key_create(&exit_key, report_free) == 0; }
+
+static void monitor_end(void *rec, tn_status st) {
+    mon_pass *p = rec;
+    watch_unref(p->watch);
+    p->watch = NULL;
+    if (st < 0) {
+        report_free(&p->rep);
+        return;
+    }
+    pthread_once(&exit_once, make_exit_key);
+    report_free(tls_report);
+    tls_report = &p->rep;
+    if (exit_key_ok) pthread_setspecific(exit_key, tls_report);
+    const tn_grad_monitor_report *r = &p->rep;
+    if (r->alarm < 0) return;
+    const mon_entry *e = &r->e[r->alarm];
+    char what[96] = "";
+    if (e->input >= 0) snprintf(what, sizeof what, " (its gradient for input %d)", e->input);
+    tn__warn("gradient monitor: %s gradient in %s%s: norm %.4g, max |g| %.4g (thresholds: "
+             "explode %.4g, vanish %.4g); tn_grad_monitor_print(tn_last_grad_monitor(), stderr) "
+             "prints the step's table.",
+             e->health == TN_GRAD_EXPLODING ? "exploding" : "vanishing", e->name, what, e->norm,
+             e->max_abs, p->explode, p->vanish);
+}
+
+__attribute__((constructor)) static void install(void) {
+    tn__hooks.monitor_begin = monitor_begin;
+    tn__hooks.monitor_node = monitor_node;
+    tn__hooks.monitor_leaf = monitor_leaf;
+    tn__hooks.monitor_end = monitor_end;
+}
+
+/* ---- reading it ------------------------------------------------------------------------ */
+
+const tn_grad_monitor_report *tn_last_grad_monitor(void) { return tls_report; }
+
+int tn_grad_monitor_count(const tn_grad_monitor_report *r) { return r ? r->n : 0; }
+
+const char *tn_grad_monitor_entry(const tn_grad_monitor_report *r, int i, int *input, double *norm,
+                                  double *max_abs, tn_grad_health *health) {
+    if (!r || i < 0 || i >= r->n) {
+        tn__error(TN_ERR_INDEX, "tn_grad_monitor_entry: no entry %d (the report has %d)", i,
+                  r ? r->n : 0);
+        return NULL;
+    }
+    const mon_entry *e = &r->e[i];
+    if (input) *input = e->input;
+    if (norm) *norm = e->norm;
+    if (max_abs) *max_abs = e->max_abs;
+    if (health) *health = e->health;
+    return e->name;
+}
+
+int tn_grad_monitor_first_alarm(const tn_grad_monitor_report *r) { return r ? r->alarm : -1; }
+
+const tn_frame *tn_grad_monitor_alarm_trace(const tn_grad_monitor_report *r, int *n_frames) {
+    *n_frames = 0;
+    if (!r || !r->has_trace) return NULL;
+    tn_grad_monitor_report *w = (tn_grad_monitor_report *)r; /* a lazily filled cache */
+    if (!w->symbolised) {
+        for (int i = 0; i < w->trace.n; i++) {
+            /* every captured pc is a return address: pc - 1 is inside the call */
+            tn__symbolize((char *)w->trace.pc[i] - 1, &w->frames[i], w->sym[i], sizeof w->sym[i]);
+            w->frames[i].pc = w->trace.pc[i];
+        }
+        w->first = tn__first_user_frame(w->frames, w->trace.n);
+        w->n_frames = tn__last_user_frame(w->frames, w->first, w->trace.n) - w->first;
+        w->symbolised = true;
+    }
+    *n_frames = w->n_frames;
+    return w->frames + w->first;
+}
+
+static const char *health_name(tn_grad_health h) {
+    return h == TN_GRAD_EXPLODING ? "EXPLODING" : h == TN_GRAD_VANISHING ? "VANISHING" : "";
+}
+
+tn_status tn_grad_monitor_print(const tn_grad_monitor_report *r, FILE *f) {
+    TN_CHECK_NULL_PTR_ST(r, "r");
+    TN_CHECK_NULL_PTR_ST(f, "f");
+    fprintf(f, "gradient monitor: %d gradients measured%s\n", r->n,
+            r->truncated ? " (out of memory: the record was cut short)" : "");
+    fprintf(f, "  %-48s %12s %12s\n", "parameter (leaf gradient of the pass)", "norm", "max |g|");
+    for (int i = 0; i < r->n; i++)
+        if (r->e[i].input < 0)
+            fprintf(f, "  %-48s %12.4g %12.4g %s\n", r->e[i].name, r->e[i].norm, r->e[i].max_abs,
+                    health_name(r->e[i].health));
+    bool header = false;
+    for (int i = 0; i < r->n; i++) {
+        const mon_entry *e = &r->e[i];
+        if (e->input < 0 || e->health == TN_GRAD_OK) continue;
+        if (!header) fprintf(f, "  backward nodes over a threshold, in the order they ran:\n");
+        header = true;
+        fprintf(f, "  %-40s in %-4d %12.4g %12.4g %s\n", e->name, e->input, e->norm, e->max_abs,
+                health_name(e->health));
+    }
+    if (r->alarm < 0) {
+        fprintf(f, "  no gradient crossed a threshold\n");
+        return TN_OK;
+    }
+    const mon_entry *e = &r->e[r->alarm];
+    fprintf(f, "  first alarm: %s gradient in %s", health_name(e->health), e->name);
+    if (e->input >= 0) fprintf(f, " (input %d)", e->input);
+    fprintf(f, "\n");
+    int n;
+    const tn_frame *fr = tn_grad_monitor_alarm_trace(r, &n);
+    if (e->input >= 0 && n == 0)
+        fprintf(f, "  its forward call was not recorded: turn anomaly mode on "
+                   "(tn_set_detect_anomaly) before the forward pass to see it\n");
+    for (int i = 0; i < n; i++) {
+        char where[600];
+        tn__frame_where(where, sizeof where, &fr[i]);
+        fprintf(f, "    #%d %s (%s)\n", i, fr[i].function ? fr[i].function : "?", where);
+    }
+    return TN_OK;
+}
