@@ -676,6 +676,105 @@ static void inplace_ops(void **state) {
         }
 }
 
+/* ---- indexing and masks ------------------------------------------------------------- */
+
+/* Constant operands (in the caller's scope): index tensors and masks. */
+static tn_tensor *ix(int nd, const int64_t *shape, const int64_t *v) {
+    return tn_tensor_from(v, TN_I64, nd, shape, false);
+}
+static tn_tensor *bmask(int nd, const int64_t *shape, const uint8_t *v) {
+    return tn_tensor_from(v, TN_BOOL, nd, shape, false);
+}
+/* p[0] = 1: the result squared, so that second derivatives exist (the ops
+ * are linear in their float inputs) and the recorded backward is exercised. */
+static tn_tensor *sq(tn_tensor *t, const double *p) { return p[0] != 0 ? tn_mul(t, t) : t; }
+
+static const int64_t IX23[] = {2, 3}, IX_EMB[] = {1, 4, 1, 0, 1, 3}, IX4[] = {4},
+                     IX_SEL[] = {3, 0, 3, 1}, IX24[] = {2, 4},
+                     IX_G0[] = {0, 2, 2, 1, 1, 1, 0, 2}, IX32[] = {3, 2},
+                     IX_G1[] = {3, 3, 0, 1, 2, 0};
+static const uint8_t M4[] = {1, 0, 0, 1}, M34[] = {1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0};
+
+/* p: {square, dim} */
+static tn_tensor *f_embedding(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_embedding(x[0], ix(2, IX23, IX_EMB)), p);
+}
+static tn_tensor *f_index_select(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_index_select(x[0], (int)p[1], ix(1, IX4, IX_SEL)), p);
+}
+static tn_tensor *f_gather0(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_gather(x[0], 0, ix(2, IX24, IX_G0)), p);
+}
+static tn_tensor *f_gather1(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_gather(x[0], 1, ix(2, IX32, IX_G1)), p);
+}
+/* x[1] (2, 4) or larger: src grows beyond the index (zero gradient there) */
+static tn_tensor *f_scatter_add(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_scatter_add(x[0], 0, ix(2, IX24, IX_G0), x[1]), p);
+}
+static tn_tensor *f_where(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_where(bmask(1, IX4, M4), x[0], x[1]), p);
+}
+static tn_tensor *f_masked_fill(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_masked_fill(x[0], bmask(2, S34, M34), 2.5), p);
+}
+/* y = x * 1; y.masked_fill_(mask) (p[1] = 1: through the rows 1..2 of y) */
+static tn_tensor *f_masked_fill_(tn_tensor *const *x, int n, const double *p) {
+    tn_tensor *y = tn_mul_scalar(x[0], 1);
+    tn_tensor *t = p[1] != 0 ? tn_narrow(y, 0, 1, 2) : y;
+    if (!t || tn_masked_fill_(t, bmask(1, IX4, M4), -1.5) != TN_OK) return NULL;
+    return sq(y, p);
+}
+static tn_tensor *f_tril(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_tril(x[0], (int64_t)p[1]), p);
+}
+static tn_tensor *f_triu(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_triu(x[0], (int64_t)p[1]), p);
+}
+
+static void index_and_mask_ops(void **state) {
+    static const int64_t s53[] = {5, 3}, s43[] = {4, 3}, s26[] = {2, 6};
+    for (int square = 0; square < 2; square++) {
+        char name[64];
+        const double p0[] = {square, 0}, p1[] = {square, 1}, pm1[] = {square, -1};
+        gc_in w[1] = {IN(2, s53, V_ANY, 'c')};
+        snprintf(name, sizeof name, "embedding%s", square ? "^2" : "");
+        gradcheck_layouts(name, f_embedding, p0, 1, w, square);
+        gc_in a43[1] = {IN(2, s43, V_ANY, 'c')}, a34[1] = {IN(2, S34, V_ANY, 'c')};
+        gc_in a234[1] = {IN(3, S234, V_ANY, 'c')};
+        snprintf(name, sizeof name, "index_select0%s", square ? "^2" : "");
+        gradcheck_layouts(name, f_index_select, p0, 1, a43, square);
+        snprintf(name, sizeof name, "index_select-1%s", square ? "^2" : "");
+        gradcheck_layouts(name, f_index_select, pm1, 1, a234, square);
+        snprintf(name, sizeof name, "gather0%s", square ? "^2" : "");
+        gradcheck_layouts(name, f_gather0, p0, 1, a34, square);
+        snprintf(name, sizeof name, "gather1%s", square ? "^2" : "");
+        gradcheck_layouts(name, f_gather1, p0, 1, a34, square);
+        gc_in sa[2] = {IN(2, S34, V_ANY, 'c'), IN(2, IX24, V_ANY, 'c')};
+        snprintf(name, sizeof name, "scatter_add%s", square ? "^2" : "");
+        gradcheck_layouts(name, f_scatter_add, p0, 2, sa, square);
+        gc_in sab[2] = {IN(2, S34, V_ANY, 'c'), IN(2, s26, V_ANY, 'c')};
+        snprintf(name, sizeof name, "scatter_add_big_src%s", square ? "^2" : "");
+        gradcheck_layouts(name, f_scatter_add, p0, 2, sab, square);
+        gc_in wh[2] = {IN(2, S34, V_ANY, 'c'), IN(1, IX4, V_ANY, 'c')};
+        snprintf(name, sizeof name, "where%s", square ? "^2" : "");
+        gradcheck_layouts(name, f_where, p0, 2, wh, square);
+        snprintf(name, sizeof name, "masked_fill%s", square ? "^2" : "");
+        gradcheck_layouts(name, f_masked_fill, p0, 1, a34, square);
+        snprintf(name, sizeof name, "masked_fill_%s", square ? "^2" : "");
+        gradcheck_layouts(name, f_masked_fill_, p0, 1, a34, square);
+        snprintf(name, sizeof name, "masked_fill_(view)%s", square ? "^2" : "");
+        gradcheck_layouts(name, f_masked_fill_, p1, 1, a34, square);
+        for (int k = -1; k <= 1; k++) {
+            const double pk[] = {square, k};
+            snprintf(name, sizeof name, "tril(%d)%s", k, square ? "^2" : "");
+            gradcheck_layouts(name, f_tril, pk, 1, a234, square);
+            snprintf(name, sizeof name, "triu(%d)%s", k, square ? "^2" : "");
+            gradcheck_layouts(name, f_triu, pk, 1, a234, square);
+        }
+    }
+}
+
 static int reset(void **state) {
     failures = 0;
     return tt_setup(state);
@@ -694,6 +793,7 @@ int main(void) {
         GC_TEST(binary_ops), GC_TEST(scalar_ops),        GC_TEST(unary_ops),
         GC_TEST(reductions), GC_TEST(matmul_and_linear), GC_TEST(nn_ops),
         GC_TEST(views),      GC_TEST(cat_stack),         GC_TEST(inplace_ops),
+        GC_TEST(index_and_mask_ops),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     fprintf(stderr, "gradcheck: %d partial derivatives compared\n", checked);
