@@ -617,7 +617,8 @@ static void index_errors(void **state) {
     FAILS_PTR(tn_index_select(w, 0, ioob), TN_ERR_INDEX, "index out of range in self", true);
     FAILS_PTR(tn_index_select(w, 1, ineg), TN_ERR_INDEX, "index out of range in self", true);
     tn_tensor *g5 = tn_tensor_from((const int64_t[]){5}, TN_I64, 2, (const int64_t[]){1, 1}, false);
-    tn_tensor *gm = tn_tensor_from((const int64_t[]){-1}, TN_I64, 2, (const int64_t[]){1, 1}, false);
+    tn_tensor *gm =
+        tn_tensor_from((const int64_t[]){-1}, TN_I64, 2, (const int64_t[]){1, 1}, false);
     FAILS_PTR(tn_gather(w, 0, g5), TN_ERR_INDEX,
               "index 5 is out of bounds for dimension 0 with size 3", true);
     FAILS_PTR(tn_gather(w, -1, gm), TN_ERR_INDEX,

@@ -690,9 +690,8 @@ static tn_tensor *bmask(int nd, const int64_t *shape, const uint8_t *v) {
 static tn_tensor *sq(tn_tensor *t, const double *p) { return p[0] != 0 ? tn_mul(t, t) : t; }
 
 static const int64_t IX23[] = {2, 3}, IX_EMB[] = {1, 4, 1, 0, 1, 3}, IX4[] = {4},
-                     IX_SEL[] = {3, 0, 3, 1}, IX24[] = {2, 4},
-                     IX_G0[] = {0, 2, 2, 1, 1, 1, 0, 2}, IX32[] = {3, 2},
-                     IX_G1[] = {3, 3, 0, 1, 2, 0};
+                     IX_SEL[] = {3, 0, 3, 1}, IX24[] = {2, 4}, IX_G0[] = {0, 2, 2, 1, 1, 1, 0, 2},
+                     IX32[] = {3, 2}, IX_G1[] = {3, 3, 0, 1, 2, 0};
 static const uint8_t M4[] = {1, 0, 0, 1}, M34[] = {1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0};
 
 /* p: {square, dim} */
