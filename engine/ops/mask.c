@@ -200,15 +200,20 @@ static tn_tensor *tri(const tn_tensor *a, int64_t k, bool lower) {
                   lower ? "tril" : "triu");
         return NULL;
     }
-    int64_t rows = a->shape[a->ndim - 2], cols = a->shape[a->ndim - 1];
-    tn_tensor *m = tri_mask(rows, cols, k, lower, tn__dev(a));
-    tn_tensor *z = m ? tn__full_on(0, NULL, a->dtype, 0, TN_DEVICE_CPU) : NULL;
-    tn_tensor *out = z ? select_new(m, a, z, a->dtype) : NULL;
+    /* the output first: the mask is never larger, and an empty one needs none */
+    tn_tensor *out = tn__empty_on(a->ndim, a->shape, a->dtype, tn__dev(a)), *m = NULL, *z = NULL;
+    tn_status st = out ? TN_OK : tn_last_status();
+    if (st == TN_OK && tn_numel(out) > 0) {
+        m = tri_mask(a->shape[a->ndim - 2], a->shape[a->ndim - 1], k, lower, tn__dev(a));
+        z = m ? tn__full_on(0, NULL, a->dtype, 0, TN_DEVICE_CPU) : NULL;
+        st = z ? select_into(out, m, a, z) : tn_last_status();
+    }
+    if (st == TN_OK) st = record(lower ? &tril_fn : &triu_fn, 1, &a, out, NULL, k);
     tn_release(m);
     tn_release(z);
-    if (out && record(lower ? &tril_fn : &triu_fn, 1, &a, out, NULL, k) < 0) {
+    if (st < 0) {
         tn_release(out);
-        out = NULL;
+        return NULL;
     }
     tn__anomaly_forward(lower ? "tril" : "triu", out, 1, &a);
     return out;
