@@ -733,45 +733,43 @@ static tn_tensor *f_triu(tn_tensor *const *x, int n, const double *p) {
 
 static void index_and_mask_ops(void **state) {
     static const int64_t s53[] = {5, 3}, s43[] = {4, 3}, s26[] = {2, 6};
-    for (int square = 0; square < 2; square++) {
-        char name[64];
-        const double p0[] = {square, 0}, p1[] = {square, 1}, pm1[] = {square, -1};
-        gc_in w[1] = {IN(2, s53, V_ANY, 'c')};
-        snprintf(name, sizeof name, "embedding%s", square ? "^2" : "");
-        gradcheck_layouts(name, f_embedding, p0, 1, w, square);
-        gc_in a43[1] = {IN(2, s43, V_ANY, 'c')}, a34[1] = {IN(2, S34, V_ANY, 'c')};
-        gc_in a234[1] = {IN(3, S234, V_ANY, 'c')};
-        snprintf(name, sizeof name, "index_select0%s", square ? "^2" : "");
-        gradcheck_layouts(name, f_index_select, p0, 1, a43, square);
-        snprintf(name, sizeof name, "index_select-1%s", square ? "^2" : "");
-        gradcheck_layouts(name, f_index_select, pm1, 1, a234, square);
-        snprintf(name, sizeof name, "gather0%s", square ? "^2" : "");
-        gradcheck_layouts(name, f_gather0, p0, 1, a34, square);
-        snprintf(name, sizeof name, "gather1%s", square ? "^2" : "");
-        gradcheck_layouts(name, f_gather1, p0, 1, a34, square);
-        gc_in sa[2] = {IN(2, S34, V_ANY, 'c'), IN(2, IX24, V_ANY, 'c')};
-        snprintf(name, sizeof name, "scatter_add%s", square ? "^2" : "");
-        gradcheck_layouts(name, f_scatter_add, p0, 2, sa, square);
-        gc_in sab[2] = {IN(2, S34, V_ANY, 'c'), IN(2, s26, V_ANY, 'c')};
-        snprintf(name, sizeof name, "scatter_add_big_src%s", square ? "^2" : "");
-        gradcheck_layouts(name, f_scatter_add, p0, 2, sab, square);
-        gc_in wh[2] = {IN(2, S34, V_ANY, 'c'), IN(1, IX4, V_ANY, 'c')};
-        snprintf(name, sizeof name, "where%s", square ? "^2" : "");
-        gradcheck_layouts(name, f_where, p0, 2, wh, square);
-        snprintf(name, sizeof name, "masked_fill%s", square ? "^2" : "");
-        gradcheck_layouts(name, f_masked_fill, p0, 1, a34, square);
-        snprintf(name, sizeof name, "masked_fill_%s", square ? "^2" : "");
-        gradcheck_layouts(name, f_masked_fill_, p0, 1, a34, square);
-        snprintf(name, sizeof name, "masked_fill_(view)%s", square ? "^2" : "");
-        gradcheck_layouts(name, f_masked_fill_, p1, 1, a34, square);
-        for (int k = -1; k <= 1; k++) {
-            const double pk[] = {square, k};
-            snprintf(name, sizeof name, "tril(%d)%s", k, square ? "^2" : "");
-            gradcheck_layouts(name, f_tril, pk, 1, a234, square);
-            snprintf(name, sizeof name, "triu(%d)%s", k, square ? "^2" : "");
-            gradcheck_layouts(name, f_triu, pk, 1, a234, square);
+    gc_in w[1] = {IN(2, s53, V_ANY, 'c')}, a43[1] = {IN(2, s43, V_ANY, 'c')};
+    gc_in a34[1] = {IN(2, S34, V_ANY, 'c')}, a234[1] = {IN(3, S234, V_ANY, 'c')};
+    gc_in sa[2] = {IN(2, S34, V_ANY, 'c'), IN(2, IX24, V_ANY, 'c')};
+    gc_in sab[2] = {IN(2, S34, V_ANY, 'c'), IN(2, s26, V_ANY, 'c')}; /* src beyond the index */
+    gc_in wh[2] = {IN(2, S34, V_ANY, 'c'), IN(1, IX4, V_ANY, 'c')};
+    const struct {
+        const char *name;
+        gc_fn f;
+        double p1; /* dim, diagonal, or masked_fill_ through a view */
+        int n;
+        gc_in *in;
+    } cases[] = {
+        {"embedding", f_embedding, 0, 1, w},
+        {"index_select0", f_index_select, 0, 1, a43},
+        {"index_select-1", f_index_select, -1, 1, a234},
+        {"gather0", f_gather0, 0, 1, a34},
+        {"gather1", f_gather1, 0, 1, a34},
+        {"scatter_add", f_scatter_add, 0, 2, sa},
+        {"scatter_add_big_src", f_scatter_add, 0, 2, sab},
+        {"where", f_where, 0, 2, wh},
+        {"masked_fill", f_masked_fill, 0, 1, a34},
+        {"masked_fill_", f_masked_fill_, 0, 1, a34},
+        {"masked_fill_(view)", f_masked_fill_, 1, 1, a34},
+        {"tril(-1)", f_tril, -1, 1, a234},
+        {"tril(0)", f_tril, 0, 1, a234},
+        {"tril(1)", f_tril, 1, 1, a234},
+        {"triu(-1)", f_triu, -1, 1, a234},
+        {"triu(0)", f_triu, 0, 1, a234},
+        {"triu(1)", f_triu, 1, 1, a234},
+    };
+    for (int square = 0; square < 2; square++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            const double p[2] = {square, cases[c].p1};
+            char name[64];
+            snprintf(name, sizeof name, "%s%s", cases[c].name, square ? "^2" : "");
+            gradcheck_layouts(name, cases[c].f, p, cases[c].n, cases[c].in, square);
         }
-    }
 }
 
 static int reset(void **state) {

@@ -75,26 +75,10 @@ static void line_offsets(const tn_index_args *a, int64_t L, int64_t off[3]) {
     }
 }
 
-/* GATHER: out[p] = src[p with p[dim] = idx[p]]; by element width. */
-#define DEFINE_GATHER(SUF, T)                                                                      \
-    static void gather_##SUF(const tn_index_args *a, int64_t L) {                                  \
-        int64_t off[3], m = a->shape[a->dim];                                                      \
-        line_offsets(a, L, off);                                                                   \
-        const int64_t is = a->istride[a->dim], ss = a->sstride[a->dim], os = a->ostride[a->dim];   \
-        const int64_t *ix = a->idx + off[0];                                                       \
-        const T *s = (const T *)a->src + off[1];                                                   \
-        T *o = (T *)a->out + off[2];                                                               \
-        for (int64_t j = 0; j < m; j++)                                                            \
-            o[j * os] = s[ix[j * is] * ss];                                                        \
-    }
-DEFINE_GATHER(1, uint8_t)
-DEFINE_GATHER(2, uint16_t)
-DEFINE_GATHER(4, uint32_t)
-DEFINE_GATHER(8, uint64_t)
-
-/* SCATTER_ADD: out[p with p[dim] = idx[p]] += src[p], in the order of p[dim]. */
-#define DEFINE_SCATTER_ADD(SUF, T, ADD)                                                            \
-    static void scatter_add_##SUF(const tn_index_args *a, int64_t L) {                             \
+/* A function over line L along dim: ix, s and o point at the line's first
+ * elements of idx, src and out; STMT runs for j = 0..m-1 in order. */
+#define DEFINE_LINE(NAME, T, STMT)                                                                 \
+    static void NAME(const tn_index_args *a, int64_t L) {                                          \
         int64_t off[3], m = a->shape[a->dim];                                                      \
         line_offsets(a, L, off);                                                                   \
         const int64_t is = a->istride[a->dim], ss = a->sstride[a->dim], os = a->ostride[a->dim];   \
@@ -102,10 +86,20 @@ DEFINE_GATHER(8, uint64_t)
         const T *s = (const T *)a->src + off[1];                                                   \
         T *o = (T *)a->out + off[2];                                                               \
         for (int64_t j = 0; j < m; j++) {                                                          \
-            T *d = o + ix[j * is] * os;                                                            \
-            *d = (T)ADD(*d, s[j * ss]);                                                            \
+            STMT;                                                                                  \
         }                                                                                          \
     }
+
+/* GATHER: out[p] = src[p with p[dim] = idx[p]]; by element width. */
+#define DEFINE_GATHER(SUF, T) DEFINE_LINE(gather_##SUF, T, o[j * os] = s[ix[j * is] * ss])
+DEFINE_GATHER(1, uint8_t)
+DEFINE_GATHER(2, uint16_t)
+DEFINE_GATHER(4, uint32_t)
+DEFINE_GATHER(8, uint64_t)
+
+/* SCATTER_ADD: out[p with p[dim] = idx[p]] += src[p], in the order of p[dim]. */
+#define DEFINE_SCATTER_ADD(SUF, T, ADD)                                                            \
+    DEFINE_LINE(scatter_add_##SUF, T, T *d = o + ix[j * is] * os; *d = (T)ADD(*d, s[j * ss]))
 
 #define DEFINE_ADDS(SUF, T, ADD) DEFINE_ROWS_ADD(SUF, T, ADD) DEFINE_SCATTER_ADD(SUF, T, ADD)
 DEFINE_ADDS(f32, float, ADD_NUM)

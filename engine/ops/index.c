@@ -124,6 +124,14 @@ static tn_status record(const tn_fn_info *fn, int n_in, const tn_tensor *const *
     return st;
 }
 
+/* The end of a public entry, which called tn__internal_enter before the op
+ * (the public ops an op calls return to it, not to the user's scope). */
+static tn_tensor *finish(const char *op, tn_tensor *out, int n_in, const tn_tensor *const *in) {
+    tn__internal_leave();
+    tn__anomaly_forward(op, out, n_in, in);
+    return tn__ret(out);
+}
+
 /* ---- index_add of rows: the backward of embedding and index_select ---------------- */
 
 /* zeros(shape) with g's rows j added at rows idx[j] along dim (g: shape with
@@ -210,11 +218,8 @@ static tn_tensor *embedding(const tn_tensor *weight, const tn_tensor *indices) {
 tn_tensor *tn_embedding(const tn_tensor *weight, const tn_tensor *indices) {
     TN_CHECK_NULL_ARG(weight, "weight");
     TN_CHECK_NULL_ARG(indices, "indices");
-    tn__internal_enter(); /* the public ops it calls return to it, not to a scope */
-    tn_tensor *out = embedding(weight, indices);
-    tn__internal_leave();
-    tn__anomaly_forward("embedding", out, 1, &weight);
-    return tn__ret(out);
+    tn__internal_enter();
+    return finish("embedding", embedding(weight, indices), 1, &weight);
 }
 
 /* ---- index_select ----------------------------------------------------------------- */
@@ -267,11 +272,8 @@ static tn_tensor *index_select(const tn_tensor *a, int dim, const tn_tensor *ind
 tn_tensor *tn_index_select(const tn_tensor *a, int dim, const tn_tensor *index) {
     TN_CHECK_NULL_ARG(a, "self");
     TN_CHECK_NULL_ARG(index, "index");
-    tn__internal_enter(); /* the public ops it calls return to it, not to a scope */
-    tn_tensor *out = index_select(a, dim, index);
-    tn__internal_leave();
-    tn__anomaly_forward("index_select", out, 1, &a);
-    return tn__ret(out);
+    tn__internal_enter();
+    return finish("index_select", index_select(a, dim, index), 1, &a);
 }
 
 /* ---- gather / scatter_add: checks --------------------------------------------------- */
@@ -345,11 +347,8 @@ static tn_tensor *gather(const tn_tensor *a, int dim, const tn_tensor *index) {
 tn_tensor *tn_gather(const tn_tensor *a, int dim, const tn_tensor *index) {
     TN_CHECK_NULL_ARG(a, "self");
     TN_CHECK_NULL_ARG(index, "index");
-    tn__internal_enter(); /* the public ops it calls return to it, not to a scope */
-    tn_tensor *out = gather(a, dim, index);
-    tn__internal_leave();
-    tn__anomaly_forward("gather", out, 1, &a);
-    return tn__ret(out);
+    tn__internal_enter();
+    return finish("gather", gather(a, dim, index), 1, &a);
 }
 
 /* ---- scatter_add ------------------------------------------------------------------- */
@@ -414,9 +413,6 @@ tn_tensor *tn_scatter_add(const tn_tensor *a, int dim, const tn_tensor *index,
     TN_CHECK_NULL_ARG(a, "self");
     TN_CHECK_NULL_ARG(index, "index");
     TN_CHECK_NULL_ARG(src, "src");
-    tn__internal_enter(); /* the public ops it calls return to it, not to a scope */
-    tn_tensor *out = scatter_add(a, dim, index, src);
-    tn__internal_leave();
-    tn__anomaly_forward("scatter_add", out, 2, (const tn_tensor *[]){a, src});
-    return tn__ret(out);
+    tn__internal_enter();
+    return finish("scatter_add", scatter_add(a, dim, index, src), 2, (const tn_tensor *[]){a, src});
 }
