@@ -100,6 +100,17 @@ static void dtypes(void **state) {
     tn_tensor *i = tn_ones(2, (const int64_t[]){2, 3}, TN_I16);
     tt_assert_close(tn_triu(i, 1), (const double[]){0, 1, 1, 0, 0, 1}, 6, 0);
     tt_assert_close(tn_triu(i, -5), (const double[]){1, 1, 1, 1, 1, 1}, 6, 0);
+    /* 0-dim indices and inputs act as shape [1] (PyTorch) */
+    tn_tensor *v3 = tt_f64(1, (const int64_t[]){3}, (const double[]){1, 2, 3}, false);
+    tn_tensor *i0 = tn_tensor_from((const int64_t[]){2}, TN_I64, 0, NULL, false);
+    tn_tensor *g0 = tn_gather(v3, 0, i0);
+    assert_int_equal(tn_ndim(g0), 0);
+    tt_assert_close(g0, (const double[]){3}, 1, 0);
+    tt_assert_close(tn_scatter_add(v3, 0, i0, tn_scalar(5, TN_F64)), (const double[]){1, 2, 8}, 3,
+                    0);
+    tn_tensor *s7 = tn_scalar(7, TN_F64);
+    tt_assert_close(tn_gather(s7, 0, tn_zeros(1, (const int64_t[]){2}, TN_I64)),
+                    (const double[]){7, 7}, 2, 0);
     /* empty shapes */
     tn_tensor *e0 = tn_embedding(w, tn_zeros(1, (const int64_t[]){0}, TN_I64));
     assert_int_equal(tn_shape(e0)[0], 0);

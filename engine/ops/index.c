@@ -88,24 +88,22 @@ static tn_status run_rows(int mode, tn_tensor *out, const tn_tensor *src, const 
  * through their strides, all on out's device. */
 static tn_status run_lines(int mode, tn_tensor *out, const tn_tensor *src, const tn_tensor *idx,
                            int dim) {
+    /* a 0-dim tensor acts as one of shape [1], as in PyTorch */
+    const int nd = idx->ndim ? idx->ndim : 1;
     tn_index_args a = {.mode = mode,
                        .dtype = out->dtype,
                        .idx = (const int64_t *)tn__ptr(idx),
                        .src = tn__ptr(src),
                        .out = tn__ptr(out),
-                       .ndim = idx->ndim,
+                       .ndim = nd,
                        .dim = dim};
-    if (a.ndim == 0) { /* a 0-dim gather / scatter: one line of one element */
-        a.ndim = 1;
-        a.shape[0] = 1;
-    }
     int64_t cs[TN_MAX_DIMS];
     tn__contiguous_strides(idx->ndim, idx->shape, cs);
-    for (int d = 0; d < idx->ndim; d++) {
-        a.shape[d] = idx->shape[d];
-        a.istride[d] = cs[d];
-        a.sstride[d] = src->ndim ? src->stride[d] : 0;
-        a.ostride[d] = out->ndim ? out->stride[d] : 0;
+    for (int d = 0; d < nd; d++) {
+        a.shape[d] = idx->ndim ? idx->shape[d] : 1;
+        a.istride[d] = idx->ndim ? cs[d] : 0;
+        a.sstride[d] = d < src->ndim ? src->stride[d] : 0;
+        a.ostride[d] = d < out->ndim ? out->stride[d] : 0;
     }
     return tn__dev_index(&a, tn__dev(out), (const tn_tensor *[]){out, src, idx});
 }
