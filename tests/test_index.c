@@ -100,6 +100,11 @@ static void dtypes(void **state) {
     tn_tensor *i = tn_ones(2, (const int64_t[]){2, 3}, TN_I16);
     tt_assert_close(tn_triu(i, 1), (const double[]){0, 1, 1, 0, 0, 1}, 6, 0);
     tt_assert_close(tn_triu(i, -5), (const double[]){1, 1, 1, 1, 1, 1}, 6, 0);
+    /* the causal mask of attention: -inf above the diagonal, then softmax */
+    tn_tensor *ones33 = tn_ones(2, (const int64_t[]){3, 3}, TN_F32);
+    tn_tensor *above = tn_eq(tn_tril(ones33, 0), tn_scalar(0, TN_F32));
+    tn_tensor *sm = tn_softmax(tn_masked_fill(ones33, above, -INFINITY), -1);
+    tt_assert_close(sm, (const double[]){1, 0, 0, 0.5, 0.5, 0, 1 / 3., 1 / 3., 1 / 3.}, 9, 1e-6);
     /* 0-dim indices and inputs act as shape [1] (PyTorch) */
     tn_tensor *v3 = tt_f64(1, (const int64_t[]){3}, (const double[]){1, 2, 3}, false);
     tn_tensor *i0 = tn_tensor_from((const int64_t[]){2}, TN_I64, 0, NULL, false);
