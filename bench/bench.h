@@ -106,5 +106,6 @@ int bench_mlp_anomaly_nan(const bench_opts *o);
 int bench_mlp_monitor(const bench_opts *o);
 int bench_mlp_threads(const bench_opts *o);
 int bench_digits(const bench_opts *o);
+int bench_embedding(const bench_opts *o); /* case_embedding.c */
 
 #endif

@@ -16,7 +16,8 @@ OPS = ["create", "tensor_from", "arange", "convert", "fail_alloc", "inspect", "b
        "permute", "narrow", "select", "expand", "squeeze", "flatten", "contiguous", "join",
        "inplace", "inplace_scalar", "alias", "requires_grad", "backward", "autograd_grad", "grad",
        "grad_mode", "anomaly", "scope", "optim", "runtime", "slots", "backward_multi",
-       "grad_unused", "graph_walk", "hook", "safetensors_load", "safetensors_save"]
+       "grad_unused", "graph_walk", "hook", "safetensors_load", "safetensors_save", "index",
+       "mask"]
 F32, F64, I16, I32, I64, BOOL, SAME, BAD = range(8)
 
 HOSTILE_SIZES = [-1, -2, -2**63, 2**63 - 1, 2**62, 2**31, 2**32, 2**36, 2**40, 2**62 + 1, 2**20,
@@ -338,6 +339,28 @@ def seeds():
                              .op("safetensors_save", 2, 0, 2, 1, 1, 2, 6, 3, dst(3))
                              .op("safetensors_save", 1, 0, 0, 1, 0, 7, dst(4))
                              .op("safetensors_save", 0, 2, 4, 0, dst(5)))
+    # index: variant, a, idx, src, dim, dst; mask: variant, c, a, b, scalar, index, dst
+    # (fuzz/op_index.c)
+    s["index-ops"] = (P().tensor(0, [5, 3], rg=True).tensor(1, [2, 3], I64, values=[1, 4, 1, 0, 1, 3])
+                      .tensor(2, [2, 3], rg=True).tensor(3, [1], I64, values=[9])
+                      .op("index", 0, 0, 1, 2, dim(0), dst(4))
+                      .op("index", 1, 0, 3, 2, dim(0), dst(5))
+                      .op("index", 2, 0, 1, 2, dim(0), dst(6))
+                      .op("index", 3, 0, 1, 2, dim(0), dst(7))
+                      .op("index", 3, 0, 3, 2, dim(-1), dst(8))
+                      .op("index", 1, 0, 1, 2, dim(1), dst(9))
+                      .op("binary", 2, 4, 4, 0, dst(10)).op("reduce", 0, 10, dst(11))
+                      .op("backward", 11, 0, 0).op("grad", 0, dst(12)))
+    s["mask-ops"] = (P().tensor(0, [3, 4], rg=True).tensor(1, [4], BOOL, values=[1, 0, 0, 1])
+                     .op("binary", 2, 0, 0, 0, dst(2))
+                     .op("mask", 0, 1, 0, 2, scalar(0), index(0), dst(3))
+                     .op("mask", 1, 1, 0, 0, scalar(0.5), index(0), dst(4))
+                     .op("mask", 2, 1, 2, 0, scalar("nan"), index(0), 0)
+                     .op("mask", 2, 1, 0, 0, scalar(1), index(0), 0)
+                     .op("mask", 3, 1, 2, 0, scalar(0), index(1), dst(5))
+                     .op("mask", 4, 1, 2, 0, scalar(0), index(-1), dst(6))
+                     .op("binary", 0, 5, 6, 0, dst(7)).op("reduce", 0, 7, dst(8))
+                     .op("backward", 8, 0, 0).op("grad", 0, dst(9)))
     return s
 
 

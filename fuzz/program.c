@@ -59,6 +59,8 @@ static const struct {
     {"hook", tf_op_hook},
     {"safetensors_load", tf_op_safetensors_load},
     {"safetensors_save", tf_op_safetensors_save},
+    {"index", tf_op_index},
+    {"mask", tf_op_mask},
 };
 
 FILE *tf_report;

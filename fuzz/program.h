@@ -186,5 +186,8 @@ void tf_op_hook(tf_state *s);
 /* op_io.c: safetensors files from the program's bytes, slots saved and loaded */
 void tf_op_safetensors_load(tf_state *s);
 void tf_op_safetensors_save(tf_state *s);
+/* op_index.c: embedding, index_select, gather, scatter_add, where, masked_fill(_), tril, triu */
+void tf_op_index(tf_state *s);
+void tf_op_mask(tf_state *s);
 
 #endif

@@ -117,6 +117,8 @@ def _inplace(name):
             y.exp_()
         elif name == "neg_":
             y.neg_()
+        elif name == "masked_fill_":
+            y.masked_fill_(rest[0], p[0])
         else:
             raise ValueError(name)
         return y
@@ -140,6 +142,8 @@ def _inplace_view_direct(name):
             v.copy_(x[1])
         elif name == "select_mul_scalar_":
             y.select(1, 2).mul_(p[0])
+        elif name == "masked_fill_":
+            v.masked_fill_(x[1], p[0])
         else:
             raise ValueError(name)
         return y
@@ -213,12 +217,22 @@ OPS = {
     # a small composite: chains several backward formulas
     "mlp": lambda x, p: F.cross_entropy(
         F.linear(torch.tanh(F.linear(x[0], x[1], x[2])), x[3], x[4]), x[5]),
+    "embedding": lambda x, p: F.embedding(x[1], x[0]),
+    "index_select": lambda x, p: torch.index_select(x[0], int(p[0]), x[1]),
+    "gather": lambda x, p: torch.gather(x[0], int(p[0]), x[1]),
+    "scatter_add": lambda x, p: torch.scatter_add(x[0], int(p[0]), x[1], x[2]),
+    "where": lambda x, p: torch.where(x[0], x[1], x[2]),
+    "masked_fill": lambda x, p: x[0].masked_fill(x[1], p[0]),
+    "tril": lambda x, p: torch.tril(x[0], int(p[0])),
+    "triu": lambda x, p: torch.triu(x[0], int(p[0])),
 }
 for _n in ["add_", "sub_", "mul_", "div_", "add_scalar_", "mul_scalar_", "zero_", "fill_",
            "copy_", "clamp_", "relu_", "sigmoid_", "exp_", "neg_"]:
     OPS["ip_" + _n] = _inplace(_n)
 for _n in ["mul_", "add_scalar_", "exp_", "zero_", "copy_", "select_mul_scalar_"]:
     OPS["ipv_" + _n] = _inplace_view_direct(_n)
+OPS["ip_masked_fill_"] = _inplace("masked_fill_")
+OPS["ipv_masked_fill_"] = _inplace_view_direct("masked_fill_")
 
 # ---- cases ---------------------------------------------------------------------
 
@@ -381,6 +395,58 @@ for n, extra, params in [("mul_", [T((4,), 1)], []), ("add_scalar_", [], [2.0]),
                          ("exp_", [], []), ("zero_", [], []), ("copy_", [T((2, 4), 1)], []),
                          ("select_mul_scalar_", [], [3.0])]:
     case("ipv_" + n.rstrip("_"), "ipv_" + n, [T((3, 4), 0)] + extra, params)
+
+# indexing and masks
+def I(values):
+    return C(torch.tensor(values, dtype=torch.int64))
+
+
+def B(values):
+    return C(torch.tensor(values, dtype=torch.bool))
+
+
+case("embedding", "embedding", [T((5, 3), 0), I([[1, 4, 1], [0, 1, 3]])])
+case("embedding_1d", "embedding", [T((4, 2), 1), I([3, 3, 3, 0])])
+case("embedding_0d", "embedding", [T((4, 2), 1), I(2)])
+case("embedding_transposed", "embedding", [T((5, 3), 2, layout="t"), I([4, 0, 4])])
+case("index_select_dim0", "index_select", [T((4, 3), 0), I([3, 0, 3, 1])], [0])
+case("index_select_dim1", "index_select", [T((3, 4), 0), I([2, 2, 0])], [1])
+case("index_select_dimm1_3d", "index_select", [T(X3, 1), I([1, 3, 1, 1, 0])], [-1])
+case("index_select_mid_3d", "index_select", [T(X3, 1), I([2, 0])], [1])
+case("index_select_transposed", "index_select", [T((3, 4), 2, layout="t"), I([0, 2, 0])], [0])
+case("index_select_0d_index", "index_select", [T((3, 4), 0), I(2)], [1])
+case("gather_dim0", "gather", [T((3, 4), 0), I([[0, 2, 2, 1], [1, 1, 0, 2]])], [0])
+case("gather_dim1", "gather", [T((3, 4), 0), I([[3, 3], [0, 1], [2, 0]])], [1])
+case("gather_small_index", "gather", [T((3, 4), 1), I([[1], [3]])], [1])
+case("gather_3d", "gather", [T(X3, 1), I([[[0, 3], [1, 1]], [[2, 2], [3, 0]]])], [2])
+case("gather_transposed", "gather", [T((3, 4), 2, layout="t"), I([[2, 0, 1, 1]])], [0])
+case("scatter_add_dim0", "scatter_add",
+     [T((3, 4), 0), I([[0, 2, 2, 1], [0, 0, 0, 2]]), T((2, 4), 1)], [0])
+case("scatter_add_dim1", "scatter_add", [T((3, 4), 0), I([[3, 3, 3], [0, 1, 0]]), T((2, 3), 1)],
+     [1])
+case("scatter_add_3d", "scatter_add",
+     [T(X3, 0), I([[[0, 3], [1, 1]], [[2, 2], [3, 0]]]), T((2, 2, 2), 2)], [-1])
+case("scatter_add_transposed", "scatter_add",
+     [T((3, 4), 0, layout="t"), I([[1, 1, 0, 2]]), T((1, 4), 1)], [0])
+case("where", "where", [B([[True, False, True], [False, False, True]]), T(S, 0), T(S, 1)])
+case("where_bcast", "where", [B([True, False, True]), T((2, 1), 0), T((4, 1, 3), 1)])
+case("where_scalar_other", "where", [B([[True, False], [False, True]]), T((2, 2), 0), T((), 1)])
+case("where_transposed", "where", [B([[True, False, True, True]] * 3), T((3, 4), 0, layout="t"),
+                                   T((3, 4), 1)])
+case("masked_fill", "masked_fill", [T((3, 4), 0), B([True, False, False, True])], [2.5])
+case("masked_fill_bcast_out", "masked_fill", [T((4,), 0), B([[True, False, True, False]] * 2)],
+     [-1.0])
+case("masked_fill_transposed", "masked_fill",
+     [T((3, 4), 1, layout="t"), B([[True], [False], [True]])], [0.0])
+case("ip_masked_fill", "ip_masked_fill_", [T(S, 0), B([False, True, True])], [7.0])
+case("ipv_masked_fill", "ipv_masked_fill_", [T((3, 4), 0), B([True, False, False, True])], [-3.0])
+for op in ["tril", "triu"]:
+    for k in [0, 1, -1]:
+        case(f"{op}_{k if k >= 0 else 'm1'}", op, [T((3, 4), 0)], [k])
+    case(f"{op}_3d", op, [T(X3, 1)], [0])
+    case(f"{op}_tall", op, [T((5, 2), 1)], [-2])
+    case(f"{op}_transposed", op, [T((4, 3), 2, layout="t")], [1])
+    case(f"{op}_far", op, [T((3, 4), 0)], [7])
 
 # ---- writing -----------------------------------------------------------------------
 

@@ -150,6 +150,47 @@ static tn_tensor *f_ce(tn_tensor *const *in) {
     tn_tensor *t = tn_tensor_from(tv, TN_I64, 1, &n, false);
     return tn_cross_entropy(in[0], tn_to(t, TN_DTYPE_SAME, tn_device_of(in[0])));
 }
+/* indexing and masks: constant indices and masks made on in[0]'s device */
+static tn_tensor *dev_of(const tn_tensor *ref, tn_tensor *t) {
+    return tn_to(t, TN_DTYPE_SAME, tn_device_of(ref));
+}
+static tn_tensor *ix_for(const tn_tensor *ref, int nd, const int64_t *shape, int64_t mod) {
+    int64_t n = 1, v[256];
+    for (int i = 0; i < nd; i++) n *= shape[i];
+    for (int64_t i = 0; i < n; i++) v[i] = i % 3 == 0 ? 1 : (i * 7 + i / 4) % mod; /* repeats */
+    return dev_of(ref, tn_tensor_from(v, TN_I64, nd, shape, false));
+}
+static tn_tensor *mask_for(const tn_tensor *ref, int nd, const int64_t *shape) {
+    int64_t n = 1;
+    uint8_t v[256];
+    for (int i = 0; i < nd; i++) n *= shape[i];
+    for (int64_t i = 0; i < n; i++) v[i] = (i * 5 + 1) % 3 != 0;
+    return dev_of(ref, tn_tensor_from(v, TN_BOOL, nd, shape, false));
+}
+static tn_tensor *f_embedding(tn_tensor *const *in) {
+    return tn_embedding(in[0], ix_for(in[0], 2, (int64_t[]){4, 6}, tn_shape(in[0])[0]));
+}
+static tn_tensor *f_index_select(tn_tensor *const *in) {
+    return tn_index_select(in[0], 1, ix_for(in[0], 1, (int64_t[]){9}, tn_shape(in[0])[1]));
+}
+static tn_tensor *f_gather(tn_tensor *const *in) {
+    return tn_gather(in[0], 0, ix_for(in[0], 2, (int64_t[]){4, 5}, tn_shape(in[0])[0]));
+}
+static tn_tensor *f_scatter_add(tn_tensor *const *in) {
+    return tn_scatter_add(in[0], 0, ix_for(in[0], 2, (int64_t[]){4, 5}, tn_shape(in[0])[0]), in[1]);
+}
+static tn_tensor *f_where(tn_tensor *const *in) {
+    return tn_where(mask_for(in[0], 3, (int64_t[]){3, 1, 5}), in[0], in[1]);
+}
+static tn_tensor *f_masked_fill(tn_tensor *const *in) {
+    tn_tensor *y = tn_masked_fill(in[0], mask_for(in[0], 1, (int64_t[]){5}), -0.25);
+    tn_tensor *z = tn_mul_scalar(in[0], 2), *v = tn_narrow(z, 0, 1, 2);
+    tn_masked_fill_(v, mask_for(in[0], 2, (int64_t[]){2, 5}), 3);
+    return tn_add(y, z);
+}
+static tn_tensor *f_tril(tn_tensor *const *in) {
+    return tn_add(tn_tril(in[0], 1), tn_triu(in[0], -1));
+}
 
 #define S1(a) {a}
 #define S2(a, b) {a, b}
@@ -209,6 +250,13 @@ static const op_case cases[] = {
     {.name = "stack", .fn = f_stack, .nin = 2, .ndim = {2, 2}, .shape = {S2(4, 3), S2(4, 3)}},
     {.name = "views", .fn = f_views, .nin = 1, .ndim = {2}, .shape = {S2(6, 5)}},
     {.name = "in-place", .fn = f_inplace, .nin = 2, .ndim = {2, 1}, .shape = {S2(4, 3), S1(3)}},
+    {.name = "embedding", .fn = f_embedding, .nin = 1, .ndim = {2}, .shape = {S2(7, 33)}},
+    {.name = "index_select", .fn = f_index_select, .nin = 1, .ndim = {3}, .shape = {S3(3, 5, 4)}},
+    {.name = "gather", .fn = f_gather, .nin = 1, .ndim = {2}, .shape = {S2(6, 5)}, .transposed = true},
+    {.name = "scatter_add", .fn = f_scatter_add, .nin = 2, .ndim = {2, 2}, .shape = {S2(6, 5), S2(4, 5)}},
+    {.name = "where", .fn = f_where, .nin = 2, .ndim = {2, 3}, .shape = {S2(4, 5), S3(3, 4, 1)}},
+    {.name = "masked_fill", .fn = f_masked_fill, .nin = 1, .ndim = {2}, .shape = {S2(3, 5)}},
+    {.name = "tril triu", .fn = f_tril, .nin = 1, .ndim = {3}, .shape = {S3(2, 4, 6)}},
 };
 
 /* One case in one dtype: forward values and every input's gradient. */

@@ -1431,6 +1431,115 @@ static void test_bench(void **state) {
     dfree(x, bytes), dfree(y, bytes), dfree(out, bytes), dfree(sum, 8);
 }
 
+/* ---- where and the indexing kernels ---------------------------------------------------------- */
+
+/* TN_PW_WHERE, every dtype: out = cond ? x : y with cond a broadcast row. */
+static void test_where(void **state) {
+    (void)state;
+    NEED_GPU();
+    enum { A = 7, B = 129 };
+    const int64_t shape[2] = {A, B}, n = A * B;
+    for (int dt = 0; dt < TN_DTYPE_COUNT; dt++) {
+        size_t es = esz((tn_dtype)dt);
+        char *x = xmalloc((size_t)n * es), *y = xmalloc((size_t)n * es);
+        char *got = xmalloc((size_t)n * es);
+        uint8_t cond[B];
+        for (int64_t i = 0; i < n; i++) {
+            putv(x, (tn_dtype)dt, i, (double)rnd_int(-50, 50));
+            putv(y, (tn_dtype)dt, i, (double)rnd_int(-50, 50));
+        }
+        for (int b = 0; b < B; b++)
+            cond[b] = (uint8_t)(rnd() % 2);
+        char *dx = upload(x, (size_t)n * es), *dy = upload(y, (size_t)n * es);
+        char *dc = upload(cond, B), *dout = dalloc((size_t)n * es);
+        tn_iter it = mk_iter(4, 2, shape);
+        set_contig(&it, 0, dout, es);
+        set_contig(&it, 1, dc, 1);
+        it.stride[1][0] = 0; /* one row of conditions, broadcast */
+        set_contig(&it, 2, dx, es);
+        set_contig(&it, 3, dy, es);
+        assert_int_equal(be->pointwise(dev, TN_PW_WHERE, (tn_dtype)dt, &it, NULL), TN_OK);
+        d2h(got, dout, (size_t)n * es);
+        for (int64_t i = 0; i < n; i++) {
+            double want = getv(cond[i % B] ? x : y, (tn_dtype)dt, i);
+            if (!same_value(getv(got, (tn_dtype)dt, i), want))
+                fail_msg("where %s at %lld", dt_names[dt], (long long)i);
+        }
+        dfree(dx, (size_t)n * es), dfree(dy, (size_t)n * es), dfree(dc, B);
+        dfree(dout, (size_t)n * es);
+        free(x), free(y), free(got);
+    }
+}
+
+/* One index launch on the device and on the CPU backend from the same
+ * inputs: the results must be the same bits (the adds run in index order
+ * on both). in/out sizes in elements; out starts as `init`. */
+static void index_case(tn_index_args a, const char *src, size_t nsrc, const int64_t *idx,
+                       size_t nidx, const char *init, size_t nout, const char *what) {
+    const tn_backend *cpu = tn__backends[TN_CPU];
+    size_t es = esz(a.dtype);
+    char *want = xmalloc(nout * es), *got = xmalloc(nout * es);
+    memcpy(want, init, nout * es);
+    char *ds = upload(src, nsrc * es), *dout = upload(init, nout * es);
+    int64_t *di = upload(idx, nidx * 8);
+    tn_index_args h = a;
+    h.src = src, h.idx = idx, h.out = want;
+    assert_int_equal(cpu->index(0, &h), TN_OK);
+    a.src = ds, a.idx = di, a.out = dout;
+    assert_int_equal(be->index(dev, &a), TN_OK);
+    d2h(got, dout, nout * es);
+    if (memcmp(got, want, nout * es) != 0) case_failed("index %s %s", what, dt_names[a.dtype]);
+    dfree(ds, nsrc * es), dfree(dout, nout * es), dfree(di, nidx * 8);
+    free(want), free(got);
+}
+
+static void test_index(void **state) {
+    (void)state;
+    NEED_GPU();
+    enum { O = 3, S = 50, N = 200, I = 7 };
+    int64_t idx[N * 40];
+    for (int dt = 0; dt < TN_DTYPE_COUNT; dt++) {
+        size_t es = esz((tn_dtype)dt);
+        const int64_t cap = (int64_t)O * S * I * 40;
+        char *src = xmalloc((size_t)cap * es), *init = xmalloc((size_t)cap * es);
+        for (int64_t i = 0; i < cap; i++) {
+            double x = dt <= TN_F64 ? (double)rnd_int(-999, 999) / 64 : (double)rnd_int(-9, 9);
+            putv(src, (tn_dtype)dt, i, x);
+            putv(init, (tn_dtype)dt, i, (double)rnd_int(-3, 3));
+        }
+        for (int j = 0; j < N; j++)
+            idx[j] = j % 4 == 0 ? 7 : rnd_int(0, S - 1); /* repeats */
+        tn_index_args r = {.mode = TN_IX_ROWS, .dtype = (tn_dtype)dt, .outer = O, .size = S,
+                           .n = N, .inner = I};
+        index_case(r, src, O * S * I, idx, N, init, O * N * I, "rows");
+        r.mode = TN_IX_ROWS_ADD;
+        index_case(r, src, O * N * I, idx, N, init, O * S * I, "rows_add");
+        /* gather / scatter_add over an index (4, 6, 5) along dim 1 of a (4, 9, 5)
+         * tensor read through the strides of a (5, 9, 7) one */
+        const int64_t ish[3] = {4, 6, 5};
+        for (int i = 0; i < 4 * 6 * 5; i++)
+            idx[i] = i % 5 == 0 ? 2 : rnd_int(0, 8);
+        tn_index_args g = {.mode = TN_IX_GATHER, .dtype = (tn_dtype)dt, .ndim = 3, .dim = 1};
+        for (int d = 0; d < 3; d++) {
+            g.shape[d] = ish[d];
+            g.istride[d] = (const int64_t[]){30, 5, 1}[d];
+            g.sstride[d] = (const int64_t[]){63, 7, 1}[d];
+            g.ostride[d] = (const int64_t[]){30, 5, 1}[d];
+        }
+        index_case(g, src, 5 * 9 * 7, idx, 120, init, 120, "gather");
+        g.mode = TN_IX_SCATTER_ADD; /* into (4, 9, 5) through strides (63, 7, 1) */
+        for (int d = 0; d < 3; d++) {
+            g.sstride[d] = (const int64_t[]){30, 5, 1}[d];
+            g.ostride[d] = (const int64_t[]){63, 7, 1}[d];
+        }
+        index_case(g, src, 120, idx, 120, init, 5 * 9 * 7, "scatter_add");
+        free(src), free(init);
+    }
+    end_cases();
+    tn_index_args bad = {.mode = 42};
+    assert_int_equal(be->index(dev, &bad), TN_ERR_INVALID_ARGUMENT);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_and_errors),
@@ -1450,6 +1559,8 @@ int main(void) {
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_where),
+        cmocka_unit_test(test_index),
     };
     const char *filter = getenv("TENET_TEST_FILTER"); /* e.g. "test_reduce*" */
     if (filter && *filter) cmocka_set_test_filter(filter);

@@ -590,6 +590,130 @@ static void reference_cycles_set_grad_self(void **state) {
     tn_release(x);
 }
 
+/* ---- indexing and masks -------------------------------------------------------- */
+
+static void index_errors(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *w = f32(2, (const int64_t[]){3, 4}, true);
+    const int64_t ok[] = {0, 2}, oob[] = {0, 3}, neg[] = {-1, 0}, i2[] = {0, 1, 2, 0};
+    tn_tensor *iok = tn_tensor_from(ok, TN_I64, 1, (const int64_t[]){2}, false);
+    tn_tensor *ioob = tn_tensor_from(oob, TN_I64, 1, (const int64_t[]){2}, false);
+    tn_tensor *ineg = tn_tensor_from(neg, TN_I64, 1, (const int64_t[]){2}, false);
+    tn_tensor *ifl = f32(1, (const int64_t[]){2}, false);
+    tn_tensor *ib = tn_ones(1, (const int64_t[]){2}, TN_BOOL);
+    snap sw = take(w), so = take(ioob);
+    NULL_PTR(tn_embedding(NULL, iok));
+    NULL_PTR(tn_embedding(w, NULL));
+    NULL_PTR(tn_index_select(NULL, 0, iok));
+    NULL_PTR(tn_index_select(w, 0, NULL));
+    NULL_PTR(tn_gather(NULL, 0, iok));
+    NULL_PTR(tn_gather(w, 0, NULL));
+    NULL_PTR(tn_scatter_add(NULL, 0, iok, w));
+    NULL_PTR(tn_scatter_add(w, 0, NULL, w));
+    NULL_PTR(tn_scatter_add(w, 0, iok, NULL));
+    /* out of range, negative: found before anything is written */
+    FAILS_PTR(tn_embedding(w, ioob), TN_ERR_INDEX, "index out of range in self", true);
+    FAILS_PTR(tn_embedding(w, ineg), TN_ERR_INDEX, "index out of range in self", true);
+    FAILS_PTR(tn_index_select(w, 0, ioob), TN_ERR_INDEX, "index out of range in self", true);
+    FAILS_PTR(tn_index_select(w, 1, ineg), TN_ERR_INDEX, "index out of range in self", true);
+    tn_tensor *g5 = tn_tensor_from((const int64_t[]){5}, TN_I64, 2, (const int64_t[]){1, 1}, false);
+    tn_tensor *gm =
+        tn_tensor_from((const int64_t[]){-1}, TN_I64, 2, (const int64_t[]){1, 1}, false);
+    FAILS_PTR(tn_gather(w, 0, g5), TN_ERR_INDEX,
+              "index 5 is out of bounds for dimension 0 with size 3", true);
+    FAILS_PTR(tn_gather(w, -1, gm), TN_ERR_INDEX,
+              "index -1 is out of bounds for dimension 1 with size 4", true);
+    tn_tensor *src = f32(2, (const int64_t[]){1, 1}, true);
+    FAILS_PTR(tn_scatter_add(w, 0, g5, src), TN_ERR_INDEX,
+              "index 5 is out of bounds for dimension 0 with size 3", true);
+    /* index dtypes */
+    FAILS_PTR(tn_embedding(w, ifl), TN_ERR_DTYPE,
+              "Expected tensor for argument #1 'indices' to have one of the following scalar "
+              "types: Long, Int; but got float32 instead (while checking arguments for embedding)",
+              true);
+    FAILS_PTR(tn_embedding(w, ib), TN_ERR_DTYPE, "but got bool instead", false);
+    FAILS_PTR(tn_index_select(w, 0, ifl), TN_ERR_DTYPE,
+              "index_select(): Expected dtype int32 or int64 for index", false);
+    tn_tensor *g32 = tn_zeros(2, (const int64_t[]){1, 1}, TN_I32);
+    FAILS_PTR(tn_gather(w, 0, g32), TN_ERR_DTYPE, "gather(): Expected dtype int64 for index", true);
+    FAILS_PTR(tn_scatter_add(w, 0, g32, src), TN_ERR_DTYPE,
+              "scatter(): Expected dtype int64 for index", true);
+    /* shapes and dims */
+    FAILS_PTR(tn_embedding(f32(1, S3, false), iok), TN_ERR_SHAPE, "'weight' must be 2-D", true);
+    FAILS_PTR(tn_index_select(w, 2, iok), TN_ERR_INDEX, "Dimension out of range", false);
+    tn_tensor *i22 = tn_tensor_from(i2, TN_I64, 2, (const int64_t[]){2, 2}, false);
+    FAILS_PTR(tn_index_select(w, 0, i22), TN_ERR_INDEX,
+              "index_select(): Index is supposed to be a vector", true);
+    FAILS_PTR(tn_gather(w, 0, iok), TN_ERR_SHAPE,
+              "Index tensor must have the same number of dimensions as input tensor", true);
+    tn_tensor *i15 = tn_zeros(2, (const int64_t[]){1, 5}, TN_I64);
+    FAILS_PTR(tn_gather(w, 0, i15), TN_ERR_SHAPE,
+              "Size does not match at dimension 1 expected index [1, 5] to be smaller than self "
+              "[3, 4] apart from dimension 0",
+              true);
+    tn_tensor *i33 = tn_zeros(2, (const int64_t[]){3, 3}, TN_I64);
+    tn_tensor *s23 = f32(2, S23, false);
+    FAILS_PTR(tn_scatter_add(w, 0, i33, s23), TN_ERR_SHAPE,
+              "Expected index [3, 3] to be smaller than self [3, 4] apart from dimension 0 and to "
+              "be smaller size than src [2, 3]",
+              true);
+    FAILS_PTR(tn_scatter_add(w, 0, iok, s23), TN_ERR_SHAPE,
+              "Index tensor must have the same number of dimensions as self tensor", true);
+    tn_tensor *s64 = tn_zeros(2, (const int64_t[]){1, 1}, TN_F64);
+    FAILS_PTR(tn_scatter_add(w, 0, g5, s64), TN_ERR_DTYPE,
+              "scatter(): Expected self.dtype to be equal to src.dtype", true);
+    unchanged(&sw);
+    unchanged(&so);
+    assert_null(tn_grad(w));
+    tn_scope_end();
+}
+
+static void mask_errors(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *a = f32(2, S23, true), *b = f32(1, S4, false), *c = f32(1, S3, false);
+    tn_tensor *m3 = tn_ones(1, S3, TN_BOOL), *m4 = tn_ones(1, S4, TN_BOOL);
+    tn_tensor *m23 = tn_ones(2, (const int64_t[]){2, 3}, TN_BOOL);
+    snap sa = take(a);
+    NULL_PTR(tn_where(NULL, a, a));
+    NULL_PTR(tn_where(m3, NULL, a));
+    NULL_PTR(tn_where(m3, a, NULL));
+    NULL_PTR(tn_masked_fill(NULL, m3, 1));
+    NULL_PTR(tn_masked_fill(a, NULL, 1));
+    NULL_ST(tn_masked_fill_(NULL, m3, 1));
+    NULL_ST(tn_masked_fill_(a, NULL, 1));
+    NULL_PTR(tn_tril(NULL, 0));
+    NULL_PTR(tn_triu(NULL, 0));
+    FAILS_PTR(tn_where(c, a, a), TN_ERR_DTYPE,
+              "where expected condition to be a boolean tensor, but got a tensor with dtype "
+              "float32",
+              true);
+    FAILS_PTR(tn_where(m3, a, b), TN_ERR_SHAPE,
+              "The size of tensor a (3) must match the size of tensor b (4) at non-singleton "
+              "dimension 1",
+              true);
+    FAILS_PTR(tn_masked_fill(a, c, 1), TN_ERR_DTYPE,
+              "masked_fill_ only supports boolean masks, but got mask with dtype float32", true);
+    FAILS_PTR(tn_masked_fill(a, m4, 1), TN_ERR_SHAPE, "must match the size", false);
+    FAILS_PTR(tn_masked_fill(tn_zeros(1, S3, TN_I16), m3, 1e9), TN_ERR_INVALID_ARGUMENT, NULL,
+              false);
+    /* in place: a leaf that requires grad; a mask that does not broadcast into self */
+    FAILS_ST(tn_masked_fill_(a, m3, 1), TN_ERR_AUTOGRAD,
+             "a leaf Variable that requires grad is being used in an in-place operation.", true);
+    tn_tensor *d = tn_detach(a);
+    snap sd = take(d);
+    FAILS_ST(tn_masked_fill_(tn_select(d, 0, 0), m23, 1), TN_ERR_SHAPE,
+             "output with shape [3] doesn't match the broadcast shape [2, 3]", true);
+    FAILS_ST(tn_masked_fill_(d, c, 1), TN_ERR_DTYPE, "only supports boolean masks", false);
+    FAILS_PTR(tn_tril(c, 0), TN_ERR_SHAPE, "tril: input tensor must have at least 2 dimensions",
+              true);
+    FAILS_PTR(tn_triu(tn_scalar(1, TN_F32), 0), TN_ERR_SHAPE,
+              "triu: input tensor must have at least 2 dimensions", true);
+    unchanged(&sa);
+    unchanged(&sd);
+    assert_null(tn_grad(a));
+    tn_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(null_args_binary_and_unary),
@@ -606,6 +730,8 @@ int main(void) {
         TT_TEST(autograd_errors),
         TT_TEST(error_state_is_sticky),
         TT_TEST(reference_cycles_set_grad_self),
+        TT_TEST(index_errors),
+        TT_TEST(mask_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

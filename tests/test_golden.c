@@ -96,6 +96,16 @@ static tn_tensor *make_tensor(const gtensor *t, bool requires_grad) {
         assert_non_null(r);
         return r;
     }
+    if (strcmp(t->dtype, "bool") == 0) { /* masks and conditions */
+        uint8_t *bv = malloc((size_t)(t->n ? t->n : 1));
+        assert_non_null(bv);
+        for (int64_t i = 0; i < t->n; i++)
+            bv[i] = t->v[i] != 0;
+        tn_tensor *r = tn_tensor_from(bv, TN_BOOL, t->ndim, t->shape, false);
+        free(bv);
+        assert_non_null(r);
+        return r;
+    }
     assert_string_equal(t->dtype, "f64");
     if (strcmp(t->layout, "t") != 0) return tt_f64(t->ndim, t->shape, t->v, requires_grad);
     assert_true(t->ndim >= 2);
@@ -224,6 +234,14 @@ BIN(contiguous, tn_contiguous(x[0]))
 BIN(clone, tn_clone(x[0]))
 BIN(cat, tn_cat(n, x, (int)p[0]))
 BIN(stack, tn_stack(n, x, (int)p[0]))
+BIN(embedding, tn_embedding(x[0], x[1]))
+BIN(index_select, tn_index_select(x[0], (int)p[0], x[1]))
+BIN(gather, tn_gather(x[0], (int)p[0], x[1]))
+BIN(scatter_add, tn_scatter_add(x[0], (int)p[0], x[1], x[2]))
+BIN(where, tn_where(x[0], x[1], x[2]))
+BIN(masked_fill, tn_masked_fill(x[0], x[1], p[0]))
+BIN(tril, tn_tril(x[0], (int64_t)p[0]))
+BIN(triu, tn_triu(x[0], (int64_t)p[0]))
 
 static tn_tensor *g_permute(tn_tensor **x, int n, const double *p, int np) {
     int dims[TN_MAX_DIMS];
@@ -255,6 +273,7 @@ static tn_status apply_inplace(const char *name, tn_tensor *y, tn_tensor **x, in
     if (!strcmp(name, "sigmoid_")) return tn_sigmoid_(y);
     if (!strcmp(name, "exp_")) return tn_exp_(y);
     if (!strcmp(name, "neg_")) return tn_neg_(y);
+    if (!strcmp(name, "masked_fill_")) return tn_masked_fill_(y, x[1], p[0]);
     fail_msg("unknown in-place op %s", name);
     return TN_ERR_INTERNAL;
 }
@@ -352,6 +371,14 @@ static const struct {
     E(cat),
     E(stack),
     E(mlp),
+    E(embedding),
+    E(index_select),
+    E(gather),
+    E(scatter_add),
+    E(where),
+    E(masked_fill),
+    E(tril),
+    E(triu),
 #undef E
 };
 

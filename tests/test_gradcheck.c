@@ -676,6 +676,102 @@ static void inplace_ops(void **state) {
         }
 }
 
+/* ---- indexing and masks ------------------------------------------------------------- */
+
+/* Constant operands (in the caller's scope): index tensors and masks. */
+static tn_tensor *ix(int nd, const int64_t *shape, const int64_t *v) {
+    return tn_tensor_from(v, TN_I64, nd, shape, false);
+}
+static tn_tensor *bmask(int nd, const int64_t *shape, const uint8_t *v) {
+    return tn_tensor_from(v, TN_BOOL, nd, shape, false);
+}
+/* p[0] = 1: the result squared, so that second derivatives exist (the ops
+ * are linear in their float inputs) and the recorded backward is exercised. */
+static tn_tensor *sq(tn_tensor *t, const double *p) { return p[0] != 0 ? tn_mul(t, t) : t; }
+
+static const int64_t IX23[] = {2, 3}, IX_EMB[] = {1, 4, 1, 0, 1, 3}, IX4[] = {4},
+                     IX_SEL[] = {3, 0, 3, 1}, IX24[] = {2, 4}, IX_G0[] = {0, 2, 2, 1, 1, 1, 0, 2},
+                     IX32[] = {3, 2}, IX_G1[] = {3, 3, 0, 1, 2, 0};
+static const uint8_t M4[] = {1, 0, 0, 1}, M34[] = {1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0};
+
+/* p: {square, dim} */
+static tn_tensor *f_embedding(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_embedding(x[0], ix(2, IX23, IX_EMB)), p);
+}
+static tn_tensor *f_index_select(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_index_select(x[0], (int)p[1], ix(1, IX4, IX_SEL)), p);
+}
+static tn_tensor *f_gather0(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_gather(x[0], 0, ix(2, IX24, IX_G0)), p);
+}
+static tn_tensor *f_gather1(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_gather(x[0], 1, ix(2, IX32, IX_G1)), p);
+}
+/* x[1] (2, 4) or larger: src grows beyond the index (zero gradient there) */
+static tn_tensor *f_scatter_add(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_scatter_add(x[0], 0, ix(2, IX24, IX_G0), x[1]), p);
+}
+static tn_tensor *f_where(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_where(bmask(1, IX4, M4), x[0], x[1]), p);
+}
+static tn_tensor *f_masked_fill(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_masked_fill(x[0], bmask(2, S34, M34), 2.5), p);
+}
+/* y = x * 1; y.masked_fill_(mask) (p[1] = 1: through the rows 1..2 of y) */
+static tn_tensor *f_masked_fill_(tn_tensor *const *x, int n, const double *p) {
+    tn_tensor *y = tn_mul_scalar(x[0], 1);
+    tn_tensor *t = p[1] != 0 ? tn_narrow(y, 0, 1, 2) : y;
+    if (!t || tn_masked_fill_(t, bmask(1, IX4, M4), -1.5) != TN_OK) return NULL;
+    return sq(y, p);
+}
+static tn_tensor *f_tril(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_tril(x[0], (int64_t)p[1]), p);
+}
+static tn_tensor *f_triu(tn_tensor *const *x, int n, const double *p) {
+    return sq(tn_triu(x[0], (int64_t)p[1]), p);
+}
+
+static void index_and_mask_ops(void **state) {
+    static const int64_t s53[] = {5, 3}, s43[] = {4, 3}, s26[] = {2, 6};
+    gc_in w[1] = {IN(2, s53, V_ANY, 'c')}, a43[1] = {IN(2, s43, V_ANY, 'c')};
+    gc_in a34[1] = {IN(2, S34, V_ANY, 'c')}, a234[1] = {IN(3, S234, V_ANY, 'c')};
+    gc_in sa[2] = {IN(2, S34, V_ANY, 'c'), IN(2, IX24, V_ANY, 'c')};
+    gc_in sab[2] = {IN(2, S34, V_ANY, 'c'), IN(2, s26, V_ANY, 'c')}; /* src beyond the index */
+    gc_in wh[2] = {IN(2, S34, V_ANY, 'c'), IN(1, IX4, V_ANY, 'c')};
+    const struct {
+        const char *name;
+        gc_fn f;
+        double p1; /* dim, diagonal, or masked_fill_ through a view */
+        int n;
+        gc_in *in;
+    } cases[] = {
+        {"embedding", f_embedding, 0, 1, w},
+        {"index_select0", f_index_select, 0, 1, a43},
+        {"index_select-1", f_index_select, -1, 1, a234},
+        {"gather0", f_gather0, 0, 1, a34},
+        {"gather1", f_gather1, 0, 1, a34},
+        {"scatter_add", f_scatter_add, 0, 2, sa},
+        {"scatter_add_big_src", f_scatter_add, 0, 2, sab},
+        {"where", f_where, 0, 2, wh},
+        {"masked_fill", f_masked_fill, 0, 1, a34},
+        {"masked_fill_", f_masked_fill_, 0, 1, a34},
+        {"masked_fill_(view)", f_masked_fill_, 1, 1, a34},
+        {"tril(-1)", f_tril, -1, 1, a234},
+        {"tril(0)", f_tril, 0, 1, a234},
+        {"tril(1)", f_tril, 1, 1, a234},
+        {"triu(-1)", f_triu, -1, 1, a234},
+        {"triu(0)", f_triu, 0, 1, a234},
+        {"triu(1)", f_triu, 1, 1, a234},
+    };
+    for (int square = 0; square < 2; square++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            const double p[2] = {square, cases[c].p1};
+            char name[64];
+            snprintf(name, sizeof name, "%s%s", cases[c].name, square ? "^2" : "");
+            gradcheck_layouts(name, cases[c].f, p, cases[c].n, cases[c].in, square);
+        }
+}
+
 static int reset(void **state) {
     failures = 0;
     return tt_setup(state);
@@ -694,6 +790,7 @@ int main(void) {
         GC_TEST(binary_ops), GC_TEST(scalar_ops),        GC_TEST(unary_ops),
         GC_TEST(reductions), GC_TEST(matmul_and_linear), GC_TEST(nn_ops),
         GC_TEST(views),      GC_TEST(cat_stack),         GC_TEST(inplace_ops),
+        GC_TEST(index_and_mask_ops),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     fprintf(stderr, "gradcheck: %d partial derivatives compared\n", checked);

@@ -88,6 +88,9 @@ typedef struct tn_backend {
     /* Fused cross-entropy (tn_ce_args). NULL where the device has none: the
      * op composes log_softmax and the NLL from the other entries instead. */
     tn_status (*cross_entropy)(int dev, const tn_ce_args *a);
+    /* Indexing kernels (tn_index_args): embedding, index_select, gather,
+     * scatter_add and their backward. Deterministic, no float atomics. */
+    tn_status (*index)(int dev, const tn_index_args *a);
 } tn_backend;
 
 /* Device types with a slot in the table. */

@@ -186,3 +186,15 @@ tn_status tn__dev_transfer(tn_tensor *dst, const tn_tensor *src) {
     tn__free(tmp);
     return st;
 }
+
+tn_status tn__dev_index(const tn_index_args *a, tn_device dev, const tn_tensor *const ops[3]) {
+    const tn_backend *be = tn__table_of(dev);
+    if (!be) return tn_last_status();
+    if (!be->index) return tn__error(TN_ERR_DEVICE, "no indexing kernel on this device");
+    tn_race_access ra; /* out written (and read by the adds), src and idx read */
+    tn__race_begin(&ra, 3, ops, 1u, "index");
+    tn_status st = be->index(dev.index, a);
+    tn__race_end(&ra);
+    if (st == TN_OK) tn__storage_wrote(ops[0]->storage);
+    return st;
+}

@@ -98,4 +98,8 @@ tn_status tn__dev_write(tn_tensor *t, const void *host, size_t n);
 /* dst's bytes = src's (both contiguous, same dtype and numel, any devices). */
 tn_status tn__dev_transfer(tn_tensor *dst, const tn_tensor *src);
 
+/* Indexing kernel (tn_index_args, kernel_args.h; its indices checked by the
+ * caller). ops for the race detector: {out (written), src, idx}. */
+tn_status tn__dev_index(const tn_index_args *a, tn_device dev, const tn_tensor *const ops[3]);
+
 #endif

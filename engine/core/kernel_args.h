@@ -57,6 +57,7 @@ typedef enum tn_pw_code {
     TN_PW_SGD,         /* operands p, g[, buf]; ctx tn_sgd_ctx; float */
     TN_PW_ADAM,        /* operands p, g, m, v; ctx tn_adam_ctx; float */
     TN_PW_ACCUM,       /* out += x, out repeating over summed dims (serial); float; CPU only */
+    TN_PW_WHERE,       /* out = cond ? x : y; operands out, cond (bool), x, y; every dtype */
     TN_PW_COUNT
 } tn_pw_code;
 
@@ -70,6 +71,8 @@ static inline int tn_pw_kind(tn_pw_code c) {
         return TN_PW_KIND_##kind;
         TN_PW_BINARY_OPS(TN_PW_KIND_) TN_PW_UNARY_OPS(TN_PW_KIND_)
 #undef TN_PW_KIND_
+    case TN_PW_WHERE:
+        return TN_PW_KIND_ALL;
     default:
         return TN_PW_KIND_FLOAT;
     }
@@ -195,6 +198,36 @@ typedef struct tn_ce_args {
     double scale; /* CE_BWD */
     void *gx;     /* CE_BWD */
 } tn_ce_args;
+
+/* ---- indexing: gather / scatter family ------------------------------------------------ */
+
+enum { TN_IX_ROWS, TN_IX_ROWS_ADD, TN_IX_GATHER, TN_IX_SCATTER_ADD };
+
+/* One indexing kernel. idx is int64, every entry already checked to lie in
+ * [0, size of the indexed dim) by the caller. Any dtype (adds on bool are
+ * logical or). Strides in elements.
+ *  ROWS, ROWS_ADD: contiguous tensors seen as (outer, size, inner) around the
+ *  indexed dim and (outer, n, inner) for the other side; idx contiguous (n):
+ *    ROWS:     out[o, j, :] = src[o, idx[j], :]           (embedding, index_select)
+ *    ROWS_ADD: out[o, idx[j], :] += src[o, j, :]          (their backward, index_add)
+ *  GATHER, SCATTER_ADD: over the index's shape (ndim dims, shape), each
+ *  tensor through its own strides; p' is p with p[dim] replaced by idx[p]:
+ *    GATHER:      out[p] = src[p']
+ *    SCATTER_ADD: out[p'] += src[p]
+ *  The adds are exact and deterministic: each output element receives its
+ *  terms in the order of j (or of p[dim]), on every back end and thread
+ *  count; no atomics. */
+typedef struct tn_index_args {
+    int mode;
+    tn_dtype dtype;
+    const int64_t *idx;
+    const void *src;
+    void *out;
+    int64_t outer, size, n, inner; /* ROWS, ROWS_ADD */
+    int ndim, dim;                 /* GATHER, SCATTER_ADD */
+    int64_t shape[TN_MAX_DIMS];
+    int64_t istride[TN_MAX_DIMS], sstride[TN_MAX_DIMS], ostride[TN_MAX_DIMS];
+} tn_index_args;
 
 #ifdef __cplusplus
 }

@@ -82,6 +82,28 @@ MZ(double)
 ACC(float)
 ACC(double)
 
+/* TN_PW_WHERE: out = cond ? x : y (operands out, cond (bool), x, y). A
+ * select moves bits, so one loop per element width serves every dtype. */
+#define WHERE(T)                                                                          \
+    static void where_##T(void *c, int64_t n, char **p, const int64_t *s) {               \
+        (void)c;                                                                          \
+        if (s[0] == sizeof(T) && s[1] == 1 && s[2] == sizeof(T) && s[3] == sizeof(T)) {   \
+            T *o = (T *)p[0];                                                             \
+            const uint8_t *m = (const uint8_t *)p[1];                                     \
+            const T *x = (const T *)p[2], *y = (const T *)p[3];                           \
+            for (int64_t i = 0; i < n; i++) o[i] = m[i] ? x[i] : y[i];                    \
+            return;                                                                       \
+        }                                                                                 \
+        for (int64_t i = 0; i < n; i++)                                                   \
+            *(T *)(p[0] + i * s[0]) = *(const uint8_t *)(p[1] + i * s[1])                 \
+                                          ? *(const T *)(p[2] + i * s[2])                 \
+                                          : *(const T *)(p[3] + i * s[3]);                \
+    }
+WHERE(uint8_t)
+WHERE(uint16_t)
+WHERE(uint32_t)
+WHERE(uint64_t)
+
 /* Every code's loops by dtype, the special ones included (their other
  * dtypes NULL): the CPU backend's one lookup. */
 const tn_loop_fn tn__pw_loops[TN_PW_COUNT][TN_DTYPE_COUNT] = {
@@ -90,4 +112,6 @@ const tn_loop_fn tn__pw_loops[TN_PW_COUNT][TN_DTYPE_COUNT] = {
     [TN_PW_SGD] = {tn__cpu_sgd_f32, tn__cpu_sgd_f64},
     [TN_PW_ADAM] = {tn__cpu_adam_f32, tn__cpu_adam_f64},
     [TN_PW_ACCUM] = {acc_float, acc_double},
+    [TN_PW_WHERE] = {where_uint32_t, where_uint64_t, where_uint16_t, where_uint32_t,
+                     where_uint64_t, where_uint8_t},
 };

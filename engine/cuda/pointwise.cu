@@ -116,6 +116,19 @@ template <typename T> struct masked_zero_f {
     }
 };
 
+/* TN_PW_WHERE: out = cond ? x : y; a select moves bits, so T is by width. */
+template <typename T> struct where_f {
+    using T0 = T;
+    using T1 = uint8_t;
+    using T2 = T;
+    using T3 = T;
+    static constexpr int NOPS = 4;
+    static constexpr unsigned LOADS = 14u, STORES = 1u;
+    __device__ __forceinline__ void operator()(T &o, uint8_t &c, T &x, T &y) const {
+        o = c ? x : y;
+    }
+};
+
 namespace {
 
 tn_status bad_dtype(const char *op, tn_dtype dt) {
@@ -215,6 +228,21 @@ extern "C" tn_status tn__cuda_pointwise(int dev, tn_pw_code code, tn_dtype dt, c
         if (dt == TN_F32) return pw_launch(dev, masked_zero_f<float>{}, it, "masked_zero");
         if (dt == TN_F64) return pw_launch(dev, masked_zero_f<double>{}, it, "masked_zero");
         return bad_dtype("masked_fill", dt);
+    case TN_PW_WHERE:
+        switch (dt) {
+        case TN_F32:
+        case TN_I32:
+            return pw_launch(dev, where_f<uint32_t>{}, it, "where");
+        case TN_F64:
+        case TN_I64:
+            return pw_launch(dev, where_f<uint64_t>{}, it, "where");
+        case TN_I16:
+            return pw_launch(dev, where_f<uint16_t>{}, it, "where");
+        case TN_BOOL:
+            return pw_launch(dev, where_f<uint8_t>{}, it, "where");
+        default:
+            return bad_dtype("where", dt);
+        }
     case TN_PW_SGD:
         if (!ctx) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA SGD step: context is NULL");
         return sgd_step(dev, dt, it, static_cast<const tn_sgd_ctx *>(ctx));

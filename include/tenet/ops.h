@@ -131,6 +131,48 @@ tn_status tn_sigmoid_(tn_tensor *a);
 tn_status tn_exp_(tn_tensor *a);
 tn_status tn_neg_(tn_tensor *a);
 
+/* ---- indexing ----------------------------------------------------------------
+ * Index tensors are int64 (embedding and index_select also take int32, as
+ * PyTorch); every index must lie in [0, size) of the indexed dim (no
+ * negative indices), checked before anything is written: TN_ERR_INDEX with
+ * PyTorch's message ("index out of range in self" for embedding and
+ * index_select; "index 5 is out of bounds for dimension 0 with size 3" for
+ * gather and scatter_add). Gradients summed into repeated indices are exact
+ * and deterministic (the same bits for any thread count). Returned tensors
+ * are new references; NULL + error on failure. */
+/* torch.nn.functional.embedding(indices, weight): weight (num, dim), indices
+ * of any shape -> (*indices.shape, dim), rows of weight. EmbeddingBackward0. */
+tn_tensor *tn_embedding(const tn_tensor *weight, const tn_tensor *indices);
+/* torch.index_select: index 1-D (or 0-dim); a's shape with dim's size
+ * numel(index). IndexSelectBackward0. */
+tn_tensor *tn_index_select(const tn_tensor *a, int dim, const tn_tensor *index);
+/* torch.gather: out[p] = a[p with p[dim] = index[p]], out of index's shape;
+ * index has a's number of dims, index.size(d) <= a.size(d) for d != dim.
+ * GatherBackward0. */
+tn_tensor *tn_gather(const tn_tensor *a, int dim, const tn_tensor *index);
+/* torch.scatter_add (out of place): a copy of a with out[p with p[dim] =
+ * index[p]] += src[p] for p over index's shape; src has a's dtype, index
+ * <= src in every dim and <= a in every dim but dim. ScatterAddBackward0. */
+tn_tensor *tn_scatter_add(const tn_tensor *a, int dim, const tn_tensor *index,
+                          const tn_tensor *src);
+
+/* ---- masks ---------------------------------------------------------------------- */
+/* torch.where(cond, a, b): cond bool; cond, a, b broadcast together; the
+ * result has a and b's promoted dtype. WhereBackward0. */
+tn_tensor *tn_where(const tn_tensor *cond, const tn_tensor *a, const tn_tensor *b);
+/* a.masked_fill(mask, value): value where mask (bool) is true, a elsewhere;
+ * the result has the broadcast shape of a and mask and a's dtype (value
+ * converted as tn_fill_ does). MaskedFillBackward0. */
+tn_tensor *tn_masked_fill(const tn_tensor *a, const tn_tensor *mask, double value);
+/* In place: mask must broadcast to a's shape; the in-place rules of
+ * tn_add_ (leaf checks, version bump, views rebased with CopySlices). */
+tn_status tn_masked_fill_(tn_tensor *a, const tn_tensor *mask, double value);
+/* torch.tril / torch.triu on the last two dims (a has >= 2 dims): elements
+ * with col - row <= diagonal (tril) / >= diagonal (triu) kept, others 0.
+ * TrilBackward0 / TriuBackward0. */
+tn_tensor *tn_tril(const tn_tensor *a, int64_t diagonal);
+tn_tensor *tn_triu(const tn_tensor *a, int64_t diagonal);
+
 TN_API_END
 #ifdef __cplusplus
 }

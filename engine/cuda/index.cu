@@ -1,0 +1,233 @@
+/* engine/cuda/index.cu — the indexing kernels (tn_index_args): embedding,
+ * index_select, gather, scatter_add and their backward, every dtype.
+ *
+ * Deterministic, no atomics, and the sums are the CPU's bit for bit (every
+ * output element adds its terms in index order, as engine/cpu/index_kernels.c):
+ *  - ROWS, GATHER: one thread per output element (copies).
+ *  - ROWS_ADD: the indices are read back to the host and counting-sorted
+ *    into segments, one per destination row that occurs, each listing its
+ *    source rows in index order (uploaded to scratch memory); one thread per
+ *    (outer, segment, inner) element folds its segment in order. The
+ *    read-back waits for the stream once per call (an embedding backward).
+ *  - SCATTER_ADD: one thread per line along dim (every coordinate but dim
+ *    fixed), walking the line in order; all the writes of a line stay in it.
+ */
+#include <stdlib.h>
+
+#include "cuda_internal.h"
+
+namespace tnc {
+
+namespace {
+
+constexpr int IX_THREADS = 256;
+
+template <typename T> __device__ __forceinline__ T add_el(T a, T b) { return a + b; }
+template <> __device__ __forceinline__ uint8_t add_el<uint8_t>(uint8_t a, uint8_t b) {
+    return a | b; /* bool */
+}
+
+/* out (outer, n, inner)[o, j, i] = src (outer, size, inner)[o, idx[j], i] */
+template <typename T> __global__ void rows_kernel(tn_index_args a) {
+    const int64_t total = a.outer * a.n * a.inner, G = static_cast<int64_t>(gridDim.x) * IX_THREADS;
+    const T *src = static_cast<const T *>(a.src);
+    T *out = static_cast<T *>(a.out);
+    for (int64_t e = static_cast<int64_t>(blockIdx.x) * IX_THREADS + threadIdx.x; e < total;
+         e += G) {
+        const int64_t i = e % a.inner, r = e / a.inner, j = r % a.n, o = r / a.n;
+        out[e] = src[(o * a.size + a.idx[j]) * a.inner + i];
+    }
+}
+
+/* seg: nu + 1 starts into order; rows: the destination row of each segment. */
+template <typename T>
+__global__ void rows_add_kernel(tn_index_args a, const int64_t *order, const int64_t *rows,
+                                const int64_t *seg, int64_t nu) {
+    const int64_t total = a.outer * nu * a.inner, G = static_cast<int64_t>(gridDim.x) * IX_THREADS;
+    const T *src = static_cast<const T *>(a.src);
+    T *out = static_cast<T *>(a.out);
+    for (int64_t e = static_cast<int64_t>(blockIdx.x) * IX_THREADS + threadIdx.x; e < total;
+         e += G) {
+        const int64_t i = e % a.inner, r = e / a.inner, u = r % nu, o = r / nu;
+        T *d = out + (o * a.size + rows[u]) * a.inner + i;
+        T acc = *d;
+        for (int64_t k = seg[u]; k < seg[u + 1]; k++)
+            acc = add_el<T>(acc, src[(o * a.n + order[k]) * a.inner + i]);
+        *d = acc;
+    }
+}
+
+/* First elements of line L (every coordinate but dim, row-major) in idx,
+ * src and out. */
+__device__ __forceinline__ void line_offsets(const tn_index_args &a, int64_t L, int64_t off[3]) {
+    off[0] = off[1] = off[2] = 0;
+    for (int d = a.ndim - 1; d >= 0; d--) {
+        if (d == a.dim) continue;
+        const int64_t c = L % a.shape[d];
+        L /= a.shape[d];
+        off[0] += c * a.istride[d];
+        off[1] += c * a.sstride[d];
+        off[2] += c * a.ostride[d];
+    }
+}
+
+/* out[p] = src[p with p[dim] = idx[p]] */
+template <typename T> __global__ void gather_kernel(tn_index_args a, int64_t total) {
+    const int64_t G = static_cast<int64_t>(gridDim.x) * IX_THREADS;
+    for (int64_t e = static_cast<int64_t>(blockIdx.x) * IX_THREADS + threadIdx.x; e < total;
+         e += G) {
+        int64_t p = e, oi = 0, os = 0, ss = 0;
+        for (int d = a.ndim - 1; d >= 0; d--) {
+            const int64_t c = p % a.shape[d];
+            p /= a.shape[d];
+            oi += c * a.istride[d];
+            os += c * a.ostride[d];
+            if (d != a.dim) ss += c * a.sstride[d];
+        }
+        static_cast<T *>(a.out)[os] =
+            static_cast<const T *>(a.src)[ss + a.idx[oi] * a.sstride[a.dim]];
+    }
+}
+
+/* out[p with p[dim] = idx[p]] += src[p], one line per thread, in order */
+template <typename T> __global__ void scatter_add_kernel(tn_index_args a, int64_t lines) {
+    const int64_t G = static_cast<int64_t>(gridDim.x) * IX_THREADS;
+    const int64_t m = a.shape[a.dim], is = a.istride[a.dim], ss = a.sstride[a.dim],
+                  os = a.ostride[a.dim];
+    for (int64_t L = static_cast<int64_t>(blockIdx.x) * IX_THREADS + threadIdx.x; L < lines;
+         L += G) {
+        int64_t off[3];
+        line_offsets(a, L, off);
+        const int64_t *ix = a.idx + off[0];
+        const T *s = static_cast<const T *>(a.src) + off[1];
+        T *o = static_cast<T *>(a.out) + off[2];
+        for (int64_t j = 0; j < m; j++) {
+            T *d = o + ix[j * is] * os;
+            *d = add_el<T>(*d, s[j * ss]);
+        }
+    }
+}
+
+unsigned grid_for(const device_state *ds, int64_t work) {
+    const int64_t max_blocks = static_cast<int64_t>(ds->sm_count) * 8 * 4;
+    const int64_t b = ceil_div(work, IX_THREADS);
+    return static_cast<unsigned>(b < 1 ? 1 : b > max_blocks ? max_blocks : b);
+}
+
+/* The counting sort of ROWS_ADD, on the host: order (n) lists j by
+ * destination row, stable; rows (nu) and seg (nu + 1) describe the
+ * segments. One malloc'd block of n + 2 nu + 1 int64, NULL + error. */
+int64_t *segments(const int64_t *idx, int64_t n, int64_t size, int64_t *nu_out) {
+    int64_t *cnt = static_cast<int64_t *>(calloc(static_cast<size_t>(size) + 1, sizeof *cnt));
+    int64_t *buf = static_cast<int64_t *>(malloc((static_cast<size_t>(n) * 3 + 1) * sizeof *buf));
+    if (!cnt || !buf) {
+        free(cnt);
+        free(buf);
+        tn__error(TN_ERR_OUT_OF_MEMORY, "CUDA index: out of host memory");
+        return nullptr;
+    }
+    int64_t nu = 0;
+    for (int64_t j = 0; j < n; j++)
+        nu += cnt[idx[j] + 1]++ == 0;
+    for (int64_t r = 0; r < size; r++)
+        cnt[r + 1] += cnt[r]; /* cnt[r]: start of row r */
+    int64_t *order = buf, *rows = buf + n, *seg = buf + n + nu;
+    for (int64_t r = 0, u = 0; r < size; r++)
+        if (cnt[r + 1] > cnt[r]) {
+            rows[u] = r;
+            seg[u++] = cnt[r];
+        }
+    seg[nu] = n;
+    for (int64_t j = 0; j < n; j++)
+        order[cnt[idx[j]]++] = j;
+    free(cnt);
+    *nu_out = nu;
+    return buf;
+}
+
+template <typename T> tn_status rows_add(int dev, device_state *ds, const tn_index_args *a) {
+    const size_t ib = static_cast<size_t>(a->n) * sizeof(int64_t);
+    int64_t *host = static_cast<int64_t *>(malloc(ib));
+    if (!host) return tn__error(TN_ERR_OUT_OF_MEMORY, "CUDA index: out of host memory");
+    cudaError_t e = cudaMemcpyAsync(host, a->idx, ib, cudaMemcpyDeviceToHost, ds->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ds->stream);
+    if (e != cudaSuccess) {
+        free(host);
+        return cuda_fail(e, "index: reading the indices");
+    }
+    int64_t nu = 0, *seg = segments(host, a->n, a->size, &nu);
+    free(host);
+    if (!seg) return TN_ERR_OUT_OF_MEMORY; /* segments() set the message */
+    const size_t sb =
+        (static_cast<size_t>(a->n) + 2 * static_cast<size_t>(nu) + 1) * sizeof(int64_t);
+    scratch s(dev, sb);
+    int64_t *d = static_cast<int64_t *>(s.get());
+    if (!d) {
+        free(seg);
+        return TN_ERR_OUT_OF_MEMORY; /* alloc() set the message */
+    }
+    e = cudaMemcpyAsync(d, seg, sb, cudaMemcpyHostToDevice, ds->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ds->stream); /* seg is freed below */
+    free(seg);
+    if (e != cudaSuccess) return cuda_fail(e, "index: uploading the segments");
+    rows_add_kernel<T><<<grid_for(ds, a->outer * nu * a->inner), IX_THREADS, 0, ds->stream>>>(
+        *a, d, d + a->n, d + a->n + nu, nu);
+    return launch_check("index_add");
+}
+
+/* T by element width for the copies, by dtype for the adds. */
+template <typename T> tn_status run(int dev, device_state *ds, const tn_index_args *a) {
+    int64_t n = 1, lines = 1;
+    for (int d = 0; d < a->ndim; d++) {
+        n *= a->shape[d];
+        if (d != a->dim) lines *= a->shape[d];
+    }
+    switch (a->mode) {
+    case TN_IX_ROWS:
+        rows_kernel<T><<<grid_for(ds, a->outer * a->n * a->inner), IX_THREADS, 0, ds->stream>>>(*a);
+        return launch_check("index_select");
+    case TN_IX_ROWS_ADD:
+        return rows_add<T>(dev, ds, a);
+    case TN_IX_GATHER:
+        if (n == 0) return TN_OK;
+        gather_kernel<T><<<grid_for(ds, n), IX_THREADS, 0, ds->stream>>>(*a, n);
+        return launch_check("gather");
+    default:
+        if (n == 0) return TN_OK;
+        scatter_add_kernel<T><<<grid_for(ds, lines), IX_THREADS, 0, ds->stream>>>(*a, lines);
+        return launch_check("scatter_add");
+    }
+}
+
+} // namespace
+
+extern "C" tn_status tn__cuda_index(int dev, const tn_index_args *a) {
+    if (!a) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA index: arguments are NULL");
+    if (a->mode < TN_IX_ROWS || a->mode > TN_IX_SCATTER_ADD)
+        return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA index: unknown mode %d", a->mode);
+    const bool rows = a->mode == TN_IX_ROWS || a->mode == TN_IX_ROWS_ADD;
+    if (rows ? a->outer * a->n * a->inner == 0 : a->ndim < 1) return TN_OK;
+    device_state *ds;
+    tn_status st = device(dev, &ds);
+    if (st < 0) return st;
+    dev_guard guard(dev);
+    const bool adds = a->mode == TN_IX_ROWS_ADD || a->mode == TN_IX_SCATTER_ADD;
+    switch (a->dtype) {
+    case TN_F32:
+        return adds ? run<float>(dev, ds, a) : run<uint32_t>(dev, ds, a);
+    case TN_F64:
+        return adds ? run<double>(dev, ds, a) : run<uint64_t>(dev, ds, a);
+    case TN_I16:
+        return run<int16_t>(dev, ds, a);
+    case TN_I32:
+        return run<int32_t>(dev, ds, a);
+    case TN_I64:
+        return run<int64_t>(dev, ds, a);
+    case TN_BOOL:
+        return run<uint8_t>(dev, ds, a);
+    default:
+        return tn__error(TN_ERR_DTYPE, "CUDA index: unknown dtype %d", (int)a->dtype);
+    }
+}
+
+} // namespace tnc
