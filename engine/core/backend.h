@@ -88,6 +88,8 @@ typedef struct tn_backend {
     /* Fused cross-entropy (tn_ce_args). NULL where the device has none: the
      * op composes log_softmax and the NLL from the other entries instead. */
     tn_status (*cross_entropy)(int dev, const tn_ce_args *a);
+    /* Layer norm, forward and backward (tn_ln_args). */
+    tn_status (*layer_norm)(int dev, const tn_ln_args *a);
 } tn_backend;
 
 /* Device types with a slot in the table. */

@@ -17,6 +17,8 @@
 /* Device overloads pick the float or double function by argument type. */
 #define TN_M(fn, x) fn(x)
 #define TN_POWX(x, y) tn_pow_dev(x, y)
+/* the constant c in x's type (float math stays float) */
+#define TN_C(x, c) ((decltype(x))(c))
 #else
 #include <math.h>
 #define TN_M(fn, x) _Generic((x), float: fn##f((float)(x)), default: fn((double)(x)))
@@ -24,7 +26,17 @@
 #define TN_POWX(x, y) _Generic((x), float: powf((float)(x), (float)(y)), \
                                double: pow((double)(x), (double)(y)),   \
                                default: tn_ipow((int64_t)(x), (int64_t)(y)))
+#define TN_C(x, c) _Generic((x), float: (float)(c), default: (double)(c))
 #endif
+
+/* GELU's constants: 1/sqrt(2), 1/sqrt(2 pi), sqrt(2/pi), and the cubic's. */
+#define TN_GELU_S1_2 0.70710678118654752440
+#define TN_GELU_PDF 0.39894228040143267794
+#define TN_GELU_BETA 0.79788456080286535588
+#define TN_GELU_KAPPA 0.044715
+/* tanh of GELU's tanh approximation's argument */
+#define TN_GELU_TANH(x)                                                                  \
+    TN_M(tanh, TN_C(x, TN_GELU_BETA) * (x + TN_C(x, TN_GELU_KAPPA) * x * x * x))
 
 #define TN_PW_BINARY_OPS(X)                                                              \
     X(add, ALL, x + y)                                                                   \
@@ -64,6 +76,21 @@
     /* NaN passes through clamp, as PyTorch */                                           \
     X(clamp, ALL, x < c0 ? c0 : (x > c1 ? c1 : x))                                       \
     /* d clamp / dx (also relu's backward with c0 = 0+, c1 = inf) */                     \
-    X(clampmask, FLOAT, (x >= c0 && x <= c1) ? 1 : 0)
+    X(clampmask, FLOAT, (x >= c0 && x <= c1) ? 1 : 0)                                    \
+    /* activations (engine/ops/activation.c): GELU (erf and tanh forms), SiLU, */        \
+    /* their derivatives (the plain backward), the normal CDF (create_graph) */           \
+    X(gelu, FLOAT, x * TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))))         \
+    X(gelu_tanh, FLOAT, TN_C(x, 0.5) * x * (1 + TN_GELU_TANH(x)))                         \
+    X(silu, FLOAT, x / (1 + TN_M(exp, -x)))                                              \
+    X(gelu_grad, FLOAT,                                                                  \
+      TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))) +                         \
+          x * TN_C(x, TN_GELU_PDF) * TN_M(exp, TN_C(x, -0.5) * x * x))                    \
+    X(gelu_tanh_grad, FLOAT,                                                             \
+      TN_C(x, 0.5) * (1 + TN_GELU_TANH(x)) +                                             \
+          TN_C(x, 0.5) * x * (1 - TN_GELU_TANH(x) * TN_GELU_TANH(x)) *                   \
+              TN_C(x, TN_GELU_BETA) * (1 + TN_C(x, 3 * TN_GELU_KAPPA) * x * x))          \
+    X(silu_grad, FLOAT,                                                                  \
+      1 / (1 + TN_M(exp, -x)) * (1 + x * (1 - 1 / (1 + TN_M(exp, -x)))))                 \
+    X(normcdf, FLOAT, TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))))
 
 #endif

@@ -39,6 +39,7 @@ static const tn_backend cpu_backend = {
     .gemm = cpu_gemm,
     .softmax = tn__cpu_softmax,
     .cross_entropy = tn__cpu_cross_entropy,
+    .layer_norm = tn__cpu_layer_norm,
 };
 
 __attribute__((constructor)) static void register_cpu(void) {
