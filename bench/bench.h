@@ -100,5 +100,8 @@ int bench_mlp(const bench_opts *o);
 int bench_mlp_anomaly(const bench_opts *o);
 int bench_mlp_threads(const bench_opts *o);
 int bench_digits(const bench_opts *o);
+/* case_norm.c */
+int bench_layer_norm(const bench_opts *o);
+int bench_gelu(const bench_opts *o);
 
 #endif

@@ -186,5 +186,7 @@ void tf_op_hook(tf_state *s);
 /* op_io.c: safetensors files from the program's bytes, slots saved and loaded */
 void tf_op_safetensors_load(tf_state *s);
 void tf_op_safetensors_save(tf_state *s);
+/* op_norm.c: layer_norm, gelu, silu, dropout, logsumexp, var, std */
+void tf_op_norm(tf_state *s);
 
 #endif

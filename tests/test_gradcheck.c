@@ -755,9 +755,10 @@ static void norm_ops(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        GC_TEST(binary_ops),        GC_TEST(scalar_ops), GC_TEST(unary_ops), GC_TEST(reductions),
-        GC_TEST(matmul_and_linear), GC_TEST(nn_ops),     GC_TEST(views),     GC_TEST(cat_stack),
-        GC_TEST(inplace_ops),       GC_TEST(norm_ops),
+        GC_TEST(binary_ops), GC_TEST(scalar_ops),        GC_TEST(unary_ops),
+        GC_TEST(reductions), GC_TEST(matmul_and_linear), GC_TEST(nn_ops),
+        GC_TEST(views),      GC_TEST(cat_stack),         GC_TEST(inplace_ops),
+        GC_TEST(norm_ops),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     fprintf(stderr, "gradcheck: %d partial derivatives compared\n", checked);

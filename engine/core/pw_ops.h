@@ -34,9 +34,11 @@
 #define TN_GELU_PDF 0.39894228040143267794
 #define TN_GELU_BETA 0.79788456080286535588
 #define TN_GELU_KAPPA 0.044715
-/* tanh of GELU's tanh approximation's argument */
-#define TN_GELU_TANH(x)                                                                  \
-    TN_M(tanh, TN_C(x, TN_GELU_BETA) * (x + TN_C(x, TN_GELU_KAPPA) * x * x * x))
+/* GELU's tanh form through 1 + tanh(u) = 2 sigmoid(2 u) = 2 / (1 + exp(-2 u)),
+ * u = beta (x + kappa x^3): exp is several times faster than tanh in the C
+ * library and the form has no cancellation. TN_GELU_S: sigmoid(2 u). */
+#define TN_GELU_S(x)                                                                     \
+    (1 / (1 + TN_M(exp, TN_C(x, -2 * TN_GELU_BETA) * (x + TN_C(x, TN_GELU_KAPPA) * x * x * x))))
 
 #define TN_PW_BINARY_OPS(X)                                                              \
     X(add, ALL, x + y)                                                                   \
@@ -80,15 +82,15 @@
     /* activations (engine/ops/activation.c): GELU (erf and tanh forms), SiLU, */        \
     /* their derivatives (the plain backward), the normal CDF (create_graph) */           \
     X(gelu, FLOAT, x * TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))))         \
-    X(gelu_tanh, FLOAT, TN_C(x, 0.5) * x * (1 + TN_GELU_TANH(x)))                         \
+    X(gelu_tanh, FLOAT, x * TN_GELU_S(x))                                                \
     X(silu, FLOAT, x / (1 + TN_M(exp, -x)))                                              \
     X(gelu_grad, FLOAT,                                                                  \
       TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))) +                         \
           x * TN_C(x, TN_GELU_PDF) * TN_M(exp, TN_C(x, -0.5) * x * x))                    \
+    /* (1 + t) / 2 + x / 2 (1 - t^2) beta (1 + 3 kappa x^2), t = 2 s - 1 */             \
     X(gelu_tanh_grad, FLOAT,                                                             \
-      TN_C(x, 0.5) * (1 + TN_GELU_TANH(x)) +                                             \
-          TN_C(x, 0.5) * x * (1 - TN_GELU_TANH(x) * TN_GELU_TANH(x)) *                   \
-              TN_C(x, TN_GELU_BETA) * (1 + TN_C(x, 3 * TN_GELU_KAPPA) * x * x))          \
+      TN_GELU_S(x) * (1 + TN_C(x, 2 * TN_GELU_BETA) * x * (1 - TN_GELU_S(x)) *            \
+                              (1 + TN_C(x, 3 * TN_GELU_KAPPA) * x * x)))                 \
     X(silu_grad, FLOAT,                                                                  \
       1 / (1 + TN_M(exp, -x)) * (1 + x * (1 - 1 / (1 + TN_M(exp, -x)))))                 \
     X(normcdf, FLOAT, TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))))

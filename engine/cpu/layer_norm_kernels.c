@@ -1,11 +1,11 @@
 /* The CPU's layer-norm kernel: the backend table's `layer_norm` entry
- * (tn_ln_args in engine/core/kernel_args.h). Rows are contiguous; threads
- * own whole rows (forward, dx) and whole blocks of TN_LN_ROW_BLOCK rows for
- * the weight and bias gradients, whose per-block partial sums are combined
- * in block order by threads owning whole columns: the same bits whatever
- * the thread count. Row sums run over LANES independent double
- * accumulators (a fixed order the compiler can vectorise), combined in lane
- * order.
+ * (tn_ln_args in engine/core/kernel_args.h). Rows are contiguous. Forward:
+ * threads own whole rows. Backward, one pass: threads own whole blocks of
+ * TN_LN_ROW_BLOCK rows, writing each row's dx and the block's partial sums
+ * of the weight and bias gradients, which threads owning whole columns then
+ * combine in block order: the same bits whatever the thread count. Row sums
+ * run over LANES independent double accumulators (a fixed order the
+ * compiler can vectorise), combined in lane order.
  */
 #include <math.h>
 
@@ -116,20 +116,15 @@
                 dx[j] = (T)(rs * ((double)dy[j] - mg - ((double)x[j] - m) * rs * mgx));            \
     }
 
-/* Partial sums of dweight (pw) and dbias (pb) over rows [r0, r1), in double. */
+/* Adds one row's terms to the partial sums of dweight (pw) and dbias (pb). */
 #define DEFINE_LN_PARTIAL(SUF, T)                                                                  \
-    static void ln_partial_##SUF(const tn_ln_args *a, int64_t r0, int64_t r1, double *pw,          \
-                                 double *pb) {                                                     \
+    static void ln_partial_##SUF(const tn_ln_args *a, int64_t r, double *pw, double *pb) {         \
         int64_t n = a->cols;                                                                       \
-        for (int64_t j = 0; j < n; j++)                                                            \
-            pw[j] = pb[j] = 0;                                                                     \
-        for (int64_t r = r0; r < r1; r++) {                                                        \
-            const T *x = (const T *)a->x + r * n, *dy = (const T *)a->dy + r * n;                  \
-            double m = (double)((const T *)a->mean)[r], rs = (double)((const T *)a->rstd)[r];      \
-            for (int64_t j = 0; j < n; j++) {                                                      \
-                pw[j] += (double)dy[j] * (((double)x[j] - m) * rs);                                \
-                pb[j] += (double)dy[j];                                                            \
-            }                                                                                      \
+        const T *x = (const T *)a->x + r * n, *dy = (const T *)a->dy + r * n;                      \
+        double m = (double)((const T *)a->mean)[r], rs = (double)((const T *)a->rstd)[r];          \
+        for (int64_t j = 0; j < n; j++) {                                                          \
+            pw[j] += (double)dy[j] * (((double)x[j] - m) * rs);                                    \
+            pb[j] += (double)dy[j];                                                                \
         }                                                                                          \
     }
 
@@ -149,11 +144,12 @@ static void store(tn_dtype dt, void *p, int64_t j, double v) {
         ((double *)p)[j] = v;
 }
 
-/* dweight / dbias: per-block partials, then each column summed in block order. */
-static tn_status ln_param_grads(const tn_ln_args *a) {
+/* The backward in one pass over blocks of TN_LN_ROW_BLOCK rows: each row's
+ * dx, and the block's partial sums of dweight and dbias (part: 2 cols
+ * doubles per block, or NULL); then each column's partials are summed in
+ * block order. */
+static void ln_backward(const tn_ln_args *a, double *part) {
     int64_t nb = (a->rows + TN_LN_ROW_BLOCK - 1) / TN_LN_ROW_BLOCK, n = a->cols;
-    double *part = tn__malloc((size_t)(nb * n * 2) * sizeof *part);
-    if (!part) return tn_last_status();
     bool f32 = a->dtype == TN_F32;
     int nt = tn__threads_for(a->rows * n);
     (void)nt; /* only read by OpenMP */
@@ -161,12 +157,21 @@ static tn_status ln_param_grads(const tn_ln_args *a) {
     for (int64_t k = 0; k < nb; k++) {
         int64_t r0 = k * TN_LN_ROW_BLOCK;
         int64_t r1 = r0 + TN_LN_ROW_BLOCK < a->rows ? r0 + TN_LN_ROW_BLOCK : a->rows;
-        double *pw = part + 2 * k * n, *pb = pw + n;
-        if (f32)
-            ln_partial_f32(a, r0, r1, pw, pb);
-        else
-            ln_partial_f64(a, r0, r1, pw, pb);
+        double *pw = part ? part + 2 * k * n : NULL, *pb = pw ? pw + n : NULL;
+        for (int64_t j = 0; pw && j < 2 * n; j++)
+            pw[j] = 0;
+        for (int64_t r = r0; r < r1; r++) {
+            if (a->dx && f32)
+                ln_dx_row_f32(a, r);
+            else if (a->dx)
+                ln_dx_row_f64(a, r);
+            if (pw && f32)
+                ln_partial_f32(a, r, pw, pb);
+            else if (pw)
+                ln_partial_f64(a, r, pw, pb);
+        }
     }
+    if (!part) return;
     nt = tn__threads_for(nb * n);
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
     for (int64_t j = 0; j < n; j++) {
@@ -178,8 +183,6 @@ static tn_status ln_param_grads(const tn_ln_args *a) {
         if (a->dweight) store(a->dtype, a->dweight, j, sw);
         if (a->dbias) store(a->dtype, a->dbias, j, sb);
     }
-    tn__mfree(part);
-    return TN_OK;
 }
 
 tn_status tn__cpu_layer_norm(int dev, const tn_ln_args *a) {
@@ -187,24 +190,26 @@ tn_status tn__cpu_layer_norm(int dev, const tn_ln_args *a) {
     if (a->dtype != TN_F32 && a->dtype != TN_F64)
         return tn__error(TN_ERR_DTYPE, "layer_norm: no CPU kernel for %s", tn_dtype_name(a->dtype));
     if (a->rows == 0 || a->cols == 0) return TN_OK;
-    bool f32 = a->dtype == TN_F32, fwd = a->mode == TN_LN_FWD;
-    if (!fwd && (a->dweight || a->dbias)) {
-        tn_status st = ln_param_grads(a);
-        if (st < 0) return st;
+    if (a->mode == TN_LN_BWD) {
+        double *part = NULL;
+        if (a->dweight || a->dbias) {
+            int64_t nb = (a->rows + TN_LN_ROW_BLOCK - 1) / TN_LN_ROW_BLOCK;
+            if (!(part = tn__malloc((size_t)(nb * a->cols * 2) * sizeof *part)))
+                return tn_last_status();
+        }
+        ln_backward(a, part);
+        tn__mfree(part);
+        return TN_OK;
     }
-    if (!fwd && !a->dx) return TN_OK;
+    bool f32 = a->dtype == TN_F32;
     int nt = tn__threads_for(a->rows * a->cols);
     (void)nt; /* only read by OpenMP */
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
     for (int64_t r = 0; r < a->rows; r++) {
-        if (fwd && f32)
+        if (f32)
             ln_fwd_row_f32(a, r);
-        else if (fwd)
-            ln_fwd_row_f64(a, r);
-        else if (f32)
-            ln_dx_row_f32(a, r);
         else
-            ln_dx_row_f64(a, r);
+            ln_fwd_row_f64(a, r);
     }
     return TN_OK;
 }

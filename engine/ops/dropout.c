@@ -25,13 +25,11 @@ static tn_status dropout_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
 }
 static const tn_fn_info dropout_fn = {"NativeDropoutBackward0", dropout_bw};
 
-/* The scaled mask on the host, then on dev. */
-static tn_tensor *make_mask(const tn_tensor *x, double p, tn_device dev) {
-    tn_tensor *m = tn__empty(x->ndim, x->shape, x->dtype);
-    if (!m) return NULL;
-    int64_t n = tn__numel(x->ndim, x->shape);
+/* Draws the scaled mask into m (contiguous, on the host). */
+static void draw_mask(tn_tensor *m, double p) {
+    int64_t n = tn__numel(m->ndim, m->shape);
     double keep = 1 - p, scale = p < 1 ? 1 / keep : 0;
-    if (x->dtype == TN_F32) {
+    if (m->dtype == TN_F32) {
         float *v = (float *)tn__ptr(m), s = (float)scale;
         for (int64_t i = 0; i < n; i++)
             v[i] = tn__rand_uniform() < keep ? s : 0.0f;
@@ -40,9 +38,6 @@ static tn_tensor *make_mask(const tn_tensor *x, double p, tn_device dev) {
         for (int64_t i = 0; i < n; i++)
             v[i] = tn__rand_uniform() < keep ? scale : 0.0;
     }
-    tn_tensor *md = tn__on_device(m, dev);
-    tn_release(m);
-    return md;
 }
 
 /* "1.5", "-0.1", "2.0": as Python prints a float */
@@ -70,18 +65,34 @@ tn_tensor *tn_dropout(const tn_tensor *x, double p, bool training) {
                   tn_dtype_name(TN_F32), tn_dtype_name(x->dtype));
         return NULL;
     }
-    tn_tensor *mask = make_mask(x, p, tn__dev(x));
-    tn_tensor *out = mask ? tn__pw_binary("dropout", TN_PW_mul, x, mask, x->dtype, x->dtype) : NULL;
-    if (out && tn__needs_grad(1, &x)) {
-        tn_node *n = tn__node_new(&dropout_fn, 1, &x, 1, 1);
-        tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
+    /* Everything that can fail is made before the generator moves (a failed
+     * call draws nothing): the mask on the host and on x's device, the
+     * output, the node with its output and the saved mask. */
+    tn_device dev = tn__dev(x);
+    tn_tensor *host = tn__empty(x->ndim, x->shape, x->dtype);
+    tn_tensor *mask = host && tn__on_cpu(x) ? tn__retain(host)
+                      : host                ? tn__empty_on(x->ndim, x->shape, x->dtype, dev)
+                                            : NULL;
+    tn_tensor *out = mask ? tn__empty_on(x->ndim, x->shape, x->dtype, dev) : NULL;
+    tn_status st = out ? TN_OK : tn_last_status();
+    tn_node *n = NULL;
+    if (st == TN_OK && tn__needs_grad(1, &x)) {
+        n = tn__node_new(&dropout_fn, 1, &x, 1, 1);
+        st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
         if (st == TN_OK) st = tn__node_save(n, 0, mask, false);
-        tn__node_release(n);
-        if (st < 0) {
-            tn_release(out);
-            out = NULL;
-        }
     }
+    if (st == TN_OK) {
+        draw_mask(host, p);
+        if (mask != host) st = tn__dev_transfer(mask, host);
+    }
+    if (st == TN_OK) st = tn__pw_binary_into("dropout", TN_PW_mul, out, x, mask, x->dtype);
+    tn__node_release(n);
+    tn_release(host);
     tn_release(mask);
+    if (st < 0) {
+        tn_release(out);
+        return NULL;
+    }
+    tn__anomaly_forward("dropout", out, 1, &x);
     return tn__ret(out);
 }
