@@ -56,6 +56,9 @@ static const bench_case CASES[] = {
      bench_digits, false},
     {"embedding", "tn_embedding of 16x64 ids into (96, 128) and (50257, 768) float32: forward "
      "GB/s, backward us", bench_embedding, true},
+    {"layer_norm", "layer_norm (1024x128 float32, weight, bias) forward + backward", bench_layer_norm,
+     true},
+    {"gelu_tanh", "gelu (tanh form) on 1024x128 float32, forward + backward", bench_gelu, true},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 

@@ -37,8 +37,9 @@ except ImportError:  # tenet's numbers alone
 
 CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "tiny", "chain100",
          "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "chain100_anomaly",
-         "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits", "sgemm4096"]
-CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly"]
+         "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits", "sgemm4096", "layer_norm",
+         "gelu_tanh"]
+CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "layer_norm", "gelu_tanh"]
 DEV = "cpu"  # --device: where the PyTorch tensors of CUDA_CASES live
 
 
@@ -369,13 +370,32 @@ def t_digits(o):
     return [result("digits", "s", secs, accuracy=acc[0], epochs=epochs)]
 
 
+def t_norm(o, name, ln):
+    torch.manual_seed(1)
+    x = torch.randn(16 * 64, 128, device=DEV, requires_grad=True)
+    w = torch.randn(128, device=DEV, requires_grad=True)
+    b = torch.randn(128, device=DEV, requires_grad=True)
+    g = torch.randn(16 * 64, 128, device=DEV)
+
+    def body(it):
+        for _ in range(it):
+            y = F.layer_norm(x, (128,), w, b, 1e-5) if ln else F.gelu(x, approximate="tanh")
+            y.backward(g)
+        sync()
+    secs, _ = time_body(o, body, 0.2)
+    return [result(name, "us/step", [1e6 * s for s in secs])]
+
+
 TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add16,
          "tiny": t_tiny, "chain100": t_chain100, "add_1000": t_add_1000,
          "sgemm1024": lambda o: t_sgemm(o, "sgemm1024", 1024),
          "sgemm2048": lambda o: t_sgemm(o, "sgemm2048", 2048), "mlp": t_mlp,
          "sgemm4096": lambda o: t_sgemm(o, "sgemm4096", 4096),
          "tiny_anomaly": t_tiny_anomaly, "chain100_anomaly": t_chain100_anomaly,
-         "mlp_anomaly": t_mlp_anomaly, "mlp_anomaly_nan": t_mlp_anomaly_nan, "mlp_threads": t_mlp_threads, "digits": t_digits}
+         "mlp_anomaly": t_mlp_anomaly, "mlp_anomaly_nan": t_mlp_anomaly_nan,
+         "mlp_threads": t_mlp_threads, "digits": t_digits,
+         "layer_norm": lambda o: t_norm(o, "layer_norm", True),
+         "gelu_tanh": lambda o: t_norm(o, "gelu_tanh", False)}
 
 
 # ---- tenet's side and the table ---------------------------------------------------------------

@@ -17,7 +17,7 @@ OPS = ["create", "tensor_from", "arange", "convert", "fail_alloc", "inspect", "b
        "inplace", "inplace_scalar", "alias", "requires_grad", "backward", "autograd_grad", "grad",
        "grad_mode", "anomaly", "scope", "optim", "runtime", "slots", "backward_multi",
        "grad_unused", "graph_walk", "hook", "safetensors_load", "safetensors_save", "index",
-       "mask"]
+       "mask", "norm"]
 F32, F64, I16, I32, I64, BOOL, SAME, BAD = range(8)
 
 HOSTILE_SIZES = [-1, -2, -2**63, 2**63 - 1, 2**62, 2**31, 2**32, 2**36, 2**40, 2**62 + 1, 2**20,
@@ -361,6 +361,20 @@ def seeds():
                      .op("mask", 4, 1, 2, 0, scalar(0), index(-1), dst(6))
                      .op("binary", 0, 5, 6, 0, dst(7)).op("reduce", 0, 7, dst(8))
                      .op("backward", 8, 0, 0).op("grad", 0, dst(9)))
+    # norm: variant, a, b, c, dim, flag, scalar, dst (fuzz/op_norm.c)
+    s["norm-ops"] = (P().tensor(0, [4, 5], rg=True).tensor(1, [5], rg=True).tensor(2, [5], rg=True)
+                     .op("norm", 0, 0, 1, 2, dim(1), 0, scalar(1e-3), dst(3))
+                     .op("norm", 7, 0, 2, 1, dim(1), 0, scalar(0.1), dst(4))
+                     .op("norm", 0, 0, 1, 2, dim(3), 0, scalar(0.1), dst(4))
+                     .op("norm", 1, 3, 0, 0, 0, 1, 0, dst(5)).op("norm", 1, 5, 0, 0, 0, 0, 0, dst(5))
+                     .op("norm", 2, 5, 0, 0, 0, 0, 0, dst(6))
+                     .op("norm", 3, 6, 0, 0, 0, 1, scalar(0.5), dst(7))
+                     .op("norm", 3, 6, 0, 0, 0, 1, scalar("nan"), dst(8))
+                     .op("norm", 4, 7, 0, 0, dim(-1), 0, 0, dst(8))
+                     .op("norm", 5, 7, 0, 0, dim(0), 1, scalar(1), dst(9))
+                     .op("norm", 6, 7, 0, 0, dim(1), 0, scalar(100), dst(10))
+                     .op("binary", 0, 8, 9, 0, dst(11)).op("reduce", 0, 11, dst(12))
+                     .op("backward", 12, 0, 0).op("grad", 0, dst(13)).op("grad", 1, dst(14)))
     return s
 
 

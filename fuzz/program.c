@@ -61,6 +61,7 @@ static const struct {
     {"safetensors_save", tf_op_safetensors_save},
     {"index", tf_op_index},
     {"mask", tf_op_mask},
+    {"norm", tf_op_norm},
 };
 
 FILE *tf_report;

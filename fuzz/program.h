@@ -189,5 +189,7 @@ void tf_op_safetensors_save(tf_state *s);
 /* op_index.c: embedding, index_select, gather, scatter_add, where, masked_fill(_), tril, triu */
 void tf_op_index(tf_state *s);
 void tf_op_mask(tf_state *s);
+/* op_norm.c: layer_norm, gelu, silu, dropout, logsumexp, var, std */
+void tf_op_norm(tf_state *s);
 
 #endif

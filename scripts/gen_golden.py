@@ -18,7 +18,8 @@ fscanf):
     ...
     end
 kind: input (requires grad) | const (does not) | weight | output | grad
-(grad's name is the input's). dtype: f64 | i64 | bool. layout: c
+(grad's name is the input's). dtype: f64 | f32 | i64 | bool (f32: values
+exact in float32; tenet must agree to float32 rounding). layout: c
 (contiguous) or t (the C test builds the leaf as a transposed view of a
 contiguous tensor, to exercise strided kernels; the values are logical).
 """
@@ -80,6 +81,11 @@ def C(tensor):
 
 def Tv(values, layout="c"):
     return {"t": torch.tensor(values), "layout": layout, "rg": True}
+
+
+def T32(shape, k=0, kind="any"):
+    """A float32 input (the values of T rounded to float32)."""
+    return {"t": vals(shape, k, kind).float(), "layout": "c", "rg": True}
 
 
 # ---- ops: name -> (fn(inputs, params)) ----------------------------------------
@@ -225,6 +231,17 @@ OPS = {
     "masked_fill": lambda x, p: x[0].masked_fill(x[1], p[0]),
     "tril": lambda x, p: torch.tril(x[0], int(p[0])),
     "triu": lambda x, p: torch.triu(x[0], int(p[0])),
+    # params: n_norm_dims, has weight, has bias, eps; inputs x[, weight][, bias]
+    "layer_norm": lambda x, p: F.layer_norm(
+        x[0], x[0].shape[x[0].dim() - int(p[0]):], x[1] if p[1] else None,
+        x[1 + int(p[1])] if p[2] else None, p[3]),
+    "gelu": lambda x, p: F.gelu(x[0], approximate="tanh" if p[0] else "none"),
+    "silu": lambda x, p: F.silu(x[0]),
+    "logsumexp": lambda x, p: torch.logsumexp(x[0], int(p[0]), keepdim=bool(p[1])),
+    "var_dim": lambda x, p: torch.var(x[0], int(p[0]), correction=int(p[1]),
+                                      keepdim=bool(p[2])),
+    "std_dim": lambda x, p: torch.std(x[0], int(p[0]), correction=int(p[1]),
+                                      keepdim=bool(p[2])),
 }
 for _n in ["add_", "sub_", "mul_", "div_", "add_scalar_", "mul_scalar_", "zero_", "fill_",
            "copy_", "clamp_", "relu_", "sigmoid_", "exp_", "neg_"]:
@@ -447,6 +464,44 @@ for op in ["tril", "triu"]:
     case(f"{op}_tall", op, [T((5, 2), 1)], [-2])
     case(f"{op}_transposed", op, [T((4, 3), 2, layout="t")], [1])
     case(f"{op}_far", op, [T((3, 4), 0)], [7])
+# normalisation, activations, statistics
+LN = (4, 7, 16)
+for nd, ns in [(1, (16,)), (2, (7, 16))]:
+    for wb in [(0, 0), (1, 1), (1, 0), (0, 1)]:
+        extra = [T(ns, 1)] * wb[0] + [T(ns, 2)] * wb[1]
+        tag = "" if wb == (1, 1) else "_w" if wb[0] else "_b" if wb[1] else "_plain"
+        case(f"layer_norm_{nd}d{tag}", "layer_norm", [T(LN, 0)] + extra, [nd, *wb, 1e-5])
+        extra32 = [T32(ns, 1)] * wb[0] + [T32(ns, 2)] * wb[1]
+        case(f"layer_norm_f32_{nd}d{tag}", "layer_norm", [T32(LN, 0)] + extra32,
+             [nd, *wb, 1e-5])
+case("layer_norm_transposed", "layer_norm", [T((3, 4), 0, layout="t"), T((4,), 1), T((4,), 2)],
+     [1, 1, 1, 1e-5])
+case("layer_norm_3d_eps", "layer_norm", [T(X3, 0), T((3, 4), 1), T((3, 4), 2)], [2, 1, 1, 0.1])
+case("layer_norm_whole", "layer_norm", [T(X3, 0)], [3, 0, 0, 1e-5])
+case("layer_norm_const", "layer_norm", [Tv([[1.0, 1.0, 1.0], [2.0, -1.0, 0.5]])],
+     [1, 0, 0, 1e-5])
+for approx in [0, 1]:
+    tag = "_tanh" if approx else ""
+    case(f"gelu{tag}", "gelu", [T(X3, 0)], [approx])
+    case(f"gelu{tag}_transposed", "gelu", [T((3, 4), 1, layout="t")], [approx])
+    case(f"gelu{tag}_f32", "gelu", [T32(X3, 0)], [approx])
+    case(f"gelu{tag}_extremes", "gelu", [Tv([-40.0, -6.0, -1e-3, 0.0, 1e-3, 6.0, 40.0])],
+         [approx])
+case("silu", "silu", [T(X3, 0)])
+case("silu_transposed", "silu", [T((3, 4), 1, layout="t")])
+case("silu_f32", "silu", [T32(X3, 0)])
+case("silu_extremes", "silu", [Tv([-800.0, -40.0, -1e-3, 0.0, 1e-3, 40.0, 800.0])])
+for d, k in [(0, 0), (1, 0), (-1, 1), (2, 1)]:
+    case(f"logsumexp_dim{d}{'_keep' if k else ''}", "logsumexp", [T(X3, 0)], [d, k])
+case("logsumexp_transposed", "logsumexp", [T((3, 4), 0, layout="t")], [1, 0])
+case("logsumexp_large", "logsumexp",
+     [Tv([[1000.0, 1001.0, 999.0], [-1000.0, -1002.0, -1001.0]])], [1, 0])
+case("logsumexp_1d", "logsumexp", [T((5,), 0)], [0, 0])
+for op in ["var_dim", "std_dim"]:
+    for d, c, k in [(0, 1, 0), (1, 0, 0), (-1, 1, 1), (2, 0, 1), (1, 2, 0)]:
+        case(f"{op}{d}_c{c}{'_keep' if k else ''}", op, [T(X3, 0)], [d, c, k])
+    case(f"{op}_transposed", op, [T((3, 4), 0, layout="t")], [1, 1, 0])
+    case(f"{op}_f32", op, [T32(X3, 0)], [2, 1, 0])
 
 # ---- writing -----------------------------------------------------------------------
 
@@ -458,6 +513,8 @@ def fmt(v):
 def dtype_tag(t):
     if t.dtype == torch.float64:
         return "f64"
+    if t.dtype == torch.float32:
+        return "f32"
     if t.dtype == torch.int64:
         return "i64"
     if t.dtype == torch.bool:
@@ -472,7 +529,7 @@ def write_tensor(f, kind, name, t, layout="c"):
         f.write(f" {s}")
     f.write("\n")
     flat = t.detach().reshape(-1).tolist()
-    if t.dtype == torch.float64:
+    if t.dtype in (torch.float64, torch.float32):
         items = [repr(float(v)) for v in flat]
     else:
         items = [str(int(v)) for v in flat]
@@ -489,7 +546,7 @@ def run_case(name, op, inputs, params, outdir):
         xs.append(t)
     out = OPS[op](xs, params)
     rg = [x for x, inp in zip(xs, inputs) if inp["rg"]]
-    diff = out.dtype == torch.float64 and rg and out.requires_grad
+    diff = out.dtype in (torch.float64, torch.float32) and rg and out.requires_grad
     grads = []
     if diff:
         w = weight(out.shape)

@@ -192,6 +192,27 @@ static tn_tensor *f_tril(tn_tensor *const *in) {
     return tn_add(tn_tril(in[0], 1), tn_triu(in[0], -1));
 }
 
+/* layer_norm over the last 1 (in[1], in[2]: weight, bias) or 2 dims (no bias) */
+static tn_tensor *f_ln1(tn_tensor *const *in) {
+    return tn_layer_norm(in[0], 1, tn_shape(in[0]) + tn_ndim(in[0]) - 1, in[1], in[2], 1e-5);
+}
+static tn_tensor *f_ln2(tn_tensor *const *in) {
+    return tn_layer_norm(in[0], 2, tn_shape(in[1]), in[1], NULL, 1e-5);
+}
+OP2(f_gelu, tn_gelu(a, false))
+OP2(f_gelu_tanh, tn_gelu(a, true))
+OP2(f_silu, tn_silu(a))
+OP2(f_lse, tn_logsumexp(a, -1, false))
+OP2(f_lse0, tn_logsumexp(a, 0, true))
+OP2(f_var, tn_var_dim(a, 1, 1, false))
+OP2(f_std, tn_std_dim(a, 0, 0, true))
+/* the mask comes from the calling thread's generator on the host: the same
+ * seed gives the same mask on either device */
+static tn_tensor *f_dropout(tn_tensor *const *in) {
+    tn_manual_seed(99);
+    return tn_dropout(in[0], 0.4, true);
+}
+
 #define S1(a) {a}
 #define S2(a, b) {a, b}
 #define S3(a, b, c) {a, b, c}
@@ -257,6 +278,17 @@ static const op_case cases[] = {
     {.name = "where", .fn = f_where, .nin = 2, .ndim = {2, 3}, .shape = {S2(4, 5), S3(3, 4, 1)}},
     {.name = "masked_fill", .fn = f_masked_fill, .nin = 1, .ndim = {2}, .shape = {S2(3, 5)}},
     {.name = "tril triu", .fn = f_tril, .nin = 1, .ndim = {3}, .shape = {S3(2, 4, 6)}},
+    {.name = "layer_norm", .fn = f_ln1, .nin = 3, .ndim = {3, 1, 1}, .shape = {S3(16, 7, 128), S1(128), S1(128)}},
+    {.name = "layer_norm transposed", .fn = f_ln1, .nin = 3, .ndim = {2, 1, 1}, .shape = {S2(9, 37), S1(37), S1(37)}, .transposed = true},
+    {.name = "layer_norm 2 dims", .fn = f_ln2, .nin = 2, .ndim = {3, 2}, .shape = {S3(5, 6, 7), S2(6, 7)}},
+    {.name = "gelu", .fn = f_gelu, .nin = 1, .ndim = {2}, .shape = {S2(33, 17)}},
+    {.name = "gelu tanh", .fn = f_gelu_tanh, .nin = 1, .ndim = {2}, .shape = {S2(33, 17)}, .transposed = true},
+    {.name = "silu", .fn = f_silu, .nin = 1, .ndim = {1}, .shape = {S1(1001)}},
+    {.name = "dropout", .fn = f_dropout, .nin = 1, .ndim = {2}, .shape = {S2(40, 50)}},
+    {.name = "logsumexp", .fn = f_lse, .nin = 1, .ndim = {2}, .shape = {S2(13, 300)}},
+    {.name = "logsumexp dim 0", .fn = f_lse0, .nin = 1, .ndim = {3}, .shape = {S3(7, 4, 3)}},
+    {.name = "var", .fn = f_var, .nin = 1, .ndim = {3}, .shape = {S3(3, 50, 4)}},
+    {.name = "std", .fn = f_std, .nin = 1, .ndim = {2}, .shape = {S2(21, 5)}, .transposed = true},
 };
 
 /* One case in one dtype: forward values and every input's gradient. */

@@ -215,7 +215,8 @@ static const char *const op_name[TN_PW_COUNT] = {TN_PW_BINARY_OPS(ENTRY_NAME)
 /* the math-library ops: CUDA's functions are within a few ulp of the C library's */
 static bool approx_op(tn_pw_code c) {
     return c == TN_PW_exp || c == TN_PW_log || c == TN_PW_sin || c == TN_PW_cos ||
-           c == TN_PW_tanh || c == TN_PW_sigmoid || c == TN_PW_pow || c == TN_PW_pows;
+           c == TN_PW_tanh || c == TN_PW_sigmoid || c == TN_PW_pow || c == TN_PW_pows ||
+           (c >= TN_PW_gelu && c <= TN_PW_normcdf); /* the activations: erf, tanh, exp */
 }
 
 /* Inputs: floats on a 0.25 grid in [-3, 3] (ties for the comparisons) with
@@ -1339,6 +1340,123 @@ static void test_softmax(void **state) {
     assert_int_equal(be->softmax(dev, &bad), TN_ERR_DTYPE);
 }
 
+/* ---- layer norm ------------------------------------------------------------------------------ */
+
+/* The kernel's formulas in double on the host (x, w, b, dy as the device sees them). */
+static void ref_layer_norm(int64_t rows, int64_t n, const double *x, const double *w,
+                           const double *b, const double *dy, double eps, double *y, double *mean,
+                           double *rstd, double *dx, double *dw, double *db) {
+    for (int64_t j = 0; j < n; j++)
+        dw[j] = db[j] = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x + r * n, *gr = dy + r * n;
+        double m = 0, v = 0, s1 = 0, s2 = 0;
+        for (int64_t j = 0; j < n; j++)
+            m += xr[j];
+        m /= (double)n;
+        for (int64_t j = 0; j < n; j++)
+            v += (xr[j] - m) * (xr[j] - m);
+        double rs = 1 / sqrt(v / (double)n + eps);
+        mean[r] = m, rstd[r] = rs;
+        for (int64_t j = 0; j < n; j++) {
+            double xh = (xr[j] - m) * rs, g = gr[j] * (w ? w[j] : 1);
+            y[r * n + j] = xh * (w ? w[j] : 1) + (b ? b[j] : 0);
+            s1 += g, s2 += g * xh;
+            dw[j] += gr[j] * xh, db[j] += gr[j];
+        }
+        for (int64_t j = 0; j < n; j++) {
+            double xh = (xr[j] - m) * rs, g = gr[j] * (w ? w[j] : 1);
+            dx[r * n + j] = rs * (g - s1 / (double)n - xh * s2 / (double)n);
+        }
+    }
+}
+
+static void ln_check(const char *what, tn_dtype dt, const void *dptr, const double *want,
+                     int64_t n, double scale) {
+    size_t es = esz(dt);
+    char *h = xmalloc((size_t)n * es);
+    d2h(h, dptr, (size_t)n * es);
+    for (int64_t i = 0; i < n; i++) {
+        double g = getv(h, dt, i), w = want[i];
+        double tol = (dt == TN_F32 ? 4e-6 : 1e-12) * (scale + fabs(w));
+        if (!(fabs(g - w) <= tol)) {
+            case_failed("layer_norm %s %s at %lld: %.10g != %.10g", dt_names[dt], what,
+                        (long long)i, g, w);
+            break;
+        }
+    }
+    free(h);
+}
+
+static void test_layer_norm(void **state) {
+    (void)state;
+    NEED_GPU();
+    const int64_t shapes[4][2] = {{1024, 128}, {7, 5}, {3, 1000}, {33, 32}};
+    for (int dt = TN_F32; dt <= TN_F64; dt++)
+        for (int s = 0; s < 4; s++)
+            for (int wb = 0; wb < 2; wb++) {
+                const int64_t rows = shapes[s][0], n = shapes[s][1], nx = rows * n;
+                const size_t es = esz((tn_dtype)dt);
+                double *x = xmalloc((size_t)nx * 8), *dy = xmalloc((size_t)nx * 8);
+                double *w = xmalloc((size_t)n * 8), *b = xmalloc((size_t)n * 8);
+                double *y = xmalloc((size_t)nx * 8), *dx = xmalloc((size_t)nx * 8);
+                double *mean = xmalloc((size_t)rows * 8), *rstd = xmalloc((size_t)rows * 8);
+                double *dw = xmalloc((size_t)n * 8), *db = xmalloc((size_t)n * 8);
+                char *hb = xmalloc((size_t)nx * es);
+                for (int64_t i = 0; i < nx; i++) { /* the values the GPU sees */
+                    putv(hb, (tn_dtype)dt, i, 3 + (double)rnd_int(-400, 400) / 100);
+                    x[i] = getv(hb, (tn_dtype)dt, i);
+                }
+                char *dxp = upload(hb, (size_t)nx * es);
+                for (int64_t i = 0; i < nx; i++) {
+                    putv(hb, (tn_dtype)dt, i, (double)rnd_int(-400, 400) / 100);
+                    dy[i] = getv(hb, (tn_dtype)dt, i);
+                }
+                char *dgp = upload(hb, (size_t)nx * es);
+                for (int64_t i = 0; i < n; i++) {
+                    putv(hb, (tn_dtype)dt, i, (double)rnd_int(-200, 200) / 100);
+                    w[i] = getv(hb, (tn_dtype)dt, i);
+                    putv(hb, (tn_dtype)dt, n + i, (double)rnd_int(-200, 200) / 100);
+                    b[i] = getv(hb, (tn_dtype)dt, n + i);
+                }
+                char *dwp = upload(hb, (size_t)n * es), *dbp = upload(hb + n * es, (size_t)n * es);
+                char *dyo = dalloc((size_t)nx * es), *dmean = dalloc((size_t)rows * es);
+                char *drstd = dalloc((size_t)rows * es), *ddx = dalloc((size_t)nx * es);
+                char *ddw = dalloc((size_t)n * es), *ddb = dalloc((size_t)n * es);
+                ref_layer_norm(rows, n, x, wb ? w : NULL, wb ? b : NULL, dy, 1e-5, y, mean, rstd,
+                               dx, dw, db);
+                tn_ln_args a = {.mode = TN_LN_FWD, .dtype = (tn_dtype)dt, .rows = rows, .cols = n,
+                                .eps = 1e-5, .x = dxp, .weight = wb ? dwp : NULL,
+                                .bias = wb ? dbp : NULL, .mean = dmean, .rstd = drstd, .y = dyo};
+                assert_int_equal(be->layer_norm(dev, &a), TN_OK);
+                ln_check("y", (tn_dtype)dt, dyo, y, nx, 1);
+                ln_check("mean", (tn_dtype)dt, dmean, mean, rows, 1);
+                ln_check("rstd", (tn_dtype)dt, drstd, rstd, rows, 1);
+                a.mode = TN_LN_BWD, a.dy = dgp, a.dx = ddx, a.dweight = ddw, a.dbias = ddb;
+                a.y = NULL;
+                assert_int_equal(be->layer_norm(dev, &a), TN_OK);
+                ln_check("dx", (tn_dtype)dt, ddx, dx, nx, 16);
+                ln_check("dweight", (tn_dtype)dt, ddw, dw, n, (double)rows);
+                ln_check("dbias", (tn_dtype)dt, ddb, db, n, (double)rows);
+                /* dx only */
+                a.dweight = a.dbias = NULL;
+                assert_int_equal(be->layer_norm(dev, &a), TN_OK);
+                ln_check("dx alone", (tn_dtype)dt, ddx, dx, nx, 16);
+                dfree(dxp, (size_t)nx * es), dfree(dgp, (size_t)nx * es);
+                dfree(dwp, (size_t)n * es), dfree(dbp, (size_t)n * es);
+                dfree(dyo, (size_t)nx * es), dfree(dmean, (size_t)rows * es);
+                dfree(drstd, (size_t)rows * es), dfree(ddx, (size_t)nx * es);
+                dfree(ddw, (size_t)n * es), dfree(ddb, (size_t)n * es);
+                free(x), free(dy), free(w), free(b), free(y), free(dx), free(mean), free(rstd);
+                free(dw), free(db), free(hb);
+            }
+    end_cases();
+    tn_ln_args bad = {.mode = TN_LN_FWD, .dtype = TN_I32, .rows = 1, .cols = 1};
+    assert_int_equal(be->layer_norm(dev, &bad), TN_ERR_DTYPE);
+    tn_ln_args empty = {.mode = TN_LN_FWD, .dtype = TN_F32, .rows = 0, .cols = 4};
+    assert_int_equal(be->layer_norm(dev, &empty), TN_OK);
+}
+
 /* ---- non-finite flag ------------------------------------------------------------------------- */
 
 static void test_nonfinite(void **state) {
@@ -1561,6 +1679,7 @@ int main(void) {
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_where),
         cmocka_unit_test(test_index),
+        cmocka_unit_test(test_layer_norm),
     };
     const char *filter = getenv("TENET_TEST_FILTER"); /* e.g. "test_reduce*" */
     if (filter && *filter) cmocka_set_test_filter(filter);

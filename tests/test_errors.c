@@ -714,6 +714,86 @@ static void mask_errors(void **state) {
     tn_scope_end();
 }
 
+static void norm_activation_stats_errors(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    const int64_t s234[] = {2, 3, 4}, n5[] = {5}, n35[] = {3, 5}, n4[] = {4}, n34[] = {3, 4};
+    tn_tensor *x = f32(3, s234, true), *w = f32(1, n4, true), *b = f32(1, n4, true);
+    snap sx = take(x), sw = take(w), sb = take(b);
+    /* NULL handles and shape */
+    NULL_PTR(tn_layer_norm(NULL, 1, n4, w, b, 1e-5));
+    NULL_PTR(tn_layer_norm(x, 1, NULL, w, b, 1e-5));
+    NULL_PTR(tn_gelu(NULL, false));
+    NULL_PTR(tn_gelu(NULL, true));
+    NULL_PTR(tn_silu(NULL));
+    NULL_PTR(tn_dropout(NULL, 0.5, true));
+    NULL_PTR(tn_logsumexp(NULL, 0, false));
+    NULL_PTR(tn_var_dim(NULL, 0, 1, false));
+    NULL_PTR(tn_std_dim(NULL, 0, 1, false));
+    /* layer_norm: PyTorch's texts */
+    FAILS_PTR(tn_layer_norm(x, 1, n5, NULL, NULL, 1e-5), TN_ERR_SHAPE,
+              "Given normalized_shape=[5], expected input with shape [*, 5], but got input of "
+              "size[2, 3, 4]",
+              true);
+    FAILS_PTR(tn_layer_norm(x, 2, n35, NULL, NULL, 1e-5), TN_ERR_SHAPE,
+              "Given normalized_shape=[3, 5], expected input with shape [*, 3, 5], but got input "
+              "of size[2, 3, 4]",
+              true);
+    FAILS_PTR(tn_layer_norm(x, 4, (const int64_t[]){2, 2, 3, 4}, NULL, NULL, 1e-5), TN_ERR_SHAPE,
+              "Given normalized_shape=[2, 2, 3, 4], expected input with shape [*, 2, 2, 3, 4], "
+              "but got input of size[2, 3, 4]",
+              true);
+    FAILS_PTR(tn_layer_norm(x, 0, n4, NULL, NULL, 1e-5), TN_ERR_SHAPE,
+              "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
+              "one element, but got normalized_shape = []",
+              true);
+    FAILS_PTR(tn_layer_norm(x, 1, n4, f32(1, n5, false), b, 1e-5), TN_ERR_SHAPE,
+              "Expected weight to be of same shape as normalized_shape, but got weight of shape "
+              "[5] and normalized_shape = [4]",
+              true);
+    FAILS_PTR(tn_layer_norm(x, 1, n4, w, f32(1, S3, false), 1e-5), TN_ERR_SHAPE,
+              "Expected bias to be of same shape as normalized_shape, but got bias of shape [3] "
+              "and normalized_shape = [4]",
+              true);
+    FAILS_PTR(tn_layer_norm(x, 2, n34, w, NULL, 1e-5), TN_ERR_SHAPE,
+              "Expected weight to be of same shape as normalized_shape, but got weight of shape "
+              "[4] and normalized_shape = [3, 4]",
+              true);
+    FAILS_PTR(tn_layer_norm(x, 1, n4, tn_zeros(1, n4, TN_F64), NULL, 1e-5), TN_ERR_DTYPE,
+              "expected scalar type float32 but found float64", true);
+    tn_tensor *xi = tn_zeros(3, s234, TN_I64);
+    FAILS_PTR(tn_layer_norm(xi, 1, n4, NULL, NULL, 1e-5), TN_ERR_DTYPE,
+              "\"LayerNormKernelImpl\" not implemented for 'int64'", true);
+    /* activations: float only */
+    FAILS_PTR(tn_gelu(xi, false), TN_ERR_DTYPE, "\"GeluKernelImpl\" not implemented for 'int64'",
+              true);
+    FAILS_PTR(tn_gelu(xi, true), TN_ERR_DTYPE, "\"GeluKernelImpl\" not implemented for 'int64'",
+              true);
+    FAILS_PTR(tn_silu(xi), TN_ERR_DTYPE, "\"silu_cpu\" not implemented for 'int64'", true);
+    /* dropout */
+    FAILS_PTR(tn_dropout(x, 1.5, true), TN_ERR_INVALID_ARGUMENT,
+              "dropout probability has to be between 0 and 1, but got 1.5", true);
+    FAILS_PTR(tn_dropout(x, -0.1, false), TN_ERR_INVALID_ARGUMENT,
+              "dropout probability has to be between 0 and 1, but got -0.1", true);
+    FAILS_PTR(tn_dropout(x, 2.0, true), TN_ERR_INVALID_ARGUMENT,
+              "dropout probability has to be between 0 and 1, but got 2.0", true);
+    FAILS_PTR(tn_dropout(x, NAN, true), TN_ERR_INVALID_ARGUMENT,
+              "dropout probability has to be between 0 and 1, but got nan", true);
+    FAILS_PTR(tn_dropout(xi, 0.5, true), TN_ERR_DTYPE,
+              "result type float32 can't be cast to the desired output type int64", true);
+    /* statistics */
+    FAILS_PTR(tn_logsumexp(x, 3, false), TN_ERR_INDEX, DIM_MSG(-3, 2, 3), true);
+    FAILS_PTR(tn_var_dim(x, -4, 1, false), TN_ERR_INDEX, DIM_MSG(-3, 2, -4), true);
+    FAILS_PTR(tn_std_dim(x, 3, 1, true), TN_ERR_INDEX, DIM_MSG(-3, 2, 3), true);
+    FAILS_PTR(tn_var_dim(xi, 0, 1, false), TN_ERR_DTYPE,
+              "std and var only support floating point and complex dtypes", true);
+    FAILS_PTR(tn_std_dim(xi, 0, 0, false), TN_ERR_DTYPE,
+              "std and var only support floating point and complex dtypes", true);
+    unchanged(&sx);
+    unchanged(&sw);
+    unchanged(&sb);
+    tn_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(null_args_binary_and_unary),
@@ -732,6 +812,7 @@ int main(void) {
         TT_TEST(reference_cycles_set_grad_self),
         TT_TEST(index_errors),
         TT_TEST(mask_errors),
+        TT_TEST(norm_activation_stats_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

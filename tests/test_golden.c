@@ -17,6 +17,7 @@
 #include <string.h>
 
 #define GOLDEN_TOL 1e-10
+#define GOLDEN_TOL_F32 1e-6
 #define MAX_TENSORS 24
 #define MAX_PARAMS 16
 
@@ -106,6 +107,13 @@ static tn_tensor *make_tensor(const gtensor *t, bool requires_grad) {
         assert_non_null(r);
         return r;
     }
+    if (strcmp(t->dtype, "f32") == 0) { /* the values are exact in float32 */
+        tn_tensor *d = tt_f64(t->ndim, t->shape, t->v, false);
+        tn_tensor *r = tn_to(d, TN_F32, TN_DEVICE_CPU);
+        assert_non_null(r);
+        if (requires_grad) assert_int_equal(tn_requires_grad_(r, true), TN_OK);
+        return r;
+    }
     assert_string_equal(t->dtype, "f64");
     if (strcmp(t->layout, "t") != 0) return tt_f64(t->ndim, t->shape, t->v, requires_grad);
     assert_true(t->ndim >= 2);
@@ -140,8 +148,12 @@ static void assert_matches(const char *what, const tn_tensor *got, const gtensor
                      (long long)want->shape[d]);
     tn_dtype dt = tn_dtype_of(got);
     tn_dtype want_dt = strcmp(want->dtype, "f64") == 0   ? TN_F64
+                       : strcmp(want->dtype, "f32") == 0 ? TN_F32
                        : strcmp(want->dtype, "i64") == 0 ? TN_I64
                                                          : TN_BOOL;
+    /* float32: a few ulp of max(1, |value|). PyTorch's own float32 layer_norm is up to
+     * 4 ulp from the exact value (its float Welford statistics), tenet's within 1 */
+    double tol = want_dt == TN_F32 ? GOLDEN_TOL_F32 : GOLDEN_TOL;
     if (dt != want_dt)
         fail_msg("%s: dtype %s, want %s", what, tn_dtype_name(dt), tn_dtype_name(want_dt));
     double *v = malloc((size_t)(want->n ? want->n : 1) * sizeof *v);
@@ -150,7 +162,7 @@ static void assert_matches(const char *what, const tn_tensor *got, const gtensor
     for (int64_t i = 0; i < want->n; i++) {
         double w = want->v[i], g = v[i];
         bool ok = (isnan(w) && isnan(g)) || (isinf(w) && g == w) ||
-                  fabs(g - w) <= GOLDEN_TOL * fmax(1.0, fabs(w));
+                  fabs(g - w) <= tol * fmax(1.0, fabs(w));
         if (!ok) {
             free(v);
             fail_msg("%s: element %lld is %.17g, PyTorch %.17g", what, (long long)i, g, w);
@@ -242,6 +254,13 @@ BIN(where, tn_where(x[0], x[1], x[2]))
 BIN(masked_fill, tn_masked_fill(x[0], x[1], p[0]))
 BIN(tril, tn_tril(x[0], (int64_t)p[0]))
 BIN(triu, tn_triu(x[0], (int64_t)p[0]))
+BIN(layer_norm, tn_layer_norm(x[0], (int)p[0], tn_shape(x[0]) + tn_ndim(x[0]) - (int)p[0],
+                              p[1] != 0 ? x[1] : NULL, p[2] != 0 ? x[1 + (p[1] != 0)] : NULL, p[3]))
+BIN(gelu, tn_gelu(x[0], p[0] != 0))
+BIN(silu, tn_silu(x[0]))
+BIN(logsumexp, tn_logsumexp(x[0], (int)p[0], p[1] != 0))
+BIN(var_dim, tn_var_dim(x[0], (int)p[0], p[1], p[2] != 0))
+BIN(std_dim, tn_std_dim(x[0], (int)p[0], p[1], p[2] != 0))
 
 static tn_tensor *g_permute(tn_tensor **x, int n, const double *p, int np) {
     int dims[TN_MAX_DIMS];
@@ -379,6 +398,12 @@ static const struct {
     E(masked_fill),
     E(tril),
     E(triu),
+    E(layer_norm),
+    E(gelu),
+    E(silu),
+    E(logsumexp),
+    E(var_dim),
+    E(std_dim),
 #undef E
 };
 

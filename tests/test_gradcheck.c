@@ -434,6 +434,24 @@ static tn_tensor *f_inplace(tn_tensor *const *x, int n, const double *p) {
     return st == TN_OK ? y : NULL;
 }
 
+/* layer_norm over the last p[0] dims; p[1], p[2]: whether x[1] is the
+ * weight and the next input the bias. */
+static tn_tensor *f_layer_norm(tn_tensor *const *x, int n, const double *p) {
+    int nn = (int)p[0];
+    const tn_tensor *w = p[1] != 0 ? x[1] : NULL, *b = p[2] != 0 ? x[1 + (p[1] != 0)] : NULL;
+    return tn_layer_norm(x[0], nn, tn_shape(x[0]) + tn_ndim(x[0]) - nn, w, b, 1e-5);
+}
+F(gelu, tn_gelu(x[0], p[0] != 0))
+F(silu, tn_silu(x[0]))
+F(logsumexp, tn_logsumexp(x[0], (int)p[0], p[1] != 0))
+F(var_dim, tn_var_dim(x[0], (int)p[0], p[1], p[2] != 0))
+F(std_dim, tn_std_dim(x[0], (int)p[0], p[1], p[2] != 0))
+/* a fixed mask: the generator is reseeded before every evaluation */
+static tn_tensor *f_dropout(tn_tensor *const *x, int n, const double *p) {
+    tn_manual_seed(1234);
+    return tn_dropout(x[0], p[0], true);
+}
+
 /* ---- tests ----------------------------------------------------------------------- */
 
 static const int64_t S23[] = {2, 3}, S3[] = {3}, S413[] = {4, 1, 3}, S21[] = {2, 1}, S13[] = {1, 3},
@@ -783,6 +801,52 @@ static int verify(void **state) {
     return failures ? -1 : rc;
 }
 
+static void norm_ops(void **state) {
+    static const int64_t s4[] = {4}, s34[] = {3, 4};
+    /* x (2, 3, 4) over the last 1 and 2 dims, with weight and/or bias */
+    for (int nn = 1; nn <= 2; nn++) {
+        const int64_t *ns = nn == 1 ? s4 : s34;
+        for (int wb = 0; wb < 4; wb++) {
+            double p[3] = {nn, wb & 1, wb >> 1};
+            gc_in in[3] = {IN(3, S234, V_ANY, 'c'), IN(nn, ns, V_ANY, 'c'), IN(nn, ns, V_ANY, 'c')};
+            int n = 1 + (wb & 1) + (wb >> 1);
+            char name[48];
+            snprintf(name, sizeof name, "layer_norm(%d, w%d b%d)", nn, wb & 1, wb >> 1);
+            /* all layouts for the common case; order 2 everywhere */
+            if (wb == 3)
+                gradcheck_layouts(name, f_layer_norm, p, n, in, true);
+            else
+                gradcheck(name, f_layer_norm, p, n, in, true);
+        }
+    }
+    gc_in in3[1] = {IN(3, S234, V_ANY, 'c')}, in2[1] = {IN(2, S34, V_ANY, 'c')};
+    for (int approx = 0; approx < 2; approx++) {
+        const double p[1] = {approx};
+        gradcheck_layouts(approx ? "gelu_tanh" : "gelu", f_gelu, p, 1, in2, true);
+    }
+    gradcheck_layouts("silu", f_silu, NULL, 1, in2, true);
+    for (int d = -1; d < 3; d++)
+        for (int k = 0; k < 2; k++) {
+            const double p[3] = {d, k, 0};
+            char name[48];
+            snprintf(name, sizeof name, "logsumexp(%d, %d)", d, k);
+            gradcheck(name, f_logsumexp, p, 1, in3, true);
+            for (int c = 0; c < 2; c++) {
+                const double pv[3] = {d, c, k};
+                snprintf(name, sizeof name, "var(%d, c%d, %d)", d, c, k);
+                gradcheck(name, f_var_dim, pv, 1, in3, true);
+                snprintf(name, sizeof name, "std(%d, c%d, %d)", d, c, k);
+                gradcheck(name, f_std_dim, pv, 1, in3, true);
+            }
+        }
+    const double p1[3] = {1, 1, 0};
+    gradcheck_layouts("logsumexp_2d", f_logsumexp, p1, 1, in2, false);
+    gradcheck_layouts("var_2d", f_var_dim, p1, 1, in2, false);
+    gradcheck_layouts("std_2d", f_std_dim, p1, 1, in2, false);
+    const double pd[1] = {0.3};
+    gradcheck_layouts("dropout", f_dropout, pd, 1, in2, true);
+}
+
 #define GC_TEST(f) cmocka_unit_test_setup_teardown(f, reset, verify)
 
 int main(void) {
@@ -791,6 +855,7 @@ int main(void) {
         GC_TEST(reductions), GC_TEST(matmul_and_linear), GC_TEST(nn_ops),
         GC_TEST(views),      GC_TEST(cat_stack),         GC_TEST(inplace_ops),
         GC_TEST(index_and_mask_ops),
+        GC_TEST(norm_ops),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     fprintf(stderr, "gradcheck: %d partial derivatives compared\n", checked);

@@ -228,6 +228,7 @@ typedef struct results {
     double loss[STEPS], params[4][HID * IN], fgrad[HID * IN], ggrad[HID * IN], retained[B * OUT];
     double misc[2][B * IN], handed[2][2], cgrad[HID * IN], follow[HID * IN];
     char text[512], loss_text[128];
+    double norm[2][B * IN], norm_w[IN];
 } results;
 
 typedef struct program {
@@ -585,6 +586,50 @@ static void copy_params(program *g) {
 }
 
 /* One run; every step that fails is run again (the failure fired once). */
+/* layer_norm, gelu (both forms), silu, dropout (seeded at the step's start,
+ * so that a rerun draws the same mask), logsumexp, var, std: a first-order
+ * gradient with create_graph, a second-order one through it, then backward
+ * into the layer norm's weight (also its bias). */
+static bool step_norm(program *g) {
+    bool scoped = false;
+    begin_step();
+    tn_tensor *x = NULL, *w = NULL, *y = NULL, *t = NULL, *u = NULL, *tot = NULL, *gx = NULL,
+              *gg = NULL, *gw = NULL;
+    watch(&x);
+    watch(&w);
+    SCOPE();
+    tn_manual_seed(5);
+    CALL_T(x, input_batch());
+    CALL_S(tn_requires_grad_(x, true));
+    CALL_T(w, tn_full(1, (int64_t[]){IN}, TN_F32, 0.5));
+    CALL_S(tn_requires_grad_(w, true));
+    CALL_T(y, tn_layer_norm(x, 1, (int64_t[]){IN}, w, w, 1e-5)); /* (B, IN) */
+    CALL_T(t, tn_gelu(y, true));
+    CALL_T(t, tn_silu(t));
+    CALL_T(t, tn_gelu(t, false));
+    CALL_T(t, tn_dropout(t, 0.3, true));
+    CALL_T(t, tn_logsumexp(t, 1, false)); /* (B) */
+    CALL_T(tot, tn_sum(t));
+    CALL_T(t, tn_var_dim(y, 0, 1, false)); /* (IN) */
+    CALL_T(u, tn_std_dim(x, 1, 0, true));  /* (B, 1) */
+    CALL_T(t, tn_sum(t));
+    CALL_T(tot, tn_add(tot, t));
+    CALL_T(t, tn_sum(u));
+    CALL_T(tot, tn_add(tot, t));
+    CALL_S(tn_autograd_grad(1, &tot, NULL, 1, &x, &gx, true, true));
+    CALL_T(t, tn_mul(gx, gx));
+    CALL_T(t, tn_sum(t));
+    CALL_S(tn_autograd_grad(1, &t, NULL, 1, &x, &gg, true, false)); /* tot's graph stays */
+    CALL_S(tn_copy_to_f64(gx, g->r.norm[0], B * IN));
+    CALL_S(tn_copy_to_f64(gg, g->r.norm[1], B * IN));
+    CALL_S(tn_backward(tot, NULL, false));
+    CALL_T(gw, tn_grad(w));
+    CALL_S(tn_copy_to_f64(gw, g->r.norm_w, IN));
+    return step_end(scoped, true);
+failed:
+    return step_end(scoped, false);
+}
+
 static void run_program(program *g) {
     memset(&g->r, 0, sizeof g->r);
 #define STEP(call)                                                                                 \
@@ -602,6 +647,7 @@ static void run_program(program *g) {
     STEP(step_anomaly(g));
     STEP(step_misc(g));
     STEP(step_handed(g));
+    STEP(step_norm(g));
     copy_params(g);
 #undef STEP
 teardown:

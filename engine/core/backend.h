@@ -91,6 +91,8 @@ typedef struct tn_backend {
     /* Indexing kernels (tn_index_args): embedding, index_select, gather,
      * scatter_add and their backward. Deterministic, no float atomics. */
     tn_status (*index)(int dev, const tn_index_args *a);
+    /* Layer norm, forward and backward (tn_ln_args). */
+    tn_status (*layer_norm)(int dev, const tn_ln_args *a);
 } tn_backend;
 
 /* Device types with a slot in the table. */

@@ -147,6 +147,21 @@ tn_status tn__dev_cross_entropy(const tn_ce_args *a, tn_device dev, const tn_ten
     return st;
 }
 
+tn_status tn__dev_layer_norm(const tn_ln_args *a, tn_device dev, int nops,
+                             const tn_tensor *const *ops, unsigned written) {
+    if (a->rows == 0 || a->cols == 0) return TN_OK; /* empty: the op fills what it needs */
+    const tn_backend *be = tn__table_of(dev);
+    if (!be) return tn_last_status();
+    if (!be->layer_norm) return tn__error(TN_ERR_INTERNAL, "no layer_norm kernel");
+    tn_race_access ra;
+    tn__race_begin(&ra, nops, ops, written, "layer_norm");
+    tn_status st = be->layer_norm(dev.index, a);
+    tn__race_end(&ra);
+    for (int i = 0; st == TN_OK && i < nops; i++)
+        if ((written >> i & 1u) && ops[i]) tn__storage_wrote(ops[i]->storage);
+    return st;
+}
+
 tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n) {
     if (tn__on_cpu(t)) {
         memcpy(host, tn__ptr(t), n);

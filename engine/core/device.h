@@ -91,6 +91,12 @@ bool tn__dev_has_cross_entropy(tn_device dev);
 /* ops for the race detector: CE_FWD {loss, stats (written), x, targets};
  * CE_BWD {gx (written), x, stats, targets}. */
 tn_status tn__dev_cross_entropy(const tn_ce_args *a, tn_device dev, const tn_tensor *const ops[4]);
+/* ops for the race detector (NULL entries skipped); bit k of `written`: ops[k]
+ * is written. Forward {y, mean, rstd, x, weight, bias}; backward {dx,
+ * dweight, dbias, dy, x, mean, rstd, weight}. Empty (no rows or no columns):
+ * nothing runs. */
+tn_status tn__dev_layer_norm(const tn_ln_args *a, tn_device dev, int nops,
+                             const tn_tensor *const *ops, unsigned written);
 /* Host copy of n bytes of t's data from its first element (t contiguous). */
 tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n);
 /* Writes n bytes from host to t's data at its first element (t contiguous). */

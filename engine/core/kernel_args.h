@@ -228,6 +228,35 @@ typedef struct tn_index_args {
     int64_t shape[TN_MAX_DIMS];
     int64_t istride[TN_MAX_DIMS], sstride[TN_MAX_DIMS], ostride[TN_MAX_DIMS];
 } tn_index_args;
+/* ---- layer norm ------------------------------------------------------------------------ */
+
+enum { TN_LN_FWD, TN_LN_BWD };
+
+/* Layer norm of `rows` rows of `cols` elements (x contiguous (rows, cols),
+ * float32 or float64; weight and bias (cols) or NULL; mean and rstd (rows),
+ * the dtype's), one pass per row.
+ *   LN_FWD: mean = sum(x) / cols, var = sum((x - mean)^2) / cols, both
+ *           accumulated in double; rstd = 1 / sqrt(var + eps); writes mean,
+ *           rstd (rounded to the dtype) and y = (x - mean) rstd w + b
+ *           computed in double and rounded once.
+ *   LN_BWD: reads mean and rstd; with xhat = (x - mean) rstd, in double:
+ *           dx (or NULL) = rstd (dy w - mean(dy w) - xhat mean(dy w xhat));
+ *           dweight = sum over rows of dy xhat and dbias = sum over rows of
+ *           dy (either may be NULL), summed over fixed blocks of
+ *           TN_LN_ROW_BLOCK rows combined in block order, so the result does
+ *           not depend on the thread count. */
+#define TN_LN_ROW_BLOCK 32
+typedef struct tn_ln_args {
+    int mode;
+    tn_dtype dtype;
+    int64_t rows, cols;
+    double eps;
+    const void *x, *weight, *bias;
+    void *mean, *rstd;
+    void *y;                    /* LN_FWD */
+    const void *dy;             /* LN_BWD */
+    void *dx, *dweight, *dbias; /* LN_BWD */
+} tn_ln_args;
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,8 @@
 /* Device overloads pick the float or double function by argument type. */
 #define TN_M(fn, x) fn(x)
 #define TN_POWX(x, y) tn_pow_dev(x, y)
+/* the constant c in x's type (float math stays float) */
+#define TN_C(x, c) ((decltype(x))(c))
 #else
 #include <math.h>
 #define TN_M(fn, x) _Generic((x), float: fn##f((float)(x)), default: fn((double)(x)))
@@ -24,7 +26,19 @@
 #define TN_POWX(x, y) _Generic((x), float: powf((float)(x), (float)(y)), \
                                double: pow((double)(x), (double)(y)),   \
                                default: tn_ipow((int64_t)(x), (int64_t)(y)))
+#define TN_C(x, c) _Generic((x), float: (float)(c), default: (double)(c))
 #endif
+
+/* GELU's constants: 1/sqrt(2), 1/sqrt(2 pi), sqrt(2/pi), and the cubic's. */
+#define TN_GELU_S1_2 0.70710678118654752440
+#define TN_GELU_PDF 0.39894228040143267794
+#define TN_GELU_BETA 0.79788456080286535588
+#define TN_GELU_KAPPA 0.044715
+/* GELU's tanh form through 1 + tanh(u) = 2 sigmoid(2 u) = 2 / (1 + exp(-2 u)),
+ * u = beta (x + kappa x^3): exp is several times faster than tanh in the C
+ * library and the form has no cancellation. TN_GELU_S: sigmoid(2 u). */
+#define TN_GELU_S(x)                                                                     \
+    (1 / (1 + TN_M(exp, TN_C(x, -2 * TN_GELU_BETA) * (x + TN_C(x, TN_GELU_KAPPA) * x * x * x))))
 
 #define TN_PW_BINARY_OPS(X)                                                              \
     X(add, ALL, x + y)                                                                   \
@@ -64,6 +78,21 @@
     /* NaN passes through clamp, as PyTorch */                                           \
     X(clamp, ALL, x < c0 ? c0 : (x > c1 ? c1 : x))                                       \
     /* d clamp / dx (also relu's backward with c0 = 0+, c1 = inf) */                     \
-    X(clampmask, FLOAT, (x >= c0 && x <= c1) ? 1 : 0)
+    X(clampmask, FLOAT, (x >= c0 && x <= c1) ? 1 : 0)                                    \
+    /* activations (engine/ops/activation.c): GELU (erf and tanh forms), SiLU, */        \
+    /* their derivatives (the plain backward), the normal CDF (create_graph) */           \
+    X(gelu, FLOAT, x * TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))))         \
+    X(gelu_tanh, FLOAT, x * TN_GELU_S(x))                                                \
+    X(silu, FLOAT, x / (1 + TN_M(exp, -x)))                                              \
+    X(gelu_grad, FLOAT,                                                                  \
+      TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))) +                         \
+          x * TN_C(x, TN_GELU_PDF) * TN_M(exp, TN_C(x, -0.5) * x * x))                    \
+    /* (1 + t) / 2 + x / 2 (1 - t^2) beta (1 + 3 kappa x^2), t = 2 s - 1 */             \
+    X(gelu_tanh_grad, FLOAT,                                                             \
+      TN_GELU_S(x) * (1 + TN_C(x, 2 * TN_GELU_BETA) * x * (1 - TN_GELU_S(x)) *            \
+                              (1 + TN_C(x, 3 * TN_GELU_KAPPA) * x * x)))                 \
+    X(silu_grad, FLOAT,                                                                  \
+      1 / (1 + TN_M(exp, -x)) * (1 + x * (1 - 1 / (1 + TN_M(exp, -x)))))                 \
+    X(normcdf, FLOAT, TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))))
 
 #endif

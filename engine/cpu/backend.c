@@ -40,6 +40,7 @@ static const tn_backend cpu_backend = {
     .softmax = tn__cpu_softmax,
     .cross_entropy = tn__cpu_cross_entropy,
     .index = tn__cpu_index,
+    .layer_norm = tn__cpu_layer_norm,
 };
 
 __attribute__((constructor)) static void register_cpu(void) {

@@ -190,6 +190,7 @@ const tn_backend g_backend = {
     tn__cuda_nonfinite_poll,
     NULL,
     tn__cuda_index,
+    tn__cuda_layer_norm,
 };
 
 } // namespace

@@ -172,6 +172,38 @@ tn_status tn_masked_fill_(tn_tensor *a, const tn_tensor *mask, double value);
  * TrilBackward0 / TriuBackward0. */
 tn_tensor *tn_tril(const tn_tensor *a, int64_t diagonal);
 tn_tensor *tn_triu(const tn_tensor *a, int64_t diagonal);
+/* ---- normalisation, activations, statistics ------------------------------------ */
+/* torch.nn.functional.layer_norm: normalises over the last n_norm_dims dims
+ * of x, whose sizes must equal normalized_shape[0..n_norm_dims) (PyTorch's
+ * error otherwise: "Given normalized_shape=[5], expected input with shape
+ * [*, 5], but got input of size[2, 3, 4]"); y = (x - mean) / sqrt(var + eps)
+ * * weight + bias with the biased variance. weight and bias (either may be
+ * NULL) have shape normalized_shape and x's dtype; x is float32/float64.
+ * grad_fn NativeLayerNormBackward0 (double backward supported). */
+tn_tensor *tn_layer_norm(const tn_tensor *x, int n_norm_dims, const int64_t *normalized_shape,
+                         const tn_tensor *weight, const tn_tensor *bias, double eps);
+/* torch.nn.functional.gelu(x, approximate='tanh' if tanh_approx else
+ * 'none'): x Phi(x), or 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+ * Float inputs only. GeluBackward0. */
+tn_tensor *tn_gelu(const tn_tensor *x, bool tanh_approx);
+/* torch.nn.functional.silu: x sigmoid(x). Float inputs only. SiluBackward0. */
+tn_tensor *tn_silu(const tn_tensor *x);
+/* torch.nn.functional.dropout(x, p, training): each element kept with
+ * probability 1 - p and scaled by 1 / (1 - p), else 0 (p == 1: x * 0). The
+ * mask comes from the calling thread's generator (tn_manual_seed: the same
+ * seed gives the same mask on the same thread). p == 0 or !training: x
+ * itself (a new reference to the same handle). p outside [0, 1]: PyTorch's
+ * error. Float inputs only when it applies. NativeDropoutBackward0 (2.x). */
+tn_tensor *tn_dropout(const tn_tensor *x, double p, bool training);
+/* torch.logsumexp(x, dim, keepdim): log(sum(exp(x))) along dim, computed
+ * max-shifted (stable). Integer inputs give float32. LogsumexpBackward0. */
+tn_tensor *tn_logsumexp(const tn_tensor *x, int dim, bool keepdim);
+/* torch.var / torch.std along dim: sum((x - mean)^2) / max(0, N - correction)
+ * (correction 1: unbiased, 0: population; a zero divisor gives inf/NaN as in
+ * PyTorch). Float inputs only. VarBackward0 / StdBackward0 (std's gradient
+ * is 0 where std is 0). */
+tn_tensor *tn_var_dim(const tn_tensor *x, int dim, double correction, bool keepdim);
+tn_tensor *tn_std_dim(const tn_tensor *x, int dim, double correction, bool keepdim);
 
 TN_API_END
 #ifdef __cplusplus
