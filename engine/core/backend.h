@@ -88,6 +88,8 @@ typedef struct tn_backend {
     /* Fused cross-entropy (tn_ce_args). NULL where the device has none: the
      * op composes log_softmax and the NLL from the other entries instead. */
     tn_status (*cross_entropy)(int dev, const tn_ce_args *a);
+    /* Fused scaled dot-product attention (tn_attn_args). Deterministic. */
+    tn_status (*attention)(int dev, const tn_attn_args *a);
 } tn_backend;
 
 /* Device types with a slot in the table. */

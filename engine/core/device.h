@@ -91,6 +91,10 @@ bool tn__dev_has_cross_entropy(tn_device dev);
 /* ops for the race detector: CE_FWD {loss, stats (written), x, targets};
  * CE_BWD {gx (written), x, stats, targets}. */
 tn_status tn__dev_cross_entropy(const tn_ce_args *a, tn_device dev, const tn_tensor *const ops[4]);
+/* Fused attention (tn_attn_args) on dev; ops for the race detector: the
+ * first n_out are written, the others read. */
+tn_status tn__dev_attention(const tn_attn_args *a, tn_device dev, int nops, int n_out,
+                            const tn_tensor *const *ops);
 /* Host copy of n bytes of t's data from its first element (t contiguous). */
 tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n);
 /* Writes n bytes from host to t's data at its first element (t contiguous). */

@@ -39,6 +39,7 @@ static const tn_backend cpu_backend = {
     .gemm = cpu_gemm,
     .softmax = tn__cpu_softmax,
     .cross_entropy = tn__cpu_cross_entropy,
+    .attention = tn__cpu_attention,
 };
 
 __attribute__((constructor)) static void register_cpu(void) {

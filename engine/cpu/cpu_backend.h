@@ -23,5 +23,6 @@ tn_status tn__cpu_fill(int dev, tn_dtype dt, const tn_iter *it, double v);
 tn_status tn__cpu_reduce(int dev, const tn_red_args *a);         /* reduce_kernels.c */
 tn_status tn__cpu_softmax(int dev, const tn_sm_args *a);         /* softmax_kernels.c */
 tn_status tn__cpu_cross_entropy(int dev, const tn_ce_args *a);   /* cross_entropy_kernels.c */
+tn_status tn__cpu_attention(int dev, const tn_attn_args *a);     /* attention_kernels.c */
 
 #endif

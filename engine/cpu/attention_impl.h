@@ -1,0 +1,243 @@
+/* engine/cpu/attention_impl.h — the tiled attention kernel for one dtype,
+ * included by attention_kernels.c once per dtype with T (the element type),
+ * SUF (the name suffix) and EXP (a vectorisable exp of T) defined.
+ *
+ * Tiles: BQ query rows x BK keys. A worker's scratch (struct ws) holds the
+ * score tile s and dp (BQ x BK), the packed, transposed key tile kt (E x BK)
+ * and value tile vt (Ev x BK), zero-padded past the last key, so every inner
+ * loop runs over BK (a compile-time constant) or a row of E/Ev contiguous
+ * elements, and vectorises.
+ */
+#define CAT_(a, b) a##_##b
+#define CAT(a, b) CAT_(a, b)
+#define F(name) CAT(name, SUF)
+
+/* Packs rows [j0, j0+n) of a (row stride rs, cols d contiguous) transposed
+ * into t (d x BK), zero past n. */
+static void F(pack_t)(T *t, const T *a, int64_t rs, int64_t n, int64_t d) {
+    for (int64_t e = 0; e < d; e++) {
+        for (int64_t j = 0; j < n; j++)
+            t[e * BK + j] = a[j * rs + e];
+        for (int64_t j = n; j < BK; j++)
+            t[e * BK + j] = 0;
+    }
+}
+
+/* s (m x BK) = a (m x d, row stride rs) times bt (d x BK). */
+static void F(tile_abt)(T *restrict s, const T *restrict a, int64_t rs, int64_t m,
+                        const T *restrict bt, int64_t d) {
+    int64_t i = 0;
+    for (; i + 2 <= m; i += 2) { /* two rows share each bt load */
+        T acc0[BK] = {0}, acc1[BK] = {0};
+        const T *a0 = a + i * rs, *a1 = a0 + rs;
+        for (int64_t e = 0; e < d; e++) {
+            T x0 = a0[e], x1 = a1[e];
+            const T *b = bt + e * BK;
+            for (int j = 0; j < BK; j++) {
+                acc0[j] += x0 * b[j];
+                acc1[j] += x1 * b[j];
+            }
+        }
+        for (int j = 0; j < BK; j++) {
+            s[i * BK + j] = acc0[j];
+            s[(i + 1) * BK + j] = acc1[j];
+        }
+    }
+    for (; i < m; i++) {
+        T acc[BK] = {0};
+        for (int64_t e = 0; e < d; e++) {
+            T x = a[i * rs + e];
+            for (int j = 0; j < BK; j++)
+                acc[j] += x * bt[e * BK + j];
+        }
+        for (int j = 0; j < BK; j++)
+            s[i * BK + j] = acc[j];
+    }
+}
+
+/* c row r (row stride rc, d cols) += sum over t < n of w(r, t) b row t (row
+ * stride rb), for r < m; w(r, t) = p[r * BK + t] (tr: p[t * BK + r]). */
+static void F(tile_axpy)(T *restrict c, int64_t rc, int64_t m, const T *restrict p, bool tr,
+                         int64_t n, const T *restrict b, int64_t rb, int64_t d) {
+    for (int64_t r = 0; r < m; r++) {
+        T *cr = c + r * rc;
+        for (int64_t t = 0; t < n; t++) {
+            T w = tr ? p[t * BK + r] : p[r * BK + t];
+            if (w == 0) continue; /* masked or causal: no work */
+            const T *br = b + t * rb;
+            for (int64_t e = 0; e < d; e++)
+                cr[e] += w * br[e];
+        }
+    }
+}
+
+/* The scores of tile (rows i0.., m; keys j0.., n) into s: scale q k^T plus
+ * the mask; masked, causal and padding entries -inf. */
+static void F(scores)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, int64_t i0, int64_t m,
+                      int64_t j0, int64_t n) {
+    const T *q = (const T *)a->q + sl->oq + i0 * a->rsq;
+    T *s = (T *)w->s;
+    F(tile_abt)(s, q, a->rsq, m, (const T *)w->kt, a->E);
+    const T sc = (T)a->scale, ninf = -(T)INFINITY;
+    for (int64_t i = 0; i < m; i++) {
+        T *si = s + i * BK;
+        for (int j = 0; j < BK; j++)
+            si[j] *= sc;
+        if (a->mask_kind == TN_ATTN_MASK_ADD) {
+            const T *mr = (const T *)a->mask + sl->om + (i0 + i) * a->rsm + j0 * a->csm;
+            for (int64_t j = 0; j < n; j++)
+                si[j] += mr[j * a->csm];
+        } else if (a->mask_kind == TN_ATTN_MASK_BOOL) {
+            const uint8_t *mr = (const uint8_t *)a->mask + sl->om + (i0 + i) * a->rsm + j0 * a->csm;
+            for (int64_t j = 0; j < n; j++)
+                if (!mr[j * a->csm]) si[j] = ninf;
+        }
+        int64_t lim = n; /* keys past it do not take part */
+        if (a->causal && i0 + i - j0 + 1 < lim) lim = i0 + i - j0 + 1 < 0 ? 0 : i0 + i - j0 + 1;
+        for (int64_t j = lim; j < BK; j++)
+            si[j] = ninf;
+    }
+}
+
+/* Dropout of tile row i (keys j0.., n): p[j] *= keep ? 1/(1-p) : 0. */
+static void F(dropout_row)(const tn_attn_args *a, const attn_slice *sl, T *p, int64_t i, int64_t j0,
+                           int64_t n) {
+    T keep_scale = a->dropout_p >= 1 ? 0 : (T)(1 / (1 - a->dropout_p));
+    for (int64_t j = 0; j < n; j++)
+        p[j] *= tn_attn_keep(a->seed, sl->b, i, j0 + j, a->dropout_p) ? keep_scale : 0;
+}
+
+/* ---- forward: one block of query rows of one slice -------------------------------------- */
+
+static void F(fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, int64_t i0) {
+    int64_t m = a->L - i0 < BQ ? a->L - i0 : BQ, Ev = a->Ev;
+    T *s = (T *)w->s, *mx = (T *)w->mx, *l = (T *)w->l, *acc = (T *)w->acc;
+    for (int64_t i = 0; i < m; i++)
+        mx[i] = -(T)INFINITY, l[i] = 0;
+    for (int64_t i = 0; i < m * Ev; i++)
+        acc[i] = 0;
+    int64_t jend = a->causal && i0 + m < a->S ? i0 + m : a->S; /* later tiles: all masked */
+    for (int64_t j0 = 0; j0 < jend; j0 += BK) {
+        int64_t n = jend - j0 < BK ? jend - j0 : BK;
+        F(pack_t)((T *)w->kt, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, n, a->E);
+        F(scores)(a, sl, w, i0, m, j0, n);
+        for (int64_t i = 0; i < m; i++) {
+            T *si = s + i * BK, tm = -(T)INFINITY;
+            for (int j = 0; j < BK; j++)
+                tm = si[j] > tm ? si[j] : tm;
+            T mnew = tm > mx[i] ? tm : mx[i];
+            if (mnew == -(T)INFINITY) { /* nothing taken part yet */
+                for (int j = 0; j < BK; j++)
+                    si[j] = 0;
+                continue;
+            }
+            T alpha = EXP(mx[i] - mnew), sum = 0;
+            for (int j = 0; j < BK; j++) {
+                si[j] = EXP(si[j] - mnew);
+                sum += si[j];
+            }
+            l[i] = l[i] * alpha + sum;
+            mx[i] = mnew;
+            if (alpha != 1)
+                for (int64_t e = 0; e < Ev; e++)
+                    acc[i * Ev + e] *= alpha;
+            if (a->dropout_p > 0) F(dropout_row)(a, sl, si, i0 + i, j0, n);
+        }
+        F(tile_axpy)(acc, Ev, m, s, false, n, (const T *)a->v + sl->ov + j0 * a->rsv, a->rsv, Ev);
+    }
+    T *o = (T *)a->o + (sl->b * a->L + i0) * Ev, *lse = (T *)a->lse + sl->b * a->L + i0;
+    for (int64_t i = 0; i < m; i++) {
+        T inv = l[i] > 0 ? 1 / l[i] : 0; /* a row with nothing taking part gives 0 */
+        for (int64_t e = 0; e < Ev; e++)
+            o[i * Ev + e] = acc[i * Ev + e] * inv;
+        lse[i] = l[i] > 0 ? mx[i] + (T)log(l[i]) : -(T)INFINITY;
+    }
+}
+
+/* ---- backward: one tile ------------------------------------------------------------------ */
+
+/* Recomputes P of tile (i0, m; j0, n) from the saved lse and adds its
+ * contributions: with kv, to dK and dV rows j0.. (dv += (P Z)^T dO, dk +=
+ * dS^T Q scale); with qg, to dQ rows i0.. (dq += dS K scale), where dS =
+ * P (dP Z - D), dP = dO V^T, Z the dropout scale. kt and vt hold the tile's
+ * keys and values packed. */
+static void F(bwd_tile)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, const T *delta,
+                        int64_t i0, int64_t m, int64_t j0, int64_t n, bool kv, bool qg) {
+    T *s = (T *)w->s, *dp = (T *)w->dp;
+    int64_t E = a->E, Ev = a->Ev, L = a->L, S = a->S;
+    const T *lse = (const T *)a->lse + sl->b * L + i0;
+    const T *dout = (const T *)a->dout + (sl->b * L + i0) * Ev;
+    F(scores)(a, sl, w, i0, m, j0, n);
+    F(tile_abt)(dp, dout, Ev, m, (const T *)w->vt, Ev);
+    for (int64_t i = 0; i < m; i++) {
+        T *si = s + i * BK, *di = dp + i * BK, li = lse[i], dl = delta[i0 + i];
+        if (li == -(T)INFINITY) li = (T)INFINITY; /* no key takes part: P = 0 */
+        for (int j = 0; j < BK; j++)
+            si[j] = EXP(si[j] - li);
+        if (a->dropout_p > 0) F(dropout_row)(a, sl, di, i0 + i, j0, n);
+        /* dp becomes dS scale; s keeps P (times Z for dV) */
+        for (int j = 0; j < BK; j++)
+            di[j] = si[j] * (di[j] - dl) * (T)a->scale;
+        if (a->dropout_p > 0 && kv) F(dropout_row)(a, sl, si, i0 + i, j0, n);
+    }
+    if (kv) {
+        T *dv = (T *)a->dv + (sl->b * S + j0) * Ev, *dk = (T *)a->dk + (sl->b * S + j0) * E;
+        F(tile_axpy)(dv, Ev, n, s, true, m, dout, Ev, Ev);
+        F(tile_axpy)(dk, E, n, dp, true, m, (const T *)a->q + sl->oq + i0 * a->rsq, a->rsq, E);
+    }
+    if (qg) {
+        T *dq = (T *)a->dq + (sl->b * L + i0) * E;
+        F(tile_axpy)(dq, E, m, dp, false, n, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, E);
+    }
+}
+
+/* Key blocks j0.. of query block i0 under the causal rule: [0, end). */
+static inline int64_t F(kv_end)(const tn_attn_args *a, int64_t i0, int64_t m) {
+    return a->causal && i0 + m < a->S ? i0 + m : a->S;
+}
+
+/* Packs key block j0 (n keys) of the slice into kt and vt. */
+static void F(pack_kv)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, int64_t j0,
+                       int64_t n) {
+    F(pack_t)((T *)w->kt, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, n, a->E);
+    F(pack_t)((T *)w->vt, (const T *)a->v + sl->ov + j0 * a->rsv, a->rsv, n, a->Ev);
+}
+
+/* D = rowsum(dO O) of one slice's rows. */
+static void F(bwd_delta)(const tn_attn_args *a, int64_t b, T *delta) {
+    const T *o = (const T *)a->o + b * a->L * a->Ev, *g = (const T *)a->dout + b * a->L * a->Ev;
+    for (int64_t i = 0; i < a->L; i++) {
+        T d = 0;
+        for (int64_t e = 0; e < a->Ev; e++)
+            d += o[i * a->Ev + e] * g[i * a->Ev + e];
+        delta[i] = d;
+    }
+}
+
+/* Key block j0 of a slice: its dK/dV rows over every query block, in order
+ * (kv); with qg too (the whole slice owned by one worker), dQ as well. */
+static void F(bwd_kblock)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, const T *delta,
+                          int64_t j0, bool qg) {
+    int64_t n = a->S - j0 < BK ? a->S - j0 : BK;
+    F(pack_kv)(a, sl, w, j0, n);
+    for (int64_t i0 = a->causal ? j0 / BQ * BQ : 0; i0 < a->L; i0 += BQ) {
+        int64_t m = a->L - i0 < BQ ? a->L - i0 : BQ;
+        if (j0 >= F(kv_end)(a, i0, m)) continue;
+        F(bwd_tile)(a, sl, w, delta, i0, m, j0, n, true, qg);
+    }
+}
+
+/* Query block i0 of a slice: its dQ rows over every key block, in order. */
+static void F(bwd_qblock)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, const T *delta,
+                          int64_t i0) {
+    int64_t m = a->L - i0 < BQ ? a->L - i0 : BQ, jend = F(kv_end)(a, i0, m);
+    for (int64_t j0 = 0; j0 < jend; j0 += BK) {
+        int64_t n = a->S - j0 < BK ? a->S - j0 : BK; /* as bwd_kblock's tiles */
+        F(pack_kv)(a, sl, w, j0, n);
+        F(bwd_tile)(a, sl, w, delta, i0, m, j0, n, false, true);
+    }
+}
+
+#undef F
+#undef CAT
+#undef CAT_
