@@ -49,6 +49,10 @@ static const bench_case CASES[] = {
      bench_mlp_threads, false},
     {"digits", "the digits demo: 64-128-10 MLP, batch 64, 30 epochs, seconds + accuracy",
      bench_digits, false},
+    {"attention",
+     "scaled_dot_product_attention forward+backward, q,k,v (16,4,L,32) float32 causal, "
+     "L = 256 and 64",
+     bench_attention, false},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 

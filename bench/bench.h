@@ -100,5 +100,6 @@ int bench_mlp(const bench_opts *o);
 int bench_mlp_anomaly(const bench_opts *o);
 int bench_mlp_threads(const bench_opts *o);
 int bench_digits(const bench_opts *o);
+int bench_attention(const bench_opts *o);
 
 #endif

@@ -37,7 +37,7 @@ except ImportError:  # tenet's numbers alone
 
 CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "tiny", "chain100",
          "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "chain100_anomaly",
-         "mlp_anomaly", "mlp_threads", "digits", "sgemm4096"]
+         "mlp_anomaly", "mlp_threads", "digits", "sgemm4096", "attention"]
 CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly"]
 DEV = "cpu"  # --device: where the PyTorch tensors of CUDA_CASES live
 
@@ -362,13 +362,40 @@ def t_digits(o):
     return [result("digits", "s", secs, accuracy=acc[0], epochs=epochs)]
 
 
+def attn_case(o, name, L):
+    """PyTorch 1.13 has no fused attention: nanoGPT's composed ops, forward + backward."""
+    torch.manual_seed(5)
+    shape = (2 if o.quick else 16, 4, L, 32)
+    q, k, v = (torch.randn(*shape, requires_grad=True) for _ in range(3))
+    g = torch.randn(*shape)
+    mask = torch.tril(torch.ones(L, L)).view(1, 1, L, L)
+    scale = 1.0 / math.sqrt(32)
+
+    def body(it):
+        for _ in range(it):
+            att = (q @ k.transpose(-2, -1)) * scale
+            att = att.masked_fill(mask == 0, float("-inf"))
+            y = F.softmax(att, dim=-1) @ v
+            y.backward(g)
+            q.grad = k.grad = v.grad = None
+    secs, _ = time_body(o, body, 0.1)
+    fl = 6.0 * shape[0] * shape[1] * L * L * 32
+    return result(name, "ms/step", [1e3 * s for s in secs],
+                  **{"GFLOP/s": fl / median(secs) * 1e-9})
+
+
+def t_attention(o):
+    return [attn_case(o, "attention", 256), attn_case(o, "attention_L64", 64)]
+
+
 TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add16,
          "tiny": t_tiny, "chain100": t_chain100, "add_1000": t_add_1000,
          "sgemm1024": lambda o: t_sgemm(o, "sgemm1024", 1024),
          "sgemm2048": lambda o: t_sgemm(o, "sgemm2048", 2048), "mlp": t_mlp,
          "sgemm4096": lambda o: t_sgemm(o, "sgemm4096", 4096),
          "tiny_anomaly": t_tiny_anomaly, "chain100_anomaly": t_chain100_anomaly,
-         "mlp_anomaly": t_mlp_anomaly, "mlp_threads": t_mlp_threads, "digits": t_digits}
+         "mlp_anomaly": t_mlp_anomaly, "mlp_threads": t_mlp_threads, "digits": t_digits,
+         "attention": t_attention}
 
 
 # ---- tenet's side and the table ---------------------------------------------------------------

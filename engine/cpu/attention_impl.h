@@ -23,51 +23,62 @@ static void F(pack_t)(T *t, const T *a, int64_t rs, int64_t n, int64_t d) {
     }
 }
 
+/* The register tile: t (MR x BK) = sum over p < k of a(i, p) b(p, :), with
+ * a(i, p) = a[i ars + p aps] for i < mr (rows past mr repeat row mr - 1,
+ * their results unused) and b(p, :) the BK contiguous elements at b + p brs.
+ * As gemm.c's micro-kernel: the compiler keeps t in registers. */
+static inline void F(ukr)(T t[MR][BK], int64_t k, const T *restrict a, int64_t ars, int64_t aps,
+                          int mr, const T *restrict b, int64_t brs) {
+    const T *ar[MR];
+    for (int i = 0; i < MR; i++)
+        ar[i] = a + (i < mr ? i : mr - 1) * ars;
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < BK; j++)
+            t[i][j] = 0;
+    for (int64_t p = 0; p < k; p++, b += brs) {
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
+            const T ai = ar[i][p * aps];
+            for (int j = 0; j < BK; j++)
+                t[i][j] = FMADD(ai, b[j], t[i][j]);
+        }
+    }
+}
+
 /* s (m x BK) = a (m x d, row stride rs) times bt (d x BK). */
 static void F(tile_abt)(T *restrict s, const T *restrict a, int64_t rs, int64_t m,
                         const T *restrict bt, int64_t d) {
-    int64_t i = 0;
-    for (; i + 2 <= m; i += 2) { /* two rows share each bt load */
-        T acc0[BK] = {0}, acc1[BK] = {0};
-        const T *a0 = a + i * rs, *a1 = a0 + rs;
-        for (int64_t e = 0; e < d; e++) {
-            T x0 = a0[e], x1 = a1[e];
-            const T *b = bt + e * BK;
-            for (int j = 0; j < BK; j++) {
-                acc0[j] += x0 * b[j];
-                acc1[j] += x1 * b[j];
-            }
-        }
-        for (int j = 0; j < BK; j++) {
-            s[i * BK + j] = acc0[j];
-            s[(i + 1) * BK + j] = acc1[j];
-        }
-    }
-    for (; i < m; i++) {
-        T acc[BK] = {0};
-        for (int64_t e = 0; e < d; e++) {
-            T x = a[i * rs + e];
+    for (int64_t i0 = 0; i0 < m; i0 += MR) {
+        int mr = m - i0 < MR ? (int)(m - i0) : MR;
+        T t[MR][BK];
+        F(ukr)(t, d, a + i0 * rs, rs, 1, mr, bt, BK);
+        for (int i = 0; i < mr; i++)
             for (int j = 0; j < BK; j++)
-                acc[j] += x * bt[e * BK + j];
-        }
-        for (int j = 0; j < BK; j++)
-            s[i * BK + j] = acc[j];
+                s[(i0 + i) * BK + j] = t[i][j];
     }
 }
 
 /* c row r (row stride rc, d cols) += sum over t < n of w(r, t) b row t (row
- * stride rb), for r < m; w(r, t) = p[r * BK + t] (tr: p[t * BK + r]). */
-static void F(tile_axpy)(T *restrict c, int64_t rc, int64_t m, const T *restrict p, bool tr,
-                         int64_t n, const T *restrict b, int64_t rb, int64_t d) {
-    for (int64_t r = 0; r < m; r++) {
-        T *cr = c + r * rc;
-        for (int64_t t = 0; t < n; t++) {
-            T w = tr ? p[t * BK + r] : p[r * BK + t];
-            if (w == 0) continue; /* masked or causal: no work */
-            const T *br = b + t * rb;
-            for (int64_t e = 0; e < d; e++)
-                cr[e] += w * br[e];
+ * stride rb), for r < m; w(r, t) = p[r prs + t pts]. */
+static void F(tile_axpy)(T *restrict c, int64_t rc, int64_t m, const T *restrict p, int64_t prs,
+                         int64_t pts, int64_t n, const T *restrict b, int64_t rb, int64_t d) {
+    for (int64_t r0 = 0; r0 < m; r0 += MR) {
+        int mr = m - r0 < MR ? (int)(m - r0) : MR;
+        const T *pr = p + r0 * prs;
+        int64_t e0 = 0;
+        for (; e0 + BK <= d; e0 += BK) {
+            T t[MR][BK];
+            F(ukr)(t, n, pr, prs, pts, mr, b + e0, rb);
+            for (int i = 0; i < mr; i++)
+                for (int j = 0; j < BK; j++)
+                    c[(r0 + i) * rc + e0 + j] += t[i][j];
         }
+        for (int i = 0; e0 < d && i < mr; i++)
+            for (int64_t t = 0; t < n; t++) {
+                T w = pr[i * prs + t * pts];
+                const T *br = b + t * rb;
+                for (int64_t e = e0; e < d; e++)
+                    c[(r0 + i) * rc + e] += w * br[e];
+            }
     }
 }
 
@@ -143,7 +154,7 @@ static void F(fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, i
                     acc[i * Ev + e] *= alpha;
             if (a->dropout_p > 0) F(dropout_row)(a, sl, si, i0 + i, j0, n);
         }
-        F(tile_axpy)(acc, Ev, m, s, false, n, (const T *)a->v + sl->ov + j0 * a->rsv, a->rsv, Ev);
+        F(tile_axpy)(acc, Ev, m, s, BK, 1, n, (const T *)a->v + sl->ov + j0 * a->rsv, a->rsv, Ev);
     }
     T *o = (T *)a->o + (sl->b * a->L + i0) * Ev, *lse = (T *)a->lse + sl->b * a->L + i0;
     for (int64_t i = 0; i < m; i++) {
@@ -182,12 +193,12 @@ static void F(bwd_tile)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, co
     }
     if (kv) {
         T *dv = (T *)a->dv + (sl->b * S + j0) * Ev, *dk = (T *)a->dk + (sl->b * S + j0) * E;
-        F(tile_axpy)(dv, Ev, n, s, true, m, dout, Ev, Ev);
-        F(tile_axpy)(dk, E, n, dp, true, m, (const T *)a->q + sl->oq + i0 * a->rsq, a->rsq, E);
+        F(tile_axpy)(dv, Ev, n, s, 1, BK, m, dout, Ev, Ev);
+        F(tile_axpy)(dk, E, n, dp, 1, BK, m, (const T *)a->q + sl->oq + i0 * a->rsq, a->rsq, E);
     }
     if (qg) {
         T *dq = (T *)a->dq + (sl->b * L + i0) * E;
-        F(tile_axpy)(dq, E, m, dp, false, n, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, E);
+        F(tile_axpy)(dq, E, m, dp, BK, 1, n, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, E);
     }
 }
 
