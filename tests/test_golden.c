@@ -96,6 +96,11 @@ static tn_tensor *make_tensor(const gtensor *t, bool requires_grad) {
         assert_non_null(r);
         return r;
     }
+    if (strcmp(t->dtype, "bool") == 0) { /* masks */
+        tn_tensor *r = tn_to(tt_f64(t->ndim, t->shape, t->v, false), TN_BOOL, TN_DEVICE_KEEP);
+        assert_non_null(r);
+        return r;
+    }
     assert_string_equal(t->dtype, "f64");
     if (strcmp(t->layout, "t") != 0) return tt_f64(t->ndim, t->shape, t->v, requires_grad);
     assert_true(t->ndim >= 2);
@@ -225,6 +230,8 @@ BIN(clone, tn_clone(x[0]))
 BIN(cat, tn_cat(n, x, (int)p[0]))
 BIN(stack, tn_stack(n, x, (int)p[0]))
 
+BIN(sdpa, tn_scaled_dot_product_attention(x[0], x[1], x[2], n > 3 ? x[3] : NULL, p[1], p[0] != 0))
+
 static tn_tensor *g_permute(tn_tensor **x, int n, const double *p, int np) {
     int dims[TN_MAX_DIMS];
     for (int i = 0; i < np && i < TN_MAX_DIMS; i++)
@@ -352,6 +359,7 @@ static const struct {
     E(cat),
     E(stack),
     E(mlp),
+    E(sdpa),
 #undef E
 };
 
