@@ -339,6 +339,14 @@ static void no_grad_and_empty(void **state) {
     tn_tensor *q = rnd(4, S(2, 0, 5, 8), TN_F32, true);
     tn_tensor *o = tn_scaled_dot_product_attention(q, q, q, NULL, 0, false);
     assert_int_equal(tn_numel(o), 0);
+    /* no query rows: dK and dV are 0 */
+    tn_tensor *q0 = rnd(3, S(2, 0, 8), TN_F32, true), *k0 = rnd(3, S(2, 5, 8), TN_F32, true);
+    tn_tensor *v0 = rnd(3, S(2, 5, 3), TN_F32, true);
+    tn_tensor *o0 = tn_scaled_dot_product_attention(q0, k0, v0, NULL, 0, false);
+    assert_int_equal(tn_numel(o0), 0);
+    assert_int_equal(tn_backward(tn_sum(o0), NULL, false), TN_OK);
+    close_tt(tn_grad(k0), tn_zeros(3, S(2, 5, 8), TN_F32), 0);
+    close_tt(tn_grad(v0), tn_zeros(3, S(2, 5, 3), TN_F32), 0);
     tn_tensor *q2 = rnd(3, S(2, 5, 8), TN_F32, false);
     tn_tensor *o2 = tn_scaled_dot_product_attention(q2, q2, q2, NULL, 0, true);
     assert_null(tn_grad_fn_name(o2));

@@ -204,7 +204,13 @@ tn_status tn__cpu_attention(int dev, const tn_attn_args *a) {
     int64_t nb = 1;
     for (int d = 0; d < a->bdim; d++)
         nb *= a->bshape[d];
-    if (nb == 0 || a->L == 0) return TN_OK;
+    if (nb == 0) return TN_OK;
+    if (a->L == 0) { /* no query: dK and dV are 0 */
+        size_t es = tn__dtype_sizes[a->dtype];
+        if (a->mode == TN_ATTN_BWD) zero_rows(a->dk, 0, nb * a->S * a->E, es);
+        if (a->mode == TN_ATTN_BWD) zero_rows(a->dv, 0, nb * a->S * a->Ev, es);
+        return TN_OK;
+    }
     int nt = tn__threads_for(nb * a->L * a->S * (a->E + a->Ev));
     ws_t ws[nt];
     void *blk = ws_alloc(a, nt, ws);

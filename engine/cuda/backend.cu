@@ -189,6 +189,7 @@ const tn_backend g_backend = {
     tn__cuda_nonfinite_check,
     tn__cuda_nonfinite_poll,
     NULL,
+    tn__cuda_attention,
 };
 
 } // namespace

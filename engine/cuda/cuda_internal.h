@@ -173,6 +173,7 @@ tn_status tn__cuda_softmax(int dev, const tn_sm_args *a); /* softmax.cu */
 tn_status tn__cuda_nonfinite_check(int dev, tn_dtype dt, const void *p, int64_t n,
                                    uint32_t tag); /* nonfinite.cu */
 uint32_t tn__cuda_nonfinite_poll(int dev);
+tn_status tn__cuda_attention(int dev, const tn_attn_args *a); /* attention.cu */
 }
 
 #endif
