@@ -59,6 +59,7 @@ static const struct {
     {"hook", tf_op_hook},
     {"safetensors_load", tf_op_safetensors_load},
     {"safetensors_save", tf_op_safetensors_save},
+    {"attention", tf_op_attention},
 };
 
 FILE *tf_report;

@@ -186,5 +186,7 @@ void tf_op_hook(tf_state *s);
 /* op_io.c: safetensors files from the program's bytes, slots saved and loaded */
 void tf_op_safetensors_load(tf_state *s);
 void tf_op_safetensors_save(tf_state *s);
+/* op_compute.c: scaled_dot_product_attention */
+void tf_op_attention(tf_state *s);
 
 #endif

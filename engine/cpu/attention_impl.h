@@ -82,6 +82,33 @@ static void F(tile_axpy)(T *restrict c, int64_t rc, int64_t m, const T *restrict
     }
 }
 
+/* Max of a row of BK scores, and x = exp(x - mx) with its sum: LANES-wide
+ * partials (vectorised) combined in a fixed order. */
+static inline T F(row_max)(const T *x) {
+    T p[LANES];
+    for (int l = 0; l < LANES; l++)
+        p[l] = x[l];
+    for (int j = LANES; j < BK; j += LANES)
+        for (int l = 0; l < LANES; l++)
+            p[l] = x[j + l] > p[l] ? x[j + l] : p[l];
+    T r = p[0];
+    for (int l = 1; l < LANES; l++)
+        r = p[l] > r ? p[l] : r;
+    return r;
+}
+static inline T F(row_exp_sum)(T *x, T mx) {
+    T p[LANES] = {0};
+    for (int j = 0; j < BK; j += LANES)
+        for (int l = 0; l < LANES; l++) {
+            x[j + l] = EXP(x[j + l] - mx);
+            p[l] += x[j + l];
+        }
+    T r = 0;
+    for (int l = 0; l < LANES; l++)
+        r += p[l];
+    return r;
+}
+
 /* The scores of tile (rows i0.., m; keys j0.., n) into s: scale q k^T plus
  * the mask; masked, causal and padding entries -inf. */
 static void F(scores)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, int64_t i0, int64_t m,
@@ -133,20 +160,14 @@ static void F(fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, i
         F(pack_t)((T *)w->kt, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, n, a->E);
         F(scores)(a, sl, w, i0, m, j0, n);
         for (int64_t i = 0; i < m; i++) {
-            T *si = s + i * BK, tm = -(T)INFINITY;
-            for (int j = 0; j < BK; j++)
-                tm = si[j] > tm ? si[j] : tm;
+            T *si = s + i * BK, tm = F(row_max)(si);
             T mnew = tm > mx[i] ? tm : mx[i];
             if (mnew == -(T)INFINITY) { /* nothing taken part yet */
                 for (int j = 0; j < BK; j++)
                     si[j] = 0;
                 continue;
             }
-            T alpha = EXP(mx[i] - mnew), sum = 0;
-            for (int j = 0; j < BK; j++) {
-                si[j] = EXP(si[j] - mnew);
-                sum += si[j];
-            }
+            T alpha = EXP(mx[i] - mnew), sum = F(row_exp_sum)(si, mnew);
             l[i] = l[i] * alpha + sum;
             mx[i] = mnew;
             if (alpha != 1)
