@@ -17,8 +17,13 @@
  * float32 accumulates in float32 (exp: a vectorisable polynomial, ~1 ulp).
  */
 #include <math.h>
-#include <omp.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#define WORKER() omp_get_thread_num()
+#else
+#define WORKER() 0
+#endif
 
 #include "cpu_backend.h"
 #include "gemm.h" /* FMADD */
@@ -126,7 +131,7 @@ static void run_fwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt) {
     (void)nt; /* only read by OpenMP */
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        ws_t *w = &ws[omp_get_thread_num()];
+        ws_t *w = &ws[WORKER()];
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < items; it++) {
             attn_slice sl = slice_of(a, it / nqb);
@@ -150,7 +155,7 @@ static void run_bwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt, void *d
     (void)nt; /* only read by OpenMP */
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        ws_t *w = &ws[omp_get_thread_num()];
+        ws_t *w = &ws[WORKER()];
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < nb; b++) {
             if (f32)
