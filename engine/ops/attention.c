@@ -71,15 +71,8 @@ static tn_status check_inputs(const tn_tensor *q, const tn_tensor *k, const tn_t
     if (!(p >= 0 && p <= 1))
         return tn__error(TN_ERR_INVALID_ARGUMENT,
                          "dropout probability has to be between 0 and 1, but got %g", p);
-    if (mask && !tn__same_device(tn__dev(mask), tn__dev(q))) {
-        char a[32], b[32];
-        return tn__error(TN_ERR_DEVICE,
-                         "Expected all tensors to be on the same device, but found at least two "
-                         "devices, %s and %s!",
-                         tn__device_str(tn__dev(q), a, sizeof a),
-                         tn__device_str(tn__dev(mask), b, sizeof b));
-    }
-    return TN_OK;
+    tn_device dev; /* a 0-dim CPU mask joins q's device (in_prepare moves it) */
+    return mask ? tn__result_device(2, (const tn_tensor *[]){q, mask}, &dev) : TN_OK;
 }
 
 static tn_status make_geom(const tn_tensor *q, const tn_tensor *k, const tn_tensor *v,
@@ -186,9 +179,12 @@ static tn_status in_prepare(attn_in *in, const tn_tensor *q, const tn_tensor *k,
     memset(in, 0, sizeof *in);
     in->q = rows_contig(q), in->k = in->q ? rows_contig(k) : NULL;
     in->v = in->k ? rows_contig(v) : NULL;
-    if (in->v && mask)
-        in->mask =
+    if (in->v && mask) {
+        tn_tensor *m =
             mask->dtype == TN_BOOL ? tn__retain((tn_tensor *)mask) : tn__cast(mask, q->dtype);
+        in->mask = m ? tn__on_device(m, tn__dev(q)) : NULL;
+        tn_release(m);
+    }
     if (!in->v || (mask && !in->mask)) {
         in_release(in);
         return tn_last_status();
