@@ -15,12 +15,13 @@
 /* Packs rows [j0, j0+n) of a (row stride rs, cols d contiguous) transposed
  * into t (d x BK), zero past n. */
 static void F(pack_t)(T *t, const T *a, int64_t rs, int64_t n, int64_t d) {
-    for (int64_t e = 0; e < d; e++) {
-        for (int64_t j = 0; j < n; j++)
+    if (n < BK)
+        for (int64_t e = 0; e < d; e++)
+            for (int64_t j = n; j < BK; j++)
+                t[e * BK + j] = 0;
+    for (int64_t j = 0; j < n; j++) /* rows read in order, columns scattered */
+        for (int64_t e = 0; e < d; e++)
             t[e * BK + j] = a[j * rs + e];
-        for (int64_t j = n; j < BK; j++)
-            t[e * BK + j] = 0;
-    }
 }
 
 /* The register tile: t (MR x BK) = sum over p < k of a(i, p) b(p, :), with
@@ -239,9 +240,16 @@ static void F(pack_kv)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, int
 static void F(bwd_delta)(const tn_attn_args *a, int64_t b, T *delta) {
     const T *o = (const T *)a->o + b * a->L * a->Ev, *g = (const T *)a->dout + b * a->L * a->Ev;
     for (int64_t i = 0; i < a->L; i++) {
-        T d = 0;
-        for (int64_t e = 0; e < a->Ev; e++)
-            d += o[i * a->Ev + e] * g[i * a->Ev + e];
+        const T *oi = o + i * a->Ev, *gi = g + i * a->Ev;
+        T p[LANES] = {0}, d = 0;
+        int64_t e = 0;
+        for (; e + LANES <= a->Ev; e += LANES) /* lane partials: vectorised */
+            for (int l = 0; l < LANES; l++)
+                p[l] += oi[e + l] * gi[e + l];
+        for (; e < a->Ev; e++)
+            d += oi[e] * gi[e];
+        for (int l = 0; l < LANES; l++)
+            d += p[l];
         delta[i] = d;
     }
 }

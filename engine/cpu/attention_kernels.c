@@ -58,16 +58,16 @@ static attn_slice slice_of(const tn_attn_args *a, int64_t b) {
  * expf: 2^n times a degree-6 polynomial of the remainder); exp(-inf) = 0. */
 static inline float exp_f32(float x) {
     float xc = x < -87.5f ? -87.5f : (x > 88.5f ? 88.5f : x);
-    float t = xc * 1.44269504088896341f + 12582912.0f; /* round to nearest via 1.5 * 2^23 */
+    float t = FMADD(xc, 1.44269504088896341f, 12582912.0f); /* round to nearest: 1.5 * 2^23 */
     float n = t - 12582912.0f;
-    float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+    float r = FMADD(n, 2.12194440e-4f, FMADD(n, -0.693359375f, xc));
     float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
+    p = FMADD(p, r, 1.3981999507e-3f);
+    p = FMADD(p, r, 8.3334519073e-3f);
+    p = FMADD(p, r, 4.1665795894e-2f);
+    p = FMADD(p, r, 1.6666665459e-1f);
+    p = FMADD(p, r, 5.0000001201e-1f);
+    p = FMADD(p * r, r, r + 1.0f);
     int32_t bits;
     memcpy(&bits, &t, sizeof bits);
     int32_t e = (bits - 0x4b400000 + 127) << 23; /* n + 127 in the exponent field */
