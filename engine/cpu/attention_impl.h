@@ -83,31 +83,23 @@ static void F(tile_axpy)(T *restrict c, int64_t rc, int64_t m, const T *restrict
     }
 }
 
-/* Max of a row of BK scores, and x = exp(x - mx) with its sum: LANES-wide
- * partials (vectorised) combined in a fixed order. */
+/* Max of a row of BK scores, and x = exp(x - mx) with its sum: simd
+ * reductions (the compiler's fixed lane tree; serial without OpenMP). */
 static inline T F(row_max)(const T *x) {
-    T p[LANES];
-    for (int l = 0; l < LANES; l++)
-        p[l] = x[l];
-    for (int j = LANES; j < BK; j += LANES)
-        for (int l = 0; l < LANES; l++)
-            p[l] = x[j + l] > p[l] ? x[j + l] : p[l];
-    T r = p[0];
-    for (int l = 1; l < LANES; l++)
-        r = p[l] > r ? p[l] : r;
-    return r;
+    T m = x[0];
+#pragma omp simd reduction(max : m)
+    for (int j = 0; j < BK; j++)
+        m = x[j] > m ? x[j] : m;
+    return m;
 }
 static inline T F(row_exp_sum)(T *x, T mx) {
-    T p[LANES] = {0};
-    for (int j = 0; j < BK; j += LANES)
-        for (int l = 0; l < LANES; l++) {
-            x[j + l] = EXP(x[j + l] - mx);
-            p[l] += x[j + l];
-        }
-    T r = 0;
-    for (int l = 0; l < LANES; l++)
-        r += p[l];
-    return r;
+    T s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int j = 0; j < BK; j++) {
+        x[j] = EXP(x[j] - mx);
+        s += x[j];
+    }
+    return s;
 }
 
 /* The scores of tile (rows i0.., m; keys j0.., n) into s: scale q k^T plus
@@ -241,15 +233,10 @@ static void F(bwd_delta)(const tn_attn_args *a, int64_t b, T *delta) {
     const T *o = (const T *)a->o + b * a->L * a->Ev, *g = (const T *)a->dout + b * a->L * a->Ev;
     for (int64_t i = 0; i < a->L; i++) {
         const T *oi = o + i * a->Ev, *gi = g + i * a->Ev;
-        T p[LANES] = {0}, d = 0;
-        int64_t e = 0;
-        for (; e + LANES <= a->Ev; e += LANES) /* lane partials: vectorised */
-            for (int l = 0; l < LANES; l++)
-                p[l] += oi[e + l] * gi[e + l];
-        for (; e < a->Ev; e++)
+        T d = 0;
+#pragma omp simd reduction(+ : d)
+        for (int64_t e = 0; e < a->Ev; e++)
             d += oi[e] * gi[e];
-        for (int l = 0; l < LANES; l++)
-            d += p[l];
         delta[i] = d;
     }
 }

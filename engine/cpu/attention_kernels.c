@@ -31,7 +31,6 @@
 #define BQ 32 /* query rows per block */
 #define BK 32 /* keys per tile: the vectorised width of the score loops */
 #define FUSED_MIN_SLICES 16
-#define LANES 16 /* partial maxima and sums of a score row (BK a multiple) */
 
 /* A slice's first element in each operand (elements). */
 typedef struct attn_slice {
