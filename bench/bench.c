@@ -59,6 +59,10 @@ static const bench_case CASES[] = {
     {"layer_norm", "layer_norm (1024x128 float32, weight, bias) forward + backward", bench_layer_norm,
      true},
     {"gelu_tanh", "gelu (tanh form) on 1024x128 float32, forward + backward", bench_gelu, true},
+    {"attention",
+     "scaled_dot_product_attention forward+backward, q,k,v (16,4,L,32) float32 causal, "
+     "L = 256 and 64",
+     bench_attention, false},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 

@@ -110,5 +110,6 @@ int bench_embedding(const bench_opts *o); /* case_embedding.c */
 /* case_norm.c */
 int bench_layer_norm(const bench_opts *o);
 int bench_gelu(const bench_opts *o);
+int bench_attention(const bench_opts *o);
 
 #endif

@@ -38,7 +38,7 @@ except ImportError:  # tenet's numbers alone
 CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "tiny", "chain100",
          "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "chain100_anomaly",
          "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits", "sgemm4096", "layer_norm",
-         "gelu_tanh"]
+         "gelu_tanh", "attention"]
 CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "layer_norm", "gelu_tanh"]
 DEV = "cpu"  # --device: where the PyTorch tensors of CUDA_CASES live
 
@@ -384,6 +384,30 @@ def t_norm(o, name, ln):
         sync()
     secs, _ = time_body(o, body, 0.2)
     return [result(name, "us/step", [1e6 * s for s in secs])]
+def attn_case(o, name, L):
+    """PyTorch 1.13 has no fused attention: nanoGPT's composed ops, forward + backward."""
+    torch.manual_seed(5)
+    shape = (2 if o.quick else 16, 4, L, 32)
+    q, k, v = (torch.randn(*shape, requires_grad=True) for _ in range(3))
+    g = torch.randn(*shape)
+    mask = torch.tril(torch.ones(L, L)).view(1, 1, L, L)
+    scale = 1.0 / math.sqrt(32)
+
+    def body(it):
+        for _ in range(it):
+            att = (q @ k.transpose(-2, -1)) * scale
+            att = att.masked_fill(mask == 0, float("-inf"))
+            y = F.softmax(att, dim=-1) @ v
+            y.backward(g)
+            q.grad = k.grad = v.grad = None
+    secs, _ = time_body(o, body, 0.1)
+    fl = 6.0 * shape[0] * shape[1] * L * L * 32
+    return result(name, "ms/step", [1e3 * s for s in secs],
+                  **{"GFLOP/s": fl / median(secs) * 1e-9})
+
+
+def t_attention(o):
+    return [attn_case(o, "attention", 256), attn_case(o, "attention_L64", 64)]
 
 
 TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add16,
@@ -395,7 +419,7 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
          "mlp_anomaly": t_mlp_anomaly, "mlp_anomaly_nan": t_mlp_anomaly_nan,
          "mlp_threads": t_mlp_threads, "digits": t_digits,
          "layer_norm": lambda o: t_norm(o, "layer_norm", True),
-         "gelu_tanh": lambda o: t_norm(o, "gelu_tanh", False)}
+         "gelu_tanh": lambda o: t_norm(o, "gelu_tanh", False), "attention": t_attention}
 
 
 # ---- tenet's side and the table ---------------------------------------------------------------

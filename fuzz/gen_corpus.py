@@ -17,7 +17,7 @@ OPS = ["create", "tensor_from", "arange", "convert", "fail_alloc", "inspect", "b
        "inplace", "inplace_scalar", "alias", "requires_grad", "backward", "autograd_grad", "grad",
        "grad_mode", "anomaly", "scope", "optim", "runtime", "slots", "backward_multi",
        "grad_unused", "graph_walk", "hook", "safetensors_load", "safetensors_save", "index",
-       "mask", "norm"]
+       "mask", "norm", "attention"]
 F32, F64, I16, I32, I64, BOOL, SAME, BAD = range(8)
 
 HOSTILE_SIZES = [-1, -2, -2**63, 2**63 - 1, 2**62, 2**31, 2**32, 2**36, 2**40, 2**62 + 1, 2**20,
@@ -180,6 +180,16 @@ def seeds():
                       .op("nn", 2, 0, 1, 0, dst(6)).op("nn", 2, 0, 2, 0, dst(7))
                       .op("nn", 3, 0, 3, 0, dst(8)).op("nn", 3, 0, 1, 0, dst(9))
                       .op("backward", 6, 0, 0).op("grad", 0, dst(10)))
+    # attention: variant (bit 0 causal, 1 mask, 2 dropout with p = bits 3..6 / 16, 7 a bad p),
+    # q, k, v, mask, dst
+    s["attention"] = (P().tensor(0, [2, 3, 4], rg=True).tensor(1, [2, 5, 4], rg=True)
+                      .tensor(2, [5, 3], rg=True).tensor(3, [3, 5], BOOL, values=[1, 0, 1] * 5)
+                      .op("attention", 0, 0, 1, 2, 3, dst(4)).op("attention", 1, 0, 1, 2, 3, dst(5))
+                      .op("attention", 2, 0, 1, 2, 3, dst(6)).op("attention", 3, 0, 1, 2, 3, dst(7))
+                      .op("attention", 4 | (4 << 3), 0, 1, 2, 3, dst(8))
+                      .op("attention", 0x80, 0, 1, 2, 3, dst(9)).op("attention", 2, 0, 1, 2, 0, dst(10))
+                      .op("reduce", 1, 6, dst(11)).op("backward", 11, 2, 0).op("grad", 1, dst(12))
+                      .op("reduce", 1, 8, dst(13)).op("backward", 13, 2, 0).op("grad", 0, dst(14)))
     s["cat-stack-mismatch"] = (P().tensor(0, [2, 3]).tensor(1, [2, 4]).tensor(2, [2, 3], I32)
                                .op("join", 0, 2, 0, 1, dim(1), dst(3)).op("join", 0, 2, 0, 1, dim(0), dst(4))
                                .op("join", 1, 2, 0, 1, dim(0), dst(5)).op("join", 1, 2, 0, 2, dim(2), dst(6))

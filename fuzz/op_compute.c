@@ -163,3 +163,30 @@ void tf_op_nn(tf_state *s) {
                             : tn_mse_loss(a, b);
     tf_put(s, dst, r);
 }
+
+/* Size of dim d counted from the end of t (1 when t has fewer dims). */
+static int64_t dim_from_end(const tn_tensor *t, int d) {
+    return t && tn_ndim(t) >= d ? tn_shape(t)[tn_ndim(t) - d] : 1;
+}
+
+/* scaled_dot_product_attention(q, k, v, mask or NULL, dropout_p, is_causal):
+ * variant bits 0 causal, 1 mask, 2 dropout (p from bits 3..6), 7 a p out
+ * of range. Cost: the broadcast batch times L x S x (E + Ev). */
+void tf_op_attention(tf_state *s) {
+    uint8_t v = tf_byte(s);
+    tn_tensor *q = tf_in(s), *k = tf_in(s), *val = tf_in(s), *m = tf_in(s);
+    uint8_t dst = tf_dst(s);
+    double p = v & 0x80 ? 1.5 : v & 4 ? (double)((v >> 3) & 15) / 16 : 0;
+    uint64_t nb = 1;
+    for (int d = 3; d <= TN_MAX_DIMS; d++) {
+        int64_t a = dim_from_end(q, d), b = dim_from_end(k, d), c = dim_from_end(val, d);
+        int64_t x = a > b ? a : b;
+        nb = tf_mul_sat(nb, (uint64_t)(x > c ? x : c));
+    }
+    uint64_t L = (uint64_t)dim_from_end(q, 2), S = (uint64_t)dim_from_end(k, 2);
+    uint64_t E = (uint64_t)dim_from_end(q, 1), Ev = (uint64_t)dim_from_end(val, 1);
+    uint64_t made = tf_mul_sat(tf_mul_sat(nb, L), Ev);
+    uint64_t work = tf_mul_sat(tf_mul_sat(tf_mul_sat(nb, L), S), E + Ev + 1);
+    if (!tf_affordable(made, max_u64(work / 16, tf_numel(m)))) return;
+    tf_put(s, dst, tn_scaled_dot_product_attention(q, k, val, v & 2 ? m : NULL, p, v & 1));
+}

@@ -62,6 +62,7 @@ static const struct {
     {"index", tf_op_index},
     {"mask", tf_op_mask},
     {"norm", tf_op_norm},
+    {"attention", tf_op_attention},
 };
 
 FILE *tf_report;

@@ -191,5 +191,7 @@ void tf_op_index(tf_state *s);
 void tf_op_mask(tf_state *s);
 /* op_norm.c: layer_norm, gelu, silu, dropout, logsumexp, var, std */
 void tf_op_norm(tf_state *s);
+/* op_compute.c: scaled_dot_product_attention */
+void tf_op_attention(tf_state *s);
 
 #endif

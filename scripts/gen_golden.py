@@ -251,6 +251,24 @@ for _n in ["mul_", "add_scalar_", "exp_", "zero_", "copy_", "select_mul_scalar_"
 OPS["ip_masked_fill_"] = _inplace("masked_fill_")
 OPS["ipv_masked_fill_"] = _inplace_view_direct("masked_fill_")
 
+
+
+def _sdpa(x, p):
+    """scaled_dot_product_attention: PyTorch 1.13 has no public SDPA, so the reference is
+    the composed math of PyTorch 2.x's definition: softmax(q k^T / sqrt(E) + mask) v, with
+    is_causal the top-left lower triangle and a bool mask keeping where true."""
+    q, k, v = x[0], x[1], x[2]
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if p[0]:
+        s = s.masked_fill(~torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril(),
+                          float("-inf"))
+    if len(x) > 3:
+        s = s.masked_fill(~x[3], float("-inf")) if x[3].dtype == torch.bool else s + x[3]
+    return torch.softmax(s, -1) @ v
+
+
+OPS["sdpa"] = _sdpa
+
 # ---- cases ---------------------------------------------------------------------
 
 CASES = []
@@ -502,6 +520,26 @@ for op in ["var_dim", "std_dim"]:
         case(f"{op}{d}_c{c}{'_keep' if k else ''}", op, [T(X3, 0)], [d, c, k])
     case(f"{op}_transposed", op, [T((3, 4), 0, layout="t")], [1, 1, 0])
     case(f"{op}_f32", op, [T32(X3, 0)], [2, 1, 0])
+# scaled_dot_product_attention (params: is_causal, dropout_p = 0)
+_SQ, _SK, _SV = (2, 3, 5, 4), (2, 3, 7, 4), (2, 3, 7, 3)
+_SMASK = torch.tensor([[(3 * i + 5 * j) % 7 != 2 or j == i for j in range(7)] for i in range(5)])
+case("sdpa", "sdpa", [T(_SQ, 0, "small"), T(_SK, 1, "small"), T(_SV, 2)], [0, 0])
+case("sdpa_causal", "sdpa", [T((2, 2, 6, 4), 0, "small"), T((2, 2, 6, 4), 1, "small"),
+                             T((2, 2, 6, 4), 2)], [1, 0])
+case("sdpa_causal_l_lt_s", "sdpa", [T(_SQ, 0, "small"), T(_SK, 1, "small"), T(_SV, 2)], [1, 0])
+case("sdpa_causal_l_gt_s", "sdpa", [T((1, 2, 7, 4), 0, "small"), T((1, 2, 5, 4), 1, "small"),
+                                    T((1, 2, 5, 3), 2)], [1, 0])
+case("sdpa_bool_mask", "sdpa", [T(_SQ, 0, "small"), T(_SK, 1, "small"), T(_SV, 2),
+                                C(_SMASK)], [0, 0])
+case("sdpa_float_mask_b1ls", "sdpa", [T(_SQ, 0, "small"), T(_SK, 1, "small"), T(_SV, 2),
+                                      C(vals((2, 1, 5, 7), 3, "small"))], [0, 0])
+case("sdpa_bcast", "sdpa", [T(_SQ, 0, "small"), T((7, 4), 1, "small"), T((1, 7, 3), 2)],
+     [0, 0])
+case("sdpa_l1", "sdpa", [T((2, 3, 1, 4), 0, "small"), T(_SK, 1, "small"), T(_SV, 2)], [0, 0])
+case("sdpa_s1", "sdpa", [T(_SQ, 0, "small"), T((2, 3, 1, 4), 1, "small"),
+                         T((2, 3, 1, 3), 2)], [1, 0])
+case("sdpa_2d_transposed", "sdpa", [T((5, 4), 0, "small", layout="t"), T((7, 4), 1, "small"),
+                                    T((7, 3), 2)], [0, 0])
 
 # ---- writing -----------------------------------------------------------------------
 

@@ -213,6 +213,32 @@ static tn_tensor *f_dropout(tn_tensor *const *in) {
     return tn_dropout(in[0], 0.4, true);
 }
 
+/* scaled_dot_product_attention: masks made on the inputs' device; dropout
+ * with the same seed on both (the op draws its hash seed at the call). */
+static tn_tensor *sdpa_mask(tn_tensor *like, bool boolean) {
+    static const int64_t ms[] = {2, 1, 9, 11};
+    tn_tensor *m = rand_t(4, ms, tn_dtype_of(like), false); /* the caller's scope owns them */
+    if (boolean) m = tn_gt(m, tn_scalar(-1.0, TN_F64));
+    return tn_to(m, TN_DTYPE_SAME, tn_device_of(like));
+}
+static tn_tensor *f_sdpa(tn_tensor *const *in) {
+    return tn_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0, false);
+}
+static tn_tensor *f_sdpa_causal(tn_tensor *const *in) {
+    return tn_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0, true);
+}
+static tn_tensor *f_sdpa_masks(tn_tensor *const *in) {
+    rng = 5; /* the same masks on both devices */
+    tn_tensor *mb = sdpa_mask(in[0], true), *mf = sdpa_mask(in[0], false);
+    tn_tensor *a = tn_scaled_dot_product_attention(in[0], in[1], in[2], mb, 0, false);
+    tn_tensor *b = tn_scaled_dot_product_attention(in[0], in[1], in[2], mf, 0, false);
+    return tn_add(a, b);
+}
+static tn_tensor *f_sdpa_dropout(tn_tensor *const *in) {
+    tn_manual_seed(17);
+    return tn_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0.25, true);
+}
+
 #define S1(a) {a}
 #define S2(a, b) {a, b}
 #define S3(a, b, c) {a, b, c}
@@ -289,6 +315,11 @@ static const op_case cases[] = {
     {.name = "logsumexp dim 0", .fn = f_lse0, .nin = 1, .ndim = {3}, .shape = {S3(7, 4, 3)}},
     {.name = "var", .fn = f_var, .nin = 1, .ndim = {3}, .shape = {S3(3, 50, 4)}},
     {.name = "std", .fn = f_std, .nin = 1, .ndim = {2}, .shape = {S2(21, 5)}, .transposed = true},
+    {.name = "sdpa", .fn = f_sdpa, .nin = 3, .ndim = {4, 4, 4}, .shape = {{2, 3, 9, 8}, {2, 3, 11, 8}, {2, 3, 11, 5}}},
+    {.name = "sdpa causal", .fn = f_sdpa_causal, .nin = 3, .ndim = {4, 4, 4}, .shape = {{2, 3, 9, 8}, {2, 3, 11, 8}, {2, 3, 11, 5}}},
+    {.name = "sdpa masks", .fn = f_sdpa_masks, .nin = 3, .ndim = {4, 2, 3}, .shape = {{2, 3, 9, 40}, S2(11, 40), S3(1, 11, 37)}},
+    {.name = "sdpa transposed", .fn = f_sdpa_causal, .nin = 3, .ndim = {2, 2, 2}, .shape = {S2(9, 8), S2(11, 8), S2(11, 5)}, .transposed = true},
+    {.name = "sdpa dropout", .fn = f_sdpa_dropout, .nin = 3, .ndim = {4, 4, 4}, .shape = {{2, 3, 9, 8}, {2, 3, 11, 8}, {2, 3, 11, 5}}},
 };
 
 /* One case in one dtype: forward values and every input's gradient. */

@@ -794,6 +794,69 @@ static void norm_activation_stats_errors(void **state) {
     tn_scope_end();
 }
 
+/* scaled_dot_product_attention: PyTorch 2.x's texts (attention.cpp's
+ * validate_sdpa_input, the math path's causal check, dropout's range). */
+static void attention_errors(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    const int64_t sq[] = {2, 3, 4}, sk[] = {2, 5, 4}, sv[] = {2, 5, 3};
+    tn_tensor *q = f32(3, sq, true), *k = f32(3, sk, true), *v = f32(3, sv, true);
+    snap s[3] = {take(q), take(k), take(v)};
+    NULL_PTR(tn_scaled_dot_product_attention(NULL, k, v, NULL, 0, false));
+    NULL_PTR(tn_scaled_dot_product_attention(q, NULL, v, NULL, 0, false));
+    NULL_PTR(tn_scaled_dot_product_attention(q, k, NULL, NULL, 0, false));
+    tn_tensor *k64 = tn_to(k, TN_F64, TN_DEVICE_KEEP);
+    FAILS_PTR(tn_scaled_dot_product_attention(q, k64, v, NULL, 0, false), TN_ERR_DTYPE,
+              "Expected query, key, and value to have the same dtype, but got query.dtype: float "
+              "key.dtype: double and value.dtype: float instead.",
+              true);
+    FAILS_PTR(tn_scaled_dot_product_attention(f32(1, S4, false), k, v, NULL, 0, false),
+              TN_ERR_SHAPE,
+              "Expected query, key, and value to all be  at least 2 dimensional, but got "
+              "query.dim: 1 key.dim: 3 and value.dim: 3 instead.",
+              true);
+    tn_tensor *mi = tn_zeros(2, (const int64_t[]){3, 5}, TN_I64);
+    FAILS_PTR(tn_scaled_dot_product_attention(q, k, v, mi, 0, false), TN_ERR_DTYPE,
+              "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+              "attn_mask.dtype: long int and  query.dtype: float instead.",
+              true);
+    tn_tensor *md = tn_zeros(2, (const int64_t[]){3, 5}, TN_F64);
+    FAILS_PTR(tn_scaled_dot_product_attention(q, k, v, md, 0, false), TN_ERR_DTYPE,
+              "attn_mask.dtype: double", false);
+    tn_tensor *mb = tn_ones(2, (const int64_t[]){3, 5}, TN_BOOL);
+    FAILS_PTR(tn_scaled_dot_product_attention(q, k, v, mb, 0, true), TN_ERR_INVALID_ARGUMENT,
+              "_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+              "is_causal=True",
+              true);
+    FAILS_PTR(tn_scaled_dot_product_attention(q, k, v, NULL, 1.5, false), TN_ERR_INVALID_ARGUMENT,
+              "dropout probability has to be between 0 and 1, but got 1.5", true);
+    FAILS_PTR(tn_scaled_dot_product_attention(q, k, v, NULL, NAN, false), TN_ERR_INVALID_ARGUMENT,
+              "dropout probability has to be between 0 and 1", false);
+    /* masks that do not broadcast into (2, 3, 5), or would grow it */
+    FAILS_PTR(tn_scaled_dot_product_attention(q, k, v, tn_ones(2, (const int64_t[]){3, 4}, TN_BOOL),
+                                              0, false),
+              TN_ERR_SHAPE, "must match the size of tensor", false);
+    FAILS_PTR(tn_scaled_dot_product_attention(
+                  q, k, v, tn_zeros(4, (const int64_t[]){2, 2, 3, 5}, TN_F32), 0, false),
+              TN_ERR_SHAPE,
+              "output with shape [2, 3, 5] doesn't match the broadcast shape [2, 2, 3, 5]", true);
+    /* q, k, v shapes */
+    FAILS_PTR(tn_scaled_dot_product_attention(q, f32(3, (const int64_t[]){2, 5, 3}, false), v, NULL,
+                                              0, false),
+              TN_ERR_SHAPE, "query.size(-1): 4 and key.size(-1): 3", false);
+    FAILS_PTR(tn_scaled_dot_product_attention(q, k, f32(3, (const int64_t[]){2, 6, 3}, false), NULL,
+                                              0, false),
+              TN_ERR_SHAPE, "key.size(-2): 5 and value.size(-2): 6", false);
+    FAILS_PTR(tn_scaled_dot_product_attention(q, f32(3, (const int64_t[]){3, 5, 4}, false), v, NULL,
+                                              0, false),
+              TN_ERR_SHAPE, "must match the size of tensor", false);
+    tn_tensor *qi = tn_zeros(3, sq, TN_I64);
+    FAILS_PTR(tn_scaled_dot_product_attention(qi, qi, qi, NULL, 0, false), TN_ERR_DTYPE,
+              "not implemented for", false);
+    for (int i = 0; i < 3; i++)
+        unchanged(&s[i]);
+    tn_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(null_args_binary_and_unary),
@@ -813,6 +876,7 @@ int main(void) {
         TT_TEST(index_errors),
         TT_TEST(mask_errors),
         TT_TEST(norm_activation_stats_errors),
+        TT_TEST(attention_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -262,6 +262,8 @@ BIN(logsumexp, tn_logsumexp(x[0], (int)p[0], p[1] != 0))
 BIN(var_dim, tn_var_dim(x[0], (int)p[0], p[1], p[2] != 0))
 BIN(std_dim, tn_std_dim(x[0], (int)p[0], p[1], p[2] != 0))
 
+BIN(sdpa, tn_scaled_dot_product_attention(x[0], x[1], x[2], n > 3 ? x[3] : NULL, p[1], p[0] != 0))
+
 static tn_tensor *g_permute(tn_tensor **x, int n, const double *p, int np) {
     int dims[TN_MAX_DIMS];
     for (int i = 0; i < np && i < TN_MAX_DIMS; i++)
@@ -404,6 +406,7 @@ static const struct {
     E(logsumexp),
     E(var_dim),
     E(std_dim),
+    E(sdpa),
 #undef E
 };
 

@@ -790,6 +790,33 @@ static void index_and_mask_ops(void **state) {
         }
 }
 
+/* scaled_dot_product_attention: p[0] is_causal; p[1] mask: 0 none, 1 bool
+ * (3, 5), 2 float (2, 1, 5). */
+static tn_tensor *f_sdpa(tn_tensor *const *x, int n, const double *p) {
+    (void)n;
+    static const bool mb[15] = {1, 0, 1, 1, 0, 0, 1, 1, 0, 1, 1, 1, 0, 0, 1};
+    double mf[10];
+    for (int i = 0; i < 10; i++)
+        mf[i] = 0.5 * sin(0.7 * i);
+    tn_tensor *m = p[1] == 1   ? tn_tensor_from(mb, TN_BOOL, 2, (const int64_t[]){3, 5}, false)
+                   : p[1] == 2 ? tn_tensor_from(mf, TN_F64, 3, (const int64_t[]){2, 1, 5}, false)
+                               : NULL;
+    tn_tensor *out = tn_scaled_dot_product_attention(x[0], x[1], x[2], m, 0, p[0] != 0);
+    tn_release(m);
+    return out;
+}
+
+static void attention_ops(void **state) {
+    static const int64_t q[] = {2, 3, 4}, k[] = {2, 5, 4}, v[] = {2, 5, 3}, kb[] = {5, 4};
+    gc_in in[3] = {IN(3, q, V_SMALL, 'c'), IN(3, k, V_SMALL, 'c'), IN(3, v, V_ANY, 'c')};
+    const char *names[] = {"sdpa", "sdpa_causal", "sdpa_bool_mask", "sdpa_float_mask"};
+    const double ps[4][2] = {{0, 0}, {1, 0}, {0, 1}, {0, 2}};
+    for (int c = 0; c < 4; c++)
+        gradcheck_layouts(names[c], f_sdpa, ps[c], 3, in, true);
+    gc_in bc[3] = {IN(3, q, V_SMALL, 'c'), IN(2, kb, V_SMALL, 'c'), IN(3, v, V_ANY, 'c')};
+    gradcheck_layouts("sdpa_bcast", f_sdpa, ps[1], 3, bc, true);
+}
+
 static int reset(void **state) {
     failures = 0;
     return tt_setup(state);
@@ -850,13 +877,16 @@ static void norm_ops(void **state) {
 #define GC_TEST(f) cmocka_unit_test_setup_teardown(f, reset, verify)
 
 int main(void) {
+    // clang-format off
     const struct CMUnitTest tests[] = {
         GC_TEST(binary_ops), GC_TEST(scalar_ops),        GC_TEST(unary_ops),
         GC_TEST(reductions), GC_TEST(matmul_and_linear), GC_TEST(nn_ops),
         GC_TEST(views),      GC_TEST(cat_stack),         GC_TEST(inplace_ops),
         GC_TEST(index_and_mask_ops),
         GC_TEST(norm_ops),
+        GC_TEST(attention_ops),
     };
+    // clang-format on
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     fprintf(stderr, "gradcheck: %d partial derivatives compared\n", checked);
     return r;

@@ -93,6 +93,8 @@ typedef struct tn_backend {
     tn_status (*index)(int dev, const tn_index_args *a);
     /* Layer norm, forward and backward (tn_ln_args). */
     tn_status (*layer_norm)(int dev, const tn_ln_args *a);
+    /* Fused scaled dot-product attention (tn_attn_args). Deterministic. */
+    tn_status (*attention)(int dev, const tn_attn_args *a);
 } tn_backend;
 
 /* Device types with a slot in the table. */

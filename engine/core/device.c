@@ -162,6 +162,19 @@ tn_status tn__dev_layer_norm(const tn_ln_args *a, tn_device dev, int nops,
     return st;
 }
 
+tn_status tn__dev_attention(const tn_attn_args *a, tn_device dev, int nops, int n_out,
+                            const tn_tensor *const *ops) {
+    const tn_backend *be = tn__table_of(dev);
+    if (!be) return tn_last_status();
+    if (!be->attention) return tn__error(TN_ERR_INTERNAL, "no fused attention kernel");
+    tn_race_access ra;
+    tn__race_begin(&ra, nops, ops, (1u << n_out) - 1u, "scaled_dot_product_attention");
+    tn_status st = be->attention(dev.index, a);
+    tn__race_end(&ra);
+    for (int i = 0; st == TN_OK && i < n_out; i++) tn__storage_wrote(ops[i]->storage);
+    return st;
+}
+
 tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n) {
     if (tn__on_cpu(t)) {
         memcpy(host, tn__ptr(t), n);

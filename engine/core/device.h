@@ -97,6 +97,10 @@ tn_status tn__dev_cross_entropy(const tn_ce_args *a, tn_device dev, const tn_ten
  * nothing runs. */
 tn_status tn__dev_layer_norm(const tn_ln_args *a, tn_device dev, int nops,
                              const tn_tensor *const *ops, unsigned written);
+/* Fused attention (tn_attn_args) on dev; ops for the race detector: the
+ * first n_out are written, the others read. */
+tn_status tn__dev_attention(const tn_attn_args *a, tn_device dev, int nops, int n_out,
+                            const tn_tensor *const *ops);
 /* Host copy of n bytes of t's data from its first element (t contiguous). */
 tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n);
 /* Writes n bytes from host to t's data at its first element (t contiguous). */

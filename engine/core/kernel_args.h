@@ -257,6 +257,57 @@ typedef struct tn_ln_args {
     const void *dy;             /* LN_BWD */
     void *dx, *dweight, *dbias; /* LN_BWD */
 } tn_ln_args;
+/* ---- fused scaled dot-product attention ---------------------------------------------- */
+
+enum { TN_ATTN_FWD, TN_ATTN_BWD };
+enum { TN_ATTN_MASK_NONE, TN_ATTN_MASK_BOOL, TN_ATTN_MASK_ADD };
+
+/* softmax(q k^T scale + mask) v over a (broadcast) batch of nb = prod(bshape)
+ * (batch-head) slices; q (L, E), k (S, E), v (S, Ev) per slice. Element
+ * (b, i, e) of q is q[sum(idx[d] bsq[d]) + i rsq + e] (idx: b's index in
+ * bshape; stride 0 = broadcast), likewise k, v; the mask's (b, i, j) is
+ * mask[sum(idx[d] bsm[d]) + i rsm + j csm] (bool bytes: nonzero takes part;
+ * ADD: the dtype, added to the scores). Strides in elements. causal: key j
+ * takes part in query row i only when j <= i. Dropout (p > 0): weight (b,
+ * i, j) is kept, scaled by 1/(1-p), when tn_attn_keep(seed, b, i, j, p).
+ * A row with no key taking part gives 0 (lse -inf) and no gradient.
+ *   ATTN_FWD: writes o (contiguous (nb, L, Ev)) and lse (contiguous (nb, L),
+ *             the dtype): the row's log(sum exp(scores)).
+ *   ATTN_BWD: reads o, lse and dout (contiguous (nb, L, Ev)); writes dq
+ *             (nb, L, E), dk (nb, S, E), dv (nb, S, Ev), contiguous. */
+typedef struct tn_attn_args {
+    int mode;
+    tn_dtype dtype; /* float32 or float64 */
+    int bdim;
+    int64_t bshape[TN_MAX_DIMS];
+    int64_t L, S, E, Ev;
+    double scale;
+    const void *q, *k, *v, *mask;
+    int64_t bsq[TN_MAX_DIMS], bsk[TN_MAX_DIMS], bsv[TN_MAX_DIMS], bsm[TN_MAX_DIMS];
+    int64_t rsq, rsk, rsv, rsm, csm;
+    int mask_kind;
+    bool causal;
+    double dropout_p;
+    uint64_t seed;
+    void *o, *lse;
+    const void *dout;
+    void *dq, *dk, *dv;
+} tn_attn_args;
+
+/* The dropout decision for weight (b, i, j): a counter-based hash of
+ * (seed, b, i, j), so backward regenerates forward's mask. Plain C and
+ * CUDA (host and device). */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline bool tn_attn_keep(uint64_t seed, int64_t b, int64_t i, int64_t j, double p) {
+    uint64_t x = seed ^ ((uint64_t)b * 0x9e3779b97f4a7c15ULL);
+    x ^= x >> 33, x *= 0xff51afd7ed558ccdULL, x ^= x >> 33;
+    x ^= ((uint64_t)i << 32) ^ (uint64_t)j;
+    x ^= x >> 33, x *= 0xc4ceb9fe1a85ec53ULL, x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL, x ^= x >> 33;
+    return (double)(x >> 11) * 0x1.0p-53 >= p;
+}
 
 #ifdef __cplusplus
 }

@@ -41,6 +41,7 @@ static const tn_backend cpu_backend = {
     .cross_entropy = tn__cpu_cross_entropy,
     .index = tn__cpu_index,
     .layer_norm = tn__cpu_layer_norm,
+    .attention = tn__cpu_attention,
 };
 
 __attribute__((constructor)) static void register_cpu(void) {

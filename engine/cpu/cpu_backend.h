@@ -25,5 +25,6 @@ tn_status tn__cpu_softmax(int dev, const tn_sm_args *a);         /* softmax_kern
 tn_status tn__cpu_cross_entropy(int dev, const tn_ce_args *a);   /* cross_entropy_kernels.c */
 tn_status tn__cpu_index(int dev, const tn_index_args *a);        /* index_kernels.c */
 tn_status tn__cpu_layer_norm(int dev, const tn_ln_args *a);      /* layer_norm_kernels.c */
+tn_status tn__cpu_attention(int dev, const tn_attn_args *a);     /* attention_kernels.c */
 
 #endif

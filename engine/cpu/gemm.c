@@ -46,18 +46,6 @@ static int thread_num(void) { return omp_get_thread_num(); }
 static int thread_num(void) { return 0; }
 #endif
 
-/* c + a*b, fused where the CPU has FMA: strict C11 (-std=c11) turns off
- * floating-point contraction, so the fusion has to be asked for. */
-// clang-format off
-#ifdef __FMA__
-#define FMADD(a, b, c)                                                                    \
-    _Generic((a), float: fmaf((float)(a), (float)(b), (float)(c)),                        \
-             double: fma((double)(a), (double)(b), (double)(c)), default: (c) + (a) * (b))
-#else
-#define FMADD(a, b, c) ((c) + (a) * (b))
-#endif
-// clang-format on
-
 /* ---- small or thin products and integers: direct loops. With more than one
  * column the loop runs along C's rows (vectorised when B's rows are
  * contiguous); a single column is a dot product per row, kept in 16

@@ -17,6 +17,18 @@
 
 /* tn_gemm and tn_gemm_batch: engine/core/kernel_args.h */
 
+/* c + a*b, fused where the CPU has FMA: strict C11 (-std=c11) turns off
+ * floating-point contraction, so the fusion has to be asked for (math.h). */
+// clang-format off
+#ifdef __FMA__
+#define FMADD(a, b, c)                                                                    \
+    _Generic((a), float: fmaf((float)(a), (float)(b), (float)(c)),                        \
+             double: fma((double)(a), (double)(b), (double)(c)), default: (c) + (a) * (b))
+#else
+#define FMADD(a, b, c) ((c) + (a) * (b))
+#endif
+// clang-format on
+
 /* dt: TN_F32, TN_F64, TN_I16, TN_I32 or TN_I64. batch may be NULL (one
  * product). Fails only on out-of-memory for the packing buffers. */
 tn_status tn__gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch);

@@ -191,6 +191,7 @@ const tn_backend g_backend = {
     NULL,
     tn__cuda_index,
     tn__cuda_layer_norm,
+    tn__cuda_attention,
 };
 
 } // namespace

@@ -204,6 +204,22 @@ tn_tensor *tn_logsumexp(const tn_tensor *x, int dim, bool keepdim);
  * is 0 where std is 0). */
 tn_tensor *tn_var_dim(const tn_tensor *x, int dim, double correction, bool keepdim);
 tn_tensor *tn_std_dim(const tn_tensor *x, int dim, double correction, bool keepdim);
+/* ---- attention ------------------------------------------------------------- */
+/* torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x semantics):
+ * softmax(q k^T / sqrt(E) + mask) v with q (*, L, E), k (*, S, E), v (*, S,
+ * Ev), leading dims broadcast; result (*, L, Ev), float32 or float64.
+ * attn_mask: NULL, bool (true = takes part) or float (added to the scores;
+ * float32 or q's dtype), broadcastable into (*, L, S); not differentiated.
+ * is_causal: key j takes part in row i only when j <= i (top-left aligned);
+ * an error together with attn_mask. dropout_p in [0, 1] drops attention
+ * weights (scaled by 1/(1-p)) by a hash of a seed drawn from the calling
+ * thread's generator (tn_manual_seed). A row where no key takes part gives
+ * 0 (PyTorch 2.5+). grad_fn ScaledDotProductFlashAttentionForCpuBackward0.
+ * Fused kernel: the L x S matrix is never stored. Returns a new reference;
+ * NULL + error (PyTorch's texts) on bad dtypes, shapes, devices or p. */
+tn_tensor *tn_scaled_dot_product_attention(const tn_tensor *q, const tn_tensor *k,
+                                           const tn_tensor *v, const tn_tensor *attn_mask,
+                                           double dropout_p, bool is_causal);
 
 TN_API_END
 #ifdef __cplusplus

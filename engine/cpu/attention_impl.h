@@ -1,0 +1,270 @@
+/* engine/cpu/attention_impl.h — the tiled attention kernel for one dtype,
+ * included by attention_kernels.c once per dtype with T (the element type),
+ * SUF (the name suffix) and EXP (a vectorisable exp of T) defined.
+ *
+ * Tiles: BQ query rows x BK keys. A worker's scratch (struct ws) holds the
+ * score tile s and dp (BQ x BK), the packed, transposed key tile kt (E x BK)
+ * and value tile vt (Ev x BK), zero-padded past the last key, so every inner
+ * loop runs over BK (a compile-time constant) or a row of E/Ev contiguous
+ * elements, and vectorises.
+ */
+#define CAT_(a, b) a##_##b
+#define CAT(a, b) CAT_(a, b)
+#define F(name) CAT(name, SUF)
+
+/* Packs rows [j0, j0+n) of a (row stride rs, cols d contiguous) transposed
+ * into t (d x BK), zero past n. */
+static void F(pack_t)(T *t, const T *a, int64_t rs, int64_t n, int64_t d) {
+    if (n < BK)
+        for (int64_t e = 0; e < d; e++)
+            for (int64_t j = n; j < BK; j++)
+                t[e * BK + j] = 0;
+    for (int64_t j = 0; j < n; j++) /* rows read in order, columns scattered */
+        for (int64_t e = 0; e < d; e++)
+            t[e * BK + j] = a[j * rs + e];
+}
+
+/* The register tile: t (MR x BK) = sum over p < k of a(i, p) b(p, :), with
+ * a(i, p) = a[i ars + p aps] for i < mr (rows past mr repeat row mr - 1,
+ * their results unused) and b(p, :) the BK contiguous elements at b + p brs.
+ * As gemm.c's micro-kernel: the compiler keeps t in registers. */
+static inline void F(ukr)(T t[MR][BK], int64_t k, const T *restrict a, int64_t ars, int64_t aps,
+                          int mr, const T *restrict b, int64_t brs) {
+    const T *ar[MR];
+    for (int i = 0; i < MR; i++)
+        ar[i] = a + (i < mr ? i : mr - 1) * ars;
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < BK; j++)
+            t[i][j] = 0;
+    for (int64_t p = 0; p < k; p++, b += brs) {
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
+            const T ai = ar[i][p * aps];
+            for (int j = 0; j < BK; j++)
+                t[i][j] = FMADD(ai, b[j], t[i][j]);
+        }
+    }
+}
+
+/* s (m x BK) = a (m x d, row stride rs) times bt (d x BK). */
+static void F(tile_abt)(T *restrict s, const T *restrict a, int64_t rs, int64_t m,
+                        const T *restrict bt, int64_t d) {
+    for (int64_t i0 = 0; i0 < m; i0 += MR) {
+        int mr = m - i0 < MR ? (int)(m - i0) : MR;
+        T t[MR][BK];
+        F(ukr)(t, d, a + i0 * rs, rs, 1, mr, bt, BK);
+        for (int i = 0; i < mr; i++)
+            for (int j = 0; j < BK; j++)
+                s[(i0 + i) * BK + j] = t[i][j];
+    }
+}
+
+/* c row r (row stride rc, d cols) += sum over t < n of w(r, t) b row t (row
+ * stride rb), for r < m; w(r, t) = p[r prs + t pts]. */
+static void F(tile_axpy)(T *restrict c, int64_t rc, int64_t m, const T *restrict p, int64_t prs,
+                         int64_t pts, int64_t n, const T *restrict b, int64_t rb, int64_t d) {
+    for (int64_t r0 = 0; r0 < m; r0 += MR) {
+        int mr = m - r0 < MR ? (int)(m - r0) : MR;
+        const T *pr = p + r0 * prs;
+        int64_t e0 = 0;
+        for (; e0 + BK <= d; e0 += BK) {
+            T t[MR][BK];
+            F(ukr)(t, n, pr, prs, pts, mr, b + e0, rb);
+            for (int i = 0; i < mr; i++)
+                for (int j = 0; j < BK; j++)
+                    c[(r0 + i) * rc + e0 + j] += t[i][j];
+        }
+        for (int i = 0; e0 < d && i < mr; i++)
+            for (int64_t t = 0; t < n; t++) {
+                T w = pr[i * prs + t * pts];
+                const T *br = b + t * rb;
+                for (int64_t e = e0; e < d; e++)
+                    c[(r0 + i) * rc + e] += w * br[e];
+            }
+    }
+}
+
+/* Max of a row of BK scores, and x = exp(x - mx) with its sum: simd
+ * reductions (the compiler's fixed lane tree; serial without OpenMP). */
+static inline T F(row_max)(const T *x) {
+    T m = x[0];
+#pragma omp simd reduction(max : m)
+    for (int j = 0; j < BK; j++)
+        m = x[j] > m ? x[j] : m;
+    return m;
+}
+static inline T F(row_exp_sum)(T *x, T mx) {
+    T s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int j = 0; j < BK; j++) {
+        x[j] = EXP(x[j] - mx);
+        s += x[j];
+    }
+    return s;
+}
+
+/* The scores of tile (rows i0.., m; keys j0.., n) into s: scale q k^T plus
+ * the mask; masked, causal and padding entries -inf. */
+static void F(scores)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, int64_t i0, int64_t m,
+                      int64_t j0, int64_t n) {
+    const T *q = (const T *)a->q + sl->oq + i0 * a->rsq;
+    T *s = (T *)w->s;
+    F(tile_abt)(s, q, a->rsq, m, (const T *)w->kt, a->E);
+    const T sc = (T)a->scale, ninf = -(T)INFINITY;
+    for (int64_t i = 0; i < m; i++) {
+        T *si = s + i * BK;
+        for (int j = 0; j < BK; j++)
+            si[j] *= sc;
+        if (a->mask_kind == TN_ATTN_MASK_ADD) {
+            const T *mr = (const T *)a->mask + sl->om + (i0 + i) * a->rsm + j0 * a->csm;
+            for (int64_t j = 0; j < n; j++)
+                si[j] += mr[j * a->csm];
+        } else if (a->mask_kind == TN_ATTN_MASK_BOOL) {
+            const uint8_t *mr = (const uint8_t *)a->mask + sl->om + (i0 + i) * a->rsm + j0 * a->csm;
+            for (int64_t j = 0; j < n; j++)
+                if (!mr[j * a->csm]) si[j] = ninf;
+        }
+        int64_t lim = n; /* keys past it do not take part */
+        if (a->causal && i0 + i - j0 + 1 < lim) lim = i0 + i - j0 + 1 < 0 ? 0 : i0 + i - j0 + 1;
+        for (int64_t j = lim; j < BK; j++)
+            si[j] = ninf;
+    }
+}
+
+/* Dropout of tile row i (keys j0.., n): p[j] *= keep ? 1/(1-p) : 0. */
+static void F(dropout_row)(const tn_attn_args *a, const attn_slice *sl, T *p, int64_t i, int64_t j0,
+                           int64_t n) {
+    T keep_scale = a->dropout_p >= 1 ? 0 : (T)(1 / (1 - a->dropout_p));
+    for (int64_t j = 0; j < n; j++)
+        p[j] *= tn_attn_keep(a->seed, sl->b, i, j0 + j, a->dropout_p) ? keep_scale : 0;
+}
+
+/* ---- forward: one block of query rows of one slice -------------------------------------- */
+
+static void F(fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, int64_t i0) {
+    int64_t m = a->L - i0 < BQ ? a->L - i0 : BQ, Ev = a->Ev;
+    T *s = (T *)w->s, *mx = (T *)w->mx, *l = (T *)w->l, *acc = (T *)w->acc;
+    for (int64_t i = 0; i < m; i++)
+        mx[i] = -(T)INFINITY, l[i] = 0;
+    for (int64_t i = 0; i < m * Ev; i++)
+        acc[i] = 0;
+    int64_t jend = a->causal && i0 + m < a->S ? i0 + m : a->S; /* later tiles: all masked */
+    for (int64_t j0 = 0; j0 < jend; j0 += BK) {
+        int64_t n = jend - j0 < BK ? jend - j0 : BK;
+        F(pack_t)((T *)w->kt, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, n, a->E);
+        F(scores)(a, sl, w, i0, m, j0, n);
+        for (int64_t i = 0; i < m; i++) {
+            T *si = s + i * BK, tm = F(row_max)(si);
+            T mnew = tm > mx[i] ? tm : mx[i];
+            if (mnew == -(T)INFINITY) { /* nothing taken part yet */
+                for (int j = 0; j < BK; j++)
+                    si[j] = 0;
+                continue;
+            }
+            T alpha = EXP(mx[i] - mnew), sum = F(row_exp_sum)(si, mnew);
+            l[i] = l[i] * alpha + sum;
+            mx[i] = mnew;
+            if (alpha != 1)
+                for (int64_t e = 0; e < Ev; e++)
+                    acc[i * Ev + e] *= alpha;
+            if (a->dropout_p > 0) F(dropout_row)(a, sl, si, i0 + i, j0, n);
+        }
+        F(tile_axpy)(acc, Ev, m, s, BK, 1, n, (const T *)a->v + sl->ov + j0 * a->rsv, a->rsv, Ev);
+    }
+    T *o = (T *)a->o + (sl->b * a->L + i0) * Ev, *lse = (T *)a->lse + sl->b * a->L + i0;
+    for (int64_t i = 0; i < m; i++) {
+        T inv = l[i] > 0 ? 1 / l[i] : 0; /* a row with nothing taking part gives 0 */
+        for (int64_t e = 0; e < Ev; e++)
+            o[i * Ev + e] = acc[i * Ev + e] * inv;
+        lse[i] = l[i] > 0 ? mx[i] + (T)log(l[i]) : -(T)INFINITY;
+    }
+}
+
+/* ---- backward: one tile ------------------------------------------------------------------ */
+
+/* Recomputes P of tile (i0, m; j0, n) from the saved lse and adds its
+ * contributions: with kv, to dK and dV rows j0.. (dv += (P Z)^T dO, dk +=
+ * dS^T Q scale); with qg, to dQ rows i0.. (dq += dS K scale), where dS =
+ * P (dP Z - D), dP = dO V^T, Z the dropout scale. kt and vt hold the tile's
+ * keys and values packed. */
+static void F(bwd_tile)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, const T *delta,
+                        int64_t i0, int64_t m, int64_t j0, int64_t n, bool kv, bool qg) {
+    T *s = (T *)w->s, *dp = (T *)w->dp;
+    int64_t E = a->E, Ev = a->Ev, L = a->L, S = a->S;
+    const T *lse = (const T *)a->lse + sl->b * L + i0;
+    const T *dout = (const T *)a->dout + (sl->b * L + i0) * Ev;
+    F(scores)(a, sl, w, i0, m, j0, n);
+    F(tile_abt)(dp, dout, Ev, m, (const T *)w->vt, Ev);
+    for (int64_t i = 0; i < m; i++) {
+        T *si = s + i * BK, *di = dp + i * BK, li = lse[i], dl = delta[i0 + i];
+        if (li == -(T)INFINITY) li = (T)INFINITY; /* no key takes part: P = 0 */
+        for (int j = 0; j < BK; j++)
+            si[j] = EXP(si[j] - li);
+        if (a->dropout_p > 0) F(dropout_row)(a, sl, di, i0 + i, j0, n);
+        /* dp becomes dS scale; s keeps P (times Z for dV) */
+        for (int j = 0; j < BK; j++)
+            di[j] = si[j] * (di[j] - dl) * (T)a->scale;
+        if (a->dropout_p > 0 && kv) F(dropout_row)(a, sl, si, i0 + i, j0, n);
+    }
+    if (kv) {
+        T *dv = (T *)a->dv + (sl->b * S + j0) * Ev, *dk = (T *)a->dk + (sl->b * S + j0) * E;
+        F(tile_axpy)(dv, Ev, n, s, 1, BK, m, dout, Ev, Ev);
+        F(tile_axpy)(dk, E, n, dp, 1, BK, m, (const T *)a->q + sl->oq + i0 * a->rsq, a->rsq, E);
+    }
+    if (qg) {
+        T *dq = (T *)a->dq + (sl->b * L + i0) * E;
+        F(tile_axpy)(dq, E, m, dp, BK, 1, n, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, E);
+    }
+}
+
+/* Key blocks j0.. of query block i0 under the causal rule: [0, end). */
+static inline int64_t F(kv_end)(const tn_attn_args *a, int64_t i0, int64_t m) {
+    return a->causal && i0 + m < a->S ? i0 + m : a->S;
+}
+
+/* Packs key block j0 (n keys) of the slice into kt and vt. */
+static void F(pack_kv)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, int64_t j0,
+                       int64_t n) {
+    F(pack_t)((T *)w->kt, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, n, a->E);
+    F(pack_t)((T *)w->vt, (const T *)a->v + sl->ov + j0 * a->rsv, a->rsv, n, a->Ev);
+}
+
+/* D = rowsum(dO O) of one slice's rows. */
+static void F(bwd_delta)(const tn_attn_args *a, int64_t b, T *delta) {
+    const T *o = (const T *)a->o + b * a->L * a->Ev, *g = (const T *)a->dout + b * a->L * a->Ev;
+    for (int64_t i = 0; i < a->L; i++) {
+        const T *oi = o + i * a->Ev, *gi = g + i * a->Ev;
+        T d = 0;
+#pragma omp simd reduction(+ : d)
+        for (int64_t e = 0; e < a->Ev; e++)
+            d += oi[e] * gi[e];
+        delta[i] = d;
+    }
+}
+
+/* Key block j0 of a slice: its dK/dV rows over every query block, in order
+ * (kv); with qg too (the whole slice owned by one worker), dQ as well. */
+static void F(bwd_kblock)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, const T *delta,
+                          int64_t j0, bool qg) {
+    int64_t n = a->S - j0 < BK ? a->S - j0 : BK;
+    F(pack_kv)(a, sl, w, j0, n);
+    for (int64_t i0 = a->causal ? j0 / BQ * BQ : 0; i0 < a->L; i0 += BQ) {
+        int64_t m = a->L - i0 < BQ ? a->L - i0 : BQ;
+        if (j0 >= F(kv_end)(a, i0, m)) continue;
+        F(bwd_tile)(a, sl, w, delta, i0, m, j0, n, true, qg);
+    }
+}
+
+/* Query block i0 of a slice: its dQ rows over every key block, in order. */
+static void F(bwd_qblock)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, const T *delta,
+                          int64_t i0) {
+    int64_t m = a->L - i0 < BQ ? a->L - i0 : BQ, jend = F(kv_end)(a, i0, m);
+    for (int64_t j0 = 0; j0 < jend; j0 += BK) {
+        int64_t n = a->S - j0 < BK ? a->S - j0 : BK; /* as bwd_kblock's tiles */
+        F(pack_kv)(a, sl, w, j0, n);
+        F(bwd_tile)(a, sl, w, delta, i0, m, j0, n, false, true);
+    }
+}
+
+#undef F
+#undef CAT
+#undef CAT_

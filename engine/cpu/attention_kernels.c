@@ -1,0 +1,236 @@
+/* The CPU's fused scaled dot-product attention: the backend table's
+ * `attention` entry (tn_attn_args in engine/core/kernel_args.h), in the
+ * manner of FlashAttention-2.
+ *
+ * Forward: a worker takes one (slice, block of BQ query rows), streams the
+ * slice's keys and values by tiles of BK, keeps each row's running max and
+ * sum (online softmax, the accumulated output rescaled when the max grows)
+ * and writes the output rows and their log-sum-exp; the L x S matrix never
+ * exists. Causal: key tiles entirely past the block's last row are skipped.
+ * Backward recomputes P = exp(scores - lse) tile by tile. With many slices
+ * a worker owns a whole slice (dQ, dK, dV: one pass over its key blocks,
+ * query blocks inside); with few, two passes: one over (slice, key block)
+ * owning dK/dV rows, one over (slice, query block) owning dQ rows. Either
+ * way every gradient element sums the same tiles in the same order
+ * (ascending), so results do not depend on the thread count (the choice
+ * depends on the shape only); no atomics.
+ * float32 accumulates in float32 (exp: a vectorisable polynomial, ~1 ulp).
+ */
+#include <math.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#define WORKER() omp_get_thread_num()
+#else
+#define WORKER() 0
+#endif
+
+#include "cpu_backend.h"
+#include "gemm.h" /* FMADD */
+
+#define BQ 32 /* query rows per block */
+#define BK 32 /* keys per tile: the vectorised width of the score loops */
+#define FUSED_MIN_SLICES 16
+
+/* A slice's first element in each operand (elements). */
+typedef struct attn_slice {
+    int64_t b, oq, ok, ov, om;
+} attn_slice;
+
+/* One worker's scratch (the dtype's elements; see attention_impl.h). */
+typedef struct ws_t {
+    void *s, *dp, *mx, *l, *kt, *vt, *acc;
+} ws_t;
+
+static attn_slice slice_of(const tn_attn_args *a, int64_t b) {
+    attn_slice sl = {b, 0, 0, 0, 0};
+    for (int d = a->bdim - 1; d >= 0; d--) {
+        int64_t i = b % a->bshape[d];
+        b /= a->bshape[d];
+        sl.oq += i * a->bsq[d], sl.ok += i * a->bsk[d], sl.ov += i * a->bsv[d];
+        sl.om += i * a->bsm[d];
+    }
+    return sl;
+}
+
+/* exp for float32 as plain arithmetic the compiler vectorises (Cephes'
+ * expf: 2^n times a degree-6 polynomial of the remainder); exp(-inf) = 0. */
+static inline float exp_f32(float x) {
+    float xc = x < -87.5f ? -87.5f : (x > 88.5f ? 88.5f : x);
+    float t = FMADD(xc, 1.44269504088896341f, 12582912.0f); /* round to nearest: 1.5 * 2^23 */
+    float n = t - 12582912.0f;
+    float r = FMADD(n, 2.12194440e-4f, FMADD(n, -0.693359375f, xc));
+    float p = 1.9875691500e-4f;
+    p = FMADD(p, r, 1.3981999507e-3f);
+    p = FMADD(p, r, 8.3334519073e-3f);
+    p = FMADD(p, r, 4.1665795894e-2f);
+    p = FMADD(p, r, 1.6666665459e-1f);
+    p = FMADD(p, r, 5.0000001201e-1f);
+    p = FMADD(p * r, r, r + 1.0f);
+    int32_t bits;
+    memcpy(&bits, &t, sizeof bits);
+    int32_t e = (bits - 0x4b400000 + 127) << 23; /* n + 127 in the exponent field */
+    float scale;
+    memcpy(&scale, &e, sizeof scale);
+    return x < -87.5f ? 0.0f : p * scale;
+}
+static inline double exp_f64(double x) { return exp(x); }
+
+/* MR: rows of the register tile (MR x BK accumulators: 16 zmm registers for
+ * float32, as gemm.c's; 16 for float64 with 4 rows). */
+#define T float
+#define SUF f32
+#define EXP exp_f32
+#define MR 8
+#include "attention_impl.h"
+#undef T
+#undef SUF
+#undef EXP
+#undef MR
+#define T double
+#define SUF f64
+#define EXP exp_f64
+#define MR 4
+#include "attention_impl.h"
+#undef T
+#undef SUF
+#undef EXP
+#undef MR
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Carves nt workers' scratch out of one block (64-byte aligned parts). */
+static void *ws_alloc(const tn_attn_args *a, int nt, ws_t *ws) {
+    size_t es = tn__dtype_sizes[a->dtype];
+    size_t parts[7] = {BQ * BK,
+                       BQ * BK,
+                       BQ,
+                       BQ,
+                       (size_t)a->E * BK,
+                       (size_t)a->Ev * BK,
+                       (size_t)BQ * (size_t)a->Ev};
+    size_t per = 0;
+    for (int i = 0; i < 7; i++)
+        per += (parts[i] * es + 63) / 64 * 64;
+    char *blk = tn__malloc(per * (size_t)nt + 64);
+    if (!blk) return NULL;
+    char *p = (char *)(((uintptr_t)blk + 63) / 64 * 64);
+    for (int t = 0; t < nt; t++) {
+        void **f[7] = {&ws[t].s, &ws[t].dp, &ws[t].mx, &ws[t].l, &ws[t].kt, &ws[t].vt, &ws[t].acc};
+        for (int i = 0; i < 7; i++) {
+            *f[i] = p;
+            p += (parts[i] * es + 63) / 64 * 64;
+        }
+    }
+    return blk;
+}
+
+static void run_fwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt) {
+    int64_t nqb = cdiv(a->L, BQ), items = nb * nqb;
+    (void)nt; /* only read by OpenMP */
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        ws_t *w = &ws[WORKER()];
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < items; it++) {
+            attn_slice sl = slice_of(a, it / nqb);
+            if (a->dtype == TN_F32)
+                fwd_block_f32(a, &sl, w, it % nqb * BQ);
+            else
+                fwd_block_f64(a, &sl, w, it % nqb * BQ);
+        }
+    }
+}
+
+static void zero_rows(void *p, int64_t first, int64_t n, size_t es) {
+    memset((char *)p + (size_t)first * es, 0, (size_t)n * es);
+}
+
+/* Backward; delta: nb * L elements of scratch. */
+static void run_bwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt, void *delta) {
+    size_t es = tn__dtype_sizes[a->dtype];
+    int64_t L = a->L, S = a->S, E = a->E, Ev = a->Ev, nqb = cdiv(L, BQ), nkb = cdiv(S, BK);
+    bool fused = nb >= FUSED_MIN_SLICES, f32 = a->dtype == TN_F32;
+    (void)nt; /* only read by OpenMP */
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        ws_t *w = &ws[WORKER()];
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < nb; b++) {
+            if (f32)
+                bwd_delta_f32(a, b, (float *)delta + b * L);
+            else
+                bwd_delta_f64(a, b, (double *)delta + b * L);
+        }
+        if (fused) {
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t b = 0; b < nb; b++) {
+                attn_slice sl = slice_of(a, b);
+                zero_rows(a->dq, b * L * E, L * E, es);
+                zero_rows(a->dk, b * S * E, S * E, es);
+                zero_rows(a->dv, b * S * Ev, S * Ev, es);
+                for (int64_t j0 = 0; j0 < S; j0 += BK) {
+                    if (f32)
+                        bwd_kblock_f32(a, &sl, w, (const float *)delta + b * L, j0, true);
+                    else
+                        bwd_kblock_f64(a, &sl, w, (const double *)delta + b * L, j0, true);
+                }
+            }
+        } else {
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t it = 0; it < nb * nkb; it++) {
+                int64_t b = it / nkb, j0 = it % nkb * BK, n = S - j0 < BK ? S - j0 : BK;
+                attn_slice sl = slice_of(a, b);
+                zero_rows(a->dk, (b * S + j0) * E, n * E, es);
+                zero_rows(a->dv, (b * S + j0) * Ev, n * Ev, es);
+                if (f32)
+                    bwd_kblock_f32(a, &sl, w, (const float *)delta + b * L, j0, false);
+                else
+                    bwd_kblock_f64(a, &sl, w, (const double *)delta + b * L, j0, false);
+            }
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t it = 0; it < nb * nqb; it++) {
+                int64_t b = it / nqb, i0 = it % nqb * BQ, m = L - i0 < BQ ? L - i0 : BQ;
+                attn_slice sl = slice_of(a, b);
+                zero_rows(a->dq, (b * L + i0) * E, m * E, es);
+                if (f32)
+                    bwd_qblock_f32(a, &sl, w, (const float *)delta + b * L, i0);
+                else
+                    bwd_qblock_f64(a, &sl, w, (const double *)delta + b * L, i0);
+            }
+        }
+    }
+}
+
+tn_status tn__cpu_attention(int dev, const tn_attn_args *a) {
+    (void)dev;
+    if (a->dtype != TN_F32 && a->dtype != TN_F64)
+        return tn__error(TN_ERR_DTYPE, "attention: no CPU kernel for %s", tn_dtype_name(a->dtype));
+    int64_t nb = 1;
+    for (int d = 0; d < a->bdim; d++)
+        nb *= a->bshape[d];
+    if (nb == 0) return TN_OK;
+    if (a->L == 0) { /* no query: dK and dV are 0 */
+        size_t es = tn__dtype_sizes[a->dtype];
+        if (a->mode == TN_ATTN_BWD) zero_rows(a->dk, 0, nb * a->S * a->E, es);
+        if (a->mode == TN_ATTN_BWD) zero_rows(a->dv, 0, nb * a->S * a->Ev, es);
+        return TN_OK;
+    }
+    int nt = tn__threads_for(nb * a->L * a->S * (a->E + a->Ev));
+    ws_t ws[nt];
+    void *blk = ws_alloc(a, nt, ws);
+    if (!blk) return tn_last_status();
+    if (a->mode == TN_ATTN_FWD) {
+        run_fwd(a, nb, ws, nt);
+    } else {
+        void *delta = tn__malloc((size_t)(nb * a->L) * tn__dtype_sizes[a->dtype]);
+        if (!delta) {
+            tn__mfree(blk);
+            return tn_last_status();
+        }
+        run_bwd(a, nb, ws, nt, delta);
+        tn__mfree(delta);
+    }
+    tn__mfree(blk);
+    return TN_OK;
+}
