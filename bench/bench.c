@@ -54,15 +54,21 @@ static const bench_case CASES[] = {
      bench_mlp_threads, false},
     {"digits", "the digits demo: 64-128-10 MLP, batch 64, 30 epochs, seconds + accuracy",
      bench_digits, false},
-    {"embedding", "tn_embedding of 16x64 ids into (96, 128) and (50257, 768) float32: forward "
-     "GB/s, backward us", bench_embedding, true},
-    {"layer_norm", "layer_norm (1024x128 float32, weight, bias) forward + backward", bench_layer_norm,
-     true},
+    {"embedding",
+     "tn_embedding of 16x64 ids into (96, 128) and (50257, 768) float32: forward "
+     "GB/s, backward us",
+     bench_embedding, true},
+    {"layer_norm", "layer_norm (1024x128 float32, weight, bias) forward + backward",
+     bench_layer_norm, true},
     {"gelu_tanh", "gelu (tanh form) on 1024x128 float32, forward + backward", bench_gelu, true},
     {"attention",
      "scaled_dot_product_attention forward+backward, q,k,v (16,4,L,32) float32 causal, "
      "L = 256 and 64",
      bench_attention, false},
+    {"gpt_step",
+     "GPT-2 training step: vocab 96, block 64, 4 layers, 4 heads, embd 128, batch 16, AdamW + "
+     "clipping",
+     bench_gpt_step, false},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 

@@ -38,7 +38,7 @@ except ImportError:  # tenet's numbers alone
 CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "tiny", "chain100",
          "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "chain100_anomaly",
          "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits", "sgemm4096", "layer_norm",
-         "gelu_tanh", "attention"]
+         "gelu_tanh", "attention", "gpt_step"]
 CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "layer_norm", "gelu_tanh"]
 DEV = "cpu"  # --device: where the PyTorch tensors of CUDA_CASES live
 
@@ -410,6 +410,32 @@ def t_attention(o):
     return [attn_case(o, "attention", 256), attn_case(o, "attention_L64", 64)]
 
 
+def t_gpt_step(o):
+    """examples/gpt_model.h's model as scripts/gpt_reference.py builds it in PyTorch."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+    import gpt_reference as ref
+    cfg = dict(vocab=96, block=16 if o.quick else 64, layers=1 if o.quick else 4, heads=4,
+               embd=32 if o.quick else 128)
+    batch = 2 if o.quick else 16
+    torch.manual_seed(0)
+    model = ref.GPT(cfg)
+    opt = ref.optimizer(model)
+    tok = torch.tensor([i * 7 % 96 for i in range(batch * cfg["block"] + 1)])
+    x = tok[:-1].view(batch, cfg["block"])
+    y = tok[1:].view(batch, cfg["block"])
+
+    def body(it):
+        for _ in range(it):
+            opt.zero_grad(set_to_none=True)
+            model(x, y).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+    secs, _ = time_body(o, body, 0.2)
+    ms = [1e3 * s for s in secs]
+    return [result("gpt_step", "ms/step", ms,
+                   tokens_per_s=batch * cfg["block"] / (1e-3 * median(ms)))]
+
+
 TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add16,
          "tiny": t_tiny, "chain100": t_chain100, "add_1000": t_add_1000,
          "sgemm1024": lambda o: t_sgemm(o, "sgemm1024", 1024),
@@ -419,7 +445,8 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
          "mlp_anomaly": t_mlp_anomaly, "mlp_anomaly_nan": t_mlp_anomaly_nan,
          "mlp_threads": t_mlp_threads, "digits": t_digits,
          "layer_norm": lambda o: t_norm(o, "layer_norm", True),
-         "gelu_tanh": lambda o: t_norm(o, "gelu_tanh", False), "attention": t_attention}
+         "gelu_tanh": lambda o: t_norm(o, "gelu_tanh", False), "attention": t_attention,
+         "gpt_step": t_gpt_step}
 
 
 # ---- tenet's side and the table ---------------------------------------------------------------

@@ -1,0 +1,415 @@
+/* examples/gpt.c — tenet-gpt: trains the GPT-2-architecture model of
+ * gpt_model.h on a text, as nanoGPT's train.py does: AdamW (betas 0.9, 0.95,
+ * weight decay 0.1 on 2-D weights only), gradient clipping at norm 1.0,
+ * dropout 0. Prints one line per step, then optionally a sample.
+ *
+ *   tenet-gpt --data FILE [--steps N] [--sample N] [options]
+ *   tenet-gpt --init W.safetensors --tokens B.bin --expect-losses L.txt ...
+ *
+ * --data FILE      a text (UTF-8 or any bytes): byte-level vocabulary of the
+ *                  bytes it holds; random windows of the first 90% train, the
+ *                  rest gives the validation loss printed at the end
+ * --tokens FILE    pre-made batches instead (per step: B x T little-endian
+ *                  int64 inputs, then B x T targets), for exact comparisons
+ * --init FILE      start from these weights (safetensors, nanoGPT's names)
+ * --save FILE      write the trained weights (every parameter but the tied
+ *                  lm_head.weight)
+ * --steps N (200) --batch B (16) --block T (64) --layers L (4) --heads H (4)
+ * --embd C (128) --vocab V (the text's, or 96) --lr X (1e-3) --seed S (1337)
+ * --cosine         warm up for 5% of the steps, then cosine decay to lr / 10
+ * --sample N       generate N bytes at the end (needs --data)
+ * --temperature X  for sampling (1.0)
+ * --threads N      tenet's threads (default: all)
+ * --expect-losses FILE [--rtol X]   compare each step's loss with FILE's
+ *                  lines (PyTorch's, scripts/gpt_reference.py); exit 1 on a
+ *                  relative difference above X (1e-4)
+ * --profile-steps  (bench) print only the median step time at the end
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <tenet.h>
+
+#include "gpt_data.h"
+#include "gpt_model.h"
+
+typedef struct options {
+    gpt_config cfg;
+    int steps, batch, sample, threads;
+    double lr, temperature, rtol;
+    uint64_t seed;
+    bool cosine;
+    const char *data, *tokens, *init, *save, *expect;
+} options;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int fail(const char *what) {
+    fprintf(stderr, "tenet-gpt: %s: %s: %s\n", what, tn_status_string(tn_last_status()),
+            tn_last_error());
+    return 1;
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: tenet-gpt (--data FILE | --tokens FILE) [--init FILE] [--save FILE]\n"
+                    "  [--steps N] [--batch B] [--block T] [--vocab V] [--layers L] [--heads H]\n"
+                    "  [--embd C] [--lr X] [--seed S] [--cosine] [--sample N] [--temperature X]\n"
+                    "  [--threads N] [--expect-losses FILE] [--rtol X]\n");
+}
+
+/* Parses argv into o; false (after a message) on a bad or missing value. */
+static bool parse_args(int argc, char **argv, options *o) {
+    *o = (options){.cfg = {0, 64, 4, 4, 128},
+                   .steps = 200,
+                   .batch = 16,
+                   .lr = 1e-3,
+                   .temperature = 1.0,
+                   .rtol = 1e-4,
+                   .seed = 1337};
+    struct {
+        const char *name;
+        int *i;
+        double *d;
+        const char **s;
+    } flags[] = {{"--steps", &o->steps, 0, 0},
+                 {"--batch", &o->batch, 0, 0},
+                 {"--block", &o->cfg.block, 0, 0},
+                 {"--vocab", &o->cfg.vocab, 0, 0},
+                 {"--layers", &o->cfg.layers, 0, 0},
+                 {"--heads", &o->cfg.heads, 0, 0},
+                 {"--embd", &o->cfg.embd, 0, 0},
+                 {"--sample", &o->sample, 0, 0},
+                 {"--threads", &o->threads, 0, 0},
+                 {"--lr", 0, &o->lr, 0},
+                 {"--temperature", 0, &o->temperature, 0},
+                 {"--rtol", 0, &o->rtol, 0},
+                 {"--data", 0, 0, &o->data},
+                 {"--tokens", 0, 0, &o->tokens},
+                 {"--init", 0, 0, &o->init},
+                 {"--save", 0, 0, &o->save},
+                 {"--expect-losses", 0, 0, &o->expect}};
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--cosine")) {
+            o->cosine = true;
+            continue;
+        }
+        if (!strcmp(argv[a], "--seed") && a + 1 < argc) {
+            o->seed = strtoull(argv[++a], NULL, 10);
+            continue;
+        }
+        size_t k = 0, nf = sizeof flags / sizeof flags[0];
+        while (k < nf && strcmp(argv[a], flags[k].name))
+            k++;
+        if (k == nf || a + 1 >= argc) {
+            fprintf(stderr, "tenet-gpt: %s '%s'\n", k == nf ? "unknown option" : "no value for",
+                    argv[a]);
+            usage();
+            return false;
+        }
+        const char *v = argv[++a];
+        char *end;
+        if (flags[k].s) {
+            *flags[k].s = v;
+        } else if (flags[k].i) {
+            long x = strtol(v, &end, 10);
+            if (*end || x < 0 || x > 1 << 24) {
+                fprintf(stderr, "tenet-gpt: %s: bad value '%s'\n", flags[k].name, v);
+                return false;
+            }
+            *flags[k].i = (int)x;
+        } else {
+            *flags[k].d = strtod(v, &end);
+            if (*end) {
+                fprintf(stderr, "tenet-gpt: %s: bad value '%s'\n", flags[k].name, v);
+                return false;
+            }
+        }
+    }
+    const gpt_config *c = &o->cfg;
+    const char *bad = !o->data && !o->tokens              ? "give --data FILE or --tokens FILE"
+                      : o->data && o->tokens              ? "--data and --tokens exclude each other"
+                      : o->sample && !o->data             ? "--sample needs --data (its vocabulary)"
+                      : c->block < 1 || o->batch < 1      ? "--block and --batch must be positive"
+                      : c->layers < 1 || c->heads < 1     ? "--layers and --heads must be positive"
+                      : c->embd < 1 || c->embd % c->heads ? "--embd must be a multiple of --heads"
+                      : o->steps < 1                      ? "--steps must be positive"
+                                                          : NULL;
+    if (bad) {
+        fprintf(stderr, "tenet-gpt: %s\n", bad);
+        usage();
+    }
+    return !bad;
+}
+
+/* The run's data: a text (random windows) or a file of batches. */
+typedef struct data {
+    gpt_text text;
+    gpt_tokens_file file;
+    int64_t split; /* text: train on tokens [0, split), validate on the rest */
+    uint64_t rng;
+    int64_t *x, *y;
+} data;
+
+static bool data_open(data *d, options *o) {
+    char err[512];
+    memset(d, 0, sizeof *d);
+    d->rng = o->seed ^ 0xda7a;
+    const int B = o->batch, T = o->cfg.block;
+    if (o->data) {
+        if (!gpt_text_load(&d->text, o->data, err, sizeof err)) goto bad;
+        if (o->cfg.vocab == 0) o->cfg.vocab = d->text.vocab_size;
+        d->split = d->text.n * 9 / 10;
+        if (o->cfg.vocab < d->text.vocab_size || d->split - T < 1 || d->text.n - d->split - T < 1) {
+            snprintf(err, sizeof err,
+                     "%s: %d distinct bytes and %lld tokens: needs --vocab >= %d "
+                     "and more than %d tokens in each split",
+                     o->data, d->text.vocab_size, (long long)d->text.n, d->text.vocab_size, T);
+            goto bad;
+        }
+    } else {
+        if (o->cfg.vocab == 0) o->cfg.vocab = 96;
+        if (!gpt_tokens_load(&d->file, o->tokens, B, T, o->cfg.vocab, err, sizeof err)) goto bad;
+        if (d->file.steps < o->steps) {
+            snprintf(err, sizeof err, "%s holds %lld steps, fewer than --steps %d", o->tokens,
+                     (long long)d->file.steps, o->steps);
+            goto bad;
+        }
+    }
+    d->x = malloc((size_t)B * (size_t)T * sizeof *d->x);
+    d->y = malloc((size_t)B * (size_t)T * sizeof *d->y);
+    if (d->x && d->y) return true;
+    snprintf(err, sizeof err, "out of memory");
+bad:
+    fprintf(stderr, "tenet-gpt: %s\n", err);
+    return false;
+}
+
+static void data_close(data *d) {
+    gpt_text_free(&d->text);
+    gpt_tokens_free(&d->file);
+    free(d->x);
+    free(d->y);
+}
+
+/* The inputs and targets of one step as [B, T] tensors (scope-owned). */
+static bool data_batch(data *d, const options *o, int step, bool val, tn_tensor **x,
+                       tn_tensor **y) {
+    const int B = o->batch, T = o->cfg.block;
+    const int64_t shape[2] = {B, T}, n = (int64_t)B * T;
+    const int64_t *xs = d->x, *ys = d->y;
+    if (d->file.data) {
+        xs = d->file.data + (int64_t)step * 2 * n;
+        ys = xs + n;
+    } else if (val) {
+        gpt_text_batch(&d->text, d->split, d->text.n, B, T, &d->rng, d->x, d->y);
+    } else {
+        gpt_text_batch(&d->text, 0, d->split, B, T, &d->rng, d->x, d->y);
+    }
+    *x = tn_tensor_from(xs, TN_I64, 2, shape, false);
+    *y = tn_tensor_from(ys, TN_I64, 2, shape, false);
+    return *x && *y;
+}
+
+/* nanoGPT's schedule: linear warm-up, then cosine decay to lr / 10. */
+static double lr_at(const options *o, int step) {
+    if (!o->cosine) return o->lr;
+    int warm = o->steps / 20 > 0 ? o->steps / 20 : 1;
+    if (step < warm) return o->lr * (step + 1) / warm;
+    double r = (double)(step - warm) / (double)(o->steps - warm > 0 ? o->steps - warm : 1);
+    return o->lr / 10 + 0.5 * (1 + cos(acos(-1.0) * r)) * (o->lr - o->lr / 10);
+}
+
+/* The reference's per-step losses, one per line; NULL (reported) on error. */
+static double *read_losses(const char *path, int steps) {
+    FILE *f = fopen(path, "r");
+    double *v = f ? malloc((size_t)steps * sizeof *v) : NULL;
+    int n = 0;
+    while (v && n < steps && fscanf(f, "%lf", &v[n]) == 1)
+        n++;
+    if (f) fclose(f);
+    if (v && n == steps) return v;
+    fprintf(stderr, "tenet-gpt: %s: %s\n", path,
+            f ? "fewer losses than --steps" : "cannot open the reference losses");
+    free(v);
+    return NULL;
+}
+
+static void print_progress(int step, int steps, double loss, double tok_s, double elapsed) {
+    printf("step %d loss %.6f  %.0f tok/s", step, loss, tok_s);
+    if (steps >= 100 && step > 0) {
+        double eta = elapsed / (step + 1) * (steps - step - 1);
+        int bar = 20 * (step + 1) / steps;
+        printf("  [%.*s%*s] ETA %dm%02ds", bar, "####################", 20 - bar, "", (int)eta / 60,
+               (int)eta % 60);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+/* One optimiser step; the loss through *loss. */
+static bool train_step(const gpt_model *m, tn_adam *opt, tn_tensor *x, tn_tensor *y, double *loss) {
+    tn_tensor *l = gpt_loss(m, x, y);
+    return l && tn_backward(l, NULL, false) == TN_OK &&
+           tn_clip_grad_norm_(m->n_params, m->params, 1.0, 2.0, NULL) == TN_OK &&
+           tn_adam_step(opt) == TN_OK && tn_adam_zero_grad(opt) == TN_OK &&
+           tn_item(l, loss) == TN_OK;
+}
+
+static tn_adam *make_optimizer(const gpt_model *m, double lr) {
+    tn_tensor **decay = malloc((size_t)m->n_params * sizeof *decay);
+    tn_tensor **other = malloc((size_t)m->n_params * sizeof *other);
+    tn_adam *opt = NULL;
+    int nd, no;
+    if (decay && other) {
+        gpt_split_decay(m, decay, &nd, other, &no);
+        tn_param_group g[2] = {{nd, decay, TN_OPTIM_DEFAULT, 0.1},
+                               {no, other, TN_OPTIM_DEFAULT, 0.0}};
+        opt = tn_adamw_new_groups(2, g, lr, 0.9, 0.95, 1e-8, 0.1);
+    }
+    free(decay);
+    free(other);
+    return opt;
+}
+
+/* Trains o->steps steps; 0 on success, 1 on an error or a loss that
+ * differs from the reference. */
+static int train(const gpt_model *m, data *d, const options *o) {
+    tn_adam *opt = make_optimizer(m, o->lr);
+    if (!opt) return fail("making the optimizer");
+    double *ref = o->expect ? read_losses(o->expect, o->steps) : NULL;
+    int rc = o->expect && !ref ? 1 : 0;
+    double worst = 0, t0 = now_s();
+    const double tokens = (double)o->batch * o->cfg.block;
+    for (int s = 0; s < o->steps && rc == 0; s++) {
+        tn_adam_set_lr(opt, -1, lr_at(o, s));
+        if (tn_scope_begin() != TN_OK) {
+            rc = fail("opening a scope");
+            break;
+        }
+        double loss = 0, ts = now_s();
+        tn_tensor *x, *y;
+        if (!data_batch(d, o, s, false, &x, &y) || !train_step(m, opt, x, y, &loss))
+            rc = fail("training step");
+        tn_scope_end();
+        if (rc) break;
+        double now = now_s();
+        print_progress(s, o->steps, loss, tokens / (now - ts), now - t0);
+        if (ref) {
+            double rel = fabs(loss - ref[s]) / fabs(ref[s]);
+            worst = rel > worst ? rel : worst;
+            if (!(rel <= o->rtol)) {
+                fprintf(stderr,
+                        "tenet-gpt: step %d: loss %.8f, the reference's %.8f: relative "
+                        "difference %.3g above %.3g\n",
+                        s, loss, ref[s], rel, o->rtol);
+                rc = 1;
+            }
+        }
+    }
+    if (ref && rc == 0)
+        printf("every loss within %.3g of the reference (largest relative difference %.3g)\n",
+               o->rtol, worst);
+    free(ref);
+    tn_adam_free(opt);
+    return rc;
+}
+
+/* Mean loss of 20 validation batches, under no-grad. */
+static int validate(const gpt_model *m, data *d, const options *o) {
+    bool prev = tn_set_grad_enabled(false);
+    double sum = 0;
+    int rc = 0;
+    for (int i = 0; i < 20 && rc == 0; i++) {
+        if (tn_scope_begin() != TN_OK) {
+            rc = fail("opening a scope");
+            break;
+        }
+        tn_tensor *x, *y;
+        double l;
+        if (!data_batch(d, o, 0, true, &x, &y) || tn_item(gpt_loss(m, x, y), &l) != TN_OK)
+            rc = fail("validation");
+        sum += l;
+        tn_scope_end();
+    }
+    tn_set_grad_enabled(prev);
+    if (rc == 0)
+        printf("validation loss %.4f (the text's unigram entropy: %.4f nats per byte)\n", sum / 20,
+               d->text.unigram_nats);
+    return rc;
+}
+
+/* Generates o->sample bytes from a newline (or the text's first byte). */
+static int sample(const gpt_model *m, const data *d, const options *o) {
+    const gpt_text *t = &d->text;
+    const int T = o->cfg.block, V = o->cfg.vocab;
+    int64_t *ctx = malloc((size_t)(o->sample + 1) * sizeof *ctx);
+    float *probs = malloc((size_t)V * sizeof *probs);
+    const unsigned char *nl = memchr(t->vocab, '\n', (size_t)t->vocab_size);
+    uint64_t rng = o->seed ^ 0x5a3b1e;
+    int rc = ctx && probs ? 0 : 1;
+    if (rc == 0) ctx[0] = nl ? nl - t->vocab : t->tokens[0];
+    bool prev = tn_set_grad_enabled(false);
+    printf("sample:\n");
+    for (int n = 1; n <= o->sample && rc == 0; n++) {
+        int64_t len = n < T ? n : T;
+        if (tn_scope_begin() != TN_OK) {
+            rc = fail("opening a scope");
+            break;
+        }
+        tn_tensor *x = tn_tensor_from(ctx + n - len, TN_I64, 2, (int64_t[]){1, len}, false);
+        tn_tensor *logits = tn_select(tn_select(gpt_forward(m, x), 0, 0), 0, len - 1);
+        tn_tensor *p = tn_softmax(tn_mul_scalar(logits, 1.0 / o->temperature), 0);
+        if (tn_copy_to(p, probs, (size_t)V * sizeof *probs) != TN_OK) rc = fail("sampling");
+        tn_scope_end();
+        double u = gpt_rand_uniform(&rng), acc = 0;
+        int tok = 0;
+        while (tok < V - 1 && (acc += probs[tok]) <= u)
+            tok++;
+        ctx[n] = tok < t->vocab_size ? tok : 0;
+        putchar(t->vocab[ctx[n]]);
+    }
+    printf("\n");
+    tn_set_grad_enabled(prev);
+    free(ctx);
+    free(probs);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    options o;
+    if (!parse_args(argc, argv, &o)) return 2;
+    if (o.threads > 0) tn_set_num_threads(o.threads);
+    data d;
+    if (!data_open(&d, &o)) {
+        data_close(&d);
+        return 1;
+    }
+    gpt_model m;
+    if (!gpt_init(&m, o.cfg, o.seed)) {
+        data_close(&d);
+        return fail("initialising the model");
+    }
+    int rc = o.init && !gpt_load(&m, o.init) ? fail("loading --init") : 0;
+    if (rc == 0) {
+        printf("tenet-gpt: %d layers, %d heads, embd %d, block %d, vocab %d, batch %d, %d "
+               "threads\n",
+               o.cfg.layers, o.cfg.heads, o.cfg.embd, o.cfg.block, o.cfg.vocab, o.batch,
+               tn_get_num_threads());
+        rc = train(&m, &d, &o);
+    }
+    if (rc == 0 && o.data) rc = validate(&m, &d, &o);
+    if (rc == 0 && o.sample) rc = sample(&m, &d, &o);
+    if (rc == 0 && o.save && !gpt_save(&m, o.save)) rc = fail("saving --save");
+    gpt_free(&m);
+    data_close(&d);
+    return rc;
+}

@@ -1,0 +1,223 @@
+/* examples/gpt_model.c — the GPT-2 model of gpt_model.h, written the way one
+ * writes it in PyTorch: a forward pass of tenet ops, backward by autograd. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt_model.h"
+
+/* Index of a block's parameters within m->params. */
+enum {
+    LN1_W,
+    LN1_B,
+    ATTN_W,
+    ATTN_B,
+    ATTN_PROJ_W,
+    ATTN_PROJ_B,
+    LN2_W,
+    LN2_B,
+    FC_W,
+    FC_B,
+    MLP_PROJ_W,
+    MLP_PROJ_B
+};
+static const char *const BLOCK_NAMES[GPT_BLOCK_PARAMS] = {
+    "ln_1.weight",        "ln_1.bias",        "attn.c_attn.weight", "attn.c_attn.bias",
+    "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight",        "ln_2.bias",
+    "mlp.c_fc.weight",    "mlp.c_fc.bias",    "mlp.c_proj.weight",  "mlp.c_proj.bias"};
+
+#define WTE(m) ((m)->params[0])
+#define WPE(m) ((m)->params[1])
+#define BLK(m, l, k) ((m)->params[2 + (l)*GPT_BLOCK_PARAMS + (k)])
+#define LNF_W(m) ((m)->params[(m)->n_params - 2])
+#define LNF_B(m) ((m)->params[(m)->n_params - 1])
+
+/* A leaf of the given shape: N(0, std) when std > 0, else filled with fill. */
+static tn_tensor *make_param(int ndim, const int64_t *shape, double std, double fill) {
+    if (tn_scope_begin() != TN_OK) return NULL;
+    bool prev = tn_set_grad_enabled(false);
+    tn_tensor *p = std > 0 ? tn_mul_scalar(tn_randn(ndim, shape, TN_F32), std)
+                           : tn_full(ndim, shape, TN_F32, fill);
+    tn_set_grad_enabled(prev);
+    if (p && (tn_requires_grad_(p, true) < 0 || !tn_keep(p))) p = NULL;
+    tn_scope_end();
+    return p;
+}
+
+static char *dup_name(const char *prefix, int layer, const char *suffix) {
+    char buf[96];
+    if (layer >= 0)
+        snprintf(buf, sizeof buf, "%s%d.%s", prefix, layer, suffix);
+    else
+        snprintf(buf, sizeof buf, "%s%s", prefix, suffix);
+    char *s = malloc(strlen(buf) + 1);
+    if (s) strcpy(s, buf);
+    return s;
+}
+
+/* Shape, init and name of parameter k of block l (layer -1: the others). */
+static bool block_param(gpt_model *m, int i, int l, int k) {
+    const int64_t C = m->cfg.embd;
+    const double std = 0.02, proj_std = 0.02 / sqrt(2.0 * m->cfg.layers);
+    int64_t shape[2] = {C, C};
+    int ndim = 1;
+    double sd = 0, fill = 0;
+    switch (k) {
+    case LN1_W:
+    case LN2_W:
+        fill = 1;
+        break;
+    case ATTN_W:
+        ndim = 2, shape[0] = 3 * C, sd = std;
+        break;
+    case ATTN_B:
+        shape[0] = 3 * C;
+        break;
+    case ATTN_PROJ_W:
+        ndim = 2, sd = proj_std;
+        break;
+    case FC_W:
+        ndim = 2, shape[0] = 4 * C, sd = std;
+        break;
+    case FC_B:
+        shape[0] = 4 * C;
+        break;
+    case MLP_PROJ_W:
+        ndim = 2, shape[1] = 4 * C, sd = proj_std;
+        break;
+    default:
+        break; /* the remaining biases: zeros [C] */
+    }
+    m->params[i] = make_param(ndim, shape, sd, fill);
+    m->names[i] = dup_name("transformer.h.", l, BLOCK_NAMES[k]);
+    return m->params[i] && m->names[i];
+}
+
+bool gpt_init(gpt_model *m, gpt_config cfg, uint64_t seed) {
+    memset(m, 0, sizeof *m);
+    m->cfg = cfg;
+    m->n_params = 2 + GPT_BLOCK_PARAMS * cfg.layers + 2;
+    m->params = calloc((size_t)m->n_params, sizeof *m->params);
+    m->names = calloc((size_t)m->n_params, sizeof *m->names);
+    if (!m->params || !m->names) {
+        gpt_free(m);
+        return false;
+    }
+    tn_manual_seed(seed);
+    const int64_t C = cfg.embd, ones[1] = {C};
+    bool ok = true;
+    m->params[0] = make_param(2, (int64_t[]){cfg.vocab, C}, 0.02, 0);
+    m->names[0] = dup_name("transformer.wte.weight", -1, "");
+    m->params[1] = make_param(2, (int64_t[]){cfg.block, C}, 0.02, 0);
+    m->names[1] = dup_name("transformer.wpe.weight", -1, "");
+    for (int l = 0; l < cfg.layers && ok; l++)
+        for (int k = 0; k < GPT_BLOCK_PARAMS && ok; k++)
+            ok = block_param(m, 2 + l * GPT_BLOCK_PARAMS + k, l, k);
+    int f = m->n_params - 2;
+    m->params[f] = make_param(1, ones, 0, 1);
+    m->names[f] = dup_name("transformer.ln_f.weight", -1, "");
+    m->params[f + 1] = make_param(1, ones, 0, 0);
+    m->names[f + 1] = dup_name("transformer.ln_f.bias", -1, "");
+    for (int i = 0; i < m->n_params; i++)
+        ok = ok && m->params[i] && m->names[i];
+    if (!ok) gpt_free(m);
+    return ok;
+}
+
+void gpt_free(gpt_model *m) {
+    for (int i = 0; i < m->n_params; i++) {
+        if (m->params) tn_release(m->params[i]);
+        if (m->names) free(m->names[i]);
+    }
+    free(m->params);
+    free(m->names);
+    memset(m, 0, sizeof *m);
+}
+
+bool gpt_load(gpt_model *m, const char *path) {
+    tn_state_dict *sd = tn_load(path);
+    if (!sd) return false;
+    /* every parameter must come from the file; lm_head.weight, the tied copy
+     * PyTorch's state_dict has, is the only other name allowed */
+    bool ok = true;
+    for (int i = 0; ok && i < m->n_params; i++)
+        if (!tn_state_dict_contains(sd, m->names[i])) {
+            fprintf(stderr, "tenet-gpt: %s: missing parameter %s\n", path, m->names[i]);
+            ok = false;
+        }
+    int64_t extra = tn_state_dict_count(sd) - m->n_params;
+    if (ok && (extra > 1 || (extra == 1 && !tn_state_dict_contains(sd, "lm_head.weight")))) {
+        fprintf(stderr, "tenet-gpt: %s: unexpected tensors (the model has %d)\n", path,
+                m->n_params);
+        ok = false;
+    }
+    ok = ok && tn_load_state_dict(sd, m->n_params, (const char *const *)m->names, m->params,
+                                  false) == TN_OK;
+    tn_state_dict_free(sd);
+    return ok;
+}
+
+bool gpt_save(const gpt_model *m, const char *path) {
+    return tn_save_tensors(path, m->n_params, (const char *const *)m->names, m->params) == TN_OK;
+}
+
+/* [B, T, C] -> [B, H, T, C / H] */
+static tn_tensor *split_heads(tn_tensor *x, const gpt_config *c, int64_t B, int64_t T) {
+    int64_t shape[4] = {B, T, c->heads, c->embd / c->heads};
+    return tn_transpose(tn_reshape(x, 4, shape), 1, 2);
+}
+
+/* causal self-attention of x [B, T, C] */
+static tn_tensor *attention(const gpt_model *m, int l, tn_tensor *x, int64_t B, int64_t T) {
+    const int64_t C = m->cfg.embd;
+    tn_tensor *qkv = tn_linear(x, BLK(m, l, ATTN_W), BLK(m, l, ATTN_B));
+    tn_tensor *q = split_heads(tn_narrow(qkv, 2, 0, C), &m->cfg, B, T);
+    tn_tensor *k = split_heads(tn_narrow(qkv, 2, C, C), &m->cfg, B, T);
+    tn_tensor *v = split_heads(tn_narrow(qkv, 2, 2 * C, C), &m->cfg, B, T);
+    tn_tensor *y = tn_scaled_dot_product_attention(q, k, v, NULL, 0.0, true);
+    y = tn_reshape(tn_transpose(y, 1, 2), 3, (int64_t[]){B, T, C});
+    return tn_linear(y, BLK(m, l, ATTN_PROJ_W), BLK(m, l, ATTN_PROJ_B));
+}
+
+static tn_tensor *mlp(const gpt_model *m, int l, tn_tensor *x) {
+    tn_tensor *h = tn_gelu(tn_linear(x, BLK(m, l, FC_W), BLK(m, l, FC_B)), true);
+    return tn_linear(h, BLK(m, l, MLP_PROJ_W), BLK(m, l, MLP_PROJ_B));
+}
+
+static tn_tensor *layer_norm(const gpt_model *m, tn_tensor *x, tn_tensor *w, tn_tensor *b) {
+    const int64_t C = m->cfg.embd;
+    return tn_layer_norm(x, 1, &C, w, b, 1e-5);
+}
+
+tn_tensor *gpt_forward(const gpt_model *m, tn_tensor *idx) {
+    if (!idx) return NULL;
+    const int64_t B = tn_shape(idx)[0], T = tn_shape(idx)[1];
+    tn_tensor *pos = tn_arange(0, (double)T, 1, TN_I64);
+    tn_tensor *x = tn_add(tn_embedding(WTE(m), idx), tn_embedding(WPE(m), pos));
+    for (int l = 0; l < m->cfg.layers; l++) {
+        x = tn_add(x, attention(m, l, layer_norm(m, x, BLK(m, l, LN1_W), BLK(m, l, LN1_B)), B, T));
+        x = tn_add(x, mlp(m, l, layer_norm(m, x, BLK(m, l, LN2_W), BLK(m, l, LN2_B))));
+    }
+    x = layer_norm(m, x, LNF_W(m), LNF_B(m));
+    return tn_linear(x, WTE(m), NULL); /* lm_head, tied to wte */
+}
+
+tn_tensor *gpt_loss(const gpt_model *m, tn_tensor *idx, tn_tensor *targets) {
+    tn_tensor *logits = gpt_forward(m, idx);
+    if (!logits || !targets) return NULL;
+    const int64_t BT = tn_numel(targets);
+    return tn_cross_entropy(tn_reshape(logits, 2, (int64_t[]){BT, m->cfg.vocab}),
+                            tn_reshape(targets, 1, &BT));
+}
+
+void gpt_split_decay(const gpt_model *m, tn_tensor **decay, int *n_decay, tn_tensor **other,
+                     int *n_other) {
+    *n_decay = *n_other = 0;
+    for (int i = 0; i < m->n_params; i++) {
+        if (tn_ndim(m->params[i]) >= 2)
+            decay[(*n_decay)++] = m->params[i];
+        else
+            other[(*n_other)++] = m->params[i];
+    }
+}
