@@ -104,11 +104,11 @@ static inline T F(row_exp_sum)(T *x, T mx) {
 
 /* The scores of tile (rows i0.., m; keys j0.., n) into s: scale q k^T plus
  * the mask; masked, causal and padding entries -inf. */
-static void F(scores)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, int64_t i0, int64_t m,
-                      int64_t j0, int64_t n) {
+static void F(scores)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, const T *kt, int64_t i0,
+                      int64_t m, int64_t j0, int64_t n) {
     const T *q = (const T *)a->q + sl->oq + i0 * a->rsq;
     T *s = (T *)w->s;
-    F(tile_abt)(s, q, a->rsq, m, (const T *)w->kt, a->E);
+    F(tile_abt)(s, q, a->rsq, m, kt, a->E);
     const T sc = (T)a->scale, ninf = -(T)INFINITY;
     for (int64_t i = 0; i < m; i++) {
         T *si = s + i * BK;
@@ -148,10 +148,18 @@ static void F(fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, i
     for (int64_t i = 0; i < m * Ev; i++)
         acc[i] = 0;
     int64_t jend = a->causal && i0 + m < a->S ? i0 + m : a->S; /* later tiles: all masked */
+    if (w->kt_slice && w->packed_b != sl->b) {                 /* the whole slice's keys, once */
+        for (int64_t j0 = 0; j0 < a->S; j0 += BK)
+            F(pack_t)
+            ((T *)w->kt + j0 * a->E, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk,
+             a->S - j0 < BK ? a->S - j0 : BK, a->E);
+        w->packed_b = sl->b;
+    }
     for (int64_t j0 = 0; j0 < jend; j0 += BK) {
         int64_t n = jend - j0 < BK ? jend - j0 : BK;
-        F(pack_t)((T *)w->kt, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, n, a->E);
-        F(scores)(a, sl, w, i0, m, j0, n);
+        T *kt = (T *)w->kt + (w->kt_slice ? j0 * a->E : 0); /* tile j0 / BK: E x BK */
+        if (!w->kt_slice) F(pack_t)(kt, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, n, a->E);
+        F(scores)(a, sl, w, kt, i0, m, j0, n);
         for (int64_t i = 0; i < m; i++) {
             T *si = s + i * BK, tm = F(row_max)(si);
             T mnew = tm > mx[i] ? tm : mx[i];
@@ -192,7 +200,7 @@ static void F(bwd_tile)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, co
     int64_t E = a->E, Ev = a->Ev, L = a->L, S = a->S;
     const T *lse = (const T *)a->lse + sl->b * L + i0;
     const T *dout = (const T *)a->dout + (sl->b * L + i0) * Ev;
-    F(scores)(a, sl, w, i0, m, j0, n);
+    F(scores)(a, sl, w, (const T *)w->kt, i0, m, j0, n);
     F(tile_abt)(dp, dout, Ev, m, (const T *)w->vt, Ev);
     for (int64_t i = 0; i < m; i++) {
         T *si = s + i * BK, *di = dp + i * BK, li = lse[i], dl = delta[i0 + i];

@@ -31,6 +31,7 @@
 #define BQ 32 /* query rows per block */
 #define BK 32 /* keys per tile: the vectorised width of the score loops */
 #define FUSED_MIN_SLICES 16
+#define KT_SLICE_MAX 65536 /* elements of a slice's packed keys kept per worker (forward) */
 
 /* A slice's first element in each operand (elements). */
 typedef struct attn_slice {
@@ -40,6 +41,8 @@ typedef struct attn_slice {
 /* One worker's scratch (the dtype's elements; see attention_impl.h). */
 typedef struct ws_t {
     void *s, *dp, *mx, *l, *kt, *vt, *acc;
+    bool kt_slice;    /* forward: kt holds a whole slice's keys (S padded to BK) */
+    int64_t packed_b; /* the slice packed there (-1: none) */
 } ws_t;
 
 static attn_slice slice_of(const tn_attn_args *a, int64_t b) {
@@ -102,11 +105,14 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /* Carves nt workers' scratch out of one block (64-byte aligned parts). */
 static void *ws_alloc(const tn_attn_args *a, int nt, ws_t *ws) {
     size_t es = tn__dtype_sizes[a->dtype];
+    /* forward: a slice's packed keys when they fit in L2 with room to spare */
+    size_t kt_all = (size_t)a->E * (size_t)cdiv(a->S, BK) * BK;
+    bool kt_slice = a->mode == TN_ATTN_FWD && kt_all <= KT_SLICE_MAX;
     size_t parts[7] = {BQ * BK,
                        BQ * BK,
                        BQ,
                        BQ,
-                       (size_t)a->E * BK,
+                       kt_slice ? kt_all : (size_t)a->E * BK,
                        (size_t)a->Ev * BK,
                        (size_t)BQ * (size_t)a->Ev};
     size_t per = 0;
@@ -116,6 +122,7 @@ static void *ws_alloc(const tn_attn_args *a, int nt, ws_t *ws) {
     if (!blk) return NULL;
     char *p = (char *)(((uintptr_t)blk + 63) / 64 * 64);
     for (int t = 0; t < nt; t++) {
+        ws[t].kt_slice = kt_slice, ws[t].packed_b = -1;
         void **f[7] = {&ws[t].s, &ws[t].dp, &ws[t].mx, &ws[t].l, &ws[t].kt, &ws[t].vt, &ws[t].acc};
         for (int i = 0; i < 7; i++) {
             *f[i] = p;
