@@ -118,6 +118,21 @@ static void dtypes(void **state) {
     tn_tensor *s7 = tn_scalar(7, TN_F64);
     tt_assert_close(tn_gather(s7, 0, tn_zeros(1, (const int64_t[]){2}, TN_I64)),
                     (const double[]){7, 7}, 2, 0);
+    /* empty tensors whose other dims are huge: nothing to do, no overflow */
+    const int64_t big = (int64_t)1 << 62;
+    tn_tensor *eb = tn_zeros(3, (const int64_t[]){big, 0, 4}, TN_F32);
+    assert_int_equal(tn_requires_grad_(eb, true), TN_OK);
+    tn_tensor *i2 = i64(1, (const int64_t[]){2}, (const int64_t[]){3, 0});
+    tn_tensor *sel = tn_index_select(eb, 2, i2);
+    assert_non_null(sel);
+    assert_int_equal(tn_shape(sel)[0], big);
+    assert_int_equal(tn_shape(sel)[2], 2);
+    assert_int_equal(tn_backward(tn_sum(sel), NULL, false), TN_OK);
+    tn_tensor *gbig = tn_zeros(3, (const int64_t[]){big, 0, 2}, TN_I64);
+    assert_non_null(tn_gather(eb, 2, gbig));
+    assert_non_null(tn_scatter_add(eb, 2, gbig, tn_zeros(3, (const int64_t[]){big, 0, 2}, TN_F32)));
+    assert_non_null(tn_tril(eb, 0));
+    assert_non_null(tn_masked_fill(eb, tn_ones(1, (const int64_t[]){4}, TN_BOOL), 1));
     /* empty shapes */
     tn_tensor *e0 = tn_embedding(w, tn_zeros(1, (const int64_t[]){0}, TN_I64));
     assert_int_equal(tn_shape(e0)[0], 0);
