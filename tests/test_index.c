@@ -6,6 +6,8 @@
  * in index order. */
 #include "util.h"
 
+#include <tenet/testing.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +118,21 @@ static void dtypes(void **state) {
     tn_tensor *s7 = tn_scalar(7, TN_F64);
     tt_assert_close(tn_gather(s7, 0, tn_zeros(1, (const int64_t[]){2}, TN_I64)),
                     (const double[]){7, 7}, 2, 0);
+    /* empty tensors whose other dims are huge: nothing to do, no overflow */
+    const int64_t big = (int64_t)1 << 62;
+    tn_tensor *eb = tn_zeros(3, (const int64_t[]){big, 0, 4}, TN_F32);
+    assert_int_equal(tn_requires_grad_(eb, true), TN_OK);
+    tn_tensor *i2 = i64(1, (const int64_t[]){2}, (const int64_t[]){3, 0});
+    tn_tensor *sel = tn_index_select(eb, 2, i2);
+    assert_non_null(sel);
+    assert_int_equal(tn_shape(sel)[0], big);
+    assert_int_equal(tn_shape(sel)[2], 2);
+    assert_int_equal(tn_backward(tn_sum(sel), NULL, false), TN_OK);
+    tn_tensor *gbig = tn_zeros(3, (const int64_t[]){big, 0, 2}, TN_I64);
+    assert_non_null(tn_gather(eb, 2, gbig));
+    assert_non_null(tn_scatter_add(eb, 2, gbig, tn_zeros(3, (const int64_t[]){big, 0, 2}, TN_F32)));
+    assert_non_null(tn_tril(eb, 0));
+    assert_non_null(tn_masked_fill(eb, tn_ones(1, (const int64_t[]){4}, TN_BOOL), 1));
     /* empty shapes */
     tn_tensor *e0 = tn_embedding(w, tn_zeros(1, (const int64_t[]){0}, TN_I64));
     assert_int_equal(tn_shape(e0)[0], 0);
@@ -223,6 +240,64 @@ static void index_select_scatter_deterministic(void **state) {
     tn_scope_end();
 }
 
+/* Fails the 1st, 2nd, ... allocation of a program using every op of this
+ * family (forward and backward) until a run completes: each failure must be
+ * a clean TN_ERR_OUT_OF_MEMORY, and nothing may leak. */
+/* Each step must succeed; on the first failure the program stops there
+ * (the scope releases what it made) and returns that failure's status. */
+#define STEP(var, expr)                                                                            \
+    tn_tensor *var = (expr);                                                                       \
+    if (!var) return tn_last_status()
+
+static tn_status oom_program(tn_tensor *w) {
+    STEP(idx,
+         tn_tensor_from((const int64_t[]){1, 3, 1, 0}, TN_I64, 1, (const int64_t[]){4}, false));
+    STEP(m, tn_ones(1, (const int64_t[]){4}, TN_BOOL));
+    STEP(e, tn_embedding(w, idx)); /* (4, 4) */
+    STEP(s, tn_index_select(e, 1, idx));
+    STEP(gi, tn_ones(2, (const int64_t[]){2, 4}, TN_I64));
+    STEP(g, tn_gather(s, 0, gi));
+    STEP(zi, tn_zeros(2, (const int64_t[]){2, 4}, TN_I64));
+    STEP(sa, tn_scatter_add(s, 0, zi, g));
+    STEP(wh, tn_where(m, sa, e));
+    STEP(mf, tn_masked_fill(wh, m, 0.5));
+    STEP(tr, tn_tril(mf, 0));
+    tn_status st = tn_masked_fill_(tr, m, -1);
+    if (st < 0) return st;
+    STEP(tu, tn_triu(tr, -1));
+    STEP(l, tn_sum(tu));
+    return tn_backward(l, NULL, false);
+}
+
+static void alloc_failures(void **state) {
+    float wv[24];
+    for (int i = 0; i < 24; i++)
+        wv[i] = (float)i / 7 - 1;
+    tn_tensor *w = tt_f32(2, (const int64_t[]){6, 4}, wv, true);
+    int64_t live = tt_live_tensors();
+    for (int64_t n = 1; n < 5000; n++) {
+        assert_int_equal(tn_scope_begin(), TN_OK);
+        tn_clear_error();
+        tn_test_fail_alloc_at(n);
+        tn_status st = oom_program(w);
+        bool failed = tn_test_alloc_failed();
+        tn_test_fail_alloc_at(0);
+        tn_scope_end();
+        assert_int_equal(tn_set_grad(w, NULL), TN_OK);
+        assert_int_equal(tt_live_tensors(), live);
+        if (!failed) {
+            assert_int_equal(st, TN_OK);
+            print_message("alloc_failures: each of %lld allocations failed in turn\n",
+                          (long long)n - 1);
+            tn_release(w);
+            return;
+        }
+        if (st != TN_OK && st != TN_ERR_OUT_OF_MEMORY)
+            fail_msg("allocation %lld: %s", (long long)n, tn_last_error());
+    }
+    fail_msg("the program never completed");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(grad_fn_names),
@@ -230,6 +305,7 @@ int main(void) {
         TT_TEST(saved_index_modified),
         TT_TEST(embedding_backward_deterministic),
         TT_TEST(index_select_scatter_deterministic),
+        TT_TEST(alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

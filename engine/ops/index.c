@@ -72,6 +72,8 @@ static void split3(int nd, const int64_t *shape, int dim, int64_t *outer, int64_
  * all contiguous on out's device. */
 static tn_status run_rows(int mode, tn_tensor *out, const tn_tensor *src, const tn_tensor *idx,
                           int64_t outer, int64_t size, int64_t inner) {
+    /* nothing to move (and outer * n * inner of an empty tensor may overflow) */
+    if (tn_numel(out) == 0 || tn_numel(src) == 0) return TN_OK;
     tn_index_args a = {.mode = mode,
                        .dtype = out->dtype,
                        .idx = (const int64_t *)tn__ptr(idx),
@@ -88,6 +90,7 @@ static tn_status run_rows(int mode, tn_tensor *out, const tn_tensor *src, const 
  * through their strides, all on out's device. */
 static tn_status run_lines(int mode, tn_tensor *out, const tn_tensor *src, const tn_tensor *idx,
                            int dim) {
+    if (tn_numel(idx) == 0) return TN_OK; /* no element (its other dims may be huge) */
     /* a 0-dim tensor acts as one of shape [1], as in PyTorch */
     const int nd = idx->ndim ? idx->ndim : 1;
     tn_index_args a = {.mode = mode,
