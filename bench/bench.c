@@ -49,8 +49,8 @@ static const bench_case CASES[] = {
      bench_mlp_threads, false},
     {"digits", "the digits demo: 64-128-10 MLP, batch 64, 30 epochs, seconds + accuracy",
      bench_digits, false},
-    {"layer_norm", "layer_norm (1024x128 float32, weight, bias) forward + backward", bench_layer_norm,
-     true},
+    {"layer_norm", "layer_norm (1024x128 float32, weight, bias) forward + backward",
+     bench_layer_norm, true},
     {"gelu_tanh", "gelu (tanh form) on 1024x128 float32, forward + backward", bench_gelu, true},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
