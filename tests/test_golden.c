@@ -3,7 +3,8 @@
  * Each tests/golden/<case>.txt (written by scripts/gen_golden.py, format in
  * its docstring) holds float64 inputs, PyTorch's output of one op and the
  * gradient of sum(out * w) w.r.t. each input. Every file becomes one cmocka
- * test: tenet recomputes the op, runs backward, and must agree within 1e-10.
+ * test: tenet recomputes the op, runs backward, and must agree within 1e-10
+ * (float32 cases: GOLDEN_TOL_F32).
  * The directory comes from TENET_GOLDEN_DIR (set by tests/CMakeLists.txt).
  */
 #define _POSIX_C_SOURCE 200809L /* strdup, dirent */
@@ -152,7 +153,7 @@ static void assert_matches(const char *what, const tn_tensor *got, const gtensor
                        : strcmp(want->dtype, "i64") == 0 ? TN_I64
                                                          : TN_BOOL;
     /* float32: a few ulp of max(1, |value|). PyTorch's own float32 layer_norm is up to
-     * 4 ulp from the exact value (its float Welford statistics), tenet's within 1 */
+     * 4 ulp from the exact value (float32 statistics and normalisation), tenet's within 1 */
     double tol = want_dt == TN_F32 ? GOLDEN_TOL_F32 : GOLDEN_TOL;
     if (dt != want_dt)
         fail_msg("%s: dtype %s, want %s", what, tn_dtype_name(dt), tn_dtype_name(want_dt));

@@ -80,16 +80,16 @@
     /* d clamp / dx (also relu's backward with c0 = 0+, c1 = inf) */                     \
     X(clampmask, FLOAT, (x >= c0 && x <= c1) ? 1 : 0)                                    \
     /* activations (engine/ops/activation.c): GELU (erf and tanh forms), SiLU, */        \
-    /* their derivatives (the plain backward), the normal CDF (create_graph) */           \
-    X(gelu, FLOAT, x * TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))))         \
+    /* their derivatives (the plain backward), the normal CDF (create_graph) */          \
+    X(gelu, FLOAT, x * TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))))        \
     X(gelu_tanh, FLOAT, x * TN_GELU_S(x))                                                \
     X(silu, FLOAT, x / (1 + TN_M(exp, -x)))                                              \
     X(gelu_grad, FLOAT,                                                                  \
-      TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))) +                         \
-          x * TN_C(x, TN_GELU_PDF) * TN_M(exp, TN_C(x, -0.5) * x * x))                    \
-    /* (1 + t) / 2 + x / 2 (1 - t^2) beta (1 + 3 kappa x^2), t = 2 s - 1 */             \
+      TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))) +                        \
+          x * TN_C(x, TN_GELU_PDF) * TN_M(exp, TN_C(x, -0.5) * x * x))                   \
+    /* (1 + t) / 2 + x / 2 (1 - t^2) beta (1 + 3 kappa x^2), t = 2 s - 1 */              \
     X(gelu_tanh_grad, FLOAT,                                                             \
-      TN_GELU_S(x) * (1 + TN_C(x, 2 * TN_GELU_BETA) * x * (1 - TN_GELU_S(x)) *            \
+      TN_GELU_S(x) * (1 + TN_C(x, 2 * TN_GELU_BETA) * x * (1 - TN_GELU_S(x)) *           \
                               (1 + TN_C(x, 3 * TN_GELU_KAPPA) * x * x)))                 \
     X(silu_grad, FLOAT,                                                                  \
       1 / (1 + TN_M(exp, -x)) * (1 + x * (1 - 1 / (1 + TN_M(exp, -x)))))                 \

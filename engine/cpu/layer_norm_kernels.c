@@ -4,68 +4,49 @@
  * TN_LN_ROW_BLOCK rows, writing each row's dx and the block's partial sums
  * of the weight and bias gradients, which threads owning whole columns then
  * combine in block order: the same bits whatever the thread count. Row sums
- * run over LANES independent double accumulators (a fixed order the
- * compiler can vectorise), combined in lane order.
+ * are OpenMP SIMD reductions in double (GCC does not vectorise hand-written
+ * lanes with conversions): their order is fixed by the build's vector
+ * width, never by the thread count.
  */
 #include <math.h>
 
 #include "cpu_backend.h"
 
-#define LANES 8
-
-/* sum(x) and sum((x - m)^2), sum(a) and sum(a * b) over one row, in double */
+/* Row sums in double: sum(x), sum((x - m)^2), and sum(dy w), sum(dy w x). */
 #define DEFINE_ROW_SUMS(SUF, T)                                                                    \
     static double row_sum_##SUF(const T *x, int64_t n) {                                           \
-        double acc[LANES] = {0};                                                                   \
-        int64_t j = 0;                                                                             \
-        for (; j + LANES <= n; j += LANES)                                                         \
-            for (int k = 0; k < LANES; k++)                                                        \
-                acc[k] += (double)x[j + k];                                                        \
-        for (int k = 0; j < n; j++, k++)                                                           \
-            acc[k] += (double)x[j];                                                                \
         double s = 0;                                                                              \
-        for (int k = 0; k < LANES; k++)                                                            \
-            s += acc[k];                                                                           \
+        _Pragma("omp simd reduction(+ : s)") for (int64_t j = 0; j < n; j++) s += (double)x[j];    \
         return s;                                                                                  \
     }                                                                                              \
     static double row_sqdev_##SUF(const T *x, int64_t n, double m) {                               \
-        double acc[LANES] = {0};                                                                   \
-        int64_t j = 0;                                                                             \
-        for (; j + LANES <= n; j += LANES)                                                         \
-            for (int k = 0; k < LANES; k++) {                                                      \
-                double d = (double)x[j + k] - m;                                                   \
-                acc[k] += d * d;                                                                   \
-            }                                                                                      \
-        for (int k = 0; j < n; j++, k++) {                                                         \
-            double d = (double)x[j] - m;                                                           \
-            acc[k] += d * d;                                                                       \
-        }                                                                                          \
         double s = 0;                                                                              \
-        for (int k = 0; k < LANES; k++)                                                            \
-            s += acc[k];                                                                           \
+        _Pragma("omp simd reduction(+ : s)") for (int64_t j = 0; j < n; j++) {                     \
+            double d = (double)x[j] - m;                                                           \
+            s += d * d;                                                                            \
+        }                                                                                          \
         return s;                                                                                  \
     }                                                                                              \
-    /* *s1 = sum(dy w), *s2 = sum(dy w x) (w NULL: 1) */                                           \
+    /* *s1 = sum(dy w), *s2 = sum(dy w x) (w NULL: 1). GCC does not vectorise the lanes            \
+     * form of two sums with conversions: an OpenMP SIMD reduction, whose order is fixed by        \
+     * the build (the vector width), not by the thread count. */                                   \
     static void row_dots_##SUF(const T *dy, const T *w, const T *x, int64_t n, double *s1,         \
                                double *s2) {                                                       \
-        double a1[LANES] = {0}, a2[LANES] = {0};                                                   \
-        int64_t j = 0;                                                                             \
-        for (; j + LANES <= n; j += LANES)                                                         \
-            for (int k = 0; k < LANES; k++) {                                                      \
-                double g = (double)dy[j + k] * (w ? (double)w[j + k] : 1.0);                       \
-                a1[k] += g;                                                                        \
-                a2[k] += g * (double)x[j + k];                                                     \
+        double a1 = 0, a2 = 0;                                                                     \
+        if (w) {                                                                                   \
+            _Pragma("omp simd reduction(+ : a1, a2)") for (int64_t j = 0; j < n; j++) {            \
+                double g = (double)dy[j] * (double)w[j];                                           \
+                a1 += g;                                                                           \
+                a2 += g * (double)x[j];                                                            \
             }                                                                                      \
-        for (int k = 0; j < n; j++, k++) {                                                         \
-            double g = (double)dy[j] * (w ? (double)w[j] : 1.0);                                   \
-            a1[k] += g;                                                                            \
-            a2[k] += g * (double)x[j];                                                             \
+        } else {                                                                                   \
+            _Pragma("omp simd reduction(+ : a1, a2)") for (int64_t j = 0; j < n; j++) {            \
+                a1 += (double)dy[j];                                                               \
+                a2 += (double)dy[j] * (double)x[j];                                                \
+            }                                                                                      \
         }                                                                                          \
-        *s1 = *s2 = 0;                                                                             \
-        for (int k = 0; k < LANES; k++) {                                                          \
-            *s1 += a1[k];                                                                          \
-            *s2 += a2[k];                                                                          \
-        }                                                                                          \
+        *s1 = a1;                                                                                  \
+        *s2 = a2;                                                                                  \
     }
 
 /* Forward of one row: statistics, then y = (x - mean) rstd w + b in double,

@@ -138,7 +138,7 @@ static tn_status ln_bw_fused(tn_node *n, tn_tensor *x, tn_tensor *w, tn_tensor *
     tn_tensor *mean = tn__node_unpack(n, 2), *rstd = mean ? tn__node_unpack(n, 3) : NULL;
     tn_tensor *gc = rstd ? tn__contiguous_on(g, tn__dev(x)) : NULL;
     tn_status st = gc ? TN_OK : tn_last_status();
-    tn_ln_args a = {.mode = TN_LN_BWD, .dtype = x->dtype, .x = gc ? tn__ptr(x) : NULL};
+    tn_ln_args a = {.mode = TN_LN_BWD, .dtype = x->dtype};
     ln_dims(x->ndim, x->shape, (int)n->i[0], &a.rows, &a.cols);
     for (int k = 0; k < 3 && st == TN_OK; k++) {
         if (!tn__edge_valid(&n->edges[k])) continue;
@@ -147,6 +147,7 @@ static tn_status ln_bw_fused(tn_node *n, tn_tensor *x, tn_tensor *w, tn_tensor *
         if (!gi[k]) st = tn_last_status();
     }
     if (st == TN_OK) {
+        a.x = tn__ptr(x);
         a.weight = w ? tn__ptr(w) : NULL;
         a.mean = tn__ptr(mean);
         a.rstd = tn__ptr(rstd);
@@ -225,7 +226,8 @@ static tn_tensor *ln_forward(const tn_tensor *x, int nn, const tn_tensor *w, con
         const tn_tensor *ops[6] = {y, *mean, *rstd, xc, wc, bc};
         st = tn__dev_layer_norm(&a, dev, 6, ops, 7u);
     }
-    /* no columns: mean NaN, rstd 1/sqrt(eps)... PyTorch leaves them undefined; no row is read */
+    /* no rows or no columns: nothing ran; mean and rstd are never read (the
+     * backward's outputs are then empty or zeros) */
     tn_release(xc);
     tn_release(wc);
     tn_release(bc);
