@@ -19,6 +19,7 @@
 #define TN_POWX(x, y) tn_pow_dev(x, y)
 /* the constant c in x's type (float math stays float) */
 #define TN_C(x, c) ((decltype(x))(c))
+#define TN_EXP_FAST(x) TN_M(exp, x)
 #else
 #include <math.h>
 #define TN_M(fn, x) _Generic((x), float: fn##f((float)(x)), default: fn((double)(x)))
@@ -27,6 +28,10 @@
                                double: pow((double)(x), (double)(y)),   \
                                default: tn_ipow((int64_t)(x), (int64_t)(y)))
 #define TN_C(x, c) _Generic((x), float: (float)(c), default: (double)(c))
+#include "fast_exp.h"
+/* exp for the loops whose cost it is: float32 vectorised (fast_exp.h, within
+ * 1 ulp), float64 the C library's */
+#define TN_EXP_FAST(x) _Generic((x), float: tn__expf_fast((float)(x)), default: exp((double)(x)))
 #endif
 
 /* GELU's constants: 1/sqrt(2), 1/sqrt(2 pi), sqrt(2/pi), and the cubic's. */
@@ -38,7 +43,7 @@
  * u = beta (x + kappa x^3): exp is several times faster than tanh in the C
  * library and the form has no cancellation. TN_GELU_S: sigmoid(2 u). */
 #define TN_GELU_S(x)                                                                     \
-    (1 / (1 + TN_M(exp, TN_C(x, -2 * TN_GELU_BETA) * (x + TN_C(x, TN_GELU_KAPPA) * x * x * x))))
+    (1 / (1 + TN_EXP_FAST(TN_C(x, -2 * TN_GELU_BETA) * (x + TN_C(x, TN_GELU_KAPPA) * x * x * x))))
 
 #define TN_PW_BINARY_OPS(X)                                                              \
     X(add, ALL, x + y)                                                                   \
@@ -83,7 +88,7 @@
     /* their derivatives (the plain backward), the normal CDF (create_graph) */          \
     X(gelu, FLOAT, x * TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))))        \
     X(gelu_tanh, FLOAT, x * TN_GELU_S(x))                                                \
-    X(silu, FLOAT, x / (1 + TN_M(exp, -x)))                                              \
+    X(silu, FLOAT, x / (1 + TN_EXP_FAST(-x)))                                              \
     X(gelu_grad, FLOAT,                                                                  \
       TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))) +                        \
           x * TN_C(x, TN_GELU_PDF) * TN_M(exp, TN_C(x, -0.5) * x * x))                   \
@@ -92,7 +97,7 @@
       TN_GELU_S(x) * (1 + TN_C(x, 2 * TN_GELU_BETA) * x * (1 - TN_GELU_S(x)) *           \
                               (1 + TN_C(x, 3 * TN_GELU_KAPPA) * x * x)))                 \
     X(silu_grad, FLOAT,                                                                  \
-      1 / (1 + TN_M(exp, -x)) * (1 + x * (1 - 1 / (1 + TN_M(exp, -x)))))                 \
+      1 / (1 + TN_EXP_FAST(-x)) * (1 + x * (1 - 1 / (1 + TN_EXP_FAST(-x)))))                 \
     X(normcdf, FLOAT, TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))))
 
 #endif

@@ -25,6 +25,7 @@
 #define WORKER() 0
 #endif
 
+#include "../core/fast_exp.h"
 #include "cpu_backend.h"
 #include "gemm.h" /* FMADD */
 
@@ -56,27 +57,8 @@ static attn_slice slice_of(const tn_attn_args *a, int64_t b) {
     return sl;
 }
 
-/* exp for float32 as plain arithmetic the compiler vectorises (Cephes'
- * expf: 2^n times a degree-6 polynomial of the remainder); exp(-inf) = 0. */
-static inline float exp_f32(float x) {
-    float xc = x < -87.5f ? -87.5f : (x > 88.5f ? 88.5f : x);
-    float t = FMADD(xc, 1.44269504088896341f, 12582912.0f); /* round to nearest: 1.5 * 2^23 */
-    float n = t - 12582912.0f;
-    float r = FMADD(n, 2.12194440e-4f, FMADD(n, -0.693359375f, xc));
-    float p = 1.9875691500e-4f;
-    p = FMADD(p, r, 1.3981999507e-3f);
-    p = FMADD(p, r, 8.3334519073e-3f);
-    p = FMADD(p, r, 4.1665795894e-2f);
-    p = FMADD(p, r, 1.6666665459e-1f);
-    p = FMADD(p, r, 5.0000001201e-1f);
-    p = FMADD(p * r, r, r + 1.0f);
-    int32_t bits;
-    memcpy(&bits, &t, sizeof bits);
-    int32_t e = (bits - 0x4b400000 + 127) << 23; /* n + 127 in the exponent field */
-    float scale;
-    memcpy(&scale, &e, sizeof scale);
-    return x < -87.5f ? 0.0f : p * scale;
-}
+/* exp for float32 as plain arithmetic the compiler vectorises (fast_exp.h) */
+static inline float exp_f32(float x) { return tn__expf_fast(x); }
 static inline double exp_f64(double x) { return exp(x); }
 
 /* MR: rows of the register tile (MR x BK accumulators: 16 zmm registers for
