@@ -4,6 +4,8 @@
  * tensor and leak nothing (the teardown counts live tensors). The inputs
  * that found them are in fuzz/regressions/, replayed by scripts/fuzz and by
  * the fuzz_replay test. */
+#include <math.h>
+
 #include "util.h"
 
 #include <limits.h>
@@ -114,12 +116,35 @@ static void safetensors_bools_saved_as_0_or_1(void **state) {
     tn_release(t);
 }
 
+/* fuzz/regressions/fast-exp-nan: the vectorised float32 exp (engine/core/fast_exp.h)
+ * converted NaN to int (undefined; UBSan's float-cast-overflow). GELU (tanh), SiLU and
+ * attention on NaN, infinities and values past exp's range give PyTorch's results. */
+static void fast_exp_nan_and_range(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    const float v[7] = {NAN, INFINITY, -INFINITY, 100, -100, 88.8f, -105};
+    tn_tensor *x = tn_tensor_from(v, TN_F32, 1, (int64_t[]){7}, false);
+    /* torch 1.13: F.gelu(x, approximate='tanh') and F.silu(x) both give these */
+    const double want[7] = {NAN, INFINITY, NAN, 100, -0.0, 88.80000305175781, -0.0};
+    tt_assert_close(tn_gelu(x, true), want, 7, 0);
+    tt_assert_close(tn_silu(x), want, 7, 0);
+    /* a NaN score: its row is NaN, the other row is finite */
+    const float qv[4] = {NAN, 1, 0.5f, 0.25f};
+    tn_tensor *q = tn_tensor_from(qv, TN_F32, 2, (int64_t[]){2, 2}, false);
+    tn_tensor *o = tn_scaled_dot_product_attention(q, q, q, NULL, 0, true);
+    float ov[4];
+    assert_int_equal(tn_copy_to(o, ov, sizeof ov), TN_OK);
+    assert_true(isnan(ov[0]) && isnan(ov[1]));
+    tn_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(ndim_checked_before_shape_is_read),
         TT_TEST(huge_requests_refused_before_allocating),
         TT_TEST(safetensors_saves_only_what_loads),
         TT_TEST(safetensors_bools_saved_as_0_or_1),
+        TT_TEST(fast_exp_nan_and_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

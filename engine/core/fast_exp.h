@@ -19,6 +19,7 @@
 static inline float tn__expf_fast(float x) {
     const float hi = 88.72283935546875f, lo = -103.972084f; /* exp(lo) < half the least subnormal */
     float xc = x > hi ? hi : (x < lo ? lo : x);
+    xc = xc != xc ? 0.0f : xc; /* NaN: computed on 0 (no NaN to int conversion), returned below */
     float n = __builtin_rintf(xc * 1.44269504088896341f);
     float r = xc - n * 0.693145751953125f; /* ln 2's high part: exact products for |n| < 2^11 */
     r = r - n * 1.428606765330187045e-6f;  /* and its low part */

@@ -83,14 +83,18 @@ static void F(tile_axpy)(T *restrict c, int64_t rc, int64_t m, const T *restrict
     }
 }
 
-/* Max of a row of BK scores, and x = exp(x - mx) with its sum: simd
+/* Max of a row of BK scores (NaN when one is NaN: a NaN score must reach
+ * the output, not count as masked), and x = exp(x - mx) with its sum: simd
  * reductions (the compiler's fixed lane tree; serial without OpenMP). */
 static inline T F(row_max)(const T *x) {
     T m = x[0];
-#pragma omp simd reduction(max : m)
-    for (int j = 0; j < BK; j++)
+    int nan = 0;
+#pragma omp simd reduction(max : m) reduction(| : nan)
+    for (int j = 0; j < BK; j++) {
         m = x[j] > m ? x[j] : m;
-    return m;
+        nan |= x[j] != x[j];
+    }
+    return nan ? (T)NAN : m;
 }
 static inline T F(row_exp_sum)(T *x, T mx) {
     T s = 0;
@@ -162,7 +166,7 @@ static void F(fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, i
         F(scores)(a, sl, w, kt, i0, m, j0, n);
         for (int64_t i = 0; i < m; i++) {
             T *si = s + i * BK, tm = F(row_max)(si);
-            T mnew = tm > mx[i] ? tm : mx[i];
+            T mnew = tm > mx[i] || tm != tm ? tm : mx[i]; /* a NaN sticks */
             if (mnew == -(T)INFINITY) { /* nothing taken part yet */
                 for (int j = 0; j < BK; j++)
                     si[j] = 0;
@@ -180,10 +184,11 @@ static void F(fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, i
     }
     T *o = (T *)a->o + (sl->b * a->L + i0) * Ev, *lse = (T *)a->lse + sl->b * a->L + i0;
     for (int64_t i = 0; i < m; i++) {
-        T inv = l[i] > 0 ? 1 / l[i] : 0; /* a row with nothing taking part gives 0 */
+        /* a row with nothing taking part gives 0; a NaN row stays NaN */
+        T inv = l[i] > 0 ? 1 / l[i] : (l[i] != l[i] ? l[i] : 0);
         for (int64_t e = 0; e < Ev; e++)
             o[i * Ev + e] = acc[i * Ev + e] * inv;
-        lse[i] = l[i] > 0 ? mx[i] + (T)log(l[i]) : -(T)INFINITY;
+        lse[i] = l[i] > 0 ? mx[i] + (T)log(l[i]) : (l[i] != l[i] ? l[i] : -(T)INFINITY);
     }
 }
 

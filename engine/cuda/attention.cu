@@ -87,7 +87,7 @@ template <typename T> __device__ void fwd_row(const tn_attn_args &a, int64_t r, 
     for (int64_t j = 0; j < a.S; j++) {
         const T s = score<T>(a, so, i, j, lane);
         if (s == -INFINITY) continue;
-        const T mn = s > m ? s : m, alpha = ex(m - mn), p = ex(s - mn);
+        const T mn = s > m || s != s ? s : m, alpha = ex(m - mn), p = ex(s - mn); /* NaN sticks */
         l = l * alpha + p;
         m = mn;
         const T pz = p * keep_scale<T>(a, b, i, j);
@@ -95,10 +95,10 @@ template <typename T> __device__ void fwd_row(const tn_attn_args &a, int64_t r, 
         for (int64_t e = lane; e < Ev; e += 32)
             o[e] = o[e] * alpha + pz * v[e];
     }
-    const T inv = l > 0 ? 1 / l : 0;
+    const T inv = l > 0 ? 1 / l : (l != l ? l : 0); /* nothing taking part: 0; NaN: NaN */
     for (int64_t e = lane; e < Ev; e += 32)
         o[e] *= inv;
-    if (lane == 0) static_cast<T *>(a.lse)[r] = l > 0 ? m + lg(l) : -INFINITY;
+    if (lane == 0) static_cast<T *>(a.lse)[r] = l > 0 ? m + lg(l) : (l != l ? l : -INFINITY);
 }
 
 /* P, the dropout scale, and dS = P (dP Z - D) scale of (i, j). */
