@@ -90,19 +90,6 @@ void tf_op_reduce(tf_state *s) {
     tf_put(s, dst, fns[v](a));
 }
 
-/* Elements of a reduction's output along dim: every other dim's size (an
- * empty input may have a huge one: [0, 65536, 4, ...] summed over dim 0
- * makes 2^26 zeros). 1 when dim is out of range (refused before any work). */
-static uint64_t reduced_numel(const tn_tensor *a, int dim) {
-    int nd = a ? tn_ndim(a) : 0;
-    if (nd == 0 || dim < -nd || dim >= nd) return 1;
-    if (dim < 0) dim += nd;
-    uint64_t n = 1;
-    for (int i = 0; i < nd; i++)
-        if (i != dim) n = tf_mul_sat(n, (uint64_t)tn_shape(a)[i]);
-    return n;
-}
-
 void tf_op_reduce_dim(tf_state *s) {
     uint8_t v = tf_byte(s) % 4;
     tn_tensor *a = tf_in(s);
@@ -110,7 +97,7 @@ void tf_op_reduce_dim(tf_state *s) {
     bool keepdim = tf_bool(s);
     uint8_t dst = tf_dst(s);
     /* the output may be small (a size-1 dim left): no cheap refusal to count on */
-    if (!tf_affordable(reduced_numel(a, dim), tf_numel(a))) return;
+    if (!tf_affordable(tf_reduced_numel(a, dim), tf_numel(a))) return;
     tn_tensor *(*const fns[4])(const tn_tensor *, int, bool) = {tn_sum_dim, tn_mean_dim, tn_max_dim,
                                                                 tn_argmax_dim};
     tf_put(s, dst, fns[v](a, dim, keepdim));

@@ -24,9 +24,10 @@ void tf_op_norm(tf_state *s) {
     bool flag = tf_bool(s);
     double x = tf_scalar(s);
     uint8_t dst = tf_dst(s);
-    /* every variant makes at most numel(a) elements from a (and the small b, c) */
-    uint64_t n = tf_numel(a);
-    if (!tf_affordable(n, n + tf_numel(b) + tf_numel(c))) return;
+    /* the elementwise variants make numel(a) elements (a size refused before any
+     * work); the reductions (logsumexp, var, std) may make few from many */
+    uint64_t n = tf_numel(a), made = v >= 4 && v <= 6 ? tf_reduced_numel(a, dim) : n;
+    if (!tf_affordable(made, n + tf_numel(b) + tf_numel(c))) return;
     tn_tensor *r = NULL;
     switch (v) {
     case 0:

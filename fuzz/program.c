@@ -158,6 +158,16 @@ uint64_t tf_numel_of(int ndim, const int64_t *shape) {
 
 uint64_t tf_numel(const tn_tensor *t) { return t ? tf_numel_of(tn_ndim(t), tn_shape(t)) : 0; }
 
+uint64_t tf_reduced_numel(const tn_tensor *a, int dim) {
+    int nd = a ? tn_ndim(a) : 0;
+    if (nd == 0 || dim < -nd || dim >= nd) return 1;
+    if (dim < 0) dim += nd;
+    uint64_t n = 1;
+    for (int i = 0; i < nd; i++)
+        if (i != dim) n = tf_mul_sat(n, (uint64_t)tn_shape(a)[i]);
+    return n;
+}
+
 /* Elements beyond which an allocation is refused whatever the dtype (one
  * byte each): the sanitizer's cap on one allocation in sanitized builds
  * (fuzz/harness.c sets it), else the library's own limit, the machine's

@@ -127,6 +127,11 @@ void tf_snap_check(const tf_snap *sn, tn_status st, const char *what);
  * library must refuse them before any work). */
 uint64_t tf_numel_of(int ndim, const int64_t *shape);
 uint64_t tf_numel(const tn_tensor *t);
+/* Elements of a reduction's output along dim, saturated: every other dim's
+ * size (an empty input may have a huge one: [0, 65536, 4, ...] summed over
+ * dim 0 makes 2^26 zeros). 1 when dim is out of range (refused before any
+ * work). */
+uint64_t tf_reduced_numel(const tn_tensor *a, int dim);
 /* Whether an op reading `read` elements and making `made` is cheap enough,
  * or sure to be refused for its size: `made` must then be a lower bound of
  * what the op allocates before it reads. */
