@@ -112,5 +112,7 @@ int bench_layer_norm(const bench_opts *o);
 int bench_gelu(const bench_opts *o);
 int bench_attention(const bench_opts *o);
 int bench_gpt_step(const bench_opts *o);
+int bench_gpt_step_anomaly_nan(const bench_opts *o);
+int bench_gpt_step_monitor(const bench_opts *o);
 
 #endif

@@ -62,6 +62,9 @@ static int gpt_body(void *state, int64_t iters) {
     return 0;
 }
 
+/* thresholds no gradient crosses: no warnings */
+static void gpt_monitor_mode(bool on) { tn_set_grad_monitor(on, 1e30, 0); }
+
 int bench_gpt_step(const bench_opts *o) {
     gpt_case c;
     if (!gpt_case_new(&c, o->quick)) return bench_fail("gpt_step", "setup");
@@ -77,4 +80,21 @@ int bench_gpt_step(const bench_opts *o) {
     }
     gpt_case_free(&c);
     return rc;
+}
+
+/* anomaly mode with its NaN/Inf checks, and the gradient monitor, on the same step */
+static int gpt_mode_case(const bench_opts *o, const char *name, bool monitor) {
+    gpt_case c;
+    if (!gpt_case_new(&c, o->quick)) return bench_fail(name, "setup");
+    int rc = monitor ? bench_mode_ratio(o, name, gpt_body, &c, 0.2, 1, "ms", gpt_monitor_mode)
+                     : bench_anomaly_ratio(o, name, gpt_body, &c, 0.2, 1, "ms");
+    gpt_case_free(&c);
+    return rc;
+}
+
+int bench_gpt_step_anomaly_nan(const bench_opts *o) {
+    return gpt_mode_case(o, "gpt_step_anomaly_nan", false);
+}
+int bench_gpt_step_monitor(const bench_opts *o) {
+    return gpt_mode_case(o, "gpt_step_monitor", true);
 }

@@ -132,16 +132,24 @@ tn_status tn_grad_monitor_watch(int n, const char *const *names, tn_tensor *cons
 
 /* ---- measuring ------------------------------------------------------------------------ */
 
+/* Sum of squares and max |value| of n elements at p (byte stride s), in
+ * float64, as simd reductions (a fixed lane order set by the build's vector
+ * width, never by the thread count); a NaN makes the max NaN. */
 #define SCAN_ROW(NAME, T)                                                                          \
     static void NAME(const char *p, int64_t n, int64_t s, double *sq, double *mx) {                \
         double a = 0, m = 0;                                                                       \
+        int nan = 0;                                                                               \
+        _Pragma("omp simd reduction(+ : a) reduction(max : m) reduction(| : nan)")                \
         for (int64_t i = 0; i < n; i++) {                                                          \
-            double v = (double)*(const T *)(p + i * s);                                            \
-            a += v * v;                                                                            \
-            double av = fabs(v);                                                                   \
-            m = av > m || av != av ? av : m; /* a NaN sticks */                                    \
+            T v;                                                                                   \
+            memcpy(&v, p + i * s, sizeof v);                                                       \
+            double d = (double)v, av = d < 0 ? -d : d;                                             \
+            a += d * d;                                                                            \
+            m = av > m ? av : m;                                                                   \
+            nan |= v != v;                                                                         \
         }                                                                                          \
         *sq += a;                                                                                  \
+        if (nan) m = (double)NAN;                                                                  \
         *mx = m > *mx || m != m ? m : *mx;                                                         \
     }
 SCAN_ROW(scan_f32, float)
@@ -157,6 +165,7 @@ static void measure_cpu(const tn_tensor *t, double *norm, double *max_abs) {
     const int64_t step = sp.step * sp.es;
     const bool f32 = t->dtype == TN_F32;
     const int nt = tn__threads_for(sp.n);
+    (void)nt; /* without OpenMP the pragma below is all that reads it */
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
     for (int64_t b = 0; b < blocks; b++) /* block b: units [b U / blocks, (b+1) U / blocks) */
         for (int64_t u = b * sp.units / blocks; u < (b + 1) * sp.units / blocks; u++) {

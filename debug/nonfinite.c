@@ -47,6 +47,7 @@ static bool any_nonfinite(const tn_tensor *t) {
     const int64_t step = sp.step * sp.es;
     const bool f32 = t->dtype == TN_F32;
     const int nt = tn__threads_for(sp.n);
+    (void)nt; /* without OpenMP the pragma below is all that reads it */
     unsigned bad = 0;
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1)
     for (int64_t u = 0; u < sp.units; u++) {
