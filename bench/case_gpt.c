@@ -27,15 +27,7 @@ static bool gpt_case_new(gpt_case *c, bool quick) {
     gpt_config cfg = {96, quick ? 16 : 64, quick ? 1 : 4, 4, quick ? 32 : 128};
     const int64_t shape[2] = {quick ? 2 : 16, cfg.block};
     if (!gpt_init(&c->m, cfg, 0)) return false;
-    tn_tensor **decay = malloc((size_t)c->m.n_params * 2 * sizeof *decay);
-    int nd = 0, no = 0;
-    if (decay) {
-        gpt_split_decay(&c->m, decay, &nd, decay + c->m.n_params, &no);
-        tn_param_group g[2] = {{nd, decay, TN_OPTIM_DEFAULT, 0.1},
-                               {no, decay + c->m.n_params, TN_OPTIM_DEFAULT, 0.0}};
-        c->opt = tn_adamw_new_groups(2, g, 1e-3, 0.9, 0.95, 1e-8, 0.1);
-    }
-    free(decay);
+    c->opt = gpt_optimizer(&c->m, 1e-3);
     /* tokens i * 7 % 96: the step's cost does not depend on the text */
     int64_t tok[16 * 64 + 1];
     for (int i = 0; i <= 16 * 64; i++)

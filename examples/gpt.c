@@ -264,26 +264,10 @@ static bool train_step(const gpt_model *m, tn_adam *opt, tn_tensor *x, tn_tensor
            tn_item(l, loss) == TN_OK;
 }
 
-static tn_adam *make_optimizer(const gpt_model *m, double lr) {
-    tn_tensor **decay = malloc((size_t)m->n_params * sizeof *decay);
-    tn_tensor **other = malloc((size_t)m->n_params * sizeof *other);
-    tn_adam *opt = NULL;
-    int nd, no;
-    if (decay && other) {
-        gpt_split_decay(m, decay, &nd, other, &no);
-        tn_param_group g[2] = {{nd, decay, TN_OPTIM_DEFAULT, 0.1},
-                               {no, other, TN_OPTIM_DEFAULT, 0.0}};
-        opt = tn_adamw_new_groups(2, g, lr, 0.9, 0.95, 1e-8, 0.1);
-    }
-    free(decay);
-    free(other);
-    return opt;
-}
-
 /* Trains o->steps steps; 0 on success, 1 on an error or a loss that
  * differs from the reference. */
 static int train(const gpt_model *m, data *d, const options *o) {
-    tn_adam *opt = make_optimizer(m, o->lr);
+    tn_adam *opt = gpt_optimizer(m, o->lr);
     if (!opt) return fail("making the optimizer");
     double *ref = o->expect ? read_losses(o->expect, o->steps) : NULL;
     int rc = o->expect && !ref ? 1 : 0;

@@ -211,13 +211,15 @@ tn_tensor *gpt_loss(const gpt_model *m, tn_tensor *idx, tn_tensor *targets) {
                             tn_reshape(targets, 1, &BT));
 }
 
-void gpt_split_decay(const gpt_model *m, tn_tensor **decay, int *n_decay, tn_tensor **other,
-                     int *n_other) {
-    *n_decay = *n_other = 0;
-    for (int i = 0; i < m->n_params; i++) {
-        if (tn_ndim(m->params[i]) >= 2)
-            decay[(*n_decay)++] = m->params[i];
-        else
-            other[(*n_other)++] = m->params[i];
-    }
+tn_adam *gpt_optimizer(const gpt_model *m, double lr) {
+    tn_tensor **ps = malloc((size_t)m->n_params * sizeof *ps);
+    if (!ps) return NULL;
+    int nd = 0, no = m->n_params; /* 2-D weights first, the rest from the end */
+    for (int i = 0; i < m->n_params; i++)
+        ps[tn_ndim(m->params[i]) >= 2 ? nd++ : --no] = m->params[i];
+    tn_param_group g[2] = {{nd, ps, TN_OPTIM_DEFAULT, 0.1},
+                           {m->n_params - nd, ps + nd, TN_OPTIM_DEFAULT, 0.0}};
+    tn_adam *opt = tn_adamw_new_groups(2, g, lr, 0.9, 0.95, 1e-8, 0.1);
+    free(ps);
+    return opt;
 }

@@ -54,9 +54,9 @@ tn_tensor *gpt_forward(const gpt_model *m, tn_tensor *idx);
 /* Mean cross-entropy of the next-token predictions (targets [B, T]). */
 tn_tensor *gpt_loss(const gpt_model *m, tn_tensor *idx, tn_tensor *targets);
 
-/* The parameters that get weight decay (the 2-D ones, as nanoGPT): writes
- * them to decay[] and the others to other[]; both hold n_params slots. */
-void gpt_split_decay(const gpt_model *m, tn_tensor **decay, int *n_decay, tn_tensor **other,
-                     int *n_other);
+/* nanoGPT's optimiser: AdamW (betas 0.9, 0.95, eps 1e-8) with weight decay
+ * 0.1 on the 2-D parameters only (a group of its own for the others). NULL
+ * with tn_last_error() set on failure. */
+tn_adam *gpt_optimizer(const gpt_model *m, double lr);
 
 #endif
