@@ -46,9 +46,22 @@ typedef struct node_state {
 typedef struct cell_state {
     tn_grad_cell *cell;
     tn_inbox inbox;
+    /* Edges into the cell whose node has not run yet (counted at discovery).
+     * The node that brings it to 0 takes the cell's gradient for the pass
+     * and runs its hooks (cell_ready): PyTorch's AccumulateGrad time. */
+    _Atomic int pending;
+    bool ready;          /* taken by cell_ready: the gradient is in ready_g */
+    tn_tensor *ready_g;  /* the pass's gradient after the cell's hooks (owned) */
     tn_cell_update up; /* the update deliver_cells prepared */
     bool committed;    /* .grad updated by this run (post-accumulate hooks) */
 } cell_state;
+
+/* A callback queued during the pass (tn_backward_queue_callback). */
+typedef struct queued_cb {
+    struct queued_cb *next;
+    tn_backward_callback_fn fn;
+    void *ctx;
+} queued_cb;
 
 typedef struct run {
     node_state *tab;
@@ -66,7 +79,17 @@ typedef struct run {
     _Atomic int status;
     char message[1024];
     void *monitor; /* the gradient monitor's record of this pass, or NULL */
+    /* Callbacks for the end of the pass, newest first. Pushed from hooks on
+     * any thread of the pass (release CAS), taken once at the end by the
+     * thread that runs the pass (acquire exchange), after every worker joined. */
+    _Atomic(queued_cb *) callbacks;
 } run;
+
+/* The pass this thread is running nodes or hooks of (NULL outside one):
+ * where tn_backward_queue_callback queues. Set by the thread that calls
+ * backward and, under tn_set_parallel_backward, by each worker around the
+ * node it runs; restored afterwards, so a backward called from a hook nests. */
+static _Thread_local run *tls_run;
 
 static size_t hash_ptr(const void *p) {
     uint64_t x = (uint64_t)(uintptr_t)p;
@@ -172,7 +195,12 @@ static tn_status discover(run *r, int n_roots, tn_node *const *roots) {
         tn_node *n = stack[--top];
         if (note_retained(r, n) < 0) goto oom;
         for (int i = 0; i < n->n_in; i++) {
-            if (n->edges[i].cell && cell_insert(r, n->edges[i].cell) < 0) goto oom;
+            if (n->edges[i].cell) {
+                if (cell_insert(r, n->edges[i].cell) < 0) goto oom;
+                /* relaxed: discovery is single-threaded, before any node runs */
+                atomic_fetch_add_explicit(&cell_lookup(r, n->edges[i].cell)->pending, 1,
+                                          memory_order_relaxed);
+            }
             tn_node *c = n->edges[i].node;
             if (!c) continue;
             bool fresh;
@@ -355,9 +383,17 @@ static tn_status deliver_cells(run *r) {
     for (size_t i = 0; i < r->cell_cap && st == TN_OK; i++) {
         cell_state *cs = &r->cells[i];
         tn_tensor *g = NULL;
-        if (!cs->cell || (st = tn__inbox_take(&cs->inbox, &g)) < 0 || !g) continue;
+        if (!cs->cell) continue;
+        if (cs->ready) { /* taken, hooks run, when its last producer finished */
+            g = cs->ready_g;
+            cs->ready_g = NULL;
+            if (!g) continue;
+        } else if ((st = tn__inbox_take(&cs->inbox, &g)) < 0 || !g) {
+            continue;
+        }
         if (!r->functional) {
-            if (tn__has_hooks(&cs->cell->hooks) && (st = tn__run_cell_hooks(cs->cell, &g)) < 0) {
+            if (!cs->ready && tn__has_hooks(&cs->cell->hooks) &&
+                (st = tn__run_cell_hooks(cs->cell, &g)) < 0) {
                 tn_release(g);
                 break;
             }
@@ -403,6 +439,42 @@ static tn_status capture_retained(void *arg, tn_tensor *g) {
     /* retain_grad called while this run was going */
     return accumulate_weak(rc, tn__retain(g), r->create_graph);
 }
+
+/* Every producer of leaf cell cs has run: its gradient for the pass is
+ * final. Take it and run the cell's hooks now, as PyTorch runs a leaf's
+ * hooks when its AccumulateGrad node runs (DDP launches a bucket's
+ * allreduce from there); .grad itself is still updated at the end of the
+ * pass (deliver_cells), all cells or none. */
+static tn_status cell_ready(run *r, cell_state *cs) {
+    if (r->functional || !tn__has_hooks(&cs->cell->hooks)) return TN_OK;
+    tn_tensor *g = NULL;
+    tn_status st = tn__inbox_take(&cs->inbox, &g);
+    if (st == TN_OK && g) st = tn__run_cell_hooks(cs->cell, &g);
+    if (st < 0) {
+        tn_release(g);
+        return st;
+    }
+    cs->ready_g = g;
+    cs->ready = true;
+    return TN_OK;
+}
+
+/* Node n has run: the leaf cells it feeds have one producer less. */
+static tn_status node_done(run *r, const tn_node *n) {
+    tn_status st = TN_OK;
+    for (int i = 0; i < n->n_in && st == TN_OK; i++) {
+        tn_grad_cell *c = n->edges[i].cell;
+        if (!c || r->functional) continue;
+        cell_state *cs = cell_lookup(r, c);
+        /* acq_rel: our sends into the cell's inbox happen before the last
+         * producer's take (it acquires every earlier producer's release). */
+        if (atomic_fetch_sub_explicit(&cs->pending, 1, memory_order_acq_rel) == 1)
+            st = cell_ready(r, cs);
+    }
+    return st;
+}
+
+static tn_status run_callbacks(run *r, tn_status st);
 
 static tn_status execute(run *r, node_state *s) {
     tn_node *n = s->node;
@@ -509,6 +581,7 @@ static void run_free(run *r) {
     for (size_t i = 0; i < r->cell_cap; i++) {
         if (!r->cells[i].cell) continue;
         tn__inbox_clear(&r->cells[i].inbox);
+        tn_release(r->cells[i].ready_g);
         tn__cell_update_drop(&r->cells[i].up);
     }
     tn__mfree(r->cells);
@@ -553,10 +626,14 @@ static void fail(run *r, tn_status st) {
 static void task_run(run *r, node_state *s) {
     if (atomic_load_explicit(&r->status, memory_order_acquire) < 0) return;
     bool prev = tn_set_grad_enabled(r->create_graph);
+    run *prev_run = tls_run;
+    tls_run = r;
     tn__internal_enter();
     tn_status st = execute(r, s);
     drop_buffers(s);
+    if (st == TN_OK) st = node_done(r, s->node);
     tn__internal_leave();
+    tls_run = prev_run;
     tn_set_grad_enabled(prev);
     if (st < 0) {
         fail(r, st);
@@ -628,6 +705,7 @@ static tn_status run_graph(run *r) {
         node_state *s = lookup(r, n);
         tn_status st = execute(r, s);
         drop_buffers(s);
+        if (st == TN_OK) st = node_done(r, n);
         if (st < 0) return st;
         for (int i = 0; i < n->n_in; i++) {
             tn_node *c = n->edges[i].node;
@@ -647,6 +725,8 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
     tn_node **rn = n_roots <= 8 ? stack_roots : tn__calloc_quiet((size_t)n_roots, sizeof *rn);
     if (!rn) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
     bool prev_mode = tn_set_grad_enabled(create_graph);
+    run *prev_run = tls_run;
+    tls_run = &r;
     tn__internal_enter();
     tn_status st = TN_OK;
     /* stale views first: their histories are read below and while running */
@@ -684,5 +764,61 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
     if (rn != stack_roots) tn__mfree(rn);
     tn__internal_leave();
     tn_set_grad_enabled(prev_mode);
+    st = run_callbacks(&r, st);
+    tls_run = prev_run;
+    return st;
+}
+
+/* ---- callbacks at the end of the pass --------------------------------------------- */
+
+tn_status tn_backward_queue_callback(tn_backward_callback_fn fn, void *ctx) {
+    run *r = tls_run;
+    if (!fn) return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_backward_queue_callback: fn is NULL");
+    if (!r)
+        return tn__error(TN_ERR_AUTOGRAD,
+                         "Final callbacks can only be installed during backward pass.");
+    queued_cb *q = tn__malloc_quiet(sizeof *q);
+    if (!q) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in tn_backward_queue_callback");
+    q->fn = fn;
+    q->ctx = ctx;
+    q->next = atomic_load_explicit(&r->callbacks, memory_order_relaxed);
+    /* release: q's fields are visible to the acquire exchange in run_callbacks */
+    while (!atomic_compare_exchange_weak_explicit(&r->callbacks, &q->next, q,
+                                                  memory_order_release, memory_order_relaxed)) {
+    }
+    return TN_OK;
+}
+
+/* Runs the queued callbacks in queue order, on the thread that ran the pass,
+ * after every .grad was updated (or the pass failed: st says which). A
+ * callback may queue more; they run after it. The first failure becomes the
+ * pass's status when it had none. */
+static tn_status run_callbacks(run *r, tn_status st) {
+    queued_cb *list;
+    char saved[1024]; /* a failed pass's message, kept from the callbacks' own calls */
+    bool have_saved = false;
+    tn_status failed = st;
+    /* acquire: pairs with the release CAS of each push */
+    while ((list = atomic_exchange_explicit(&r->callbacks, NULL, memory_order_acquire))) {
+        if (failed < 0 && !have_saved) {
+            snprintf(saved, sizeof saved, "%s", tn_last_error());
+            have_saved = true;
+        }
+        queued_cb *fifo = NULL;
+        while (list) { /* newest first -> queue order */
+            queued_cb *next = list->next;
+            list->next = fifo;
+            fifo = list;
+            list = next;
+        }
+        while (fifo) {
+            queued_cb *next = fifo->next;
+            tn_status cst = fifo->fn(st, fifo->ctx);
+            if (cst < 0 && st == TN_OK) st = cst;
+            tn__mfree(fifo);
+            fifo = next;
+        }
+    }
+    if (have_saved) tn__error(failed, "%s", saved);
     return st;
 }

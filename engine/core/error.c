@@ -24,6 +24,17 @@ tn_status tn__error(tn_status st, const char *fmt, ...) {
     return st;
 }
 
+tn_status tn_set_error(tn_status st, const char *fmt, ...) {
+    if (st >= 0 || !fmt)
+        return tn__error(TN_ERR_INVALID_ARGUMENT,
+                         "tn_set_error: the status must be negative and fmt not NULL");
+    va_list ap;
+    va_start(ap, fmt);
+    set_error(st, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
 tn_status tn__null_arg(bool handle, const char *fmt, ...) {
     if (handle && tn__failed_last && tls_status == TN_ERR_OUT_OF_MEMORY) return tls_status;
     va_list ap;

@@ -102,8 +102,13 @@ bool tn_node_next_is_leaf(const tn_node *n, int i, const tn_tensor *leaf);
  * the size of value"). A negative status stops backward with that status
  * (the hook sets the message with its own call that failed, or any tenet
  * error). Hooks run in registration order, on the thread that runs the node
- * they belong to (an OpenMP worker under tn_set_parallel_backward); leaf
- * hooks at the end of the pass, on the thread that called backward.
+ * they belong to (an OpenMP worker under tn_set_parallel_backward). A leaf's
+ * hooks run as soon as its gradient for the pass is complete, as PyTorch
+ * runs them from the leaf's AccumulateGrad node: on the thread that ran the
+ * last node feeding the leaf (the thread that called backward when the pass
+ * runs serially). Every .grad of the pass is still updated at its end, all
+ * or none; post-accumulate hooks run after that, on the thread that called
+ * backward.
  * Registration and removal are lock-free and may race with backward passes:
  * a pass that started before a removal may still call the hook. `ctx` is
  * the caller's; it must outlive the hook's last call.
@@ -140,6 +145,19 @@ tn_hook *tn_node_register_prehook(tn_node *n, tn_node_prehook_fn fn, void *ctx);
 tn_hook *tn_node_register_hook(tn_node *n, tn_node_hook_fn fn, void *ctx);
 void tn_hook_remove(tn_hook *h);
 void tn_hook_release(tn_hook *h);
+
+/* Variable._execution_engine.queue_callback: from a hook (or a custom
+ * function's backward) during a backward pass, queues fn to run once at the
+ * end of that pass, on the thread that called backward, after every .grad of
+ * the pass was updated and the post-accumulate hooks ran; callbacks run in
+ * queue order and may queue more. Unlike PyTorch, they also run when the
+ * pass failed (pass_status < 0), so that they can release what they hold;
+ * the pass's error and message are kept. A callback's negative status
+ * becomes backward's when the pass itself succeeded. Outside a pass:
+ * TN_ERR_AUTOGRAD, "Final callbacks can only be installed during backward
+ * pass." (DDP, tenet/dist.h, waits for its allreduces from one.) */
+typedef tn_status (*tn_backward_callback_fn)(tn_status pass_status, void *ctx);
+tn_status tn_backward_queue_callback(tn_backward_callback_fn fn, void *ctx);
 
 /* .grad: a new reference, or NULL when there is none (tn_last_status() stays
  * TN_OK then). Reading .grad of a non-leaf that does not retain its grad

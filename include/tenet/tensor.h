@@ -34,6 +34,13 @@ tn_status tn_last_status(void);
  * until the next failing call on this thread. */
 const char *tn_last_error(void);
 void tn_clear_error(void);
+/* Sets this thread's error, for code that extends tenet (a hook, a custom
+ * function's backward, a write through tn_write_inplace, a collective):
+ * returns st. A non-negative st is refused: TN_ERR_INVALID_ARGUMENT. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+tn_status tn_set_error(tn_status st, const char *fmt, ...);
 /* Static name of a status code, e.g. "TN_ERR_SHAPE". */
 const char *tn_status_string(tn_status s);
 
@@ -106,6 +113,18 @@ size_t tn_dtype_size(tn_dtype dt);
 /* Borrowed pointer to the first element (storage data + offset). Writing
  * through it is an untracked write (no version bump). */
 void *tn_data_ptr(const tn_tensor *t);
+/* An in-place write by the caller's own code (a collective, a library's
+ * kernel), tracked as tenet's in-place ops are: t must be contiguous
+ * (TN_ERR_INVALID_ARGUMENT otherwise, "tn_write_inplace: the tensor must be
+ * contiguous"); the write counts as one made under no-grad (allowed on a
+ * leaf that requires grad, as `with torch.no_grad(): p.copy_(...)`). tenet
+ * registers the write with the race detector, calls fn(data, numel, ctx)
+ * with t's first element (device memory for a CUDA tensor) and then bumps
+ * t's version once, whatever fn returned (it may have written part);
+ * anomaly mode records the write under the name op (a string that outlives
+ * the process, e.g. a literal). Returns fn's status. */
+typedef tn_status (*tn_write_fn)(void *data, int64_t numel, void *ctx);
+tn_status tn_write_inplace(tn_tensor *t, const char *op, tn_write_fn fn, void *ctx);
 /* Value of a one-element tensor as double. */
 tn_status tn_item(const tn_tensor *t, double *out);
 /* Copies the elements, in row-major logical order, into buffer (bytes must
