@@ -762,9 +762,9 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
     if (r.monitor) tn__hooks.monitor_end(r.monitor, st);
     run_free(&r);
     if (rn != stack_roots) tn__mfree(rn);
+    st = run_callbacks(&r, st); /* inside backward, as hooks: no scope registers their tensors */
     tn__internal_leave();
     tn_set_grad_enabled(prev_mode);
-    st = run_callbacks(&r, st);
     tls_run = prev_run;
     return st;
 }

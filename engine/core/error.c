@@ -77,6 +77,7 @@ const char *tn_status_string(tn_status s) {
     case TN_ERR_INTERNAL: return "TN_ERR_INTERNAL";
     case TN_ERR_IO: return "TN_ERR_IO";
     case TN_ERR_FORMAT: return "TN_ERR_FORMAT";
+    case TN_ERR_DIST: return "TN_ERR_DIST";
     }
     return "TN_ERR_UNKNOWN";
 }

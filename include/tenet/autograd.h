@@ -152,7 +152,10 @@ void tn_hook_release(tn_hook *h);
  * the pass was updated and the post-accumulate hooks ran; callbacks run in
  * queue order and may queue more. Unlike PyTorch, they also run when the
  * pass failed (pass_status < 0), so that they can release what they hold;
- * the pass's error and message are kept. A callback's negative status
+ * the pass's error and message are kept. Like hooks, callbacks run inside
+ * backward (grad mode as the pass: on only with create_graph), and tensors
+ * returned to them are not registered in any scope: release what you make.
+ * A callback's negative status
  * becomes backward's when the pass itself succeeded. Outside a pass:
  * TN_ERR_AUTOGRAD, "Final callbacks can only be installed during backward
  * pass." (DDP, tenet/dist.h, waits for its allreduces from one.) */

@@ -79,7 +79,8 @@ typedef enum tn_status {
     TN_ERR_INDEX = -9,            /* dimension or index out of range */
     TN_ERR_INTERNAL = -10,        /* a bug in tenet: please report it */
     TN_ERR_IO = -11,              /* a file cannot be opened, read or written */
-    TN_ERR_FORMAT = -12           /* a file's bytes break its format (tenet/io.h) */
+    TN_ERR_FORMAT = -12,          /* a file's bytes break its format (tenet/io.h) */
+    TN_ERR_DIST = -13             /* a collective failed or the ranks disagree (tenet/dist.h) */
 } tn_status;
 
 #ifdef __cplusplus
