@@ -29,6 +29,7 @@
 #include "tenet/threads.h"
 #include "tenet/function.h"
 #include "tenet/io.h"
+#include "tenet/profile.h"
 
 #define TENET_VERSION_MAJOR 0
 #define TENET_VERSION_MINOR 1
