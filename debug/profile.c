@@ -22,7 +22,6 @@
 #include "../engine/core/hooks.h"
 #include "profile_internal.h"
 #include "tenet/profile.h"
-#include "tenet/runtime.h"
 
 /* The list of every thread's buffer. seq_cst: a push is ordered before its
  * owner's load of the switch, and the end's walk after its store of the
@@ -96,13 +95,13 @@ static void set_name(tn_pev *e, const char *name) {
 
 /* The live-bytes counter, when it moved since this thread last said it. */
 static void sample_memory(tn_pbuf *b, double ts) {
-    tn_memory_stats_t m;
-    if (tn_memory_stats(&m) < 0 || (int64_t)m.bytes_live == b->last_live) return;
+    int64_t live = tn__bytes_live();
+    if (live == b->last_live) return;
     tn_pev *e = append(b);
     if (!e) return;
     e->kind = TN_PEV_COUNTER;
     e->ts = ts;
-    e->bytes = b->last_live = (int64_t)m.bytes_live;
+    e->bytes = b->last_live = live;
 }
 
 static int64_t tensor_bytes(const tn_tensor *t) {

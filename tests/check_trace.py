@@ -2,8 +2,11 @@
 """Runs a program that writes a profiler trace (argv[1], given argv[2] as the
 path), parses the Chrome trace-event JSON with json and checks its shape:
 spans of the expected ops and backward nodes, spans nested per thread, every
-thread named by an "M" record, flows paired, the memory counter present."""
+thread named by an "M" record, flows paired, the memory counter present.
+With --env PROG PATH: PROG runs with TENET_PROFILE=PATH, which must leave a
+trace with spans and named threads at its exit."""
 import json
+import os
 import subprocess
 import sys
 
@@ -13,6 +16,27 @@ EPS = 0.002  # ts and dur are each rounded to 1 ns
 def fail(msg):
     print("check_trace: " + msg)
     sys.exit(1)
+
+
+def thread_names(events):
+    names = {e["tid"]: e["args"]["name"] for e in events
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    for e in events:
+        if e["ph"] != "M" and e["tid"] not in names:
+            fail("tid %d has no thread_name record" % e["tid"])
+    return names
+
+
+def check_env(prog, path):
+    env = dict(os.environ, TENET_PROFILE=path)
+    if subprocess.run([prog], env=env, capture_output=True).returncode != 0:
+        fail("%s failed under TENET_PROFILE" % prog)
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    thread_names(events)
+    if not any(e["ph"] == "X" for e in events):
+        fail("TENET_PROFILE: no span in %s" % path)
+    print("check_trace: TENET_PROFILE wrote %d events" % len(events))
 
 
 def check_nesting(spans):
@@ -53,12 +77,8 @@ def main():
     with open(sys.argv[2]) as f:
         trace = json.load(f)
     events = trace["traceEvents"]
-    names = {e["tid"]: e["args"]["name"] for e in events
-             if e["ph"] == "M" and e["name"] == "thread_name"}
+    names = thread_names(events)
     spans = [e for e in events if e["ph"] == "X"]
-    for e in events:
-        if e["ph"] != "M" and e["tid"] not in names:
-            fail("tid %d has no thread_name record" % e["tid"])
     for want in ("prof-main", "prof-a", "prof-b"):
         if want not in names.values():
             fail("no thread named %s (names: %s)" % (want, sorted(names.values())))
@@ -98,4 +118,7 @@ def main():
           % (len(spans), len(by_tid), len(starts), len(counters)))
 
 
-main()
+if sys.argv[1] == "--env":
+    check_env(sys.argv[2], sys.argv[3])
+else:
+    main()

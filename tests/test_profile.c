@@ -5,6 +5,7 @@
 #include "util.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,38 @@ static void test_threads(void **state) {
     remove(TRACE);
 }
 
+/* Sessions begin and end while threads train: what they record in between
+ * is theirs; ThreadSanitizer checks the hand-over of the buffers. */
+static atomic_bool stop;
+
+static void *trainer(void *arg) {
+    tn_status *st = arg;
+    while (*st == TN_OK && !atomic_load_explicit(&stop, memory_order_relaxed))
+        *st = prof_step();
+    return NULL;
+}
+
+static void test_sessions_while_training(void **state) {
+    (void)state;
+    pthread_t th[3];
+    tn_status st[3] = {TN_OK, TN_OK, TN_OK};
+    atomic_store_explicit(&stop, false, memory_order_relaxed);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, trainer, &st[i]), 0);
+    for (int k = 0; k < 20; k++) {
+        assert_int_equal(tn_profile_begin(), TN_OK);
+        assert_int_equal(prof_step(), TN_OK);
+        assert_int_equal(tn_profile_end(k % 2 ? TRACE : NULL), TN_OK);
+    }
+    atomic_store_explicit(&stop, true, memory_order_relaxed);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(st[i], TN_OK);
+    assert_int_equal(tn_profile_summary(stdout, 3), TN_OK);
+    remove(TRACE);
+}
+
 /* Ops run while off are not recorded; a session with none writes no span. */
 static void test_off_records_nothing(void **state) {
     (void)state;
@@ -114,6 +147,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(test_errors),
         TT_TEST(test_threads),
+        TT_TEST(test_sessions_while_training),
         TT_TEST(test_off_records_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
