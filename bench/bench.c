@@ -50,6 +50,8 @@ static const bench_case CASES[] = {
     {"mlp_anomaly_nan", "mlp with anomaly mode and its NaN/Inf checks on, as a ratio to off",
      bench_mlp_anomaly_nan, true},
     {"mlp_monitor", "mlp with the gradient monitor on, as a ratio to off", bench_mlp_monitor, true},
+    {"mlp_profile", "mlp with the timeline profiler on, as a ratio to off", bench_mlp_profile,
+     true},
     {"mlp_threads", "independent MLP steps on 1..T user threads (1 op thread each)",
      bench_mlp_threads, false},
     {"digits", "the digits demo: 64-128-10 MLP, batch 64, 30 epochs, seconds + accuracy",

@@ -104,6 +104,7 @@ int bench_mlp(const bench_opts *o);
 int bench_mlp_anomaly(const bench_opts *o);
 int bench_mlp_anomaly_nan(const bench_opts *o);
 int bench_mlp_monitor(const bench_opts *o);
+int bench_mlp_profile(const bench_opts *o);
 int bench_mlp_threads(const bench_opts *o);
 int bench_digits(const bench_opts *o);
 int bench_embedding(const bench_opts *o); /* case_embedding.c */
