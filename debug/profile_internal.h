@@ -58,11 +58,35 @@ typedef struct tn_pbuf {
  * process). TN_ERR_OUT_OF_MEMORY when the flow table cannot be built. */
 tn_status tn__prof_write_json(FILE *f, const tn_pbuf *bufs, int pid);
 
-/* The per-op table of the buffers in `bufs`, kept until the next call (or
- * tn__prof_table_free) for tn_profile_summary. */
+/* ---- the per-op table (profile_summary.c) ---- */
+/* A span as the table reads it (name: borrowed; self: scratch). */
+typedef struct tn_prof_span {
+    const char *name;
+    uint64_t tid;
+    double ts, dur, self; /* µs */
+} tn_prof_span;
+
+typedef struct tn_prof_row {
+    char name[TN_PEV_NAME];
+    int64_t calls;
+    double self, total; /* µs */
+} tn_prof_row;
+
+typedef struct tn_prof_table {
+    tn_prof_row *rows; /* by self time, most first (owned) */
+    size_t n;
+} tn_prof_table;
+
+/* The table of spans[0..n) (reordered). TN_ERR_OUT_OF_MEMORY: t is empty. */
+tn_status tn__prof_table_make(tn_prof_table *t, tn_prof_span *spans, size_t n);
+void tn__prof_table_clear(tn_prof_table *t);
+/* The top rows of t (top <= 0: all), the column heads and the total. */
+tn_status tn__prof_table_print(const tn_prof_table *t, FILE *f, int top);
+
+/* The table of the buffers in `bufs`, kept until the next call (or
+ * tn__prof_table_free) for tn_profile_summary (tn__prof_summary_print). */
 tn_status tn__prof_table_build(const tn_pbuf *bufs);
 void tn__prof_table_free(void);
-/* Prints the table (tn_profile_summary's rows). */
 tn_status tn__prof_summary_print(FILE *f, int top);
 
 #endif

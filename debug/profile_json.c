@@ -37,7 +37,7 @@ static tn_status gather(const tn_pbuf *bufs, tn_pev_kind kind, flow_ids *out) {
         for (const tn_pchunk *c = b->head; c; c = c->next)
             for (int i = 0; i < c->n; i++)
                 if (c->ev[i].kind == kind && c->ev[i].flow) out->v[out->n++] = c->ev[i].flow;
-    qsort(out->v, out->n, sizeof *out->v, cmp_u64);
+    if (out->n) qsort(out->v, out->n, sizeof *out->v, cmp_u64);
     return TN_OK;
 }
 

@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
     void *r0 = worker("prof-main"), *r1, *r2;
     pthread_join(t[0], &r1);
     pthread_join(t[1], &r2);
-    if (argc == 2 && (tn_profile_end(argv[1]) < 0 || tn_profile_summary(stdout, 10) < 0)) {
+    if (argc == 2 && (tn_profile_end(argv[1]) < 0 || tn_profile_summary(stdout, 0) < 0)) {
         fprintf(stderr, "%s\n", tn_last_error());
         return 1;
     }

@@ -129,6 +129,36 @@ static void test_sessions_while_training(void **state) {
     remove(TRACE);
 }
 
+/* A trace file's table (tenet-prof), and the reader's errors. */
+static void test_summary_file(void **state) {
+    (void)state;
+    assert_int_equal(tn_profile_begin(), TN_OK);
+    assert_int_equal(prof_step(), TN_OK);
+    assert_int_equal(tn_profile_end(TRACE), TN_OK);
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    assert_int_equal(tn_profile_summary_file(TRACE, f, 0), TN_OK);
+    rewind(f);
+    char table[4096] = {0};
+    assert_true(fread(table, 1, sizeof table - 1, f) > 0);
+    assert_non_null(strstr(table, "MmBackward0"));
+    assert_non_null(strstr(table, "self time total"));
+    EXPECT_ERR(tn_profile_summary_file("/nonexistent-dir/t.json", f, 5), TN_ERR_IO, "cannot open");
+    EXPECT_ERR(tn_profile_summary_file(TRACE, NULL, 5), TN_ERR_INVALID_ARGUMENT, "NULL");
+    fclose(f);
+    FILE *g = fopen(TRACE, "w");
+    assert_non_null(g);
+    fputs("{\"traceEvents\": 3}", g);
+    fclose(g);
+    EXPECT_ERR(tn_profile_summary_file(TRACE, stdout, 5), TN_ERR_FORMAT, "no traceEvents");
+    g = fopen(TRACE, "w");
+    assert_non_null(g);
+    fputs("not json", g);
+    fclose(g);
+    EXPECT_ERR(tn_profile_summary_file(TRACE, stdout, 5), TN_ERR_FORMAT, "not JSON");
+    remove(TRACE);
+}
+
 /* Ops run while off are not recorded; a session with none writes no span. */
 static void test_off_records_nothing(void **state) {
     (void)state;
@@ -148,6 +178,7 @@ int main(void) {
         TT_TEST(test_errors),
         TT_TEST(test_threads),
         TT_TEST(test_sessions_while_training),
+        TT_TEST(test_summary_file),
         TT_TEST(test_off_records_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,6 +4,7 @@
  *   ... forward, backward, optimiser steps, on any threads ...
  *   tn_profile_end("trace.json");      // Chrome trace-event JSON
  *   tn_profile_summary(stdout, 10);    // the top ops by self time
+ *   // later, from the file: tenet-prof trace.json (tn_profile_summary_file)
  *
  * The file opens in Perfetto (ui.perfetto.dev, "Open trace file") or
  * chrome://tracing ("Load"). It holds, per thread (OS id and name):
@@ -48,6 +49,10 @@ bool tn_profile_enabled(void);
  * and total time, average, share of all self time. top <= 0: every row.
  * TN_ERR_INVALID_ARGUMENT when f is NULL or no recording has ended. */
 tn_status tn_profile_summary(FILE *f, int top);
+/* The same table for a trace file tn_profile_end wrote (its "X" events), as
+ * the tenet-prof command prints it. TN_ERR_IO: the file cannot be read;
+ * TN_ERR_FORMAT: it is not a trace. */
+tn_status tn_profile_summary_file(const char *path, FILE *f, int top);
 
 TN_API_END
 #ifdef __cplusplus
