@@ -115,6 +115,8 @@ tn_status tn__prof_write_json(FILE *f, const tn_pbuf *bufs, int pid) {
                     "\"args\":{\"name\":",
                     pid, (unsigned long long)b->tid);
             put_str(f, b->tname);
+            if (b->dropped) /* events lost to out-of-memory on this thread */
+                fprintf(f, ",\"dropped_events\":%lld", (long long)b->dropped);
             fputs("}}", f);
             for (const tn_pchunk *c = b->head; c; c = c->next)
                 for (int i = 0; i < c->n; i++)

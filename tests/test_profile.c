@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "prof_step.h"
+#include "tenet/testing.h"
 
 #define TRACE "test_profile_trace.json"
 /* call fails with status st and a message containing needle */
@@ -159,6 +160,28 @@ static void test_summary_file(void **state) {
     remove(TRACE);
 }
 
+/* Each allocation of a profiled step and of the end fails in turn: the step
+ * fails cleanly or goes on (a lost event is counted, not an error), the end
+ * writes its file or fails with TN_ERR_OUT_OF_MEMORY; nothing leaks (the
+ * teardown counts tensors, ASan the rest). */
+static void test_oom_walk(void **state) {
+    (void)state;
+    bool fired = true;
+    for (int64_t n = 1; fired && n < 5000; n++) {
+        assert_int_equal(tn_profile_begin(), TN_OK);
+        tn_test_fail_alloc_at(n);
+        tn_status st = prof_step();
+        tn_status end = tn_profile_end(TRACE);
+        fired = tn_test_alloc_failed();
+        tn_test_fail_alloc_at(0);
+        assert_true(st == TN_OK || st == TN_ERR_OUT_OF_MEMORY);
+        assert_true(end == TN_OK || end == TN_ERR_OUT_OF_MEMORY);
+        assert_false(tn_profile_enabled());
+    }
+    assert_false(fired); /* the walk reached a run with no failure */
+    remove(TRACE);
+}
+
 /* Ops run while off are not recorded; a session with none writes no span. */
 static void test_off_records_nothing(void **state) {
     (void)state;
@@ -175,11 +198,8 @@ static void test_off_records_nothing(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        TT_TEST(test_errors),
-        TT_TEST(test_threads),
-        TT_TEST(test_sessions_while_training),
-        TT_TEST(test_summary_file),
-        TT_TEST(test_off_records_nothing),
+        TT_TEST(test_errors),       TT_TEST(test_threads),  TT_TEST(test_sessions_while_training),
+        TT_TEST(test_summary_file), TT_TEST(test_oom_walk), TT_TEST(test_off_records_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
