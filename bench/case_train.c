@@ -195,14 +195,9 @@ static int mlp_mode_case(const bench_opts *o, const char *name, void (*set_mode)
 
 int bench_mlp_monitor(const bench_opts *o) { return mlp_mode_case(o, "mlp_monitor", monitor_mode); }
 
-/* the timeline profiler recording every op and node (the recording of a
- * run is discarded when it ends) */
-static void profile_mode(bool on) {
-    if (on && !tn_profile_enabled()) tn_profile_begin();
-    if (!on && tn_profile_enabled()) tn_profile_end(NULL);
+int bench_mlp_profile(const bench_opts *o) {
+    return mlp_mode_case(o, "mlp_profile", bench_profile_mode);
 }
-
-int bench_mlp_profile(const bench_opts *o) { return mlp_mode_case(o, "mlp_profile", profile_mode); }
 
 /* ---- mlp_threads: T user threads, each stepping its own model ---------------- */
 
