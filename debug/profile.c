@@ -83,7 +83,7 @@ static tn_pev *append(tn_pbuf *b) {
         if (b->head == c) tn__thread_name(b->tname); /* the name as of the session's start */
     }
     tn_pev *e = &b->tail->ev[b->tail->n++];
-    memset(e, 0, offsetof(tn_pev, shape));
+    memset(e, 0, sizeof *e);
     return e;
 }
 
@@ -116,6 +116,38 @@ static int64_t op_flops(const char *op, const tn_tensor *out, int n_in,
     return 2 * tn__numel(out->ndim, out->shape) * in[0]->shape[in[0]->ndim - 1];
 }
 
+/* Room for n dims in b's shape blocks, or NULL (out of memory). */
+static int64_t *shape_room(tn_pbuf *b, int n) {
+    if (!b->shapes || b->shapes->n + n > TN_PSHAPES) {
+        tn_pshapes *s = tn__malloc_quiet(sizeof *s);
+        if (!s) return NULL;
+        s->next = b->shapes;
+        s->n = 0;
+        b->shapes = s;
+    }
+    int64_t *p = b->shapes->v + b->shapes->n;
+    b->shapes->n += n;
+    return p;
+}
+
+/* The first TN_PEV_MAX_IN inputs' shapes (none when out of memory: the
+ * span keeps the rest). */
+static void record_shapes(tn_pbuf *b, tn_pev *e, int n_in, const tn_tensor *const *in) {
+    int k = n_in < TN_PEV_MAX_IN ? n_in : TN_PEV_MAX_IN, total = 0;
+    for (int i = 0; i < k; i++)
+        total += in[i] ? in[i]->ndim : 0;
+    int64_t *p = shape_room(b, total);
+    if (!p) return;
+    e->dims = p;
+    for (int i = 0; i < k; i++) {
+        if (!in[i]) continue; /* an absent input: an empty shape */
+        e->ndim[i] = (int8_t)in[i]->ndim;
+        memcpy(p, in[i]->shape, (size_t)in[i]->ndim * sizeof *p);
+        p += in[i]->ndim;
+    }
+    e->n_in = (uint8_t)k;
+}
+
 /* A span's event, or NULL (out of memory: counted as dropped). */
 static tn_pev *span(tn_pbuf *b, tn_pev_kind kind, const char *name, double t0, double t1) {
     tn_pev *e = append(b);
@@ -138,13 +170,9 @@ static void prof_op(const char *op, double t0, const tn_tensor *out, int n_in,
         e->dtype = (int8_t)out->dtype;
         e->bytes = tensor_bytes(out);
         e->flops = op_flops(op, out, n_in, in);
-        for (int i = 0; i < n_in; i++) {
+        for (int i = 0; i < n_in; i++)
             e->bytes += tensor_bytes(in[i]);
-            if (i >= TN_PEV_MAX_IN || !in[i]) continue;
-            e->ndim[i] = (int8_t)in[i]->ndim;
-            memcpy(e->shape[i], in[i]->shape, (size_t)in[i]->ndim * sizeof(int64_t));
-            e->n_in = (uint8_t)(i + 1);
-        }
+        record_shapes(b, e, n_in, in);
         if (b->pending_out == out) e->flow = b->pending_flow; /* linked before its span ended */
         b->pending_out = NULL;
         b->last_op = e;
@@ -197,6 +225,11 @@ static void empty(tn_pbuf *bufs) {
             next = c->next;
             tn__mfree(c);
         }
+        for (tn_pshapes *p = b->shapes, *next; p; p = next) {
+            next = p->next;
+            tn__mfree(p);
+        }
+        b->shapes = NULL;
         b->head = b->tail = NULL;
         b->dropped = 0;
         b->last_live = -1;

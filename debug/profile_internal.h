@@ -10,7 +10,8 @@
 
 #define TN_PEV_NAME 40  /* op and node names are copied: a custom function's may not outlive it */
 #define TN_PEV_MAX_IN 3 /* input shapes recorded per op */
-#define TN_PCHUNK 128   /* events per buffer chunk */
+#define TN_PCHUNK 256   /* events per buffer chunk */
+#define TN_PSHAPES 4096 /* dims per shape block */
 
 typedef enum { TN_PEV_OP, TN_PEV_NODE, TN_PEV_COUNTER } tn_pev_kind;
 
@@ -24,8 +25,18 @@ typedef struct tn_pev {
     double ts, dur;
     uint64_t flow;        /* OP: 1 + seq of the node it made; NODE: 1 + its seq */
     int64_t bytes, flops; /* flops < 0: not known */
-    int64_t shape[TN_PEV_MAX_IN][TN_MAX_DIMS];
+    /* OP: the n_in input shapes one after the other (ndim[i] dims each), in
+     * the buffer's shape blocks */
+    const int64_t *dims;
 } tn_pev;
+
+/* Input shapes, kept apart so that an event stays small (most events are
+ * nodes and counters, and most shapes are short). */
+typedef struct tn_pshapes {
+    struct tn_pshapes *next;
+    int n;
+    int64_t v[TN_PSHAPES];
+} tn_pshapes;
 
 typedef struct tn_pchunk {
     struct tn_pchunk *next;
@@ -46,6 +57,7 @@ typedef struct tn_pbuf {
     uint64_t tid;
     char tname[TN_THREAD_NAME];
     tn_pchunk *head, *tail;
+    tn_pshapes *shapes;      /* the newest block first */
     int64_t dropped;         /* events lost to out-of-memory */
     int64_t last_live;       /* the last counter value this thread emitted (-1: none) */
     tn_pev *last_op;         /* the last op span (a node made after it links to it) */

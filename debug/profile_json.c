@@ -58,10 +58,11 @@ static void put_str(FILE *f, const char *s) {
 
 static void put_op_args(FILE *f, const tn_pev *e) {
     fputs(",\"args\":{\"shapes\":[", f);
+    const int64_t *dim = e->dims;
     for (int i = 0; i < e->n_in; i++) {
         fputs(i ? ",[" : "[", f);
         for (int d = 0; d < e->ndim[i]; d++)
-            fprintf(f, d ? ",%lld" : "%lld", (long long)e->shape[i][d]);
+            fprintf(f, d ? ",%lld" : "%lld", (long long)*dim++);
         fputc(']', f);
     }
     fprintf(f, "],\"dtype\":\"%s\",\"bytes\":%lld", tn_dtype_name((tn_dtype)e->dtype),
