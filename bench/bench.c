@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <tenet/debug.h>
+#include <tenet/profile.h>
 
 static const bench_case CASES[] = {
     {"triad", "STREAM-style triad a = b + s*c, 64 Mi float32, OpenMP: the bandwidth limit",
@@ -46,10 +47,14 @@ static const bench_case CASES[] = {
     {"tiny_anomaly", "tiny with anomaly mode on, as a ratio to off", bench_tiny_anomaly, false},
     {"chain100_anomaly", "chain100 with anomaly mode on, as a ratio to off", bench_chain100_anomaly,
      false},
+    {"chain100_profile", "chain100 with the timeline profiler on, as a ratio to off",
+     bench_chain100_profile, false},
     {"mlp_anomaly", "mlp with anomaly mode on, as a ratio to off", bench_mlp_anomaly, true},
     {"mlp_anomaly_nan", "mlp with anomaly mode and its NaN/Inf checks on, as a ratio to off",
      bench_mlp_anomaly_nan, true},
     {"mlp_monitor", "mlp with the gradient monitor on, as a ratio to off", bench_mlp_monitor, true},
+    {"mlp_profile", "mlp with the timeline profiler on, as a ratio to off", bench_mlp_profile,
+     true},
     {"mlp_threads", "independent MLP steps on 1..T user threads (1 op thread each)",
      bench_mlp_threads, false},
     {"digits", "the digits demo: 64-128-10 MLP, batch 64, 30 epochs, seconds + accuracy",
@@ -217,6 +222,18 @@ int bench_mode_ratio(const bench_opts *o, const char *name, bench_fn body, void 
     bench_extra(&r, key, scale * t_on.median);
     bench_emit(&r);
     return 0;
+}
+
+/* The timeline profiler recording every op and node (a run's recording is
+ * discarded when it ends). */
+void bench_profile_mode(bool on) {
+    if (on && !tn_profile_enabled()) tn_profile_begin();
+    if (!on && tn_profile_enabled()) tn_profile_end(NULL);
+}
+
+int bench_profile_ratio(const bench_opts *o, const char *name, bench_fn body, void *state,
+                        double min_run_s, double per, const char *unit_off) {
+    return bench_mode_ratio(o, name, body, state, min_run_s, per, unit_off, bench_profile_mode);
 }
 
 /* Anomaly mode's cost. A name ending in "_nan" turns check_nan on with it. */

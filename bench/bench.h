@@ -61,6 +61,11 @@ int bench_anomaly_ratio(const bench_opts *o, const char *name, bench_fn body, vo
 /* The cost of any mode switched by set_mode(true/false), as bench_anomaly_ratio. */
 int bench_mode_ratio(const bench_opts *o, const char *name, bench_fn body, void *state,
                      double min_run_s, double per, const char *unit_off, void (*set_mode)(bool));
+/* The timeline profiler switched on (a run's recording is discarded when it
+ * ends), and its cost on body as bench_anomaly_ratio. */
+void bench_profile_mode(bool on);
+int bench_profile_ratio(const bench_opts *o, const char *name, bench_fn body, void *state,
+                        double min_run_s, double per, const char *unit_off);
 /* Fills r's statistics from the per-run values v[0..n) (already in r->unit). */
 void bench_stats(bench_result *r, const double *v, int n);
 /* Appends `"key": value` to r->extra. */
@@ -97,6 +102,7 @@ int bench_chain100(const bench_opts *o);
 int bench_add_inplace(const bench_opts *o);
 int bench_tiny_anomaly(const bench_opts *o);
 int bench_chain100_anomaly(const bench_opts *o);
+int bench_chain100_profile(const bench_opts *o);
 int bench_sgemm1024(const bench_opts *o);
 int bench_sgemm2048(const bench_opts *o);
 int bench_sgemm4096(const bench_opts *o);
@@ -104,6 +110,7 @@ int bench_mlp(const bench_opts *o);
 int bench_mlp_anomaly(const bench_opts *o);
 int bench_mlp_anomaly_nan(const bench_opts *o);
 int bench_mlp_monitor(const bench_opts *o);
+int bench_mlp_profile(const bench_opts *o);
 int bench_mlp_threads(const bench_opts *o);
 int bench_digits(const bench_opts *o);
 int bench_embedding(const bench_opts *o); /* case_embedding.c */

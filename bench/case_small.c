@@ -117,11 +117,20 @@ int bench_tiny_anomaly(const bench_opts *o) {
     return rc;
 }
 
-int bench_chain100_anomaly(const bench_opts *o) {
+/* chain100 with a debug mode off, then on (ratio: bench_anomaly_ratio & co.) */
+static int chain_ratio(const bench_opts *o, const char *name,
+                       int (*ratio)(const bench_opts *, const char *, bench_fn, void *, double,
+                                    double, const char *)) {
     small s;
-    int rc = small_init(&s, 16, true) ? 0 : bench_fail("chain100_anomaly", "setup");
-    if (rc == 0)
-        rc = bench_anomaly_ratio(o, "chain100_anomaly", chain_body, &s, SMALL_RUN_S, CHAIN, "us");
+    int rc = small_init(&s, 16, true) ? 0 : bench_fail(name, "setup");
+    if (rc == 0) rc = ratio(o, name, chain_body, &s, SMALL_RUN_S, CHAIN, "us");
     small_free(&s);
     return rc;
+}
+
+int bench_chain100_anomaly(const bench_opts *o) {
+    return chain_ratio(o, "chain100_anomaly", bench_anomaly_ratio);
+}
+int bench_chain100_profile(const bench_opts *o) {
+    return chain_ratio(o, "chain100_profile", bench_profile_ratio);
 }

@@ -184,12 +184,19 @@ int bench_mlp_anomaly_nan(const bench_opts *o) { return mlp_anomaly_case(o, "mlp
 /* the gradient monitor with thresholds no gradient crosses (no warnings) */
 static void monitor_mode(bool on) { tn_set_grad_monitor(on, 1e30, 0); }
 
-int bench_mlp_monitor(const bench_opts *o) {
+/* the mlp step with a debug mode off, then on */
+static int mlp_mode_case(const bench_opts *o, const char *name, void (*set_mode)(bool)) {
     mlp_case c;
-    if (!mlp_case_new(&c, 3, o->device)) return bench_fail("mlp_monitor", "setup");
-    int rc = bench_mode_ratio(o, "mlp_monitor", mlp_body, &c, 0.1, 1, "ms", monitor_mode);
+    if (!mlp_case_new(&c, 3, o->device)) return bench_fail(name, "setup");
+    int rc = bench_mode_ratio(o, name, mlp_body, &c, 0.1, 1, "ms", set_mode);
     mlp_case_free(&c);
     return rc;
+}
+
+int bench_mlp_monitor(const bench_opts *o) { return mlp_mode_case(o, "mlp_monitor", monitor_mode); }
+
+int bench_mlp_profile(const bench_opts *o) {
+    return mlp_mode_case(o, "mlp_profile", bench_profile_mode);
 }
 
 /* ---- mlp_threads: T user threads, each stepping its own model ---------------- */

@@ -24,6 +24,7 @@
 
 #include "digits.h"
 #include "init.h"
+#include "profile_flag.h"
 
 enum { N_TRAIN = 1500, HIDDEN = 128, EPOCHS = 30, BATCH = 64 };
 static const double LR = 0.1, MOMENTUM = 0.9, TARGET_ACCURACY = 0.97;
@@ -403,6 +404,7 @@ static bool run_training(const digits *d) {
 }
 
 int main(int argc, char **argv) {
+    profile_flag(&argc, argv); /* --profile[=PATH] */
     if (argc > 2 || (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))) {
         fprintf(argc > 2 ? stderr : stdout,
                 "usage: %s [DATA]\n  DATA: the digits CSV (gzip'd or not); default $TENET_DATA, "

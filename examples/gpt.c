@@ -37,6 +37,7 @@
 
 #include "gpt_data.h"
 #include "gpt_model.h"
+#include "profile_flag.h"
 
 typedef struct options {
     gpt_config cfg;
@@ -369,6 +370,7 @@ static int sample(const gpt_model *m, const data *d, const options *o) {
 }
 
 int main(int argc, char **argv) {
+    profile_flag(&argc, argv); /* --profile[=PATH] */
     options o;
     if (!parse_args(argc, argv, &o)) return 2;
     if (o.threads > 0) tn_set_num_threads(o.threads);

@@ -30,6 +30,7 @@
 #include "tenet/function.h"
 #include "tenet/io.h"
 #include "tenet/sampler.h"
+#include "tenet/profile.h"
 
 #define TENET_VERSION_MAJOR 0
 #define TENET_VERSION_MINOR 1

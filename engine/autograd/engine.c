@@ -528,6 +528,7 @@ static tn_status execute(run *r, node_state *s) {
         goto done;
     }
     memset(gin, 0, (size_t)n->n_in * sizeof *gin);
+    double t0 = tn__prof_start(); /* the profiler: the node's span */
     bool anomaly = tn__anomaly_enabled();
     tn_node *prev_running = anomaly ? tn__hooks.set_running(n) : NULL;
     st = n->fn->backward(n, s->inbuf, gin);
@@ -551,6 +552,7 @@ static tn_status execute(run *r, node_state *s) {
         tn_release(g);
         gin[i] = h;
     }
+    if (TN_UNLIKELY(t0 > 0)) tn__hooks.prof_node(n->fn->name, n->seq, t0);
     if (st == TN_OK && r->monitor) tn__hooks.monitor_node(r->monitor, n, gin);
     if (st == TN_OK && hooked) st = tn__run_posthooks(n, gin, s->inbuf);
     for (int i = 0; i < n->n_in; i++) {

@@ -514,6 +514,12 @@ void tn__version_release(tn_version_block *v) {
         sized_free(v, sizeof *v);
 }
 
+int64_t tn__bytes_live(void) {
+    int64_t bytes, storages;
+    sum_slots(&bytes, &storages);
+    return bytes;
+}
+
 tn_status tn_memory_stats(tn_memory_stats_t *out) {
     if (!out) return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_memory_stats: argument 'out' is NULL");
     memset(out, 0, sizeof *out);

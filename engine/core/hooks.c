@@ -5,5 +5,6 @@ _Atomic unsigned tn__anomaly_flags;
 _Thread_local unsigned tn__anomaly_local;
 _Atomic unsigned tn__race_flag;
 _Atomic unsigned tn__monitor_flag;
+_Atomic unsigned tn__profile_flag;
 
 tn_hooks tn__hooks;

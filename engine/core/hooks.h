@@ -1,8 +1,9 @@
 /* engine/core/hooks.h — where the layers above plug into the engine.
  *
  * The engine calls out of its own layer only through this table, never by
- * name: debug/ (anomaly mode, the race detector) is a side-car that
- * installs its entries from a constructor (debug/hooks.c), and autograd/
+ * name: debug/ (anomaly mode, the race detector, the gradient monitor, the
+ * timeline profiler) is a side-car that installs its entries from
+ * constructors (debug/hooks.c, debug/profile.c), and autograd/
  * installs the one core needs to free a tensor's autograd meta
  * (engine/autograd/node.c). So core, cpu/, autograd/ and ops/ compile and
  * link without debug/, and the debug code sees the engine only through the
@@ -55,6 +56,13 @@ static inline bool tn__races_on(void) {
 extern _Atomic unsigned tn__monitor_flag;
 static inline bool tn__monitor_on(void) {
     return atomic_load_explicit(&tn__monitor_flag, memory_order_relaxed) != 0;
+}
+
+/* The timeline profiler (debug/profile.c). Relaxed: a plain setting read at
+ * each op; the profiler's per-thread buffers carry their own ordering. */
+extern _Atomic unsigned tn__profile_flag;
+static inline bool tn__profile_on(void) {
+    return atomic_load_explicit(&tn__profile_flag, memory_order_relaxed) != 0;
 }
 
 /* ---- the table ------------------------------------------------------------------------ */
@@ -123,6 +131,18 @@ typedef struct tn_hooks {
     /* Warn + report when `out` is non-finite and every input finite. */
     void (*check_forward)(const char *op, const tn_tensor *out, int n_in,
                           const tn_tensor *const *in);
+
+    /* -- installed by debug/, called by ops/ and autograd/ (the profiler on) --
+     * now: the profiler's clock (µs, > 0). op: a forward op or an op inside
+     * backward that began at t0 made `out` from in[0..n_in). node: the
+     * backward node `name` (creation number seq) ran from t0 until now.
+     * link: node seq was made the grad_fn of `out` (a flow from the op that
+     * made out to the node's backward). */
+    double (*prof_now)(void);
+    void (*prof_op)(const char *op, double t0, const tn_tensor *out, int n_in,
+                    const tn_tensor *const *in);
+    void (*prof_node)(const char *name, uint64_t seq, double t0);
+    void (*prof_link)(const tn_tensor *out, uint64_t seq);
 } tn_hooks;
 
 /* The one table (engine/core/hooks.c). Each layer writes its own entries,
@@ -159,6 +179,11 @@ static inline void tn__race_end(tn_race_access *ra) {
     if (TN_UNLIKELY(ra->n)) tn__hooks.race_end(ra);
 }
 
+/* The profiler's start stamp of an op or a node: 0 when it is off. */
+static inline double tn__prof_start(void) {
+    return TN_UNLIKELY(tn__profile_on()) ? tn__hooks.prof_now() : 0;
+}
+
 /* ---- call site of ops/ -------------------------------------------------------------------- */
 
 /* The forward check every producing op calls on its result (cheap when off). */
@@ -166,6 +191,14 @@ static inline void tn__anomaly_forward(const char *op, const tn_tensor *out, int
                                        const tn_tensor *const *in) {
     if (TN_UNLIKELY(tn__anomaly_nan()) && out && !tn__in_engine())
         tn__hooks.check_forward(op, out, n_in, in);
+}
+
+/* The end of a producing op that began at t0 = tn__prof_start(): the forward
+ * check, and the op's span when the profiler was on at its start. */
+static inline void tn__op_done(const char *op, double t0, const tn_tensor *out, int n_in,
+                               const tn_tensor *const *in) {
+    tn__anomaly_forward(op, out, n_in, in);
+    if (TN_UNLIKELY(t0 > 0) && out) tn__hooks.prof_op(op, t0, out, n_in, in);
 }
 
 #endif

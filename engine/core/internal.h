@@ -115,6 +115,9 @@ static inline bool tn__requires_grad(const tn_tensor *t) {
 /* ---- memory (tensor objects) ----------------------------------------------- */
 /* Live-handle count for tn_memory_stats, kept per thread (no shared line). */
 void tn__count_tensors(int64_t delta);
+/* Host tensor-storage bytes live now (tn_memory_stats' bytes_live, without
+ * the allocator's own statistics): cheap, lock-free, any thread. */
+int64_t tn__bytes_live(void);
 tn_storage *tn__storage_new(size_t nbytes, tn_device dev);
 void tn__storage_release(tn_storage *s);
 static inline void tn__storage_retain(tn_storage *s) {

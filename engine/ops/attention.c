@@ -355,6 +355,7 @@ static tn_status record(const tn_tensor *q, const tn_tensor *k, const tn_tensor 
 tn_tensor *tn_scaled_dot_product_attention(const tn_tensor *q, const tn_tensor *k,
                                            const tn_tensor *v, const tn_tensor *attn_mask,
                                            double dropout_p, bool is_causal) {
+    double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(q, "query");
     TN_CHECK_NULL_ARG(k, "key");
     TN_CHECK_NULL_ARG(v, "value");
@@ -381,7 +382,7 @@ tn_tensor *tn_scaled_dot_product_attention(const tn_tensor *q, const tn_tensor *
     }
     in_release(&in);
     if (st == TN_OK)
-        tn__anomaly_forward("scaled_dot_product_attention", out, 3, (const tn_tensor *[]){q, k, v});
+        tn__op_done("scaled_dot_product_attention", t0, out, 3, (const tn_tensor *[]){q, k, v});
     if (st == TN_OK && tn__needs_grad(3, (const tn_tensor *[]){q, k, v}))
         st = record(q, k, v, attn_mask, dropout_p, is_causal, seed, out, lse);
     tn_release(lse);

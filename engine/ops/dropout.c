@@ -51,6 +51,7 @@ static void py_float(char *buf, size_t n, double v) {
 }
 
 tn_tensor *tn_dropout(const tn_tensor *x, double p, bool training) {
+    double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(x, "input");
     if (!(p >= 0 && p <= 1)) {
         char v[40];
@@ -93,6 +94,6 @@ tn_tensor *tn_dropout(const tn_tensor *x, double p, bool training) {
         tn_release(out);
         return NULL;
     }
-    tn__anomaly_forward("dropout", out, 1, &x);
+    tn__op_done("dropout", t0, out, 1, &x);
     return tn__ret(out);
 }

@@ -127,9 +127,10 @@ static tn_status record(const tn_fn_info *fn, int n_in, const tn_tensor *const *
 
 /* The end of a public entry, which called tn__internal_enter before the op
  * (the public ops an op calls return to it, not to the user's scope). */
-static tn_tensor *finish(const char *op, tn_tensor *out, int n_in, const tn_tensor *const *in) {
+static tn_tensor *finish(const char *op, double t0, tn_tensor *out, int n_in,
+                         const tn_tensor *const *in) {
     tn__internal_leave();
-    tn__anomaly_forward(op, out, n_in, in);
+    tn__op_done(op, t0, out, n_in, in);
     return tn__ret(out);
 }
 
@@ -219,8 +220,9 @@ static tn_tensor *embedding(const tn_tensor *weight, const tn_tensor *indices) {
 tn_tensor *tn_embedding(const tn_tensor *weight, const tn_tensor *indices) {
     TN_CHECK_NULL_ARG(weight, "weight");
     TN_CHECK_NULL_ARG(indices, "indices");
+    double t0 = tn__prof_start(); /* the profiler: the op\'s span */
     tn__internal_enter();
-    return finish("embedding", embedding(weight, indices), 1, &weight);
+    return finish("embedding", t0, embedding(weight, indices), 1, &weight);
 }
 
 /* ---- index_select ----------------------------------------------------------------- */
@@ -273,8 +275,9 @@ static tn_tensor *index_select(const tn_tensor *a, int dim, const tn_tensor *ind
 tn_tensor *tn_index_select(const tn_tensor *a, int dim, const tn_tensor *index) {
     TN_CHECK_NULL_ARG(a, "self");
     TN_CHECK_NULL_ARG(index, "index");
+    double t0 = tn__prof_start(); /* the profiler: the op\'s span */
     tn__internal_enter();
-    return finish("index_select", index_select(a, dim, index), 1, &a);
+    return finish("index_select", t0, index_select(a, dim, index), 1, &a);
 }
 
 /* ---- gather / scatter_add: checks --------------------------------------------------- */
@@ -348,8 +351,9 @@ static tn_tensor *gather(const tn_tensor *a, int dim, const tn_tensor *index) {
 tn_tensor *tn_gather(const tn_tensor *a, int dim, const tn_tensor *index) {
     TN_CHECK_NULL_ARG(a, "self");
     TN_CHECK_NULL_ARG(index, "index");
+    double t0 = tn__prof_start(); /* the profiler: the op\'s span */
     tn__internal_enter();
-    return finish("gather", gather(a, dim, index), 1, &a);
+    return finish("gather", t0, gather(a, dim, index), 1, &a);
 }
 
 /* ---- scatter_add ------------------------------------------------------------------- */
@@ -414,6 +418,8 @@ tn_tensor *tn_scatter_add(const tn_tensor *a, int dim, const tn_tensor *index,
     TN_CHECK_NULL_ARG(a, "self");
     TN_CHECK_NULL_ARG(index, "index");
     TN_CHECK_NULL_ARG(src, "src");
+    double t0 = tn__prof_start(); /* the profiler: the op\'s span */
     tn__internal_enter();
-    return finish("scatter_add", scatter_add(a, dim, index, src), 2, (const tn_tensor *[]){a, src});
+    return finish("scatter_add", t0, scatter_add(a, dim, index, src), 2,
+                  (const tn_tensor *[]){a, src});
 }

@@ -243,6 +243,7 @@ static tn_tensor *ln_forward(const tn_tensor *x, int nn, const tn_tensor *w, con
 
 tn_tensor *tn_layer_norm(const tn_tensor *x, int n_norm_dims, const int64_t *normalized_shape,
                          const tn_tensor *weight, const tn_tensor *bias, double eps) {
+    double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(x, "input");
     if (n_norm_dims > 0) TN_CHECK_NULL_PTR(normalized_shape, "normalized_shape");
     if (check_args(x, n_norm_dims, normalized_shape, weight, bias) < 0) return NULL;
@@ -256,6 +257,6 @@ tn_tensor *tn_layer_norm(const tn_tensor *x, int n_norm_dims, const int64_t *nor
     }
     tn_release(mean);
     tn_release(rstd);
-    tn__anomaly_forward("layer_norm", out, 3, (const tn_tensor *[]){x, weight, bias});
+    tn__op_done("layer_norm", t0, out, 3, (const tn_tensor *[]){x, weight, bias});
     return tn__ret(out);
 }

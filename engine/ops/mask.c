@@ -93,6 +93,7 @@ static tn_status where_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
 static const tn_fn_info where_fn = {"WhereBackward0", where_bw};
 
 tn_tensor *tn_where(const tn_tensor *cond, const tn_tensor *a, const tn_tensor *b) {
+    double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(cond, "condition");
     TN_CHECK_NULL_ARG(a, "self");
     TN_CHECK_NULL_ARG(b, "other");
@@ -105,7 +106,7 @@ tn_tensor *tn_where(const tn_tensor *cond, const tn_tensor *a, const tn_tensor *
         tn_release(out);
         out = NULL;
     }
-    tn__anomaly_forward("where", out, 2, (const tn_tensor *[]){a, b});
+    tn__op_done("where", t0, out, 2, (const tn_tensor *[]){a, b});
     return tn__ret(out);
 }
 
@@ -123,6 +124,7 @@ static const tn_fn_info masked_fill_fn = {"MaskedFillBackward0", masked_fill_bw}
 #define MASK_DTYPE_MSG "masked_fill_ only supports boolean masks, but got mask with dtype %s"
 
 tn_tensor *tn_masked_fill(const tn_tensor *a, const tn_tensor *mask, double value) {
+    double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(a, "self");
     TN_CHECK_NULL_ARG(mask, "mask");
     if (check_bool(MASK_DTYPE_MSG, mask) < 0 || tn__check_scalar(value, a->dtype) < 0) return NULL;
@@ -133,7 +135,7 @@ tn_tensor *tn_masked_fill(const tn_tensor *a, const tn_tensor *mask, double valu
         tn_release(out);
         out = NULL;
     }
-    tn__anomaly_forward("masked_fill", out, 1, &a);
+    tn__op_done("masked_fill", t0, out, 1, &a);
     return tn__ret(out);
 }
 
@@ -195,6 +197,7 @@ static tn_tensor *tri_mask(int64_t rows, int64_t cols, int64_t k, bool lower, tn
 }
 
 static tn_tensor *tri(const tn_tensor *a, int64_t k, bool lower) {
+    double t0 = tn__prof_start(); /* the profiler: the op's span */
     if (a->ndim < 2) {
         tn__error(TN_ERR_SHAPE, "%s: input tensor must have at least 2 dimensions",
                   lower ? "tril" : "triu");
@@ -215,7 +218,7 @@ static tn_tensor *tri(const tn_tensor *a, int64_t k, bool lower) {
         tn_release(out);
         return NULL;
     }
-    tn__anomaly_forward(lower ? "tril" : "triu", out, 1, &a);
+    tn__op_done(lower ? "tril" : "triu", t0, out, 1, &a);
     return out;
 }
 

@@ -317,6 +317,7 @@ static tn_status record(const tn_fn_info *fn, tn_tensor *out, int nin, const tn_
 /* ---- matmul --------------------------------------------------------------------- */
 
 tn_tensor *tn_matmul(const tn_tensor *a, const tn_tensor *b) {
+    double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(a, "self");
     TN_CHECK_NULL_ARG(b, "other");
     if (a->ndim == 0 || b->ndim == 0) {
@@ -345,7 +346,7 @@ tn_tensor *tn_matmul(const tn_tensor *a, const tn_tensor *b) {
         tn_release(out);
         return NULL;
     }
-    tn__anomaly_forward("matmul", out, 2, (const tn_tensor *[]){a, b});
+    tn__op_done("matmul", t0, out, 2, (const tn_tensor *[]){a, b});
     return tn__ret(out);
 }
 
@@ -440,6 +441,7 @@ static tn_status linear_check(const tn_tensor *x, const tn_tensor *w, const tn_t
 }
 
 tn_tensor *tn_linear(const tn_tensor *x, const tn_tensor *w, const tn_tensor *bias) {
+    double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(x, "input");
     TN_CHECK_NULL_ARG(w, "weight");
     if (linear_check(x, w, bias) < 0) return NULL;
@@ -468,6 +470,6 @@ tn_tensor *tn_linear(const tn_tensor *x, const tn_tensor *w, const tn_tensor *bi
         tn_release(out);
         return NULL;
     }
-    tn__anomaly_forward("linear", out, bias ? 3 : 2, in);
+    tn__op_done("linear", t0, out, bias ? 3 : 2, in);
     return tn__ret(out);
 }

@@ -82,6 +82,7 @@ static const tn_fn_info softmax_fn = {"SoftmaxBackward0", softmax_bw};
 static const tn_fn_info log_softmax_fn = {"LogSoftmaxBackward0", log_softmax_bw};
 
 tn_tensor *tn__softmax_family(const tn_tensor *a, int dim, bool log) {
+    double t0 = tn__prof_start(); /* the profiler: the op's span */
     int d = tn__wrap_dim(dim, a->ndim);
     if (d < 0) return NULL;
     if (!tn__is_float(a->dtype)) {
@@ -98,7 +99,7 @@ tn_tensor *tn__softmax_family(const tn_tensor *a, int dim, bool log) {
     }
     tn_release(x);
     if (!out) return NULL;
-    tn__anomaly_forward(log ? "log_softmax" : "softmax", out, 1, &a);
+    tn__op_done(log ? "log_softmax" : "softmax", t0, out, 1, &a);
     if (tn__needs_grad(1, &a)) {
         tn_node *n = tn__node_new(log ? &log_softmax_fn : &softmax_fn, 1, &a, 1, 1);
         tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
@@ -157,6 +158,7 @@ static tn_status mse_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
 static const tn_fn_info mse_fn = {"MseLossBackward0", mse_bw};
 
 tn_tensor *tn_mse_loss(const tn_tensor *a, const tn_tensor *b) {
+    double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(a, "input");
     TN_CHECK_NULL_ARG(b, "target");
     tn_dtype dt = tn__promote(a, b);
@@ -183,6 +185,6 @@ tn_tensor *tn_mse_loss(const tn_tensor *a, const tn_tensor *b) {
             out = NULL;
         }
     }
-    tn__anomaly_forward("mse_loss", out, 2, (const tn_tensor *[]){a, b});
+    tn__op_done("mse_loss", t0, out, 2, (const tn_tensor *[]){a, b});
     return tn__ret(out);
 }

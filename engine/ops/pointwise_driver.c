@@ -60,6 +60,7 @@ tn_status tn__pw_binary_into(const char *op, tn_pw_code code, tn_tensor *out,
 
 tn_tensor *tn__pw_binary(const char *op, tn_pw_code code, const tn_tensor *a,
                          const tn_tensor *b, tn_dtype compute, tn_dtype out_dt) {
+    double t0 = tn__prof_start(); /* the profiler: the op's span */
     int nd;
     int64_t shape[TN_MAX_DIMS];
     tn_device dev;
@@ -71,7 +72,7 @@ tn_tensor *tn__pw_binary(const char *op, tn_pw_code code, const tn_tensor *a,
         tn_release(out);
         return NULL;
     }
-    tn__anomaly_forward(op, out, 2, (const tn_tensor *[]){a, b});
+    tn__op_done(op, t0, out, 2, (const tn_tensor *[]){a, b});
     return out;
 }
 
@@ -98,13 +99,14 @@ tn_status tn__pw_unary_into(const char *op, tn_pw_code code, tn_tensor *out,
 
 tn_tensor *tn__pw_unary(const char *op, tn_pw_code code, const tn_tensor *a,
                         tn_dtype compute, const tn_pw_ctx *ctx) {
+    double t0 = tn__prof_start(); /* the profiler: the op's span */
     if (tn__pw_check_dtype(op, code, compute) < 0) return NULL;
     tn_tensor *out = tn__empty_on(a->ndim, a->shape, compute, tn__dev(a));
     if (out && unary_run(code, out, a, ctx) < 0) {
         tn_release(out);
         return NULL;
     }
-    tn__anomaly_forward(op, out, 1, (const tn_tensor *[]){a});
+    tn__op_done(op, t0, out, 1, (const tn_tensor *[]){a});
     return out;
 }
 

@@ -97,6 +97,7 @@ static tn_tensor *logsumexp_keep(const tn_tensor *x, int dim, const int64_t *kee
 }
 
 tn_tensor *tn_logsumexp(const tn_tensor *x, int dim, bool keepdim) {
+    double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(x, "self");
     int d = tn__wrap_dim(dim, x->ndim);
     if (d < 0) return NULL;
@@ -111,7 +112,7 @@ tn_tensor *tn_logsumexp(const tn_tensor *x, int dim, bool keepdim) {
         tn_release(out);
         out = NULL;
     }
-    tn__anomaly_forward("logsumexp", out, 1, &x);
+    tn__op_done("logsumexp", t0, out, 1, &x);
     return tn__ret(out);
 }
 
@@ -179,6 +180,7 @@ static tn_tensor *var_keep(const tn_tensor *x, int dim, double correction, const
 }
 
 static tn_tensor *var_std(const tn_tensor *x, int dim, double correction, bool keepdim, bool std) {
+    double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(x, "self");
     if (!tn__is_float(x->dtype)) {
         tn__error(TN_ERR_DTYPE, "std and var only support floating point and complex dtypes");
@@ -203,7 +205,7 @@ static tn_tensor *var_std(const tn_tensor *x, int dim, double correction, bool k
         tn_release(out);
         out = NULL;
     }
-    tn__anomaly_forward(std ? "std" : "var", out, 1, &x);
+    tn__op_done(std ? "std" : "var", t0, out, 1, &x);
     return tn__ret(out);
 }
 
