@@ -24,6 +24,7 @@
 
 #include "digits.h"
 #include "init.h"
+#include "dist_flag.h"
 #include "profile_flag.h"
 
 enum { N_TRAIN = 1500, HIDDEN = 128, EPOCHS = 30, BATCH = 64 };
@@ -167,31 +168,50 @@ static bool train_step(const mlp *m, tn_sgd *opt, const digits *d, const int64_t
     return good;
 }
 
-/* order: the N_TRAIN training rows, reshuffled every epoch. */
-static bool train(const mlp *m, const digits *d, int64_t *order, batch_buf *b, double *train_s) {
+/* rows: the N_TRAIN training rows. Each epoch visits them in the order
+ * tn_sampler_indices draws from (SHUFFLE_SEED, epoch); with --distributed
+ * under mpirun -np N each rank takes its share and batches of BATCH / N,
+ * so that every step's N local batches are one process's batch of BATCH,
+ * and DDP averages the gradients: the same training, split. */
+static bool train(const mlp *m, const digits *d, const int64_t *rows, batch_buf *b,
+                  double *train_s) {
     tn_tensor *params[] = {m->w1, m->b1, m->w2, m->b2};
     tn_sgd *opt = tn_sgd_new(4, params, LR, MOMENTUM, 0.0);
-    if (!opt) {
-        report_error("tn_sgd_new");
-        return false;
-    }
-    uint64_t rng = SHUFFLE_SEED;
-    bool good = true;
+    const int64_t per_rank = tn_sampler_indices(N_TRAIN, dist_world, dist_rank, 0, 0, true, false,
+                                                NULL), local_batch = BATCH / dist_world;
+    int64_t *idx = malloc((size_t)per_rank * sizeof *idx), *order = malloc((size_t)per_rank * 8);
+#ifdef TENET_EXAMPLES_MPI
+    tn_ddp *ddp = dist_on ? tn_ddp_new(params, 4, 0) : NULL;
+    bool good = opt && idx && order && (!dist_on || ddp);
+#else
+    bool good = opt && idx && order;
+#endif
+    if (!good) report_error(!opt ? "tn_sgd_new" : "tn_ddp_new");
     double start = now_s();
     for (int epoch = 1; epoch <= EPOCHS && good; epoch++) {
-        double t0 = now_s(), loss_sum = 0;
+        double t0 = now_s(), totals[2] = {0, 0}; /* loss sum, correct */
         int64_t correct = 0;
-        example_shuffle(order, N_TRAIN, &rng);
-        for (int64_t s = 0; s < N_TRAIN && good; s += BATCH) {
-            int64_t n = N_TRAIN - s < BATCH ? N_TRAIN - s : BATCH;
-            good = train_step(m, opt, d, order + s, n, b, &loss_sum, &correct);
+        good = tn_sampler_indices(N_TRAIN, dist_world, dist_rank, SHUFFLE_SEED, epoch, true, false,
+                                  idx) == per_rank;
+        for (int64_t i = 0; i < per_rank && good; i++)
+            order[i] = rows[idx[i]];
+        for (int64_t s = 0; s < per_rank && good; s += local_batch) {
+            int64_t n = per_rank - s < local_batch ? per_rank - s : local_batch;
+            good = train_step(m, opt, d, order + s, n, b, &totals[0], &correct);
         }
+        totals[1] = (double)correct;
+        good = good && dist_sum(totals, 2);
         if (good)
             printf("epoch %d/%d  loss %.4f  train acc %.3f  %.3f s\n", epoch, EPOCHS,
-                   loss_sum / N_TRAIN, (double)correct / N_TRAIN, now_s() - t0);
+                   totals[0] / N_TRAIN, totals[1] / N_TRAIN, now_s() - t0);
     }
     *train_s = now_s() - start;
+#ifdef TENET_EXAMPLES_MPI
+    tn_ddp_free(ddp);
+#endif
     tn_sgd_free(opt);
+    free(idx);
+    free(order);
     return good;
 }
 
@@ -385,6 +405,9 @@ static bool run_training(const digits *d) {
         printf("model: 64-128-10 MLP (ReLU), cross-entropy, SGD lr %.1f momentum %.1f, "
                "batch %d, %d epochs, %d thread(s)\n",
                LR, MOMENTUM, BATCH, EPOCHS, tn_get_num_threads());
+        if (dist_on)
+            printf("distributed: %d processes, each a batch of %d and its share of each epoch\n",
+                   dist_world, BATCH / dist_world);
         good = train(&m, d, rows, &b, &train_s);
     }
     if (good) acc = test_accuracy(&m, d, rows + N_TRAIN, d->n - N_TRAIN, &b, &correct);
@@ -405,10 +428,17 @@ static bool run_training(const digits *d) {
 
 int main(int argc, char **argv) {
     profile_flag(&argc, argv); /* --profile[=PATH] */
+    if (!dist_flag(&argc, &argv, "tenet-demo")) return 1; /* --distributed */
+    if (BATCH % dist_world) {
+        fprintf(stderr, "tenet-demo: --distributed: the batch of %d does not split over %d "
+                        "processes\n", BATCH, dist_world);
+        return 1;
+    }
     if (argc > 2 || (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))) {
         fprintf(argc > 2 ? stderr : stdout,
-                "usage: %s [DATA]\n  DATA: the digits CSV (gzip'd or not); default $TENET_DATA, "
-                "then data/digits.csv.gz\n",
+                "usage: %s [--distributed] [--profile[=PATH]] [DATA]\n  DATA: the digits CSV "
+                "(gzip'd or not); default $TENET_DATA, then data/digits.csv.gz\n"
+                "  --distributed: data-parallel under mpirun -np N (N divides 64)\n",
                 argv[0]);
         return argc > 2 ? 2 : 0;
     }
@@ -435,9 +465,10 @@ int main(int argc, char **argv) {
     printf("\nThe seeds' lesson: .detach() is caught, .data is not\n"
            "a = tensor([1., 2., 3.], requires_grad=True); out = a.sigmoid()  "
            "(sigmoid saves out for backward)\n");
-    bool detach_ok = lesson_detach();
-    bool data_ok = lesson_data();
-    bool anomaly_ok = lesson_anomaly();
+    bool lessons = dist_rank == 0; /* with --distributed, the first process only */
+    bool detach_ok = !lessons || lesson_detach();
+    bool data_ok = !lessons || lesson_data();
+    bool anomaly_ok = !lessons || lesson_anomaly();
 
     /* Scopes released every temporary: nothing may be left alive. */
     tn_memory_stats_t ms = {0};
