@@ -24,6 +24,10 @@
  *                  lines (PyTorch's, scripts/gpt_reference.py); exit 1 on a
  *                  relative difference above X (1e-4)
  * --profile-steps  (bench) print only the median step time at the end
+ * --distributed    data-parallel under mpirun -np N (N divides --batch): each
+ *                  process takes its rows of every batch, DDP averages the
+ *                  gradients; the losses are the single process's
+ * --profile[=PATH] write a timeline (Chrome trace) and print the top ops
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
@@ -37,6 +41,7 @@
 
 #include "gpt_data.h"
 #include "gpt_model.h"
+#include "dist_flag.h"
 #include "profile_flag.h"
 
 typedef struct options {
@@ -256,6 +261,16 @@ static void print_progress(int step, int steps, double loss, double tok_s, doubl
     fflush(stdout);
 }
 
+/* --distributed: this rank's rows of the global batch (every rank draws the
+ * same batch), so that DDP's mean of the ranks' gradients is the batch's. */
+static bool local_rows(tn_tensor **x, tn_tensor **y, int batch) {
+    if (dist_world == 1) return true;
+    int64_t lb = batch / dist_world;
+    *x = tn_narrow(*x, 0, dist_rank * lb, lb);
+    *y = tn_narrow(*y, 0, dist_rank * lb, lb);
+    return *x && *y;
+}
+
 /* One optimiser step; the loss through *loss. */
 static bool train_step(const gpt_model *m, tn_adam *opt, tn_tensor *x, tn_tensor *y, double *loss) {
     tn_tensor *l = gpt_loss(m, x, y);
@@ -282,9 +297,14 @@ static int train(const gpt_model *m, data *d, const options *o) {
         }
         double loss = 0, ts = now_s();
         tn_tensor *x, *y;
-        if (!data_batch(d, o, s, false, &x, &y) || !train_step(m, opt, x, y, &loss))
+        if (!data_batch(d, o, s, false, &x, &y) || !local_rows(&x, &y, o->batch) ||
+            !train_step(m, opt, x, y, &loss))
             rc = fail("training step");
         tn_scope_end();
+        if (rc == 0 && dist_on) { /* the global batch's loss: the mean of the ranks' */
+            rc = dist_sum(&loss, 1) ? 0 : fail("averaging the loss");
+            loss /= dist_world;
+        }
         if (rc) break;
         double now = now_s();
         print_progress(s, o->steps, loss, tokens / (now - ts), now - t0);
@@ -371,8 +391,14 @@ static int sample(const gpt_model *m, const data *d, const options *o) {
 
 int main(int argc, char **argv) {
     profile_flag(&argc, argv); /* --profile[=PATH] */
+    if (!dist_flag(&argc, &argv, "tenet-gpt")) return 1; /* --distributed */
     options o;
     if (!parse_args(argc, argv, &o)) return 2;
+    if (o.batch % dist_world) {
+        fprintf(stderr, "tenet-gpt: --distributed: --batch %d does not split over %d processes\n",
+                o.batch, dist_world);
+        return 2;
+    }
     if (o.threads > 0) tn_set_num_threads(o.threads);
     data d;
     if (!data_open(&d, &o)) {
@@ -385,6 +411,14 @@ int main(int argc, char **argv) {
         return fail("initialising the model");
     }
     int rc = o.init && !gpt_load(&m, o.init) ? fail("loading --init") : 0;
+#ifdef TENET_EXAMPLES_MPI
+    tn_ddp *ddp = NULL; /* gradients averaged over the processes during backward */
+    if (rc == 0 && dist_on && !(ddp = tn_ddp_new(m.params, m.n_params, 0)))
+        rc = fail("tn_ddp_new");
+#endif
+    if (rc == 0 && dist_on)
+        printf("distributed: %d processes, each %d rows of every batch of %d\n", dist_world,
+               o.batch / dist_world, o.batch);
     if (rc == 0) {
         printf("tenet-gpt: %d layers, %d heads, embd %d, block %d, vocab %d, batch %d, %d "
                "threads\n",
@@ -394,7 +428,10 @@ int main(int argc, char **argv) {
     }
     if (rc == 0 && o.data) rc = validate(&m, &d, &o);
     if (rc == 0 && o.sample) rc = sample(&m, &d, &o);
-    if (rc == 0 && o.save && !gpt_save(&m, o.save)) rc = fail("saving --save");
+    if (rc == 0 && o.save && dist_rank == 0 && !gpt_save(&m, o.save)) rc = fail("saving --save");
+#ifdef TENET_EXAMPLES_MPI
+    tn_ddp_free(ddp);
+#endif
     gpt_free(&m);
     data_close(&d);
     return rc;
