@@ -11,7 +11,8 @@
  * backward's end waited for the reductions, beside the time the same
  * bytes take to reduce alone: the rest was hidden behind backward.
  *
- * usage: mpirun -np N tenet-bench-dist [--threads T] [--repeat R] [--quick]
+ * usage: mpirun -np N tenet-bench-dist [--threads T] [--repeat R] [--quick] [--bucket-kib K]
+ *        [--case allreduce|ddp_mlp|ddp_gpt]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -27,6 +28,7 @@
 #include "gpt_model.h"
 
 static int rank, world, repeat = 9;
+static size_t bucket_bytes; /* --bucket-kib; 0: DDP's 25 MiB */
 static bool quick;
 
 static double now(void) {
@@ -129,7 +131,7 @@ static double alone_s(int64_t bytes) {
 }
 
 static void run_steps(step_case *c) {
-    tn_ddp *d = tn_ddp_new(c->params, c->n, 0);
+    tn_ddp *d = tn_ddp_new(c->params, c->n, bucket_bytes);
     if (!d) die("tn_ddp_new");
     int iters = quick ? 2 : 10;
     for (int w = 0; w < 3; w++)
@@ -260,11 +262,13 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[a], "--threads") && a + 1 < argc) tn_set_num_threads(atoi(argv[++a]));
         else if (!strcmp(argv[a], "--repeat") && a + 1 < argc) repeat = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--quick")) quick = true;
+        else if (!strcmp(argv[a], "--bucket-kib") && a + 1 < argc)
+            bucket_bytes = (size_t)atol(argv[++a]) * 1024;
         else if (!strcmp(argv[a], "--case") && a + 1 < argc) only = argv[++a];
         else {
             if (rank == 0)
                 fprintf(stderr, "usage: mpirun -np N %s [--threads T] [--repeat R] [--quick] "
-                                "[--case allreduce|ddp_mlp|ddp_gpt]\n", argv[0]);
+                                "[--bucket-kib K] [--case allreduce|ddp_mlp|ddp_gpt]\n", argv[0]);
             tn_dist_finalize();
             return 2;
         }

@@ -2,6 +2,7 @@
  * every dtype and shape, the in-place rules (one version bump), integer
  * sums that wrap, and the errors every rank must see together (a bad
  * argument on one rank, ranks that disagree) without anyone hanging. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,6 +181,39 @@ static void test_bad_argument_on_one_rank(void **state) {
     tn_scope_end();
 }
 
+/* MPI_THREAD_MULTIPLE: collectives from a thread other than the one that
+ * called tn_dist_init, one thread at a time (the order must match on every
+ * rank), and a tensor made on one thread reduced on another. */
+typedef struct thread_arg {
+    tn_tensor *t;
+    tn_status st;
+} thread_arg;
+
+static void *reduce_on_thread(void *p) {
+    thread_arg *a = p;
+    a->st = tn_dist_allreduce_(a->t, TN_REDUCE_SUM);
+    if (a->st == TN_OK) a->st = tn_dist_barrier();
+    return NULL;
+}
+
+static void test_collectives_from_other_threads(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    for (int round = 0; round < 3; round++) {
+        tn_tensor *t = filled(1, S(1000), TN_F64, rank);
+        thread_arg a = {t, TN_ERR_INTERNAL};
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, reduce_on_thread, &a), 0);
+        assert_int_equal(pthread_join(th, NULL), 0);
+        assert_int_equal(a.st, TN_OK);
+        double got[1000];
+        assert_int_equal(tn_copy_to_f64(t, got, 1000), TN_OK);
+        for (int i = 0; i < 1000; i++)
+            assert_true(got[i] == expect(TN_F64, TN_REDUCE_SUM, i));
+    }
+    tn_scope_end();
+}
+
 int main(int argc, char **argv) {
     /* before tn_dist_init: a clear error, no crash */
     if (tn_dist_rank() != -1 || tn_last_status() != TN_ERR_DIST ||
@@ -201,6 +235,7 @@ int main(int argc, char **argv) {
         TT_TEST(test_broadcast),
         TT_TEST(test_ranks_disagree),
         TT_TEST(test_bad_argument_on_one_rank),
+        TT_TEST(test_collectives_from_other_threads),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     /* every rank's result: a rank that failed makes the test fail everywhere */
