@@ -17,7 +17,7 @@ OPS = ["create", "tensor_from", "arange", "convert", "fail_alloc", "inspect", "b
        "inplace", "inplace_scalar", "alias", "requires_grad", "backward", "autograd_grad", "grad",
        "grad_mode", "anomaly", "scope", "optim", "runtime", "slots", "backward_multi",
        "grad_unused", "graph_walk", "hook", "safetensors_load", "safetensors_save", "index",
-       "mask", "norm", "attention"]
+       "mask", "norm", "attention", "profile", "write_inplace", "sampler"]
 F32, F64, I16, I32, I64, BOOL, SAME, BAD = range(8)
 
 HOSTILE_SIZES = [-1, -2, -2**63, 2**63 - 1, 2**62, 2**31, 2**32, 2**36, 2**40, 2**62 + 1, 2**20,
@@ -385,6 +385,17 @@ def seeds():
                      .op("norm", 6, 7, 0, 0, dim(1), 0, scalar(100), dst(10))
                      .op("binary", 0, 8, 9, 0, dst(11)).op("reduce", 0, 11, dst(12))
                      .op("backward", 12, 0, 0).op("grad", 0, dst(13)).op("grad", 1, dst(14)))
+    s["profile-across-backward"] = (P().op("profile", 0, 0).tensor(0, [2, 3], rg=True)
+                                    .op("binary", 2, 0, 0, 0, dst(1)).op("reduce", 0, 1, dst(2))
+                                    .op("backward", 2, 0, 0).op("profile", 4, 5)
+                                    .op("profile", 2, 0).op("profile", 1, 0).op("profile", 3, 0))
+    s["write-inplace"] = (P().tensor(0, [2, 3], rg=True).op("unary", 0, 0, 0, 0, dst(1))
+                          .op("write_inplace", 1, 2).op("write_inplace", 0, 1)
+                          .op("transpose", 0, dim(0), dim(1), dst(2)).op("write_inplace", 2, 4)
+                          .op("reduce", 0, 1, dst(3)).op("backward", 3, 0, 0))
+    s["sampler"] = (P().op("sampler", index(3), index(1), 2, 1, 1, 7)
+                    .op("sampler", index(-1), index(0), 0, 0, 0, 0)
+                    .op("sampler", index(4), index(2), 3, 5, 3, 1))
     return s
 
 

@@ -63,6 +63,9 @@ static const struct {
     {"mask", tf_op_mask},
     {"norm", tf_op_norm},
     {"attention", tf_op_attention},
+    {"profile", tf_op_profile},
+    {"write_inplace", tf_op_write_inplace},
+    {"sampler", tf_op_sampler},
 };
 
 FILE *tf_report;
@@ -195,6 +198,7 @@ bool tf_affordable(uint64_t made, uint64_t read) {
  * input's run does not depend on the inputs before it. */
 static void reset_modes(void) {
     tn_test_fail_alloc_at(0);
+    if (tn_profile_enabled()) tn_profile_end(NULL);
     tn_set_grad_enabled(true);
     tn_set_detect_anomaly(false, false);
     tn_set_detect_anomaly_local(-1);

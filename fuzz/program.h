@@ -198,5 +198,8 @@ void tf_op_mask(tf_state *s);
 void tf_op_norm(tf_state *s);
 /* op_compute.c: scaled_dot_product_attention */
 void tf_op_attention(tf_state *s);
+void tf_op_profile(tf_state *s);
+void tf_op_write_inplace(tf_state *s);
+void tf_op_sampler(tf_state *s);
 
 #endif
