@@ -91,6 +91,30 @@ static void safetensors_saves_only_what_loads(void **state) {
     tn_release(t);
 }
 
+/* fuzz/regressions/safetensors-header-long-offsets: the header's data_offsets were
+ * formatted into a 32-byte buffer with their key ("],\"data_offsets\":[" and 20 digits),
+ * and the text was copied with the length snprintf wanted: a read past the buffer (ASan) for
+ * offsets of 10^12 bytes and more. A tensor of 2^33 x 243 float64 (an expanded view, 16 TiB)
+ * is planned, then refused when its bytes cannot be had, cleanly. */
+static void safetensors_header_long_offsets(void **state) {
+    (void)state;
+    tn_tensor *one = tn_zeros(1, (int64_t[]){1}, TN_F64);
+    const int64_t shape[7] = {INT64_C(1) << 33, 3, 3, 3, 3, 3, 1};
+    tn_tensor *r = tn_reshape(one, 7, (int64_t[]){1, 1, 1, 1, 1, 1, 1});
+    tn_tensor *big = tn_expand(r, 7, shape);
+    assert_non_null(big);
+    tn_state_dict *sd = tn_state_dict_new();
+    assert_int_equal(tn_state_dict_set(sd, "small", one), TN_OK);
+    assert_int_equal(tn_state_dict_set(sd, "big", big), TN_OK);
+    size_t n;
+    assert_null(tn_save_buffer(sd, &n));
+    assert_int_equal(tn_last_status(), TN_ERR_OUT_OF_MEMORY);
+    tn_state_dict_free(sd);
+    tn_release(big);
+    tn_release(r);
+    tn_release(one);
+}
+
 /* A bool tensor's memory may hold any byte (tn_empty's); its file holds 0
  * or 1, which the loader requires. Found: an uninitialised bool tensor was
  * saved with the byte 190, and its file refused. */
@@ -144,6 +168,7 @@ int main(void) {
         TT_TEST(huge_requests_refused_before_allocating),
         TT_TEST(safetensors_saves_only_what_loads),
         TT_TEST(safetensors_bools_saved_as_0_or_1),
+        TT_TEST(safetensors_header_long_offsets),
         TT_TEST(fast_exp_nan_and_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -474,7 +474,7 @@ static tn_status node_done(run *r, const tn_node *n) {
     return st;
 }
 
-static tn_status run_callbacks(run *r, tn_status st);
+static tn_status run_callbacks(run *r, tn_status st) __attribute__((noinline));
 
 static tn_status execute(run *r, node_state *s) {
     tn_node *n = s->node;
@@ -764,7 +764,9 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
     if (r.monitor) tn__hooks.monitor_end(r.monitor, st);
     run_free(&r);
     if (rn != stack_roots) tn__mfree(rn);
-    st = run_callbacks(&r, st); /* inside backward, as hooks: no scope registers their tensors */
+    /* inside backward, as hooks: no scope registers their tensors. Relaxed: this thread is the
+     * only one left in the pass (the workers joined); run_callbacks acquires what it takes. */
+    if (atomic_load_explicit(&r.callbacks, memory_order_relaxed)) st = run_callbacks(&r, st);
     tn__internal_leave();
     tn_set_grad_enabled(prev_mode);
     tls_run = prev_run;
@@ -795,6 +797,7 @@ tn_status tn_backward_queue_callback(tn_backward_callback_fn fn, void *ctx) {
  * after every .grad was updated (or the pass failed: st says which). A
  * callback may queue more; they run after it. The first failure becomes the
  * pass's status when it had none. */
+__attribute__((noinline)) /* its message buffer stays off backward's frame (reentrant passes nest) */
 static tn_status run_callbacks(run *r, tn_status st) {
     queued_cb *list;
     char saved[1024]; /* a failed pass's message, kept from the callbacks' own calls */

@@ -317,15 +317,20 @@ void tn__free_small(void *p) {
 
 /* ---- plain heap blocks ------------------------------------------------------
  * Working memory that is not a tensor's (backward's tables, scope stacks,
- * printing buffers, debug records): the C library's allocator, which the
- * sanitizers intercept; the failure hook applies as to tensor memory. */
+ * printing buffers, debug records, a safetensors file's bytes): the C
+ * library's allocator, which the sanitizers intercept; the failure hook and
+ * the machine's limit apply as to tensor memory. */
+
+/* Whether a block of bytes can never be had (refused before the allocator). */
+static bool beyond_memory(size_t bytes) { return TN_UNLIKELY(bytes > memory_limit()); }
 
 void *tn__malloc_quiet(size_t bytes) {
-    return inject_failure() ? NULL : malloc(bytes ? bytes : 1);
+    return inject_failure() || beyond_memory(bytes) ? NULL : malloc(bytes ? bytes : 1);
 }
 
 void *tn__calloc_quiet(size_t n, size_t size) {
-    return inject_failure() ? NULL : calloc(n ? n : 1, size ? size : 1);
+    if (inject_failure() || (size && n > SIZE_MAX / size) || beyond_memory(n * size)) return NULL;
+    return calloc(n ? n : 1, size ? size : 1);
 }
 
 void *tn__malloc(size_t bytes) {
@@ -341,12 +346,12 @@ void *tn__calloc(size_t n, size_t size) {
 }
 
 void *tn__realloc(void *p, size_t bytes) {
-    void *q = inject_failure() ? NULL : realloc(p, bytes ? bytes : 1);
+    void *q = inject_failure() || beyond_memory(bytes) ? NULL : realloc(p, bytes ? bytes : 1);
     return q ? q : oom(bytes);
 }
 
 void *tn__aligned_quiet(size_t align, size_t bytes) {
-    if (inject_failure()) return NULL;
+    if (inject_failure() || beyond_memory(bytes)) return NULL;
     return aligned_alloc(align, (bytes + align - 1) / align * align);
 }
 

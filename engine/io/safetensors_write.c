@@ -70,10 +70,17 @@ static void put(sbuf *b, const char *s, size_t n) {
 
 static void puts_(sbuf *b, const char *s) { put(b, s, strlen(s)); }
 
+/* One number: fmt has one conversion and little else. snprintf returns the
+ * length it wanted, which may exceed num: only what it wrote is put. */
 static void putf(sbuf *b, const char *fmt, unsigned long long v) {
-    char num[32];
+    char num[48];
     int k = snprintf(num, sizeof num, fmt, v);
-    put(b, num, (size_t)k);
+    if (k < 0) {
+        tn__error(TN_ERR_INTERNAL, "safetensors: formatting a number failed");
+        b->failed = true;
+        return;
+    }
+    put(b, num, (size_t)k < sizeof num ? (size_t)k : sizeof num - 1);
 }
 
 /* A JSON string as serde_json writes it. */
@@ -125,7 +132,8 @@ static void put_entry(sbuf *b, const wentry *w) {
         if (d) put(b, ",", 1);
         putf(b, "%llu", (unsigned long long)shape[d]);
     }
-    putf(b, "],\"data_offsets\":[%llu,", w->begin);
+    puts_(b, "],\"data_offsets\":[");
+    putf(b, "%llu,", w->begin);
     putf(b, "%llu]}", w->end);
 }
 
