@@ -61,11 +61,11 @@ void tf_op_write_inplace(tf_state *s) {
 /* tn_sampler_indices: n, world, rank, seed, epoch, flags. Every index of a
  * share is in [0, n), and the count is what a NULL out said. */
 void tf_op_sampler(tf_state *s) {
-    int64_t n = tf_index(s) * 37, epoch = tf_index(s);
+    int64_t n = tf_index(s), epoch = tf_index(s);
     int world = (int)(int8_t)tf_byte(s), rank = (int)(int8_t)tf_byte(s);
     uint8_t f = tf_byte(s);
     uint64_t seed = tf_byte(s);
-    if (n > 4096) n = n % 4096; /* the shuffle allocates n indices */
+    if (n > 4096) n %= 4096; /* the shuffle allocates n indices; a negative n is refused */
     int64_t count = tn_sampler_indices(n, world, rank, seed, epoch, f & 1, f & 2, NULL);
     if (count < 0) {
         tf_check_failed("tn_sampler_indices");
