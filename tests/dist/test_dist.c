@@ -8,9 +8,8 @@
 
 #include "util.h"
 #include <tenet/dist.h>
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#endif
+
+#include "dist_util.h"
 
 #define S(...) ((const int64_t[]){__VA_ARGS__})
 
@@ -221,12 +220,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tn_dist_rank before init: %s\n", tn_last_error());
         return 1;
     }
-    if (tn_dist_init(&argc, &argv) < 0) {
-        fprintf(stderr, "tn_dist_init: %s\n", tn_last_error());
-        return 1;
-    }
-    rank = tn_dist_rank();
-    world = tn_dist_world_size();
+    if (!tt_dist_begin(&argc, &argv, &rank, &world)) return 1;
     const struct CMUnitTest tests[] = {
         TT_TEST(test_world),
         TT_TEST(test_allreduce_every_dtype_and_shape),
@@ -237,18 +231,5 @@ int main(int argc, char **argv) {
         TT_TEST(test_bad_argument_on_one_rank),
         TT_TEST(test_collectives_from_other_threads),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    /* every rank's result: a rank that failed makes the test fail everywhere */
-    int any = failed;
-    tn_tensor *f = tn_full(0, NULL, TN_I32, failed);
-    if (!f || tn_dist_allreduce_(f, TN_REDUCE_MAX) < 0) any = 1;
-    else any = *(int32_t *)tn_data_ptr(f);
-    tn_release(f);
-#if defined(__SANITIZE_ADDRESS__)
-    /* LeakSanitizer's check now, while Open MPI's plugins are loaded and lsan.supp can name
-     * what they keep; MPI_Finalize unloads them (their frames would be unknown). */
-    __lsan_do_leak_check();
-#endif
-    if (tn_dist_finalize() < 0) any = 1;
-    return any ? 1 : 0;
+    return tt_dist_end(cmocka_run_group_tests(tests, NULL, NULL));
 }
