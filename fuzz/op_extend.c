@@ -73,8 +73,14 @@ void tf_op_sampler(tf_state *s) {
     }
     int64_t out[512];
     if (count > 512) return;
-    if (tn_sampler_indices(n, world, rank, seed, epoch, f & 1, f & 2, out) != count)
-        tf_fail("tn_sampler_indices: the count changed between calls");
+    int64_t again = tn_sampler_indices(n, world, rank, seed, epoch, f & 1, f & 2, out);
+    if (again < 0) { /* the shuffle's n indices: an injected allocation failure */
+        tf_check_failed("tn_sampler_indices");
+        if (tn_last_status() != TN_ERR_OUT_OF_MEMORY)
+            tf_fail("tn_sampler_indices failed on a second call: %s", tn_last_error());
+        return;
+    }
+    if (again != count) tf_fail("tn_sampler_indices: the count changed between calls");
     for (int64_t i = 0; i < count; i++)
         if (out[i] < 0 || out[i] >= n)
             tf_fail("tn_sampler_indices: index %lld outside [0, %lld)", (long long)out[i],
