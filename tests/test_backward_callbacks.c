@@ -167,6 +167,10 @@ static void test_write_inplace(void **state) {
     assert_int_equal(tn_version(p), 2);
     tt_assert_error(tn_write_inplace(NULL, "x", write_iota, &k), "argument 't' is NULL");
     tt_assert_error(tn_write_inplace(p, "x", NULL, &k), "argument 'fn' is NULL");
+    /* tn_set_error: an extension's failure, with its status; a non-error status is refused */
+    assert_int_equal(tn_set_error(TN_ERR_DIST, "rank %d failed", 3), TN_ERR_DIST);
+    assert_string_equal(tn_last_error(), "rank 3 failed");
+    tt_assert_error(tn_set_error(TN_OK, "fine"), "the status must be negative");
     tn_scope_end();
 }
 
