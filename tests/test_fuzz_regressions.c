@@ -115,6 +115,33 @@ static void safetensors_header_long_offsets(void **state) {
     tn_release(one);
 }
 
+/* fuzz/regressions/seed-gradient-of-another-dtype: backward's seed gradient was handed to
+ * the root's node in its own dtype, and the node read it in the output's: a bool seed of
+ * [3, 3, 3] (27 bytes) read as float32 past its end (ASan). The seed is now converted to the
+ * output's dtype, as PyTorch's engine does: bool or float64 seeds give float32 gradients. */
+static void seed_gradient_of_another_dtype(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    const float v[6] = {0.5f, -1, 2, 0, 1, 3};
+    tn_tensor *x = tn_tensor_from(v, TN_F32, 2, (int64_t[]){2, 3}, true);
+    tn_tensor *y = tn_log_softmax(x, 1);
+    tn_tensor *seed_b = tn_ones(2, (int64_t[]){2, 3}, TN_BOOL);
+    assert_int_equal(tn_backward(y, seed_b, true), TN_OK);
+    tn_tensor *gb = tn_clone(tn_grad(x));
+    assert_int_equal(tn_zero_grad(x), TN_OK);
+    tn_tensor *seed_f = tn_ones(2, (int64_t[]){2, 3}, TN_F32);
+    assert_int_equal(tn_backward(y, seed_f, true), TN_OK);
+    double want[6];
+    assert_int_equal(tn_copy_to_f64(tn_grad(x), want, 6), TN_OK);
+    tt_assert_close(gb, want, 6, 0);
+    assert_int_equal(tn_zero_grad(x), TN_OK);
+    tn_tensor *seed_d = tn_ones(2, (int64_t[]){2, 3}, TN_F64);
+    assert_int_equal(tn_backward(y, seed_d, false), TN_OK);
+    assert_int_equal(tn_dtype_of(tn_grad(x)), TN_F32);
+    tt_assert_close(tn_grad(x), want, 6, 0);
+    tn_scope_end();
+}
+
 /* A bool tensor's memory may hold any byte (tn_empty's); its file holds 0
  * or 1, which the loader requires. Found: an uninitialised bool tensor was
  * saved with the byte 190, and its file refused. */
@@ -169,6 +196,7 @@ int main(void) {
         TT_TEST(safetensors_saves_only_what_loads),
         TT_TEST(safetensors_bools_saved_as_0_or_1),
         TT_TEST(safetensors_header_long_offsets),
+        TT_TEST(seed_gradient_of_another_dtype),
         TT_TEST(fast_exp_nan_and_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -754,6 +754,12 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
             tn_tensor *h = st == TN_OK ? tn__copy_as(g, roots[i]->dtype) : NULL;
             tn_release(g);
             if (!(g = h)) st = tn_last_status();
+        } else if (g->dtype != roots[i]->dtype) {
+            /* the seed in the output's dtype, as PyTorch's engine casts it (validate_outputs):
+             * a node's backward reads its gradients in the dtype it recorded */
+            tn_tensor *h = tn__copy_as(g, roots[i]->dtype);
+            tn_release(g);
+            if (!(g = h)) st = tn_last_status();
         }
         if (st == TN_OK) st = send(&r, &e, g, UINT64_MAX, i);
     }
