@@ -283,10 +283,14 @@ static tn_status bw_fused(tn_attn_args *a, const attn_geom *g, const attn_in *in
     tn_device dev = tn__dev(in->q);
     tn_tensor *gc = tn__contiguous_on(go, dev);
     tn_tensor *dq = gc ? tn__empty_on(g->bdim + 2, sq, a->dtype, dev) : NULL;
-    tn_tensor *dk = dq ? tn__empty_on(g->bdim + 2, sk, a->dtype, dev) : NULL;
-    tn_tensor *dv = dk ? tn__empty_on(g->bdim + 2, sv, a->dtype, dev) : NULL;
+    /* No query (L = 0): no gradient reaches the keys and values, and no kernel runs (the
+     * batch dims around an empty one may multiply to anything) */
+    tn_tensor *(*make)(int, const int64_t *, tn_dtype, tn_device) =
+        g->L == 0 ? tn__zeros_on : tn__empty_on;
+    tn_tensor *dk = dq ? make(g->bdim + 2, sk, a->dtype, dev) : NULL;
+    tn_tensor *dv = dk ? make(g->bdim + 2, sv, a->dtype, dev) : NULL;
     tn_status st = dv ? TN_OK : tn_last_status();
-    if (st == TN_OK) {
+    if (st == TN_OK && g->L > 0 && tn_numel(dq) + tn_numel(dk) + tn_numel(dv) > 0) {
         a->mode = TN_ATTN_BWD;
         a->o = tn__ptr(out), a->lse = tn__ptr(lse), a->dout = tn__ptr(gc);
         a->dq = tn__ptr(dq), a->dk = tn__ptr(dk), a->dv = tn__ptr(dv);
