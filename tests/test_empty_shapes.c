@@ -190,6 +190,39 @@ static void dim_ops_on_empty(void **state) {
     tn_scope_end();
 }
 
+/* Attention whose batch dims around an empty sequence multiply past int64: forward, backward
+ * (the fused kernels) and backward under create_graph (the composed path and its dense masks)
+ * make empty results at once, without walking the batch. */
+static void attention_on_empty(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    const int64_t s[] = {BIG, BIG, 2, 0, 1};
+    tn_tensor *q = tn_zeros(5, s, TN_F32);
+    assert_int_equal(tn_requires_grad_(q, true), TN_OK);
+    for (int pass = 0; pass < 4; pass++) {
+        bool create = pass & 1, causal = pass & 2;
+        tn_tensor *o = tn_scaled_dot_product_attention(q, q, q, NULL, 0, causal);
+        assert_shape(o, 5, s);
+        tn_tensor *l = tn_sum(o);
+        assert_non_null(l);
+        assert_int_equal(tn_backward_ex(l, NULL, create, create), TN_OK);
+        assert_shape(tn_grad(q), 5, s);
+        assert_int_equal(tn_zero_grad(q), TN_OK);
+    }
+    /* no key: each query row takes part with no key (its output is 0) */
+    tn_tensor *k = tn_zeros(3, (const int64_t[]){2, 0, 4}, TN_F32);
+    tn_tensor *q2 = tn_ones(3, (const int64_t[]){2, 3, 4}, TN_F32);
+    assert_int_equal(tn_requires_grad_(q2, true), TN_OK);
+    tn_tensor *o2 = tn_scaled_dot_product_attention(q2, k, k, NULL, 0, false);
+    assert_non_null(o2);
+    assert_int_equal(tn_numel(o2), 24);
+    tt_assert_close(tn_sum(tn_abs(o2)), (double[]){0}, 1, 0);
+    assert_int_equal(tn_backward_ex(tn_sum(o2), NULL, true, true), TN_OK);
+    assert_non_null(tn_grad(q2));
+    tt_assert_close(tn_sum(tn_abs(tn_grad(q2))), (double[]){0}, 1, 0);
+    tn_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(creation_any_order),
@@ -197,6 +230,7 @@ int main(void) {
         TT_TEST(joins_of_empty),
         TT_TEST(math_on_empty),
         TT_TEST(dim_ops_on_empty),
+        TT_TEST(attention_on_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,6 +39,10 @@
 #define TN_GELU_PDF 0.39894228040143267794
 #define TN_GELU_BETA 0.79788456080286535588
 #define TN_GELU_KAPPA 0.044715
+/* The normal CDF, Phi(x) = erfc(-x / sqrt(2)) / 2: erfc keeps its relative precision in the
+ * left tail, where 1 + erf(x / sqrt(2)) cancels (float32 at x = -3 loses 2e-5 of it, and the
+ * C library's and CUDA's erf, each within an ulp, then disagree by as much). */
+#define TN_PHI(x) (TN_C(x, 0.5) * TN_M(erfc, -(x) * TN_C(x, TN_GELU_S1_2)))
 /* GELU's tanh form through 1 + tanh(u) = 2 sigmoid(2 u) = 2 / (1 + exp(-2 u)),
  * u = beta (x + kappa x^3): exp is several times faster than tanh in the C
  * library and the form has no cancellation. TN_GELU_S: sigmoid(2 u). */
@@ -86,11 +90,11 @@
     X(clampmask, FLOAT, (x >= c0 && x <= c1) ? 1 : 0)                                    \
     /* activations (engine/ops/activation.c): GELU (erf and tanh forms), SiLU, */        \
     /* their derivatives (the plain backward), the normal CDF (create_graph) */          \
-    X(gelu, FLOAT, x * TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))))        \
+    X(gelu, FLOAT, x * TN_PHI(x))                                                        \
     X(gelu_tanh, FLOAT, x * TN_GELU_S(x))                                                \
     X(silu, FLOAT, x / (1 + TN_EXP_FAST(-x)))                                              \
     X(gelu_grad, FLOAT,                                                                  \
-      TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))) +                        \
+      TN_PHI(x) +                                                                        \
           x * TN_C(x, TN_GELU_PDF) * TN_M(exp, TN_C(x, -0.5) * x * x))                   \
     /* (1 + t) / 2 + x / 2 (1 - t^2) beta (1 + 3 kappa x^2), t = 2 s - 1 */              \
     X(gelu_tanh_grad, FLOAT,                                                             \
@@ -98,6 +102,6 @@
                               (1 + TN_C(x, 3 * TN_GELU_KAPPA) * x * x)))                 \
     X(silu_grad, FLOAT,                                                                  \
       1 / (1 + TN_EXP_FAST(-x)) * (1 + x * (1 - 1 / (1 + TN_EXP_FAST(-x)))))                 \
-    X(normcdf, FLOAT, TN_C(x, 0.5) * (1 + TN_M(erf, x * TN_C(x, TN_GELU_S1_2))))
+    X(normcdf, FLOAT, TN_PHI(x))
 
 #endif

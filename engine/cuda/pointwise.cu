@@ -33,6 +33,8 @@ __device__ __forceinline__ float tanh(float x) { return ::tanhf(x); }
 __device__ __forceinline__ double tanh(double x) { return ::tanh(x); }
 __device__ __forceinline__ float erf(float x) { return ::erff(x); }
 __device__ __forceinline__ double erf(double x) { return ::erf(x); }
+__device__ __forceinline__ float erfc(float x) { return ::erfcf(x); }
+__device__ __forceinline__ double erfc(double x) { return ::erfc(x); }
 
 /* TN_POWX: float in float, double in double (CUDA's powf / pow, within a
  * few ulp of the C library's). Integers: exact and wrapping, by squaring

@@ -211,6 +211,9 @@ static tn_status dense_masks(const tn_attn_args *a, const attn_geom *g, tn_tenso
     *madd = tn__empty(g->bdim + 2, shp, dt), *z = *madd ? tn__empty(g->bdim + 2, shp, dt) : NULL;
     *rowkeep = *z ? tn__empty(g->bdim + 2, rshp, dt) : NULL;
     if (!*rowkeep) return tn_last_status();
+    /* no query row: the three are empty, and nb may stand for a product of batch dims that
+     * overflows (INT64_MAX) around the empty dim: nothing to fill */
+    if (g->L == 0) return TN_OK;
     char *mp = tn__ptr(*madd), *zp = tn__ptr(*z), *rp = tn__ptr(*rowkeep);
     size_t es = tn__dtype_sizes[dt];
     double zs = a->dropout_p >= 1 ? 0 : 1 / (1 - a->dropout_p);
