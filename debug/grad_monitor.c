@@ -166,13 +166,17 @@ static void measure_cpu(const tn_tensor *t, double *norm, double *max_abs) {
     const bool f32 = t->dtype == TN_F32;
     const int nt = tn__threads_for(sp.n);
     (void)nt; /* without OpenMP the pragma below is all that reads it */
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t b = 0; b < blocks; b++) /* block b: units [b U / blocks, (b+1) U / blocks) */
-        for (int64_t u = b * sp.units / blocks; u < (b + 1) * sp.units / blocks; u++) {
-            int64_t len;
-            const char *p = tn__scan_unit(&sp, u, &len);
-            (f32 ? scan_f32 : scan_f64)(p, len, step, &sq[b], &mx[b]);
-        }
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        TN_OMP_SPAN("grad_monitor");
+#pragma omp for schedule(static) nowait
+        for (int64_t b = 0; b < blocks; b++) /* block b: units [b U / blocks, (b+1) U / blocks) */
+            for (int64_t u = b * sp.units / blocks; u < (b + 1) * sp.units / blocks; u++) {
+                int64_t len;
+                const char *p = tn__scan_unit(&sp, u, &len);
+                (f32 ? scan_f32 : scan_f64)(p, len, step, &sq[b], &mx[b]);
+            }
+    }
     double s = 0, m = 0;
     for (int64_t b = 0; b < blocks; b++) {
         s += sq[b];

@@ -49,11 +49,15 @@ static bool any_nonfinite(const tn_tensor *t) {
     const int nt = tn__threads_for(sp.n);
     (void)nt; /* without OpenMP the pragma below is all that reads it */
     unsigned bad = 0;
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1)
-    for (int64_t u = 0; u < sp.units; u++) {
-        int64_t len;
-        const char *p = tn__scan_unit(&sp, u, &len);
-        bad |= f32 ? row_bad_f32(p, len, step) : row_bad_f64(p, len, step);
+#pragma omp parallel num_threads(nt) reduction(| : bad) if (nt > 1)
+    {
+        TN_OMP_SPAN("nonfinite");
+#pragma omp for schedule(static) nowait
+        for (int64_t u = 0; u < sp.units; u++) {
+            int64_t len;
+            const char *p = tn__scan_unit(&sp, u, &len);
+            bad |= f32 ? row_bad_f32(p, len, step) : row_bad_f64(p, len, step);
+        }
     }
     return bad != 0;
 }

@@ -192,6 +192,15 @@ static void prof_node(const char *name, uint64_t seq, double t0) {
     leave(b);
 }
 
+static void prof_omp(const char *region, double t0, int team, int member) {
+    double t1 = now_us();
+    tn_pbuf *b = enter();
+    if (!b) return;
+    tn_pev *e = span(b, TN_PEV_OMP, region, t0, t1);
+    if (e) e->team = team, e->member = member;
+    leave(b);
+}
+
 static void prof_link(const tn_tensor *out, uint64_t seq) {
     tn_pbuf *b = enter();
     if (!b) return;
@@ -309,6 +318,7 @@ __attribute__((constructor)) static void install(void) {
     tn__hooks.prof_op = prof_op;
     tn__hooks.prof_node = prof_node;
     tn__hooks.prof_link = prof_link;
+    tn__hooks.prof_omp = prof_omp;
     const char *p = getenv("TENET_PROFILE");
     if (!p || !*p || strlen(p) >= sizeof g_env_path) return;
     strcpy(g_env_path, p);

@@ -13,10 +13,11 @@
 #define TN_PCHUNK 256   /* events per buffer chunk */
 #define TN_PSHAPES 4096 /* dims per shape block */
 
-typedef enum { TN_PEV_OP, TN_PEV_NODE, TN_PEV_COUNTER } tn_pev_kind;
+typedef enum { TN_PEV_OP, TN_PEV_NODE, TN_PEV_COUNTER, TN_PEV_OMP } tn_pev_kind;
 
-/* One event. OP and NODE: a span [ts, ts + dur) in µs. COUNTER: at ts, the
- * bytes of live tensor storage in `bytes`. */
+/* One event. OP, NODE and OMP: a span [ts, ts + dur) in µs. COUNTER: at ts,
+ * the bytes of live tensor storage in `bytes`. OMP: one worker's share of an
+ * OpenMP region, member `member` of a team of `team`. */
 typedef struct tn_pev {
     uint8_t kind, n_in;
     int8_t dtype; /* OP: the output's */
@@ -25,6 +26,7 @@ typedef struct tn_pev {
     double ts, dur;
     uint64_t flow;        /* OP: 1 + seq of the node it made; NODE: 1 + its seq */
     int64_t bytes, flops; /* flops < 0: not known */
+    int32_t team, member; /* OMP */
     /* OP: the n_in input shapes one after the other (ndim[i] dims each), in
      * the buffer's shape blocks */
     const int64_t *dims;

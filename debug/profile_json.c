@@ -1,8 +1,9 @@
 /* debug/profile_json.c — the profiler's Chrome trace-event file
  * (include/tenet/profile.h): per thread a thread_name record ("M"), the
- * spans of ops and backward nodes ("X"), the live-bytes counter ("C"), and a
- * flow ("s" on the forward op's span, "f" on its node's span, same id) for
- * each node that ran whose forward op was recorded. */
+ * spans of ops and backward nodes ("X", cat "op" / "backward"), each OpenMP
+ * worker's share of a region inside an op ("X", cat "omp"), the live-bytes
+ * counter ("C"), and a flow ("s" on the forward op's span, "f" on its node's
+ * span, same id) for each node that ran whose forward op was recorded. */
 #include <stdlib.h>
 
 #include "profile_internal.h"
@@ -79,6 +80,14 @@ static void put_event(FILE *f, const tn_pev *e, int pid, uint64_t tid, const flo
                 ",\n{\"name\":\"memory\",\"ph\":\"C\",\"pid\":%d,\"tid\":%llu,\"ts\":%.3f,"
                 "\"args\":{\"bytes_live\":%lld}}",
                 pid, t, e->ts, (long long)e->bytes);
+        return;
+    }
+    if (e->kind == TN_PEV_OMP) {
+        /* region names are the engine's own literals: nothing to escape */
+        fprintf(f,
+                ",\n{\"name\":\"omp %s\",\"cat\":\"omp\",\"ph\":\"X\",\"pid\":%d,\"tid\":%llu,"
+                "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"team\":%d,\"member\":%d}}",
+                e->name, pid, t, e->ts, e->dur, (int)e->team, (int)e->member);
         return;
     }
     bool op = e->kind == TN_PEV_OP;

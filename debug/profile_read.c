@@ -57,7 +57,10 @@ static tn_status spans_of(const cJSON *j, const char *path, tn_prof_span **out, 
         const cJSON *tid = cJSON_GetObjectItemCaseSensitive(e, "tid");
         const cJSON *ts = cJSON_GetObjectItemCaseSensitive(e, "ts");
         const cJSON *dur = cJSON_GetObjectItemCaseSensitive(e, "dur");
+        const cJSON *cat = cJSON_GetObjectItemCaseSensitive(e, "cat");
         if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X")) continue;
+        /* OpenMP workers' shares are part of their op's time, not ops of their own */
+        if (cJSON_IsString(cat) && !strcmp(cat->valuestring, "omp")) continue;
         if (!cJSON_IsString(name) || !cJSON_IsNumber(ts) || !cJSON_IsNumber(dur))
             return tn__error(TN_ERR_FORMAT, "'%s': an X event without name, ts or dur", path);
         (*out)[(*n)++] =

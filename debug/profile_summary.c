@@ -89,14 +89,14 @@ tn_status tn__prof_table_build(const tn_pbuf *bufs) {
     for (const tn_pbuf *b = bufs; b; b = b->next)
         for (const tn_pchunk *c = b->head; c; c = c->next)
             for (int i = 0; i < c->n; i++)
-                n += c->ev[i].kind != TN_PEV_COUNTER;
+                n += c->ev[i].kind == TN_PEV_OP || c->ev[i].kind == TN_PEV_NODE;
     tn_prof_span *spans = n ? tn__malloc_quiet(n * sizeof *spans) : NULL;
     if (n && !spans) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory summarising a profile");
     size_t k = 0;
     for (const tn_pbuf *b = bufs; b; b = b->next)
         for (const tn_pchunk *c = b->head; c; c = c->next)
             for (int i = 0; i < c->n; i++)
-                if (c->ev[i].kind != TN_PEV_COUNTER)
+                if (c->ev[i].kind == TN_PEV_OP || c->ev[i].kind == TN_PEV_NODE)
                     spans[k++] =
                         (tn_prof_span){c->ev[i].name, b->tid, c->ev[i].ts, c->ev[i].dur, 0};
     tn_status st = tn__prof_table_make(&g_table, spans, n);

@@ -2,7 +2,8 @@
 """Runs a program that writes a profiler trace (argv[1], given argv[2] as the
 path), parses the Chrome trace-event JSON with json and checks its shape:
 spans of the expected ops and backward nodes, spans nested per thread, every
-thread named by an "M" record, flows paired, the memory counter present.
+thread named by an "M" record, flows paired, the memory counter present, the
+OpenMP workers' spans of a large op.
 With --env PROG PATH: PROG runs with TENET_PROFILE=PATH, which must leave a
 trace with spans and named threads at its exit."""
 import json
@@ -67,6 +68,32 @@ def enclosing(spans, ev, cat):
             s["ts"] - EPS <= ev["ts"] <= s["ts"] + s["dur"] + EPS]
 
 
+def check_omp(spans, summary):
+    """The large add's OpenMP workers: one span each (team, member), member 0 inside the add's
+    span on the calling thread, the others on threads of their own; none in the summary."""
+    omp = [e for e in spans if e["cat"] == "omp"]
+    work = [e for e in omp if e["name"] == "omp elementwise" and enclosing(spans, e, "op") and
+            any(s["name"] == "add" for s in enclosing(spans, e, "op"))]
+    if not work:
+        fail("no 'omp elementwise' span inside the add's span")
+    team = work[0]["args"]["team"]
+    for e in omp:
+        if not e["name"].startswith("omp ") or set(e["args"]) != {"team", "member"} or \
+                not 0 <= e["args"]["member"] < e["args"]["team"]:
+            fail("omp span malformed: %s" % e)
+    if team > 1:  # built with OpenMP: the add's team ran on team distinct threads
+        add = [s for s in enclosing(spans, work[-1], "op") if s["name"] == "add"][0]
+        region = [e for e in omp if e["name"] == "omp elementwise" and
+                  e["ts"] < add["ts"] + add["dur"] and e["ts"] + e["dur"] > add["ts"]]
+        tids = {e["tid"] for e in region}
+        members = {e["args"]["member"] for e in region}
+        if len(tids) < team or members != set(range(team)):
+            fail("the add's team of %d: members %s on threads %s" % (team, members, tids))
+    if "omp " in summary:
+        fail("OpenMP spans in the op summary")
+    print("check_trace: %d OpenMP worker spans (the add's team: %d)" % (len(omp), team))
+
+
 def main():
     out = subprocess.run([sys.argv[1], sys.argv[2]], capture_output=True, text=True)
     print(out.stdout)
@@ -111,6 +138,7 @@ def main():
     if not any(e["name"] in ("MulBackward0", "MmBackward0") for e in spans
                for f in ends.values() if f["tid"] == e["tid"] and abs(f["ts"] - e["ts"]) < EPS):
         fail("no flow ends on MulBackward0 or MmBackward0")
+    check_omp(spans, out.stdout)
     counters = [e for e in events if e["ph"] == "C"]
     if not counters or any("bytes_live" not in e["args"] for e in counters):
         fail("no memory counter")

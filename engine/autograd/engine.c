@@ -664,12 +664,15 @@ static tn_status run_parallel(run *r, int nt) {
         if (r->tab[i].node && atomic_load_explicit(&r->tab[i].deps, memory_order_relaxed) == 0)
             ready[n_ready++] = &r->tab[i];
 #pragma omp parallel num_threads(nt)
-#pragma omp single
     {
-        for (size_t i = 0; i < n_ready; i++) {
-            node_state *s = ready[i];
+        TN_OMP_SPAN("backward"); /* each worker: the tasks it ran, to the team's barrier */
+#pragma omp single
+        {
+            for (size_t i = 0; i < n_ready; i++) {
+                node_state *s = ready[i];
 #pragma omp task firstprivate(s)
-            task_run(r, s);
+                task_run(r, s);
+            }
         }
     }
     tn__mfree(ready);

@@ -113,4 +113,18 @@ double tn__rand_normal(void);
 int tn__threads_for(int64_t work);
 #define TN_GRAIN 32768
 
+/* A worker's share of an OpenMP region in the profiler's timeline: TN_OMP_SPAN("softmax") as
+ * the first statement inside `#pragma omp parallel` records, when the profiler is on, a span
+ * "omp softmax" on each worker's thread (team size and member in its args) from there to the
+ * end of the enclosing block. Off: two calls that read one flag. */
+typedef struct tn_omp_span {
+    const char *region;
+    double t0; /* 0: the profiler was off at the start */
+} tn_omp_span;
+tn_omp_span tn__omp_span_begin(const char *region);
+void tn__omp_span_end(const tn_omp_span *s);
+#define TN_OMP_SPAN(region)                                                                  \
+    tn_omp_span tn__omp_span_ __attribute__((cleanup(tn__omp_span_end), unused)) =         \
+        tn__omp_span_begin(region)
+
 #endif

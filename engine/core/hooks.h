@@ -143,6 +143,9 @@ typedef struct tn_hooks {
                     const tn_tensor *const *in);
     void (*prof_node)(const char *name, uint64_t seq, double t0);
     void (*prof_link)(const tn_tensor *out, uint64_t seq);
+    /* omp: member `member` of a team of `team` threads ran its share of the OpenMP region
+     * `region` from t0 until now (tn__omp_span_end, engine/core/threads.c). */
+    void (*prof_omp)(const char *region, double t0, int team, int member);
 } tn_hooks;
 
 /* The one table (engine/core/hooks.c). Each layer writes its own entries,

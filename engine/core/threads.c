@@ -6,6 +6,7 @@
 #endif
 
 #include "base.h"
+#include "hooks.h"
 #include "tenet/runtime.h" /* tn_set_num_threads, tn_get_num_threads: exported */
 
 /* 0 = not set: use OpenMP's default. Relaxed: a plain setting, read at op start. */
@@ -34,5 +35,18 @@ int tn__threads_for(int64_t work) {
 #else
     (void)work;
     return 1;
+#endif
+}
+
+tn_omp_span tn__omp_span_begin(const char *region) {
+    return (tn_omp_span){region, tn__prof_start()};
+}
+
+void tn__omp_span_end(const tn_omp_span *s) {
+    if (TN_LIKELY(s->t0 <= 0)) return;
+#ifdef _OPENMP
+    tn__hooks.prof_omp(s->region, s->t0, omp_get_num_threads(), omp_get_thread_num());
+#else
+    tn__hooks.prof_omp(s->region, s->t0, 1, 0);
 #endif
 }

@@ -119,6 +119,7 @@ static void run_fwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt) {
     (void)nt; /* only read by OpenMP */
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
+        TN_OMP_SPAN("attention");
         ws_t *w = &ws[WORKER()];
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < items; it++) {
@@ -143,6 +144,7 @@ static void run_bwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt, void *d
     (void)nt; /* only read by OpenMP */
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
+        TN_OMP_SPAN("attention backward");
         ws_t *w = &ws[WORKER()];
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < nb; b++) {

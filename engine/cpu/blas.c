@@ -289,22 +289,30 @@ static void run(const plan *p, const tn_gemm *g, const tn_gemm_batch *batch, int
                 int nt) {
 #ifdef _OPENMP
     if (nt > 1 && nbatch >= nt) { /* whole products per thread */
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int t = 0; t < nt; t++)
-            for (int64_t bi = nbatch * t / nt; bi < nbatch * (t + 1) / nt; bi++) {
-                tn_gemm one;
-                tn__gemm_batch_item(g, batch, bi, p->es, &one);
-                part(p, &one, 0, 1);
-            }
+#pragma omp parallel num_threads(nt)
+        {
+            TN_OMP_SPAN("gemm batch");
+#pragma omp for schedule(static) nowait
+            for (int t = 0; t < nt; t++)
+                for (int64_t bi = nbatch * t / nt; bi < nbatch * (t + 1) / nt; bi++) {
+                    tn_gemm one;
+                    tn__gemm_batch_item(g, batch, bi, p->es, &one);
+                    part(p, &one, 0, 1);
+                }
+        }
         return;
     }
     if (nt > 1) { /* each product cut into blocks across the threads */
         for (int64_t bi = 0; bi < nbatch; bi++) {
             tn_gemm one = *g;
             if (batch) tn__gemm_batch_item(g, batch, bi, p->es, &one);
-#pragma omp parallel for num_threads(nt) schedule(static, 1)
-            for (int t = 0; t < nt; t++)
-                part(p, &one, t, nt);
+#pragma omp parallel num_threads(nt)
+            {
+                TN_OMP_SPAN("gemm blocks");
+#pragma omp for schedule(static, 1) nowait
+                for (int t = 0; t < nt; t++)
+                    part(p, &one, t, nt);
+            }
         }
         return;
     }

@@ -290,9 +290,13 @@ static void run_one(const kernel *kr, const tn_gemm *g, int nt, char *buf, int64
     int64_t mt = (g->m + kr->mr - 1) / kr->mr, ntl = (g->n + kr->nr - 1) / kr->nr;
     bool by_cols = !use_direct(kr, g) && mt < 2 * nt && ntl > mt;
     int64_t ntask = MIN(by_cols ? ntl : mt, 3 * nt);
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-    for (int64_t t = 0; t < ntask; t++)
-        run_task(kr, g, by_cols, t, ntask, buf + per * thread_num(), na);
+#pragma omp parallel num_threads(nt)
+    {
+        TN_OMP_SPAN("gemm");
+#pragma omp for schedule(dynamic, 1) nowait
+        for (int64_t t = 0; t < ntask; t++)
+            run_task(kr, g, by_cols, t, ntask, buf + per * thread_num(), na);
+    }
 }
 
 void tn__gemm_batch_item(const tn_gemm *g, const tn_gemm_batch *bt, int64_t bi, size_t es,
@@ -341,12 +345,16 @@ tn_status tn__gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch) {
     char *buf = NULL;
     if (per && !(buf = tn__alloc((size_t)(per * nt)))) return TN_ERR_OUT_OF_MEMORY;
     if (by_batch) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int t = 0; t < nt; t++) {
-            tn_gemm one;
-            for (int64_t bi = nbatch * t / nt; bi < nbatch * (t + 1) / nt; bi++) {
-                tn__gemm_batch_item(g, batch, bi, kr->esize, &one);
-                run_one(kr, &one, 1, buf + per * t, per, na);
+#pragma omp parallel num_threads(nt)
+        {
+            TN_OMP_SPAN("gemm batch");
+#pragma omp for schedule(static) nowait
+            for (int t = 0; t < nt; t++) {
+                tn_gemm one;
+                for (int64_t bi = nbatch * t / nt; bi < nbatch * (t + 1) / nt; bi++) {
+                    tn__gemm_batch_item(g, batch, bi, kr->esize, &one);
+                    run_one(kr, &one, 1, buf + per * t, per, na);
+                }
             }
         }
     } else {

@@ -30,10 +30,14 @@ static void rows(const tn_index_args *a) {
     char *out = a->out;
     int nt = tn__threads_for(total * a->inner);
     (void)nt; /* only read by OpenMP */
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t r = 0; r < total; r++) {
-        int64_t o = r / a->n, j = r % a->n;
-        memcpy(out + (size_t)r * row, src + (size_t)(o * a->size + a->idx[j]) * row, row);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        TN_OMP_SPAN("index rows");
+#pragma omp for schedule(static) nowait
+        for (int64_t r = 0; r < total; r++) {
+            int64_t o = r / a->n, j = r % a->n;
+            memcpy(out + (size_t)r * row, src + (size_t)(o * a->size + a->idx[j]) * row, row);
+        }
     }
 }
 
@@ -127,6 +131,7 @@ static void rows_add(const tn_index_args *a) {
     rows_add_fn f = ROWS_ADD[a->dtype];
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
+        TN_OMP_SPAN("index rows_add");
 #ifdef _OPENMP
         int t = omp_get_thread_num(), T = omp_get_num_threads();
 #else
@@ -142,9 +147,13 @@ static void lines(const tn_index_args *a, line_fn f) {
         if (d != a->dim) n *= a->shape[d];
     int nt = tn__threads_for(n * a->shape[a->dim]);
     (void)nt; /* only read by OpenMP */
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t L = 0; L < n; L++)
-        f(a, L);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        TN_OMP_SPAN("index lines");
+#pragma omp for schedule(static) nowait
+        for (int64_t L = 0; L < n; L++)
+            f(a, L);
+    }
 }
 
 tn_status tn__cpu_index(int dev, const tn_index_args *a) {

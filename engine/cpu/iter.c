@@ -101,8 +101,12 @@ static void run_tile_strip(const tn_iter *it, tn_loop_fn loop, void *ctx, int jb
 static void run_tiled(const tn_iter *it, tn_loop_fn loop, void *ctx, int jb, int nt) {
     int64_t nb = it->shape[jb], strips = (nb + TILE_B - 1) / TILE_B;
     int64_t units = it->numel / (it->shape[it->ndim - 1] * nb) * strips;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && units > 1)
-    for (int64_t u = 0; u < units; u++) run_tile_strip(it, loop, ctx, jb, u, strips);
+#pragma omp parallel num_threads(nt) if (nt > 1 && units > 1)
+    {
+        TN_OMP_SPAN("elementwise");
+#pragma omp for schedule(static) nowait
+        for (int64_t u = 0; u < units; u++) run_tile_strip(it, loop, ctx, jb, u, strips);
+    }
 }
 
 static void iter_run(const tn_iter *it, tn_loop_fn loop, void *ctx, bool parallel) {
@@ -120,8 +124,13 @@ static void iter_run(const tn_iter *it, tn_loop_fn loop, void *ctx, bool paralle
         return;
     }
     if (rows >= nt) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int t = 0; t < nt; t++) run_rows(it, loop, ctx, rows * t / nt, rows * (t + 1) / nt);
+#pragma omp parallel num_threads(nt)
+        {
+            TN_OMP_SPAN("elementwise");
+#pragma omp for schedule(static) nowait
+            for (int t = 0; t < nt; t++)
+                run_rows(it, loop, ctx, rows * t / nt, rows * (t + 1) / nt);
+        }
         return;
     }
     /* Few long rows: split each row into nt chunks. */
@@ -130,15 +139,19 @@ static void iter_run(const tn_iter *it, tn_loop_fn loop, void *ctx, bool paralle
         int64_t s[TN_ITER_MAX_OPS];
         row_ptrs(it, row, p0);
         for (int k = 0; k < it->nops; k++) s[k] = it->stride[k][it->ndim - 1];
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int t = 0; t < nt; t++) {
-            int64_t a = inner * t / nt, b = inner * (t + 1) / nt;
-            /* chunk starts aligned to 16 elements keep vector loads aligned */
-            if (t > 0) a &= ~(int64_t)15;
-            if (t < nt - 1) b &= ~(int64_t)15;
-            char *p[TN_ITER_MAX_OPS];
-            for (int k = 0; k < it->nops; k++) p[k] = p0[k] + a * s[k];
-            if (b > a) loop(ctx, b - a, p, s);
+#pragma omp parallel num_threads(nt)
+        {
+            TN_OMP_SPAN("elementwise");
+#pragma omp for schedule(static) nowait
+            for (int t = 0; t < nt; t++) {
+                int64_t a = inner * t / nt, b = inner * (t + 1) / nt;
+                /* chunk starts aligned to 16 elements keep vector loads aligned */
+                if (t > 0) a &= ~(int64_t)15;
+                if (t < nt - 1) b &= ~(int64_t)15;
+                char *p[TN_ITER_MAX_OPS];
+                for (int k = 0; k < it->nops; k++) p[k] = p0[k] + a * s[k];
+                if (b > a) loop(ctx, b - a, p, s);
+            }
         }
     }
 }

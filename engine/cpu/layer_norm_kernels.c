@@ -134,35 +134,43 @@ static void ln_backward(const tn_ln_args *a, double *part) {
     bool f32 = a->dtype == TN_F32;
     int nt = tn__threads_for(a->rows * n);
     (void)nt; /* only read by OpenMP */
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t k = 0; k < nb; k++) {
-        int64_t r0 = k * TN_LN_ROW_BLOCK;
-        int64_t r1 = r0 + TN_LN_ROW_BLOCK < a->rows ? r0 + TN_LN_ROW_BLOCK : a->rows;
-        double *pw = part ? part + 2 * k * n : NULL, *pb = pw ? pw + n : NULL;
-        for (int64_t j = 0; pw && j < 2 * n; j++)
-            pw[j] = 0;
-        for (int64_t r = r0; r < r1; r++) {
-            if (a->dx && f32)
-                ln_dx_row_f32(a, r);
-            else if (a->dx)
-                ln_dx_row_f64(a, r);
-            if (pw && f32)
-                ln_partial_f32(a, r, pw, pb);
-            else if (pw)
-                ln_partial_f64(a, r, pw, pb);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        TN_OMP_SPAN("layer_norm");
+#pragma omp for schedule(static) nowait
+        for (int64_t k = 0; k < nb; k++) {
+            int64_t r0 = k * TN_LN_ROW_BLOCK;
+            int64_t r1 = r0 + TN_LN_ROW_BLOCK < a->rows ? r0 + TN_LN_ROW_BLOCK : a->rows;
+            double *pw = part ? part + 2 * k * n : NULL, *pb = pw ? pw + n : NULL;
+            for (int64_t j = 0; pw && j < 2 * n; j++)
+                pw[j] = 0;
+            for (int64_t r = r0; r < r1; r++) {
+                if (a->dx && f32)
+                    ln_dx_row_f32(a, r);
+                else if (a->dx)
+                    ln_dx_row_f64(a, r);
+                if (pw && f32)
+                    ln_partial_f32(a, r, pw, pb);
+                else if (pw)
+                    ln_partial_f64(a, r, pw, pb);
+            }
         }
     }
     if (!part) return;
     nt = tn__threads_for(nb * n);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t j = 0; j < n; j++) {
-        double sw = 0, sb = 0;
-        for (int64_t k = 0; k < nb; k++) {
-            sw += part[2 * k * n + j];
-            sb += part[2 * k * n + n + j];
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        TN_OMP_SPAN("layer_norm weights");
+#pragma omp for schedule(static) nowait
+        for (int64_t j = 0; j < n; j++) {
+            double sw = 0, sb = 0;
+            for (int64_t k = 0; k < nb; k++) {
+                sw += part[2 * k * n + j];
+                sb += part[2 * k * n + n + j];
+            }
+            if (a->dweight) store(a->dtype, a->dweight, j, sw);
+            if (a->dbias) store(a->dtype, a->dbias, j, sb);
         }
-        if (a->dweight) store(a->dtype, a->dweight, j, sw);
-        if (a->dbias) store(a->dtype, a->dbias, j, sb);
     }
 }
 
@@ -185,12 +193,16 @@ tn_status tn__cpu_layer_norm(int dev, const tn_ln_args *a) {
     bool f32 = a->dtype == TN_F32;
     int nt = tn__threads_for(a->rows * a->cols);
     (void)nt; /* only read by OpenMP */
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t r = 0; r < a->rows; r++) {
-        if (f32)
-            ln_fwd_row_f32(a, r);
-        else
-            ln_fwd_row_f64(a, r);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        TN_OMP_SPAN("layer_norm");
+#pragma omp for schedule(static) nowait
+        for (int64_t r = 0; r < a->rows; r++) {
+            if (f32)
+                ln_fwd_row_f32(a, r);
+            else
+                ln_fwd_row_f64(a, r);
+        }
     }
     return TN_OK;
 }

@@ -98,9 +98,13 @@ static void run_blocks(int64_t nb, int nt, block_fn fn, const red_job *job) {
             fn(job, b);
         return;
     }
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t b = 0; b < nb; b++)
-        fn(job, b);
+#pragma omp parallel num_threads(nt)
+    {
+        TN_OMP_SPAN("reduce");
+#pragma omp for schedule(static) nowait
+        for (int64_t b = 0; b < nb; b++)
+            fn(job, b);
+    }
 }
 
 /* ---- sum ------------------------------------------------------------------------ */
@@ -488,12 +492,16 @@ tn_status tn__cpu_reduce(int dev, const tn_red_args *a) {
     int64_t rows = nout / it.shape[it.ndim - 1];
     int nt = tn__threads_for(nout * c.R);
     if (nt > 1 && rows >= nt) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int t = 0; t < nt; t++) {
-            for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; r++) {
-                red_row w;
-                row_at(&it, kv, kj, r, &w);
-                fn(&c, &w, 1);
+#pragma omp parallel num_threads(nt)
+        {
+            TN_OMP_SPAN("reduce rows");
+#pragma omp for schedule(static) nowait
+            for (int t = 0; t < nt; t++) {
+                for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; r++) {
+                    red_row w;
+                    row_at(&it, kv, kj, r, &w);
+                    fn(&c, &w, 1);
+                }
             }
         }
         return TN_OK;

@@ -76,17 +76,22 @@ tn_status tn__cpu_softmax(int dev, const tn_sm_args *a) {
     size_t es = tn__dtype_sizes[a->dtype];
     const char *xp = a->x, *yp = a->y;
     char *op = a->out;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t o = r / chunks, i0 = r % chunks * CHUNK;
-        int64_t w = a->inner - i0 < CHUNK ? a->inner - i0 : CHUNK;
-        size_t off = (size_t)(o * a->d * a->inner + i0) * es;
-        if (a->dtype == TN_F32)
-            sm_row_f32(a->mode, (const float *)(xp + off), yp ? (const float *)(yp + off) : NULL,
-                       (float *)(op + off), a->d, a->inner, w);
-        else
-            sm_row_f64(a->mode, (const double *)(xp + off), yp ? (const double *)(yp + off) : NULL,
-                       (double *)(op + off), a->d, a->inner, w);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        TN_OMP_SPAN("softmax");
+#pragma omp for schedule(static) nowait
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t o = r / chunks, i0 = r % chunks * CHUNK;
+            int64_t w = a->inner - i0 < CHUNK ? a->inner - i0 : CHUNK;
+            size_t off = (size_t)(o * a->d * a->inner + i0) * es;
+            const char *y = yp ? yp + off : NULL;
+            if (a->dtype == TN_F32)
+                sm_row_f32(a->mode, (const float *)(xp + off), (const float *)y,
+                           (float *)(op + off), a->d, a->inner, w);
+            else
+                sm_row_f64(a->mode, (const double *)(xp + off), (const double *)y,
+                           (double *)(op + off), a->d, a->inner, w);
+        }
     }
     return TN_OK;
 }

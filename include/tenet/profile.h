@@ -14,6 +14,8 @@
  *   - every backward node as a span named as its grad_fn ("MulBackward0"),
  *     linked by a flow arrow ("s"/"f") to the span of the forward op that
  *     made it;
+ *   - each OpenMP worker's share of a parallel region inside an op, a span
+ *     "omp <region>" (category "omp"; args: team size and member number);
  *   - the bytes of live tensor storage over time, a counter ("C").
  * Or set TENET_PROFILE=path: the profiler runs from the library's load to
  * the process's exit, which writes the file.
