@@ -73,11 +73,11 @@ static const bench_case CASES[] = {
     {"gpt_step",
      "GPT-2 training step: vocab 96, block 64, 4 layers, 4 heads, embd 128, batch 16, AdamW + "
      "clipping",
-     bench_gpt_step, false},
+     bench_gpt_step, true},
     {"gpt_step_anomaly_nan", "gpt_step with anomaly mode and its NaN/Inf checks, as a ratio to off",
-     bench_gpt_step_anomaly_nan, false},
+     bench_gpt_step_anomaly_nan, true},
     {"gpt_step_monitor", "gpt_step with the gradient monitor on, as a ratio to off",
-     bench_gpt_step_monitor, false},
+     bench_gpt_step_monitor, true},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 

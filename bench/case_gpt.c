@@ -22,18 +22,24 @@ static void gpt_case_free(gpt_case *c) {
     gpt_free(&c->m);
 }
 
-static bool gpt_case_new(gpt_case *c, bool quick) {
+/* The model and the batch on o->device (--device cuda: the same step on the GPU). */
+static bool gpt_case_new(gpt_case *c, const bench_opts *o) {
+    const bool quick = o->quick;
     *c = (gpt_case){0};
     gpt_config cfg = {96, quick ? 16 : 64, quick ? 1 : 4, 4, quick ? 32 : 128};
     const int64_t shape[2] = {quick ? 2 : 16, cfg.block};
     if (!gpt_init(&c->m, cfg, 0)) return false;
+    if (o->device.type != TN_CPU && !gpt_to(&c->m, o->device)) {
+        gpt_free(&c->m);
+        return false;
+    }
     c->opt = gpt_optimizer(&c->m, 1e-3);
     /* tokens i * 7 % 96: the step's cost does not depend on the text */
     int64_t tok[16 * 64 + 1];
     for (int i = 0; i <= 16 * 64; i++)
         tok[i] = (int64_t)i * 7 % cfg.vocab;
-    c->x = tn_tensor_from(tok, TN_I64, 2, shape, false);
-    c->y = tn_tensor_from(tok + 1, TN_I64, 2, shape, false);
+    c->x = bench_on(o, tn_tensor_from(tok, TN_I64, 2, shape, false));
+    c->y = bench_on(o, tn_tensor_from(tok + 1, TN_I64, 2, shape, false));
     bool ok = c->opt && c->x && c->y;
     if (!ok) gpt_case_free(c);
     return ok;
@@ -59,7 +65,7 @@ static void gpt_monitor_mode(bool on) { tn_set_grad_monitor(on, 1e30, 0); }
 
 int bench_gpt_step(const bench_opts *o) {
     gpt_case c;
-    if (!gpt_case_new(&c, o->quick)) return bench_fail("gpt_step", "setup");
+    if (!gpt_case_new(&c, o)) return bench_fail("gpt_step", "setup");
     double secs[BENCH_MAX_RUNS], v[BENCH_MAX_RUNS];
     int rc = bench_time(o, gpt_body, &c, 0.2, secs) < 0 ? -1 : 0;
     if (rc == 0) {
@@ -77,7 +83,7 @@ int bench_gpt_step(const bench_opts *o) {
 /* anomaly mode with its NaN/Inf checks, and the gradient monitor, on the same step */
 static int gpt_mode_case(const bench_opts *o, const char *name, bool monitor) {
     gpt_case c;
-    if (!gpt_case_new(&c, o->quick)) return bench_fail(name, "setup");
+    if (!gpt_case_new(&c, o)) return bench_fail(name, "setup");
     int rc = monitor ? bench_mode_ratio(o, name, gpt_body, &c, 0.2, 1, "ms", gpt_monitor_mode)
                      : bench_anomaly_ratio(o, name, gpt_body, &c, 0.2, 1, "ms");
     gpt_case_free(&c);

@@ -38,8 +38,9 @@ except ImportError:  # tenet's numbers alone
 CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "tiny", "chain100",
          "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "chain100_anomaly",
          "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits", "sgemm4096", "layer_norm",
-         "gelu_tanh", "attention", "gpt_step"]
-CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "layer_norm", "gelu_tanh"]
+         "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan"]
+CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "mlp_anomaly_nan", "layer_norm",
+              "gelu_tanh", "gpt_step", "gpt_step_anomaly_nan"]
 DEV = "cpu"  # --device: where the PyTorch tensors of CUDA_CASES live
 
 
@@ -410,17 +411,18 @@ def t_attention(o):
     return [attn_case(o, "attention", 256), attn_case(o, "attention_L64", 64)]
 
 
-def t_gpt_step(o):
-    """examples/gpt_model.h's model as scripts/gpt_reference.py builds it in PyTorch."""
+def gpt_case(o):
+    """examples/gpt_model.h's model as scripts/gpt_reference.py builds it in PyTorch: the body
+    of training steps, and the tokens of one step."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
     import gpt_reference as ref
     cfg = dict(vocab=96, block=16 if o.quick else 64, layers=1 if o.quick else 4, heads=4,
                embd=32 if o.quick else 128)
     batch = 2 if o.quick else 16
     torch.manual_seed(0)
-    model = ref.GPT(cfg)
+    model = ref.GPT(cfg).to(DEV)
     opt = ref.optimizer(model)
-    tok = torch.tensor([i * 7 % 96 for i in range(batch * cfg["block"] + 1)])
+    tok = torch.tensor([i * 7 % 96 for i in range(batch * cfg["block"] + 1)], device=DEV)
     x = tok[:-1].view(batch, cfg["block"])
     y = tok[1:].view(batch, cfg["block"])
 
@@ -430,10 +432,18 @@ def t_gpt_step(o):
             model(x, y).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
+    return body, batch * cfg["block"]
+
+
+def t_gpt_step(o):
+    body, tokens = gpt_case(o)
     secs, _ = time_body(o, body, 0.2)
     ms = [1e3 * s for s in secs]
-    return [result("gpt_step", "ms/step", ms,
-                   tokens_per_s=batch * cfg["block"] / (1e-3 * median(ms)))]
+    return [result("gpt_step", "ms/step", ms, tokens_per_s=tokens / (1e-3 * median(ms)))]
+
+
+def t_gpt_step_anomaly_nan(o):
+    return anomaly_ratio(o, "gpt_step_anomaly_nan", gpt_case(o)[0], 0.2, 1, "ms")
 
 
 TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add16,
@@ -446,7 +456,7 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
          "mlp_threads": t_mlp_threads, "digits": t_digits,
          "layer_norm": lambda o: t_norm(o, "layer_norm", True),
          "gelu_tanh": lambda o: t_norm(o, "gelu_tanh", False), "attention": t_attention,
-         "gpt_step": t_gpt_step}
+         "gpt_step": t_gpt_step, "gpt_step_anomaly_nan": t_gpt_step_anomaly_nan}
 
 
 # ---- tenet's side and the table ---------------------------------------------------------------

@@ -20,6 +20,8 @@
  * --sample N       generate N bytes at the end (needs --data)
  * --temperature X  for sampling (1.0)
  * --threads N      tenet's threads (default: all)
+ * --device D       cpu (default) or cuda: the model and every step on the
+ *                  first GPU (exit status 3 when there is none)
  * --expect-losses FILE [--rtol X]   compare each step's loss with FILE's
  *                  lines (PyTorch's, scripts/gpt_reference.py); exit 1 on a
  *                  relative difference above X (1e-4)
@@ -50,6 +52,7 @@ typedef struct options {
     double lr, temperature, rtol;
     uint64_t seed;
     bool cosine;
+    tn_device dev;
     const char *data, *tokens, *init, *save, *expect;
 } options;
 
@@ -69,7 +72,7 @@ static void usage(void) {
     fprintf(stderr, "usage: tenet-gpt (--data FILE | --tokens FILE) [--init FILE] [--save FILE]\n"
                     "  [--steps N] [--batch B] [--block T] [--vocab V] [--layers L] [--heads H]\n"
                     "  [--embd C] [--lr X] [--seed S] [--cosine] [--sample N] [--temperature X]\n"
-                    "  [--threads N] [--expect-losses FILE] [--rtol X]\n");
+                    "  [--threads N] [--device cpu|cuda] [--expect-losses FILE] [--rtol X]\n");
 }
 
 /* Parses argv into o; false (after a message) on a bad or missing value. */
@@ -106,6 +109,15 @@ static bool parse_args(int argc, char **argv, options *o) {
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--cosine")) {
             o->cosine = true;
+            continue;
+        }
+        if (!strcmp(argv[a], "--device") && a + 1 < argc) {
+            const char *v = argv[++a];
+            if (strcmp(v, "cpu") && strcmp(v, "cuda")) {
+                fprintf(stderr, "tenet-gpt: --device: cpu or cuda, not '%s'\n", v);
+                return false;
+            }
+            o->dev = strcmp(v, "cuda") ? TN_DEVICE_CPU : TN_DEVICE_CUDA(0);
             continue;
         }
         if (!strcmp(argv[a], "--seed") && a + 1 < argc) {
@@ -220,8 +232,8 @@ static bool data_batch(data *d, const options *o, int step, bool val, tn_tensor 
     } else {
         gpt_text_batch(&d->text, 0, d->split, B, T, &d->rng, d->x, d->y);
     }
-    *x = tn_tensor_from(xs, TN_I64, 2, shape, false);
-    *y = tn_tensor_from(ys, TN_I64, 2, shape, false);
+    *x = tn_to(tn_tensor_from(xs, TN_I64, 2, shape, false), TN_DTYPE_SAME, o->dev);
+    *y = tn_to(tn_tensor_from(ys, TN_I64, 2, shape, false), TN_DTYPE_SAME, o->dev);
     return *x && *y;
 }
 
@@ -370,7 +382,8 @@ static int sample(const gpt_model *m, const data *d, const options *o) {
             rc = fail("opening a scope");
             break;
         }
-        tn_tensor *x = tn_tensor_from(ctx + n - len, TN_I64, 2, (int64_t[]){1, len}, false);
+        tn_tensor *x = tn_to(tn_tensor_from(ctx + n - len, TN_I64, 2, (int64_t[]){1, len}, false),
+                             TN_DTYPE_SAME, o->dev);
         tn_tensor *logits = tn_select(tn_select(gpt_forward(m, x), 0, 0), 0, len - 1);
         tn_tensor *p = tn_softmax(tn_mul_scalar(logits, 1.0 / o->temperature), 0);
         if (tn_copy_to(p, probs, (size_t)V * sizeof *probs) != TN_OK) rc = fail("sampling");
@@ -400,6 +413,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (o.threads > 0) tn_set_num_threads(o.threads);
+    if (o.dev.type == TN_CUDA && !tn_cuda_is_available()) {
+        fprintf(stderr, "tenet-gpt: --device cuda: no CUDA device (none found, or tenet was "
+                        "built without CUDA)\n");
+        return 3;
+    }
     data d;
     if (!data_open(&d, &o)) {
         data_close(&d);
@@ -411,6 +429,7 @@ int main(int argc, char **argv) {
         return fail("initialising the model");
     }
     int rc = o.init && !gpt_load(&m, o.init) ? fail("loading --init") : 0;
+    if (rc == 0 && o.dev.type != TN_CPU && !gpt_to(&m, o.dev)) rc = fail("moving the model");
 #ifdef TENET_EXAMPLES_MPI
     tn_ddp *ddp = NULL; /* gradients averaged over the processes during backward */
     if (rc == 0 && dist_on && !(ddp = tn_ddp_new(m.params, m.n_params, 0)))
@@ -421,9 +440,9 @@ int main(int argc, char **argv) {
                o.batch / dist_world, o.batch);
     if (rc == 0) {
         printf("tenet-gpt: %d layers, %d heads, embd %d, block %d, vocab %d, batch %d, %d "
-               "threads\n",
+               "threads%s\n",
                o.cfg.layers, o.cfg.heads, o.cfg.embd, o.cfg.block, o.cfg.vocab, o.batch,
-               tn_get_num_threads());
+               tn_get_num_threads(), o.dev.type == TN_CUDA ? ", on cuda:0" : "");
         rc = train(&m, &d, &o);
     }
     if (rc == 0 && o.data) rc = validate(&m, &d, &o);

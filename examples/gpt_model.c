@@ -158,6 +158,20 @@ bool gpt_load(gpt_model *m, const char *path) {
     return ok;
 }
 
+bool gpt_to(gpt_model *m, tn_device dev) {
+    tn_tensor **moved = calloc((size_t)m->n_params, sizeof *moved);
+    bool ok = moved != NULL;
+    for (int i = 0; ok && i < m->n_params; i++) /* a fresh leaf on dev: the same values */
+        ok = (moved[i] = tn_new_tensor(m->params[i], TN_DTYPE_SAME, dev, true)) != NULL;
+    for (int i = 0; moved && i < m->n_params; i++) {
+        tn_tensor *drop = ok ? m->params[i] : moved[i];
+        if (ok) m->params[i] = moved[i];
+        tn_release(drop);
+    }
+    free(moved);
+    return ok;
+}
+
 bool gpt_save(const gpt_model *m, const char *path) {
     return tn_save_tensors(path, m->n_params, (const char *const *)m->names, m->params) == TN_OK;
 }
@@ -193,7 +207,7 @@ static tn_tensor *layer_norm(const gpt_model *m, tn_tensor *x, tn_tensor *w, tn_
 tn_tensor *gpt_forward(const gpt_model *m, tn_tensor *idx) {
     if (!idx) return NULL;
     const int64_t B = tn_shape(idx)[0], T = tn_shape(idx)[1];
-    tn_tensor *pos = tn_arange(0, (double)T, 1, TN_I64);
+    tn_tensor *pos = tn_to(tn_arange(0, (double)T, 1, TN_I64), TN_DTYPE_SAME, tn_device_of(idx));
     tn_tensor *x = tn_add(tn_embedding(WTE(m), idx), tn_embedding(WPE(m), pos));
     for (int l = 0; l < m->cfg.layers; l++) {
         x = tn_add(x, attention(m, l, layer_norm(m, x, BLK(m, l, LN1_W), BLK(m, l, LN1_B)), B, T));

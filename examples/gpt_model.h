@@ -46,10 +46,14 @@ void gpt_free(gpt_model *m);
  * lm_head.weight may be present or not, and must then equal wte). false with
  * tn_last_error() set. */
 bool gpt_load(gpt_model *m, const char *path);
+/* Moves every parameter to dev (new leaves with the same values; a no-op
+ * where they are). false with tn_last_error() set, the model unchanged. */
+bool gpt_to(gpt_model *m, tn_device dev);
 /* Saves every parameter but the tied lm_head.weight. */
 bool gpt_save(const gpt_model *m, const char *path);
 
-/* Logits [B, T, V] for idx [B, T] (int64, T <= block). NULL propagates. */
+/* Logits [B, T, V] for idx [B, T] (int64, T <= block, on the parameters'
+ * device). NULL propagates. */
 tn_tensor *gpt_forward(const gpt_model *m, tn_tensor *idx);
 /* Mean cross-entropy of the next-token predictions (targets [B, T]). */
 tn_tensor *gpt_loss(const gpt_model *m, tn_tensor *idx, tn_tensor *targets);
