@@ -11,7 +11,12 @@
  * Measuring reads the gradient in place (tensor_scan.h), the sum of squares
  * and the largest |value| in float64, over a fixed partition of the tensor
  * into at most MON_BLOCKS blocks combined in block order: the same bits
- * whatever the thread count. A device tensor is copied to the host first.
+ * whatever the thread count. Device gradients are measured on their device
+ * without a host wait each (the backend's grad_stats): a pass gathers up to
+ * TN_GRAD_STATS_MAX of them (held until measured), enqueues one measure of
+ * the lot, and reads every result back at its end, where the entries are
+ * judged in the order they were made. Where the device cannot, the gradient
+ * is copied to the host and measured there.
  *
  * Memory: the record grows by doubling; out of memory, the pass goes on and
  * its report says it was cut short (nothing fails because of the monitor).
@@ -33,6 +38,8 @@ typedef struct mon_entry {
     int input; /* the node's input; -1: a leaf */
     double norm, max_abs;
     tn_grad_health health;
+    bool has_trace; /* trace: the node's forward call, for the alarm */
+    tn_backtrace trace;
 } mon_entry;
 
 struct tn_grad_monitor_report {
@@ -186,26 +193,40 @@ static void measure_cpu(const tn_tensor *t, double *norm, double *max_abs) {
     *max_abs = m;
 }
 
-/* false when t cannot be read (not float, or a device copy failed) */
-static bool measure(const tn_tensor *t, double *norm, double *max_abs) {
-    if (!tn__is_float(t->dtype)) return false;
-    if (tn__on_cpu(t)) {
-        measure_cpu(t, norm, max_abs);
-        return true;
-    }
+/* Through a host copy (a device that cannot measure, or ran out of memory). */
+static void measure_on_host(const tn_tensor *t, double *norm, double *max_abs) {
     tn_tensor *c = tn__copy_to_device(t, t->dtype, TN_DEVICE_CPU);
-    if (!c) return false;
-    measure_cpu(c, norm, max_abs);
-    tn_release(c);
-    return true;
+    if (c) {
+        measure_cpu(c, norm, max_abs);
+        tn_release(c);
+    } else { /* unreadable: says so in the table, never an alarm */
+        *norm = *max_abs = (double)NAN;
+        tn_clear_error();
+    }
 }
 
 /* ---- the pass's record ---------------------------------------------------------------- */
+
+/* Device measures enqueued and not yet read: out[2 k], out[2 k + 1] are
+ * entry[k]'s sum of squares and max |value|. */
+typedef struct mon_batch {
+    struct mon_batch *next;
+    const tn_backend *be;
+    int dev, count;
+    double *out; /* device memory, 2 count doubles */
+    int entry[TN_GRAD_STATS_MAX];
+} mon_batch;
 
 typedef struct mon_pass {
     tn_grad_monitor_report rep;
     double explode, vanish;
     watch_list *watch;
+    /* device gradients gathered for the next measure (contiguous, retained), one dtype and
+     * device at a time */
+    int n_held;
+    tn_tensor *held[TN_GRAD_STATS_MAX];
+    int held_entry[TN_GRAD_STATS_MAX];
+    mon_batch *batches, *last_batch; /* in the order they were enqueued */
 } mon_pass;
 
 static void *monitor_begin(void) {
@@ -237,30 +258,114 @@ static mon_entry *add_entry(mon_pass *p) {
     return e;
 }
 
-static void judge(mon_pass *p, mon_entry *e, const tn_node *n) {
+/* Entry i's health, and the pass's alarm if it is the first to cross (entries are judged in
+ * order, at the pass's end). An unreadable gradient (NaN norm from a failed copy) raises none. */
+static void judge(mon_pass *p, int i) {
+    mon_entry *e = &p->rep.e[i];
     bool exploding = p->explode > 0 && !(e->norm <= p->explode);
     bool vanishing = e->input < 0 && (e->max_abs == 0 || (p->vanish > 0 && e->norm < p->vanish));
     e->health = exploding ? TN_GRAD_EXPLODING : vanishing ? TN_GRAD_VANISHING : TN_GRAD_OK;
     if (e->health == TN_GRAD_OK || p->rep.alarm >= 0) return;
-    p->rep.alarm = p->rep.n - 1;
-    if (n && n->trace) {
-        p->rep.trace = *n->trace;
-        p->rep.has_trace = true;
+    p->rep.alarm = i;
+    p->rep.trace = e->trace;
+    p->rep.has_trace = e->has_trace;
+}
+
+/* Enqueues the measure of the held gradients and lets them go (stream order keeps their
+ * memory until the kernels ran). Where the device cannot, they are measured through the host
+ * now. */
+static void flush_held(mon_pass *p) {
+    if (!p->n_held) return;
+    tn_device d = tn__dev(p->held[0]);
+    const tn_backend *be = tn__backend_of(d);
+    mon_batch *b = be && be->grad_stats ? tn__calloc_quiet(1, sizeof *b) : NULL;
+    size_t bytes = 2 * (size_t)p->n_held * sizeof(double);
+    if (b && (b->out = be->alloc(d.index, bytes)) != NULL) {
+        const void *ptr[TN_GRAD_STATS_MAX];
+        int64_t n[TN_GRAD_STATS_MAX];
+        for (int k = 0; k < p->n_held; k++) {
+            ptr[k] = tn__ptr(p->held[k]);
+            n[k] = tn__numel(p->held[k]->ndim, p->held[k]->shape);
+        }
+        if (be->grad_stats(d.index, p->held[0]->dtype, p->n_held, ptr, n, b->out) != TN_OK) {
+            be->free(d.index, b->out, bytes);
+            b->out = NULL;
+        }
     }
+    if (b && b->out) {
+        b->be = be, b->dev = d.index, b->count = p->n_held;
+        memcpy(b->entry, p->held_entry, (size_t)p->n_held * sizeof *b->entry);
+        if (p->last_batch)
+            p->last_batch->next = b;
+        else
+            p->batches = b;
+        p->last_batch = b;
+    } else {
+        tn__mfree(b);
+        tn_clear_error(); /* the monitor never fails the pass */
+        for (int k = 0; k < p->n_held; k++) {
+            mon_entry *e = &p->rep.e[p->held_entry[k]];
+            measure_on_host(p->held[k], &e->norm, &e->max_abs);
+        }
+    }
+    for (int k = 0; k < p->n_held; k++)
+        tn_release(p->held[k]);
+    p->n_held = 0;
+}
+
+/* Reads every enqueued measure back (the first read waits for the device) into its entries. */
+static void read_batches(mon_pass *p) {
+    for (mon_batch *b = p->batches, *next; b; b = next) {
+        next = b->next;
+        double v[2 * TN_GRAD_STATS_MAX];
+        size_t bytes = 2 * (size_t)b->count * sizeof(double);
+        bool ok = b->be->memcpy(b->dev, v, b->out, bytes, TN_COPY_D2H) == TN_OK;
+        if (!ok) tn_clear_error();
+        for (int k = 0; k < b->count; k++) {
+            mon_entry *e = &p->rep.e[b->entry[k]];
+            e->norm = ok ? sqrt(v[2 * k]) : (double)NAN;
+            e->max_abs = ok ? v[2 * k + 1] : (double)NAN;
+        }
+        b->be->free(b->dev, b->out, bytes);
+        tn__mfree(b);
+    }
+    p->batches = p->last_batch = NULL;
+}
+
+/* Measures gradient t for entry i: on the CPU at once, on a device later (held). */
+static void measure(mon_pass *p, int i, const tn_tensor *t) {
+    mon_entry *e = &p->rep.e[i];
+    if (tn__on_cpu(t)) {
+        measure_cpu(t, &e->norm, &e->max_abs);
+        return;
+    }
+    if (p->n_held && (p->held[0]->dtype != t->dtype ||
+                      !tn__same_device(tn__dev(p->held[0]), tn__dev(t))))
+        flush_held(p);
+    tn_tensor *c = tn__is_contiguous(t) ? tn__retain((tn_tensor *)t) : tn__copy_as(t, t->dtype);
+    if (!c) {
+        tn_clear_error();
+        measure_on_host(t, &e->norm, &e->max_abs);
+        return;
+    }
+    p->held[p->n_held] = c;
+    p->held_entry[p->n_held++] = i;
+    if (p->n_held == TN_GRAD_STATS_MAX) flush_held(p);
 }
 
 static void monitor_node(void *rec, tn_node *n, tn_tensor *const *gi) {
     mon_pass *p = rec;
     for (int i = 0; i < n->n_in; i++) {
-        double norm, mx;
-        if (!gi[i] || !measure(gi[i], &norm, &mx)) continue;
+        if (!gi[i] || !tn__is_float(gi[i]->dtype)) continue;
         mon_entry *e = add_entry(p);
         if (!e) return;
         snprintf(e->name, sizeof e->name, "%s", n->fn->name);
         e->input = i;
-        e->norm = norm;
-        e->max_abs = mx;
-        judge(p, e, n);
+        if (n->trace) {
+            e->trace = *n->trace;
+            e->has_trace = true;
+        }
+        measure(p, p->rep.n - 1, gi[i]);
     }
 }
 
@@ -279,15 +384,12 @@ static void leaf_name(const mon_pass *p, const tn_grad_cell *c, const tn_tensor 
 
 static void monitor_leaf(void *rec, tn_grad_cell *c, const tn_tensor *g) {
     mon_pass *p = rec;
-    double norm, mx;
-    if (!measure(g, &norm, &mx)) return;
+    if (!tn__is_float(g->dtype)) return;
     mon_entry *e = add_entry(p);
     if (!e) return;
     leaf_name(p, c, g, e->name);
     e->input = -1;
-    e->norm = norm;
-    e->max_abs = mx;
-    judge(p, e, NULL);
+    measure(p, p->rep.n - 1, g);
 }
 
 /* ---- the thread's report --------------------------------------------------------------- */
@@ -309,6 +411,10 @@ static void monitor_end(void *rec, tn_status st) {
     mon_pass *p = rec;
     watch_unref(p->watch);
     p->watch = NULL;
+    flush_held(p);
+    read_batches(p);
+    for (int i = 0; i < p->rep.n; i++)
+        judge(p, i);
     if (st < 0) {
         report_free(&p->rep);
         return;

@@ -602,6 +602,69 @@ static void anomaly_nan_on_gpu(void **state) {
     tn_release(h), tn_release(x), tn_release(y), tn_release(s);
 }
 
+/* The gradient monitor on the GPU (measured there, read back at the pass's end) gives the CPU's
+ * report: entries in the same order, norms and maxima to rounding, the same first alarm; more
+ * gradients than one device measure takes (TN_GRAD_STATS_MAX), float32 and float64, and a
+ * non-contiguous gradient. */
+static void monitor_on_gpu(void **state) {
+    NEED_GPU();
+    const tn_grad_monitor_report *rep[2];
+    int count[2];
+    double norm[2][200], mx[2][200];
+    char name[2][200][64];
+    int alarm[2];
+    for (int side = 0; side < 2; side++) {
+        rng = 4242;
+        tn_device d = side ? CUDA0 : TN_DEVICE_CPU;
+        assert_int_equal(tn_scope_begin(), TN_OK);
+        tn_tensor *w[20], *xs = rand_t(2, (int64_t[]){6, 16}, TN_F32, false);
+        tn_tensor *x = tn_to(xs, TN_DTYPE_SAME, d), *h = x;
+        for (int l = 0; l < 20; l++) {
+            tn_tensor *ws = rand_t(2, (int64_t[]){16, 16}, l % 2 ? TN_F64 : TN_F32, false);
+            /* small weights: no tanh saturates, where 1 - y^2 would magnify rounding */
+            w[l] = tn_new_tensor(tn_mul_scalar(ws, 0.15), TN_F32, d, true);
+            /* every third layer through a transposed weight: a non-contiguous gradient */
+            tn_tensor *wl = l % 3 ? w[l] : tn_transpose(w[l], 0, 1);
+            h = tn_tanh(tn_matmul(h, wl));
+        }
+        char wn[20][8];
+        const char *wnames[20];
+        for (int l = 0; l < 20; l++)
+            snprintf(wn[l], sizeof wn[l], "w%d", l), wnames[l] = wn[l];
+        /* named: leaves are reported as they complete, in no order fixed across devices */
+        assert_int_equal(tn_grad_monitor_watch(20, wnames, w), TN_OK);
+        tn_set_grad_monitor(true, 5.0, 1e-30); /* some of the gradients explode */
+        assert_int_equal(tn_backward(tn_sum(tn_mul_scalar(h, 40)), NULL, false), TN_OK);
+        tn_set_grad_monitor(false, 0, 0);
+        assert_int_equal(tn_grad_monitor_watch(0, NULL, NULL), TN_OK);
+        rep[side] = tn_last_grad_monitor();
+        assert_non_null(rep[side]);
+        count[side] = tn_grad_monitor_count(rep[side]);
+        assert_true(count[side] > 32 /* TN_GRAD_STATS_MAX */ && count[side] <= 200);
+        for (int i = 0; i < count[side]; i++) {
+            const char *nm = tn_grad_monitor_entry(rep[side], i, NULL, &norm[side][i],
+                                                   &mx[side][i], NULL);
+            assert_non_null(nm);
+            snprintf(name[side][i], 64, "%s", nm);
+        }
+        alarm[side] = tn_grad_monitor_first_alarm(rep[side]);
+        tn_scope_end(); /* the weights too: made inside the scope */
+    }
+    assert_int_equal(count[0], count[1]);
+    for (int i = 0; i < count[0]; i++) {
+        int k = i; /* the nodes in the same order; a leaf by its name */
+        if (name[0][i][0] == 'w')
+            for (k = 0; k < count[1] && strcmp(name[0][i], name[1][k]); k++)
+                ;
+        assert_true(k < count[1]);
+        assert_string_equal(name[0][i], name[1][k]);
+        assert_true(fabs(norm[0][i] - norm[1][k]) <= 1e-5 * (1 + norm[0][i]));
+        assert_true(fabs(mx[0][i] - mx[1][k]) <= 1e-5 * (1 + mx[0][i]));
+    }
+    assert_true(alarm[0] >= 0);
+    assert_int_equal(alarm[0], alarm[1]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(unavailable_device_errors),
@@ -613,6 +676,7 @@ int main(void) {
         TT_TEST(reductions_are_deterministic),
         TT_TEST(memory_is_counted),
         TT_TEST(anomaly_nan_on_gpu),
+        TT_TEST(monitor_on_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

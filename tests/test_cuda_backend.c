@@ -1497,6 +1497,65 @@ static void test_nonfinite(void **state) {
     free(h);
 }
 
+/* ---- the gradient monitor's measure ------------------------------------------------------------ */
+
+/* grad_stats against the host (float64 sums, exact maxima): tensors of 0, 1, a few and many
+ * elements in one call, a NaN, float64, the same bits twice, bad arguments. */
+static void test_grad_stats(void **state) {
+    (void)state;
+    NEED_GPU();
+    enum { K = 6 };
+    const int64_t n[K] = {0, 1, 37, 4096, 300001, 1 << 20};
+    float *h[K], *d[K];
+    const void *dp[K];
+    for (int k = 0; k < K; k++) {
+        h[k] = xmalloc((size_t)(n[k] ? n[k] : 1) * 4);
+        for (int64_t i = 0; i < n[k]; i++)
+            h[k][i] = (float)(rnd_int(-1000, 1000) / 64.0);
+        d[k] = n[k] ? upload(h[k], (size_t)n[k] * 4) : NULL;
+        dp[k] = d[k];
+    }
+    double *out = dalloc(2 * K * sizeof(double)), got[2 * K], again[2 * K];
+    assert_int_equal(be->grad_stats(dev, TN_F32, K, dp, n, out), TN_OK);
+    d2h(got, out, sizeof got);
+    for (int k = 0; k < K; k++) {
+        double sq = 0, mx = 0;
+        for (int64_t i = 0; i < n[k]; i++) {
+            sq += (double)h[k][i] * h[k][i];
+            mx = fabs(h[k][i]) > mx ? fabs(h[k][i]) : mx;
+        }
+        assert_true(fabs(got[2 * k] - sq) <= 1e-12 * sq);
+        assert_true(got[2 * k + 1] == mx);
+    }
+    assert_int_equal(be->grad_stats(dev, TN_F32, K, dp, n, out), TN_OK);
+    d2h(again, out, sizeof again);
+    assert_memory_equal(got, again, sizeof got); /* deterministic */
+    /* a NaN wins the maximum, and makes the sum NaN */
+    h[4][12345] = NAN;
+    h2d(d[4], h[4], (size_t)n[4] * 4);
+    assert_int_equal(be->grad_stats(dev, TN_F32, 1, &dp[4], &n[4], out), TN_OK);
+    d2h(got, out, 2 * sizeof(double));
+    assert_true(isnan(got[0]) && isnan(got[1]));
+    /* float64 */
+    double hv[3] = {3, -4, 0.5}, *dv = upload(hv, sizeof hv);
+    const void *dvp = dv;
+    const int64_t n3 = 3;
+    assert_int_equal(be->grad_stats(dev, TN_F64, 1, &dvp, &n3, out), TN_OK);
+    d2h(got, out, 2 * sizeof(double));
+    assert_true(got[0] == 25.25 && got[1] == 4);
+    /* bad arguments: refused, nothing enqueued */
+    assert_int_equal(be->grad_stats(dev, TN_I32, 1, &dvp, &n3, out), TN_ERR_DTYPE);
+    assert_int_equal(be->grad_stats(dev, TN_F32, TN_GRAD_STATS_MAX + 1, dp, n, out),
+                     TN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(be->grad_stats(dev, TN_F32, 1, dp, &n[1], NULL), TN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(be->grad_stats(dev, TN_F32, 0, dp, n, out), TN_OK);
+    dfree(out, 2 * K * sizeof(double)), dfree(dv, sizeof hv);
+    for (int k = 0; k < K; k++) {
+        if (d[k]) dfree(d[k], (size_t)n[k] * 4);
+        free(h[k]);
+    }
+}
+
 /* ---- timings (TENET_CUDA_BENCH=1) --------------------------------------------------------------
  */
 
@@ -1686,6 +1745,7 @@ int main(void) {
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_nonfinite),
+        cmocka_unit_test(test_grad_stats),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_where),
         cmocka_unit_test(test_index),

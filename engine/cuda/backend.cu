@@ -192,6 +192,7 @@ const tn_backend g_backend = {
     tn__cuda_index,
     tn__cuda_layer_norm,
     tn__cuda_attention,
+    tn__cuda_grad_stats,
 };
 
 } // namespace

@@ -176,6 +176,8 @@ uint32_t tn__cuda_nonfinite_poll(int dev);
 tn_status tn__cuda_index(int dev, const tn_index_args *a); /* index.cu */
 tn_status tn__cuda_layer_norm(int dev, const tn_ln_args *a); /* layer_norm.cu */
 tn_status tn__cuda_attention(int dev, const tn_attn_args *a); /* attention.cu */
+tn_status tn__cuda_grad_stats(int dev, tn_dtype dt, int count, const void *const *p,
+                              const int64_t *n, double *out); /* grad_stats.cu */
 }
 
 #endif

@@ -1,0 +1,126 @@
+/* engine/cuda/grad_stats.cu — the gradient monitor's measure of device
+ * gradients (backend.h, grad_stats) without a host synchronisation each.
+ *
+ * One call measures up to TN_GRAD_STATS_MAX contiguous tensors of one dtype
+ * in two launches: the first gives each tensor a number of blocks fixed by
+ * its element count (at most GS_BLOCKS_PER) and each block writes a partial
+ * (sum of squares in float64, largest |value|) to scratch memory; the second
+ * folds each tensor's partials in block order into `out`. Which thread reads
+ * which elements and the order of every fold depend on the counts alone, so
+ * the same tensors give the same bits on every run. A NaN wins the maximum
+ * (the CPU's rule); the sum of squares then is NaN too.
+ */
+#include "cuda_internal.h"
+
+namespace tnc {
+
+namespace {
+
+constexpr int GS_THREADS = 256;
+constexpr int GS_BLOCKS_PER = 32; /* per tensor */
+constexpr int64_t GS_PER_BLOCK = GS_THREADS * 16; /* elements a block takes before another joins */
+
+/* The launch's tensors, passed by value (under 1 KiB of kernel parameters). */
+struct gs_batch {
+    const void *p[TN_GRAD_STATS_MAX];
+    int64_t n[TN_GRAD_STATS_MAX];
+    int first[TN_GRAD_STATS_MAX + 1]; /* tensor i's blocks: [first[i], first[i + 1]) */
+    int count;
+};
+
+struct gs_part {
+    double sq, mx;
+};
+
+__device__ __forceinline__ double max_nan(double a, double b) { return a != a || a > b ? a : b; }
+
+__device__ __forceinline__ gs_part combine(gs_part a, gs_part b) {
+    return {a.sq + b.sq, max_nan(a.mx, b.mx)};
+}
+
+template <typename T>
+__global__ void __launch_bounds__(GS_THREADS) gs_partial_kernel(gs_batch b, gs_part *parts) {
+    int t = 0; /* this block's tensor */
+    while (t + 1 < b.count && static_cast<int>(blockIdx.x) >= b.first[t + 1])
+        t++;
+    const int nb = b.first[t + 1] - b.first[t], k = static_cast<int>(blockIdx.x) - b.first[t];
+    const T *p = static_cast<const T *>(b.p[t]);
+    gs_part acc = {0, 0};
+    for (int64_t i = static_cast<int64_t>(k) * GS_THREADS + threadIdx.x; i < b.n[t];
+         i += static_cast<int64_t>(nb) * GS_THREADS) {
+        double v = static_cast<double>(p[i]);
+        acc.sq += v * v;
+        acc.mx = max_nan(v < 0 ? -v : v, acc.mx);
+    }
+    /* the block's tree: warps by shuffles, then warp 0 over the warps, in a fixed order */
+    for (int off = 16; off > 0; off /= 2) {
+        gs_part o = {__shfl_down_sync(0xffffffffu, acc.sq, off),
+                     __shfl_down_sync(0xffffffffu, acc.mx, off)};
+        acc = combine(acc, o);
+    }
+    __shared__ gs_part warp[GS_THREADS / 32];
+    if (threadIdx.x % 32 == 0) warp[threadIdx.x / 32] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        gs_part s = warp[0];
+        for (int w = 1; w < GS_THREADS / 32; w++)
+            s = combine(s, warp[w]);
+        parts[blockIdx.x] = s;
+    }
+}
+
+/* One thread per tensor: its partials in block order. */
+__global__ void gs_final_kernel(gs_batch b, const gs_part *parts, double *out) {
+    int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+    if (t >= b.count) return;
+    gs_part s = {0, 0};
+    for (int k = b.first[t]; k < b.first[t + 1]; k++)
+        s = combine(s, parts[k]);
+    out[2 * t] = s.sq;
+    out[2 * t + 1] = s.mx;
+}
+
+} // namespace
+
+extern "C" tn_status tn__cuda_grad_stats(int dev, tn_dtype dt, int count, const void *const *p,
+                                         const int64_t *n, double *out) {
+    if (dt != TN_F32 && dt != TN_F64)
+        return tn__error(TN_ERR_DTYPE, "CUDA grad_stats: float32 or float64 only (got dtype %d)",
+                         (int)dt);
+    if (count < 0 || count > TN_GRAD_STATS_MAX)
+        return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA grad_stats: %d tensors (1 to %d)", count,
+                         TN_GRAD_STATS_MAX);
+    if (count == 0) return TN_OK;
+    if (!out) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA grad_stats: out is NULL");
+    gs_batch b;
+    b.count = count;
+    b.first[0] = 0;
+    for (int i = 0; i < count; i++) {
+        if (n[i] < 0 || (n[i] > 0 && !p[i]))
+            return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA grad_stats: tensor %d: %s", i,
+                             n[i] < 0 ? "negative count" : "pointer is NULL");
+        b.p[i] = p[i];
+        b.n[i] = n[i];
+        int64_t nb = ceil_div(n[i], GS_PER_BLOCK);
+        nb = nb < 1 ? 1 : nb > GS_BLOCKS_PER ? GS_BLOCKS_PER : nb;
+        b.first[i + 1] = b.first[i] + static_cast<int>(nb);
+    }
+    device_state *ds;
+    tn_status st = device(dev, &ds);
+    if (st < 0) return st;
+    dev_guard guard(dev);
+    const int blocks = b.first[count];
+    scratch parts(dev, static_cast<size_t>(blocks) * sizeof(gs_part));
+    if (!parts.get()) return TN_ERR_OUT_OF_MEMORY; /* alloc set the message */
+    gs_part *pp = static_cast<gs_part *>(parts.get());
+    if (dt == TN_F32)
+        gs_partial_kernel<float><<<static_cast<unsigned>(blocks), GS_THREADS, 0, ds->stream>>>(b,
+                                                                                               pp);
+    else
+        gs_partial_kernel<double><<<static_cast<unsigned>(blocks), GS_THREADS, 0, ds->stream>>>(b,
+                                                                                                pp);
+    gs_final_kernel<<<1, TN_GRAD_STATS_MAX, 0, ds->stream>>>(b, pp, out);
+    return launch_check("grad_stats");
+}
+
+} // namespace tnc
