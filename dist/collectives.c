@@ -20,15 +20,8 @@ static tn_status run(void *data, int64_t numel, void *ctx) {
     size_t el = tn_dtype_size(c->dt);
     int rc;
     if (c->bcast) {
-        const int64_t chunk = INT64_C(1) << 30;
-        rc = MPI_SUCCESS;
-        tn__dist_lock();
-        for (int64_t at = 0; at < numel && rc == MPI_SUCCESS; at += chunk) {
-            int64_t n = numel - at < chunk ? numel - at : chunk;
-            rc = MPI_Bcast((char *)data + (size_t)at * el, (int)n,
-                           tn__dist_type(c->dt, TN_REDUCE_MAX), c->root, c->s->comm);
-        }
-        tn__dist_unlock();
+        rc = tn__dist_inplace_raw(c->s, data, numel, el, tn__dist_type(c->dt, TN_REDUCE_MAX),
+                                  MPI_OP_NULL, c->root);
         return rc == MPI_SUCCESS ? TN_OK : tn__dist_mpi_error(c->fn, "MPI_Bcast", rc);
     }
     rc = tn__dist_allreduce_raw(c->s, data, numel, el, tn__dist_type(c->dt, c->op),

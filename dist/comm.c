@@ -194,16 +194,22 @@ MPI_Op tn__dist_op(tn_dtype dt, tn_reduce_op op) {
     return MPI_OP_NULL;
 }
 
-int tn__dist_allreduce_raw(const tn_dist_state *s, void *buf, int64_t count, size_t elsize,
-                           MPI_Datatype type, MPI_Op op) {
+int tn__dist_inplace_raw(const tn_dist_state *s, void *buf, int64_t count, size_t elsize,
+                         MPI_Datatype type, MPI_Op op, int root) {
     const int64_t chunk = INT64_C(1) << 30;
     int rc = MPI_SUCCESS;
     tn__dist_lock();
     for (int64_t at = 0; at < count && rc == MPI_SUCCESS; at += chunk) {
         int64_t c = count - at < chunk ? count - at : chunk;
-        rc = MPI_Allreduce(MPI_IN_PLACE, (char *)buf + (size_t)at * elsize, (int)c, type, op,
-                           s->comm);
+        char *p = (char *)buf + (size_t)at * elsize;
+        rc = root >= 0 ? MPI_Bcast(p, (int)c, type, root, s->comm)
+                       : MPI_Allreduce(MPI_IN_PLACE, p, (int)c, type, op, s->comm);
     }
     tn__dist_unlock();
     return rc;
+}
+
+int tn__dist_allreduce_raw(const tn_dist_state *s, void *buf, int64_t count, size_t elsize,
+                           MPI_Datatype type, MPI_Op op) {
+    return tn__dist_inplace_raw(s, buf, count, elsize, type, op, -1);
 }

@@ -49,6 +49,10 @@ tn_status tn__dist_agree(const tn_dist_state *s, const char *fn, tn_dist_sig sig
  * logical operations. */
 MPI_Datatype tn__dist_type(tn_dtype dt, tn_reduce_op op);
 MPI_Op tn__dist_op(tn_dtype dt, tn_reduce_op op);
+/* In place over count elements, in chunks that fit an int, under the MPI lock: MPI_Bcast from
+ * root when root >= 0 (op unused), else MPI_Allreduce with op. */
+int tn__dist_inplace_raw(const tn_dist_state *s, void *buf, int64_t count, size_t elsize,
+                         MPI_Datatype type, MPI_Op op, int root);
 /* MPI_Allreduce in place over count elements, in chunks that fit an int. */
 int tn__dist_allreduce_raw(const tn_dist_state *s, void *buf, int64_t count, size_t elsize,
                            MPI_Datatype type, MPI_Op op);
