@@ -74,21 +74,26 @@ def check_omp(spans, summary):
     omp = [e for e in spans if e["cat"] == "omp"]
     work = [e for e in omp if e["name"] == "omp elementwise" and enclosing(spans, e, "op") and
             any(s["name"] == "add" for s in enclosing(spans, e, "op"))]
+    if os.environ.get("TENET_OPENMP", "ON").upper() in ("OFF", "0", "FALSE", "NO"):
+        if omp:
+            fail("OpenMP spans in a build without OpenMP: %s" % omp[0])
+        print("check_trace: built without OpenMP: no OpenMP spans, as expected")
+        return
     if not work:
         fail("no 'omp elementwise' span inside the add's span")
     team = work[0]["args"]["team"]
     for e in omp:
         if not e["name"].startswith("omp ") or set(e["args"]) != {"team", "member"} or \
-                not 0 <= e["args"]["member"] < e["args"]["team"]:
+                not 0 <= e["args"]["member"] < e["args"]["team"] or e["args"]["team"] < 2:
             fail("omp span malformed: %s" % e)
-    if team > 1:  # built with OpenMP: the add's team ran on team distinct threads
-        add = [s for s in enclosing(spans, work[-1], "op") if s["name"] == "add"][0]
-        region = [e for e in omp if e["name"] == "omp elementwise" and
-                  e["ts"] < add["ts"] + add["dur"] and e["ts"] + e["dur"] > add["ts"]]
-        tids = {e["tid"] for e in region}
-        members = {e["args"]["member"] for e in region}
-        if len(tids) < team or members != set(range(team)):
-            fail("the add's team of %d: members %s on threads %s" % (team, members, tids))
+    # the add's team ran on team distinct threads, members 0 .. team - 1
+    add = [s for s in enclosing(spans, work[-1], "op") if s["name"] == "add"][0]
+    region = [e for e in omp if e["name"] == "omp elementwise" and
+              e["ts"] < add["ts"] + add["dur"] and e["ts"] + e["dur"] > add["ts"]]
+    tids = {e["tid"] for e in region}
+    members = {e["args"]["member"] for e in region}
+    if len(tids) < team or members != set(range(team)):
+        fail("the add's team of %d: members %s on threads %s" % (team, members, tids))
     if "omp " in summary:
         fail("OpenMP spans in the op summary")
     print("check_trace: %d OpenMP worker spans (the add's team: %d)" % (len(omp), team))

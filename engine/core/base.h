@@ -114,9 +114,10 @@ int tn__threads_for(int64_t work);
 #define TN_GRAIN 32768
 
 /* A worker's share of an OpenMP region in the profiler's timeline: TN_OMP_SPAN("softmax") as
- * the first statement inside `#pragma omp parallel` records, when the profiler is on, a span
- * "omp softmax" on each worker's thread (team size and member in its args) from there to the
- * end of the enclosing block. Off: two calls that read one flag. */
+ * the first statement inside `#pragma omp parallel` records, when the profiler is on and the
+ * region runs on a team of two or more, a span "omp softmax" on each worker's thread (team size
+ * and member in its args) from there to the end of the enclosing block. Off: two calls that
+ * read one flag. */
 typedef struct tn_omp_span {
     const char *region;
     double t0; /* 0: the profiler was off at the start */

@@ -38,15 +38,20 @@ int tn__threads_for(int64_t work) {
 #endif
 }
 
+/* Only a region that runs on a team is recorded: one that runs serially (its if clause false,
+ * or a build without OpenMP) is its op's time alone. */
 tn_omp_span tn__omp_span_begin(const char *region) {
+#ifdef _OPENMP
     return (tn_omp_span){region, tn__prof_start()};
+#else
+    return (tn_omp_span){region, 0};
+#endif
 }
 
 void tn__omp_span_end(const tn_omp_span *s) {
     if (TN_LIKELY(s->t0 <= 0)) return;
 #ifdef _OPENMP
-    tn__hooks.prof_omp(s->region, s->t0, omp_get_num_threads(), omp_get_thread_num());
-#else
-    tn__hooks.prof_omp(s->region, s->t0, 1, 0);
+    int team = omp_get_num_threads();
+    if (team > 1) tn__hooks.prof_omp(s->region, s->t0, team, omp_get_thread_num());
 #endif
 }

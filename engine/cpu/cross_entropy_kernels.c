@@ -15,17 +15,21 @@
                              T *stats, double *part) {                                            \
         int nt = tn__threads_for(n * c);                                                          \
         (void)nt; /* only read by OpenMP */                                                       \
-        _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")                  \
-        for (int64_t i = 0; i < n; i++) {                                                         \
-            const T *r = x + i * c;                                                               \
-            T m = r[0], s = 0;                                                                    \
-            for (int64_t j = 1; j < c; j++)                                                       \
-                m = r[j] > m || r[j] != r[j] ? r[j] : m;                                          \
-            for (int64_t j = 0; j < c; j++)                                                       \
-                s += TN_M(exp, r[j] - m);                                                         \
-            T ls = TN_M(log, s);                                                                  \
-            stats[2 * i] = m, stats[2 * i + 1] = ls;                                              \
-            part[i] = t[i] == ign ? 0 : (double)((r[t[i]] - m) - ls);                             \
+        _Pragma("omp parallel num_threads(nt) if (nt > 1)")                                       \
+        {                                                                                         \
+            TN_OMP_SPAN("cross_entropy");                                                         \
+            _Pragma("omp for schedule(static) nowait")                                            \
+            for (int64_t i = 0; i < n; i++) {                                                     \
+                const T *r = x + i * c;                                                           \
+                T m = r[0], s = 0;                                                                \
+                for (int64_t j = 1; j < c; j++)                                                   \
+                    m = r[j] > m || r[j] != r[j] ? r[j] : m;                                      \
+                for (int64_t j = 0; j < c; j++)                                                   \
+                    s += TN_M(exp, r[j] - m);                                                     \
+                T ls = TN_M(log, s);                                                              \
+                stats[2 * i] = m, stats[2 * i + 1] = ls;                                          \
+                part[i] = t[i] == ign ? 0 : (double)((r[t[i]] - m) - ls);                         \
+            }                                                                                     \
         }                                                                                         \
     }
 /* gx = S (onehot) - exp(lp) S with S = -g/count as T, lp = (x - m) - log_s:
@@ -36,17 +40,21 @@
         int nt = tn__threads_for(n * c);                                                          \
         (void)nt;                                                                                 \
         const T S = (T)scale;                                                                     \
-        _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")                  \
-        for (int64_t i = 0; i < n; i++) {                                                         \
-            const T *r = x + i * c;                                                               \
-            T *o = gx + i * c;                                                                    \
-            if (t[i] == ign) {                                                                    \
-                for (int64_t j = 0; j < c; j++) o[j] = 0;                                         \
-                continue;                                                                         \
+        _Pragma("omp parallel num_threads(nt) if (nt > 1)")                                       \
+        {                                                                                         \
+            TN_OMP_SPAN("cross_entropy backward");                                                \
+            _Pragma("omp for schedule(static) nowait")                                            \
+            for (int64_t i = 0; i < n; i++) {                                                     \
+                const T *r = x + i * c;                                                           \
+                T *o = gx + i * c;                                                                \
+                if (t[i] == ign) {                                                                \
+                    for (int64_t j = 0; j < c; j++) o[j] = 0;                                     \
+                    continue;                                                                     \
+                }                                                                                 \
+                const T m = stats[2 * i], ls = stats[2 * i + 1];                                  \
+                for (int64_t j = 0; j < c; j++)                                                   \
+                    o[j] = (j == t[i] ? S : (T)0) - TN_M(exp, (r[j] - m) - ls) * S;               \
             }                                                                                     \
-            const T m = stats[2 * i], ls = stats[2 * i + 1];                                      \
-            for (int64_t j = 0; j < c; j++)                                                       \
-                o[j] = (j == t[i] ? S : (T)0) - TN_M(exp, (r[j] - m) - ls) * S;                   \
         }                                                                                         \
     }
 DEFINE_CE_FWD(f32, float)
