@@ -38,6 +38,7 @@ typedef struct mon_entry {
     int input; /* the node's input; -1: a leaf */
     double norm, max_abs;
     tn_grad_health health;
+    bool unread;    /* could not be measured (a device copy failed): NaN, never an alarm */
     bool has_trace; /* trace: the node's forward call, for the alarm */
     tn_backtrace trace;
 } mon_entry;
@@ -194,13 +195,14 @@ static void measure_cpu(const tn_tensor *t, double *norm, double *max_abs) {
 }
 
 /* Through a host copy (a device that cannot measure, or ran out of memory). */
-static void measure_on_host(const tn_tensor *t, double *norm, double *max_abs) {
+static void measure_on_host(mon_entry *e, const tn_tensor *t) {
     tn_tensor *c = tn__copy_to_device(t, t->dtype, TN_DEVICE_CPU);
     if (c) {
-        measure_cpu(c, norm, max_abs);
+        measure_cpu(c, &e->norm, &e->max_abs);
         tn_release(c);
-    } else { /* unreadable: says so in the table, never an alarm */
-        *norm = *max_abs = (double)NAN;
+    } else { /* unreadable: NaN in the table, never an alarm */
+        e->norm = e->max_abs = (double)NAN;
+        e->unread = true;
         tn_clear_error();
     }
 }
@@ -259,12 +261,15 @@ static mon_entry *add_entry(mon_pass *p) {
 }
 
 /* Entry i's health, and the pass's alarm if it is the first to cross (entries are judged in
- * order, at the pass's end). An unreadable gradient (NaN norm from a failed copy) raises none. */
+ * order, at the pass's end). A gradient that could not be read raises none (a NaN one explodes). */
 static void judge(mon_pass *p, int i) {
     mon_entry *e = &p->rep.e[i];
     bool exploding = p->explode > 0 && !(e->norm <= p->explode);
     bool vanishing = e->input < 0 && (e->max_abs == 0 || (p->vanish > 0 && e->norm < p->vanish));
-    e->health = exploding ? TN_GRAD_EXPLODING : vanishing ? TN_GRAD_VANISHING : TN_GRAD_OK;
+    e->health = e->unread    ? TN_GRAD_OK
+                : exploding  ? TN_GRAD_EXPLODING
+                : vanishing  ? TN_GRAD_VANISHING
+                             : TN_GRAD_OK;
     if (e->health == TN_GRAD_OK || p->rep.alarm >= 0) return;
     p->rep.alarm = i;
     p->rep.trace = e->trace;
@@ -305,7 +310,7 @@ static void flush_held(mon_pass *p) {
         tn_clear_error(); /* the monitor never fails the pass */
         for (int k = 0; k < p->n_held; k++) {
             mon_entry *e = &p->rep.e[p->held_entry[k]];
-            measure_on_host(p->held[k], &e->norm, &e->max_abs);
+            measure_on_host(e, p->held[k]);
         }
     }
     for (int k = 0; k < p->n_held; k++)
@@ -325,6 +330,7 @@ static void read_batches(mon_pass *p) {
             mon_entry *e = &p->rep.e[b->entry[k]];
             e->norm = ok ? sqrt(v[2 * k]) : (double)NAN;
             e->max_abs = ok ? v[2 * k + 1] : (double)NAN;
+            e->unread = !ok;
         }
         b->be->free(b->dev, b->out, bytes);
         tn__mfree(b);
@@ -345,7 +351,7 @@ static void measure(mon_pass *p, int i, const tn_tensor *t) {
     tn_tensor *c = tn__is_contiguous(t) ? tn__retain((tn_tensor *)t) : tn__copy_as(t, t->dtype);
     if (!c) {
         tn_clear_error();
-        measure_on_host(t, &e->norm, &e->max_abs);
+        measure_on_host(e, t);
         return;
     }
     p->held[p->n_held] = c;
