@@ -187,6 +187,7 @@ static tn_status in_prepare(attn_in *in, const tn_tensor *q, const tn_tensor *k,
     }
     if (!in->v || (mask && !in->mask)) {
         in_release(in);
+        memset(in, 0, sizeof *in); /* the caller's in_release finds nothing left to release */
         return tn_last_status();
     }
     return TN_OK;
