@@ -170,8 +170,10 @@ typedef struct attn_in {
     tn_tensor *q, *k, *v, *mask;
 } attn_in;
 
+/* Leaves in empty: a second release (an error path's, then the caller's) finds nothing. */
 static void in_release(attn_in *in) {
     tn_release(in->q), tn_release(in->k), tn_release(in->v), tn_release(in->mask);
+    memset(in, 0, sizeof *in);
 }
 
 static tn_status in_prepare(attn_in *in, const tn_tensor *q, const tn_tensor *k, const tn_tensor *v,
@@ -187,7 +189,6 @@ static tn_status in_prepare(attn_in *in, const tn_tensor *q, const tn_tensor *k,
     }
     if (!in->v || (mask && !in->mask)) {
         in_release(in);
-        memset(in, 0, sizeof *in); /* the caller's in_release finds nothing left to release */
         return tn_last_status();
     }
     return TN_OK;
