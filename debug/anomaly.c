@@ -37,9 +37,11 @@ void tn_set_detect_anomaly(bool enabled, bool check_nan) {
     unsigned keep = g & (TN_ANOMALY_UNTRACKED_ERR | TN_ANOMALY_LOCAL_SEEN);
     unsigned f = keep | (enabled ? TN_ANOMALY_ON : 0) | (enabled && check_nan ? TN_ANOMALY_NAN : 0);
     atomic_store_explicit(&tn__anomaly_flags, f, memory_order_relaxed);
+    tn__anomaly_nf_flush_thread(); /* checks made under the old mode still run */
 }
 
 void tn_set_detect_anomaly_local(int mode) {
+    tn__anomaly_nf_flush_thread(); /* checks made under the old mode still run */
     if (mode < 0) {
         tn__anomaly_local = 0;
         return;

@@ -92,14 +92,20 @@ tn_status tn__anomaly_check_backward(tn_node *n, tn_tensor *const *go, tn_tensor
 /* check_nan: warn + report when `out` is non-finite and every input finite. */
 void tn__anomaly_check_forward(const char *op, const tn_tensor *out, int n_in,
                                const tn_tensor *const *in);
-/* Device tensors (anomaly_device.c): the checks are enqueued and the result
- * polled at synchronisation points; poll returns TN_ERR_NAN for a backward
- * culprit when in_backward, else warns. */
+/* Device tensors (anomaly_device.c): the checks are batched per thread,
+ * enqueued as one launch per batch, and the result polled at
+ * synchronisation points; poll runs the thread's batch for that device
+ * first and returns TN_ERR_NAN for a backward culprit when in_backward,
+ * else warns. nf_before_write: the hook of that name (core/hooks.h);
+ * nf_flush_thread enqueues the calling thread's batch (a switch of the
+ * mode). */
 tn_status tn__anomaly_device_check_backward(tn_node *n, tn_tensor *const *gi);
 void tn__anomaly_device_check_forward(const char *op, const tn_tensor *out);
 tn_status tn__anomaly_device_poll(tn_device dev, bool in_backward);
-/* Polls every device (check_nan on). */
+/* Polls every device. */
 tn_status tn__anomaly_poll_devices(bool in_backward);
+void tn__anomaly_nf_before_write(int nops, const tn_tensor *const *ops, unsigned write_mask);
+void tn__anomaly_nf_flush_thread(void);
 
 /* ---- reports (report.c) ------------------------------------------------------ */
 /* Starts this thread's new report (replacing the previous one). Never NULL:

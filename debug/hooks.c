@@ -24,6 +24,7 @@ __attribute__((constructor)) static void install(void) {
     tn__hooks.storage_free = storage_free;
     tn__hooks.device_poll = tn__anomaly_device_poll;
     tn__hooks.poll_devices = tn__anomaly_poll_devices;
+    tn__hooks.nf_before_write = tn__anomaly_nf_before_write;
     tn__hooks.race_begin = race_begin;
     tn__hooks.race_end = tn__race_end_slow;
     tn__hooks.node_new = tn__anomaly_on_node;

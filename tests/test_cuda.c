@@ -5,6 +5,7 @@
  * the first skips with "no CUDA device: skipped" (the first checks the
  * errors a CPU-only machine gives). */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -602,6 +603,106 @@ static void anomaly_nan_on_gpu(void **state) {
     tn_release(h), tn_release(x), tn_release(y), tn_release(s);
 }
 
+/* A tensor of the given values on the device (no grad unless asked). */
+static tn_tensor *on_dev(tn_device d, int n, const double *v, bool requires_grad) {
+    tn_tensor *h = tn_tensor_from(v, TN_F64, 1, (int64_t[]){n}, false);
+    tn_tensor *t = tn_new_tensor(h, TN_F32, d, requires_grad);
+    tn_release(h);
+    return t;
+}
+
+/* The last report: a forward NaN made by `op`. */
+static void assert_forward_nan_by(const char *op) {
+    const tn_anomaly_report *r = tn_last_anomaly();
+    assert_non_null(r);
+    assert_int_equal(tn_anomaly_report_kind(r), TN_ANOMALY_NAN_FORWARD);
+    assert_string_equal(tn_anomaly_report_node(r), op);
+}
+
+/* check_nan's device checks are batched (debug/anomaly_device.c): the first producer is still
+ * the one named across batches (a chain of 70 ops, the NaN made by the 47th), and a write into a
+ * checked tensor before its batch ran (a fill, a copy from the host) does not hide the value
+ * the op made. */
+static void anomaly_nan_batched_on_gpu(void **state) {
+    NEED_GPU();
+    tn_set_detect_anomaly(true, true);
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *h = on_dev(CUDA0, 3, (double[]){1, 2, 3}, false);
+    for (int i = 0; i < 70; i++)
+        h = i == 46 ? tn_log(tn_mul_scalar(h, -1)) : tn_add_scalar(h, 0.5);
+    tn_anomaly_clear();
+    assert_int_equal(tn_synchronize(CUDA0), TN_OK); /* a warning, not an error */
+    assert_forward_nan_by("log");
+    tn_anomaly_clear();
+    assert_int_equal(tn_synchronize(CUDA0), TN_OK); /* the poll cleared it */
+    assert_null(tn_last_anomaly());
+
+    tn_tensor *neg = on_dev(CUDA0, 3, (double[]){-1, -2, -3}, false);
+    tn_tensor *y = tn_log(neg);
+    assert_int_equal(tn_fill_(y, 1.0), TN_OK); /* overwrites the NaN before any sync */
+    assert_int_equal(tn_synchronize(CUDA0), TN_OK);
+    assert_forward_nan_by("log");
+    tn_anomaly_clear();
+    tn_tensor *z = tn_sqrt(neg);
+    tn_tensor *ones = tn_ones(1, (int64_t[]){3}, TN_F32);
+    assert_int_equal(tn_copy_(z, ones), TN_OK); /* a transfer from the host into it */
+    assert_int_equal(tn_synchronize(CUDA0), TN_OK);
+    assert_forward_nan_by("sqrt");
+    tn_anomaly_clear();
+    tn_scope_end();
+    tn_set_detect_anomaly(false, false);
+}
+
+/* A NaN made by log in forward and relayed by a saved exp result: on both devices backward fails
+ * with PyTorch's text naming the relaying node, and the report names log as the origin. */
+static void anomaly_nan_relay_on_gpu(void **state) {
+    NEED_GPU();
+    tn_set_detect_anomaly(true, true);
+    for (int side = 0; side < 2; side++) {
+        for (int w_grad = 1; w_grad >= 0; w_grad--) {
+            tn_device d = side ? CUDA0 : TN_DEVICE_CPU;
+            assert_int_equal(tn_scope_begin(), TN_OK);
+            tn_tensor *x = on_dev(d, 3, (double[]){-1, 1, 2}, true);
+            tn_tensor *w = on_dev(d, 3, (double[]){1, 2, 3}, w_grad);
+            tn_tensor *s = tn_sum(tn_mul(tn_exp(tn_log(x)), w));
+            tn_anomaly_clear();
+            assert_int_equal(tn_backward(s, NULL, false), TN_ERR_NAN);
+            const char *node = w_grad ? "MulBackward0" : "ExpBackward0";
+            char want[128];
+            snprintf(want, sizeof want, "Function '%s' returned nan values in its %dth output.",
+                     node, w_grad);
+            assert_string_equal(tn_last_error(), want);
+            assert_forward_nan_by("log");
+            assert_string_equal(tn_anomaly_report_relayed_by(tn_last_anomaly()), node);
+            tn_scope_end();
+        }
+    }
+    tn_set_detect_anomaly(false, false);
+}
+
+static void *nan_thread(void *arg) {
+    (void)arg;
+    tn_tensor *neg = on_dev(CUDA0, 3, (double[]){-1, -2, -3}, false);
+    tn_tensor *y = tn_log(neg); /* checked, batched: the thread exits before any sync */
+    tn_release(y), tn_release(neg);
+    return NULL;
+}
+
+/* A thread that exits with checks still batched runs them (another thread's sync reports them)
+ * and releases what they held (the teardown's leak check). */
+static void anomaly_nan_thread_exit_on_gpu(void **state) {
+    NEED_GPU();
+    tn_set_detect_anomaly(true, true);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, nan_thread, NULL), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    tn_anomaly_clear();
+    assert_int_equal(tn_synchronize(CUDA0), TN_OK);
+    assert_forward_nan_by("log");
+    tn_anomaly_clear();
+    tn_set_detect_anomaly(false, false);
+}
+
 /* The gradient monitor on the GPU (measured there, read back at the pass's end) gives the CPU's
  * report: entries in the same order, norms and maxima to rounding, the same first alarm; more
  * gradients than one device measure takes (TN_GRAD_STATS_MAX), float32 and float64, and a
@@ -676,6 +777,9 @@ int main(void) {
         TT_TEST(reductions_are_deterministic),
         TT_TEST(memory_is_counted),
         TT_TEST(anomaly_nan_on_gpu),
+        TT_TEST(anomaly_nan_batched_on_gpu),
+        TT_TEST(anomaly_nan_relay_on_gpu),
+        TT_TEST(anomaly_nan_thread_exit_on_gpu),
         TT_TEST(monitor_on_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

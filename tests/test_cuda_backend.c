@@ -1467,8 +1467,16 @@ static void test_layer_norm(void **state) {
     assert_int_equal(be->layer_norm(dev, &empty), TN_OK);
 }
 
-/* ---- non-finite flag ------------------------------------------------------------------------- */
+/* ---- non-finite check ------------------------------------------------------------------------- */
 
+static tn_nf_item nf(const void *p, int64_t n, tn_dtype dt, uint64_t key, int word) {
+    return (tn_nf_item){.p = p, .n = n, .key = key, .dt = dt, .word = word};
+}
+
+/* The batched check against known contents: the smallest key wins per word whatever the order
+ * in the batch or across calls, NaN over Inf in one tensor, a NaN in the last element of a tensor
+ * spread over many blocks, float64, integers and empty tensors skipped, the poll clears, bad
+ * arguments refused with nothing recorded. */
 static void test_nonfinite(void **state) {
     (void)state;
     NEED_GPU();
@@ -1477,23 +1485,56 @@ static void test_nonfinite(void **state) {
     for (int64_t i = 0; i < n; i++)
         h[i] = (float)i;
     float *d = upload(h, (size_t)n * 4);
-    assert_int_equal(be->nonfinite_poll(dev), 0u); /* whatever came before: cleared */
-    assert_int_equal(be->nonfinite_check(dev, TN_F32, d, n, 7), TN_OK);
-    assert_int_equal(be->nonfinite_poll(dev), 0u);
+    uint64_t w[TN_NONFINITE_WORDS];
+    assert_int_equal(be->nonfinite_poll(dev, w), TN_OK); /* whatever came before: cleared */
+    tn_nf_item one = nf(d, n, TN_F32, 14, 0);
+    assert_int_equal(be->nonfinite_check(dev, 1, &one), TN_OK);
+    assert_int_equal(be->nonfinite_poll(dev, w), TN_OK);
+    assert_true(w[0] == 0 && w[1] == 0);
     h[n - 1] = NAN;
-    h2d(d, h, (size_t)n * 4);
-    assert_int_equal(be->nonfinite_check(dev, TN_F32, d, n, 11), TN_OK);
-    assert_int_equal(be->nonfinite_check(dev, TN_F32, d, n, 12), TN_OK); /* the first tag wins */
-    assert_int_equal(be->nonfinite_poll(dev), 11u);
-    assert_int_equal(be->nonfinite_poll(dev), 0u); /* the poll cleared it */
-    double inf = -INFINITY;
-    double *dd = upload(&inf, 8);
-    assert_int_equal(be->nonfinite_check(dev, TN_F64, dd, 1, 5), TN_OK);
-    assert_int_equal(be->nonfinite_poll(dev), 5u | TN_NONFINITE_INF);   /* Inf: the high bit */
-    assert_int_equal(be->nonfinite_check(dev, TN_I32, d, n, 9), TN_OK); /* integers: finite */
-    assert_int_equal(be->nonfinite_poll(dev), 0u);
-    assert_int_equal(be->nonfinite_check(dev, TN_F32, d, n, 0), TN_ERR_INVALID_ARGUMENT);
-    dfree(d, (size_t)n * 4), dfree(dd, 8);
+    float *bad = upload(h, (size_t)n * 4); /* NaN in its last element only */
+    double mix[3] = {1, INFINITY, NAN}, inf = -INFINITY;
+    double *dmix = upload(mix, sizeof mix), *dinf = upload(&inf, 8);
+    /* keys out of order in the batch: the smallest bad one of each word wins */
+    tn_nf_item items[7] = {
+        nf(bad, n, TN_F32, 40, 0),    nf(d, n, TN_F32, 2, 0),     /* finite: no record */
+        nf(dinf, 1, TN_F64, 24, 0),   nf(bad, n, TN_I32, 4, 0),   /* integers: finite */
+        nf(bad, 0, TN_F32, 6, 0),     nf(dmix, 3, TN_F64, 30, 1), /* NaN beats its Inf */
+        nf(bad, n, TN_F32, 32, 1),
+    };
+    assert_int_equal(be->nonfinite_check(dev, 7, items), TN_OK);
+    tn_nf_item later = nf(dinf, 1, TN_F64, 8, 1); /* a second call with a smaller key wins */
+    assert_int_equal(be->nonfinite_check(dev, 1, &later), TN_OK);
+    assert_int_equal(be->nonfinite_poll(dev, w), TN_OK);
+    assert_true(w[0] == (24u | TN_NONFINITE_INF));
+    assert_true(w[1] == (8u | TN_NONFINITE_INF));
+    assert_int_equal(be->nonfinite_poll(dev, w), TN_OK); /* the poll cleared them */
+    assert_true(w[0] == 0 && w[1] == 0);
+    tn_nf_item nan_mix = nf(dmix, 3, TN_F64, 10, 1);
+    assert_int_equal(be->nonfinite_check(dev, 1, &nan_mix), TN_OK);
+    assert_int_equal(be->nonfinite_poll(dev, w), TN_OK);
+    assert_true(w[0] == 0 && w[1] == 10u);
+    /* a full batch: the last tensor alone is bad */
+    tn_nf_item full[TN_NONFINITE_MAX];
+    for (int i = 0; i < TN_NONFINITE_MAX; i++)
+        full[i] = nf(i == TN_NONFINITE_MAX - 1 ? (const void *)bad : d, n, TN_F32,
+                     (uint64_t)(100 + 2 * i), 0);
+    assert_int_equal(be->nonfinite_check(dev, TN_NONFINITE_MAX, full), TN_OK);
+    assert_int_equal(be->nonfinite_poll(dev, w), TN_OK);
+    assert_true(w[0] == 100u + 2 * (TN_NONFINITE_MAX - 1) && w[1] == 0);
+    /* refused, nothing recorded */
+    tn_nf_item odd = nf(bad, n, TN_F32, 3, 0), zero = nf(bad, n, TN_F32, 0, 0),
+               badword = nf(bad, n, TN_F32, 2, 2), null = nf(NULL, 4, TN_F32, 2, 0);
+    assert_int_equal(be->nonfinite_check(dev, 1, &odd), TN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(be->nonfinite_check(dev, 1, &zero), TN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(be->nonfinite_check(dev, 1, &badword), TN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(be->nonfinite_check(dev, 1, &null), TN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(be->nonfinite_check(dev, TN_NONFINITE_MAX + 1, full), TN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(be->nonfinite_check(dev, 0, NULL), TN_OK);
+    tn_clear_error();
+    assert_int_equal(be->nonfinite_poll(dev, w), TN_OK);
+    assert_true(w[0] == 0 && w[1] == 0);
+    dfree(d, (size_t)n * 4), dfree(bad, (size_t)n * 4), dfree(dmix, sizeof mix), dfree(dinf, 8);
     free(h);
 }
 

@@ -768,7 +768,8 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
     }
     if (st == TN_OK) st = run_graph(&r);
     /* device NaN checks: a synchronisation point of every device */
-    if (st == TN_OK && tn__anomaly_nan()) st = tn__hooks.poll_devices(true);
+    if (st == TN_OK && (tn__anomaly_nan() || tn__nf_any_batched()))
+        st = tn__hooks.poll_devices(true);
     if (st == TN_OK) st = deliver_cells(&r);
     if (r.monitor) tn__hooks.monitor_end(r.monitor, st);
     run_free(&r);

@@ -32,7 +32,22 @@
 extern "C" {
 #endif
 
-#define TN_NONFINITE_INF 0x80000000u
+/* Anomaly mode's batched NaN/Inf check (nonfinite_check / nonfinite_poll).
+ * A check's key is even, nonzero and below 2^63 (the host hands them out in
+ * increasing order); key | TN_NONFINITE_INF records an Inf, so that in one
+ * tensor a NaN (the smaller key) wins. Word 0 collects forward checks, word
+ * 1 backward ones. */
+#define TN_NONFINITE_INF 1u
+#define TN_NONFINITE_MAX 32 /* tensors per nonfinite_check call */
+#define TN_NONFINITE_WORDS 2
+
+typedef struct tn_nf_item {
+    const void *p; /* n contiguous elements of dtype dt (device memory) */
+    int64_t n;
+    uint64_t key;
+    tn_dtype dt;
+    int word; /* 0 .. TN_NONFINITE_WORDS - 1 */
+} tn_nf_item;
 
 typedef enum tn_copy_kind { TN_COPY_H2D, TN_COPY_D2H, TN_COPY_D2D } tn_copy_kind;
 
@@ -76,15 +91,18 @@ typedef struct tn_backend {
      * tn_cuda_set_allow_tf32. */
     tn_status (*gemm)(int dev, tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b);
     tn_status (*softmax)(int dev, const tn_sm_args *a);
-    /* Anomaly mode: when any of the n elements (dtype dt, contiguous) of p is
-     * NaN/Inf, records `tag` (NaN) or `tag | TN_NONFINITE_INF` (Inf) in the
-     * device's flag word; the first record wins (tag < 2^31, nonzero). The
-     * host reads it with nonfinite_poll at the next synchronisation point.
-     * NULL for the CPU, whose data the host scans directly. */
-    tn_status (*nonfinite_check)(int dev, tn_dtype dt, const void *p, int64_t n, uint32_t tag);
-    /* Returns the first recorded tag and clears it (0: none). Waits for the
-     * device's stream. */
-    uint32_t (*nonfinite_poll)(int dev);
+    /* Anomaly mode: for each of the `count` (<= TN_NONFINITE_MAX) items
+     * holding a NaN, lowers its word to the item's key when that is smaller;
+     * holding an Inf and no NaN, to key | TN_NONFINITE_INF. Enqueued without
+     * waiting, in one launch. Integer and bool items are always finite. The
+     * host reads the words with nonfinite_poll at its next synchronisation
+     * point: the smallest key of each word since the last poll. NULL for the
+     * CPU, whose data the host scans directly. */
+    tn_status (*nonfinite_check)(int dev, int count, const tn_nf_item *items);
+    /* out[w] = word w's smallest recorded key (0: none), and clears the
+     * words; waits for the device's stream. A negative status (out all 0)
+     * when CUDA failed. */
+    tn_status (*nonfinite_poll)(int dev, uint64_t out[TN_NONFINITE_WORDS]);
     /* Fused cross-entropy (tn_ce_args). NULL where the device has none: the
      * op composes log_softmax and the NLL from the other entries instead. */
     tn_status (*cross_entropy)(int dev, const tn_ce_args *a);

@@ -193,6 +193,7 @@ tn_status tn__dev_write(tn_tensor *t, const void *host, size_t n) {
         memcpy(tn__ptr(t), host, n);
         return TN_OK;
     }
+    tn__before_write(1, (const tn_tensor *const *)&t, 1u);
     const tn_backend *be = tn__backend_of(tn__dev(t));
     return be ? be->memcpy(tn__dev(t).index, tn__ptr(t), host, n, TN_COPY_H2D) : tn_last_status();
 }
@@ -203,6 +204,7 @@ tn_status tn__dev_transfer(tn_tensor *dst, const tn_tensor *src) {
     if (tn__on_cpu(src)) return tn__dev_write(dst, tn__ptr(src), n);
     if (tn__on_cpu(dst)) return tn__dev_read(src, tn__ptr(dst), n);
     if (tn__same_device(tn__dev(src), tn__dev(dst))) {
+        tn__before_write(1, (const tn_tensor *const *)&dst, 1u);
         const tn_backend *be = tn__backend_of(tn__dev(dst));
         return be ? be->memcpy(tn__dev(dst).index, tn__ptr(dst), tn__ptr(src), n, TN_COPY_D2D)
                   : tn_last_status();

@@ -6,5 +6,6 @@ _Thread_local unsigned tn__anomaly_local;
 _Atomic unsigned tn__race_flag;
 _Atomic unsigned tn__monitor_flag;
 _Atomic unsigned tn__profile_flag;
+_Atomic unsigned tn__nf_batched;
 
 tn_hooks tn__hooks;

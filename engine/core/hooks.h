@@ -44,6 +44,15 @@ static inline unsigned tn__anomaly_mode(void) {
 static inline bool tn__anomaly_enabled(void) { return tn__anomaly_mode() & TN_ANOMALY_ON; }
 static inline bool tn__anomaly_nan(void) { return tn__anomaly_mode() & TN_ANOMALY_NAN; }
 
+/* check_nan on a device: how many threads hold checks not yet enqueued
+ * (debug/anomaly_device.c batches them). Relaxed: it only says whether a
+ * thread should look at its own batch, which it then reads itself; a
+ * thread's own increments are seen by that thread in program order. */
+extern _Atomic unsigned tn__nf_batched;
+static inline bool tn__nf_any_batched(void) {
+    return atomic_load_explicit(&tn__nf_batched, memory_order_relaxed) != 0;
+}
+
 /* The race detector. Relaxed: a plain setting read at each kernel; the
  * per-storage state carries its own ordering (debug/race.c). */
 extern _Atomic unsigned tn__race_flag;
@@ -93,6 +102,10 @@ typedef struct tn_hooks {
     tn_status (*device_poll)(tn_device dev, bool in_backward);
     /* The same for every device (the end of a backward call). */
     tn_status (*poll_devices)(bool in_backward);
+    /* check_nan on a device: a kernel or a transfer is about to write
+     * operand k of ops (bit k of write_mask): the calling thread's batched
+     * checks of those tensors run first. */
+    void (*nf_before_write)(int nops, const tn_tensor *const *ops, unsigned write_mask);
     /* Race detector: a kernel over ops (operand k written when bit k of
      * write_mask is set) is about to run / has run; `kind` names the family. */
     void (*race_begin)(tn_race_access *ra, int nops, const tn_tensor *const *ops,
@@ -166,14 +179,23 @@ static inline uint64_t tn__version_bump(tn_tensor *t, const char *op) {
 
 /* A synchronisation point of dev (see device_poll); st passes through. */
 static inline tn_status tn__sync_point(tn_device dev, tn_status st) {
-    if (TN_UNLIKELY(tn__anomaly_nan()) && st == TN_OK) return tn__hooks.device_poll(dev, false);
+    if (TN_UNLIKELY(tn__anomaly_nan() || tn__nf_any_batched()) && st == TN_OK)
+        return tn__hooks.device_poll(dev, false);
     return st;
 }
 
-/* Brackets a kernel over tensors for the race detector. */
+/* Before a write into the operands of ops flagged in write_mask, outside a
+ * race bracket (a transfer into device memory). */
+static inline void tn__before_write(int nops, const tn_tensor *const *ops, unsigned write_mask) {
+    if (TN_UNLIKELY(tn__nf_any_batched())) tn__hooks.nf_before_write(nops, ops, write_mask);
+}
+
+/* Brackets a kernel over tensors for the race detector (and, first, runs the
+ * thread's batched NaN checks of the tensors it writes). */
 static inline void tn__race_begin(tn_race_access *ra, int nops, const tn_tensor *const *ops,
                                   unsigned write_mask, const char *kind) {
     ra->n = 0;
+    tn__before_write(nops, ops, write_mask);
     if (TN_UNLIKELY(tn__races_on())) tn__hooks.race_begin(ra, nops, ops, write_mask, kind);
 }
 /* Always ends what begin registered, even if the detector was switched off

@@ -37,15 +37,16 @@ void probe() {
     g_count = n;
 }
 
-/* Creates the stream and the non-finite flag word of a device; called once,
+/* Creates the stream and the non-finite words of a device; called once,
  * under the device's lock, with the device current. */
 tn_status init_device(device_state *s, int dev) {
     TNC_TRY(cudaDeviceGetAttribute(&s->sm_count, cudaDevAttrMultiProcessorCount, dev));
     cudaStream_t st = nullptr;
     TNC_TRY(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     void *flag = nullptr;
-    cudaError_t e = cudaMalloc(&flag, sizeof(uint32_t));
-    if (e == cudaSuccess) e = cudaMemsetAsync(flag, 0, sizeof(uint32_t), st);
+    const size_t bytes = TN_NONFINITE_WORDS * sizeof(unsigned long long);
+    cudaError_t e = cudaMalloc(&flag, bytes);
+    if (e == cudaSuccess) e = cudaMemsetAsync(flag, 0xff, bytes, st); /* nothing recorded */
     if (e == cudaSuccess) e = cudaStreamSynchronize(st);
     if (e != cudaSuccess) {
         tn_status r = cuda_fail(e, "creating the device's state");
@@ -54,7 +55,7 @@ tn_status init_device(device_state *s, int dev) {
         return r;
     }
     s->stream = st;
-    s->flag = static_cast<uint32_t *>(flag);
+    s->nf_words = static_cast<unsigned long long *>(flag);
     return TN_OK;
 }
 

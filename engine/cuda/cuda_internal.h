@@ -25,10 +25,10 @@ namespace tnc {
 /* Per-device state, initialised on the device's first use (device()). */
 struct device_state {
     pthread_mutex_t lock; /* guards the lazy initialisation below */
-    int ready;            /* 1 once stream, flag and sm_count are set (atomic acquire/release) */
+    int ready;            /* 1 once stream, nf_words and sm_count are set (atomic acquire/release) */
     cudaStream_t stream;  /* every entry enqueues here, from every thread */
     int sm_count;         /* sizes grids where the result does not depend on the size */
-    uint32_t *flag;       /* nonfinite_check's word (device memory), 0 = none */
+    unsigned long long *nf_words; /* nonfinite_check's words (device memory), ~0 = none */
     cublasHandle_t blas;  /* created by the first product (gemm.cu), under blas_lock */
     pthread_mutex_t blas_lock;
 };
@@ -170,9 +170,8 @@ tn_status tn__cuda_fill(int dev, tn_dtype dt, const tn_iter *it, double v);     
 tn_status tn__cuda_reduce(int dev, const tn_red_args *a);                        /* reduce.cu */
 tn_status tn__cuda_gemm(int dev, tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b);
 tn_status tn__cuda_softmax(int dev, const tn_sm_args *a); /* softmax.cu */
-tn_status tn__cuda_nonfinite_check(int dev, tn_dtype dt, const void *p, int64_t n,
-                                   uint32_t tag); /* nonfinite.cu */
-uint32_t tn__cuda_nonfinite_poll(int dev);
+tn_status tn__cuda_nonfinite_check(int dev, int count, const tn_nf_item *items); /* nonfinite.cu */
+tn_status tn__cuda_nonfinite_poll(int dev, uint64_t out[TN_NONFINITE_WORDS]);
 tn_status tn__cuda_index(int dev, const tn_index_args *a); /* index.cu */
 tn_status tn__cuda_layer_norm(int dev, const tn_ln_args *a); /* layer_norm.cu */
 tn_status tn__cuda_attention(int dev, const tn_attn_args *a); /* attention.cu */

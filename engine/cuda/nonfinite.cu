@@ -1,10 +1,15 @@
-/* engine/cuda/nonfinite.cu — anomaly mode's NaN/Inf check without a host
- * synchronisation per op.
+/* engine/cuda/nonfinite.cu — anomaly mode's NaN/Inf checks, batched, without
+ * a host synchronisation per op (backend.h: nonfinite_check / _poll).
  *
- * Each device has one 32-bit flag word in device memory (backend.cu makes
- * it with the stream). nonfinite_check enqueues a kernel that, on finding a
- * NaN or Inf, swaps the tag in when the word is still 0: the first tag in
- * stream order wins (a later check only runs after the earlier one ended).
+ * Each device has TN_NONFINITE_WORDS 64-bit words in device memory
+ * (backend.cu makes them with the stream), all ones when nothing is
+ * recorded. One nonfinite_check call scans up to TN_NONFINITE_MAX tensors in
+ * one launch: each tensor gets a number of blocks fixed by its size; a block
+ * that finds a NaN lowers its word to the tensor's key with atomicMin, an
+ * Inf (and no NaN in the block's share) to key | TN_NONFINITE_INF. The
+ * smallest key wins whatever the order the blocks ran in, so the result does
+ * not depend on scheduling. A block whose word is already at or below its
+ * key has nothing to add and returns at once: a run full of NaN stays cheap.
  * nonfinite_poll enqueues the read-back and the reset on the same stream and
  * waits for them: that wait is the synchronisation point.
  */
@@ -15,70 +20,115 @@ namespace tnc {
 namespace {
 
 constexpr int NF_THREADS = 256;
+constexpr int64_t NF_PER_BLOCK = NF_THREADS * 8; /* elements a block takes before another joins */
 
-template <typename T>
-__global__ void __launch_bounds__(NF_THREADS)
-    nonfinite_kernel(const T *p, int64_t n, uint32_t *flag, uint32_t tag) {
-    /* a tag is already recorded (by an earlier check, or this one): nothing
-     * this block finds can change it */
-    if (*reinterpret_cast<volatile uint32_t *>(flag) != 0) return;
-    const int64_t G = static_cast<int64_t>(gridDim.x) * NF_THREADS;
-    bool bad = false, nan = false;
-    for (int64_t i = static_cast<int64_t>(blockIdx.x) * NF_THREADS + threadIdx.x; i < n && !bad;
-         i += G) {
-        bad = !isfinite(p[i]);
-        nan = isnan(p[i]);
+/* The launch's tensors, passed by value (under 2 KiB of kernel parameters). */
+struct nf_batch {
+    const void *p[TN_NONFINITE_MAX];
+    int64_t n[TN_NONFINITE_MAX];
+    unsigned long long key[TN_NONFINITE_MAX];
+    int first[TN_NONFINITE_MAX + 1]; /* tensor i's blocks: [first[i], first[i + 1]) */
+    unsigned char f64[TN_NONFINITE_MAX];
+    unsigned char word[TN_NONFINITE_MAX];
+    int count;
+};
+
+/* 0: finite; 1: NaN; 2: Inf. */
+template <typename T> __device__ __forceinline__ int classify(T v) {
+    return isfinite(v) ? 0 : isnan(v) ? 1 : 2;
+}
+
+/* The share of block k of nb over p[0, n): NaN wins over Inf. */
+template <typename T> __device__ int scan(const T *p, int64_t n, int k, int nb) {
+    int found = 0;
+    for (int64_t i = static_cast<int64_t>(k) * NF_THREADS + threadIdx.x; i < n;
+         i += static_cast<int64_t>(nb) * NF_THREADS) {
+        int c = classify(p[i]);
+        if (c == 1) return 1;
+        if (c) found = 2;
     }
-    /* the first record wins; NaN is tag, Inf tag | TN_NONFINITE_INF (backend.h) */
-    if (bad) atomicCAS(flag, 0u, nan ? tag : tag | TN_NONFINITE_INF);
+    return found;
+}
+
+__global__ void __launch_bounds__(NF_THREADS)
+    nonfinite_kernel(nf_batch b, unsigned long long *words) {
+    int t = 0; /* this block's tensor */
+    while (t + 1 < b.count && static_cast<int>(blockIdx.x) >= b.first[t + 1])
+        t++;
+    unsigned long long *w = words + b.word[t];
+    /* a smaller (earlier) key is already recorded: nothing here can lower it */
+    if (*reinterpret_cast<volatile unsigned long long *>(w) <= b.key[t]) return;
+    const int nb = b.first[t + 1] - b.first[t], k = static_cast<int>(blockIdx.x) - b.first[t];
+    int c = b.f64[t] ? scan(static_cast<const double *>(b.p[t]), b.n[t], k, nb)
+                     : scan(static_cast<const float *>(b.p[t]), b.n[t], k, nb);
+    if (c) atomicMin(w, c == 1 ? b.key[t] : b.key[t] | TN_NONFINITE_INF);
 }
 
 } // namespace
 
-extern "C" tn_status tn__cuda_nonfinite_check(int dev, tn_dtype dt, const void *p, int64_t n,
-                                              uint32_t tag) {
-    if (tag == 0)
-        return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA nonfinite check: tag 0 is reserved");
-    if (n < 0) return tn__error(TN_ERR_SHAPE, "CUDA nonfinite check: negative count");
-    if (dt != TN_F32 && dt != TN_F64) {
-        if (dtype_size(dt) == 0)
-            return tn__error(TN_ERR_DTYPE, "CUDA nonfinite check: unknown dtype %d", (int)dt);
-        return TN_OK; /* integers and bool are always finite */
+extern "C" tn_status tn__cuda_nonfinite_check(int dev, int count, const tn_nf_item *items) {
+    if (count < 0 || count > TN_NONFINITE_MAX)
+        return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA nonfinite check: %d tensors (0 to %d)",
+                         count, TN_NONFINITE_MAX);
+    if (count && !items)
+        return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA nonfinite check: items is NULL");
+    device_state *ds;
+    tn_status st = device(dev, &ds);
+    if (st < 0) return st;
+    nf_batch b;
+    b.count = 0;
+    b.first[0] = 0;
+    const int64_t cap = static_cast<int64_t>(ds->sm_count) * 8; /* blocks per tensor */
+    for (int i = 0; i < count; i++) {
+        const tn_nf_item *it = &items[i];
+        if (it->key == 0 || (it->key & TN_NONFINITE_INF) || it->key >> 63)
+            return tn__error(TN_ERR_INVALID_ARGUMENT,
+                             "CUDA nonfinite check: item %d: key must be even, nonzero, < 2^63",
+                             i);
+        if (it->word < 0 || it->word >= TN_NONFINITE_WORDS)
+            return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA nonfinite check: item %d: word %d",
+                             i, it->word);
+        if (it->n < 0 || (it->n > 0 && !it->p))
+            return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA nonfinite check: item %d: %s", i,
+                             it->n < 0 ? "negative count" : "pointer is NULL");
+        if (dtype_size(it->dt) == 0)
+            return tn__error(TN_ERR_DTYPE, "CUDA nonfinite check: item %d: unknown dtype %d", i,
+                             (int)it->dt);
+        if ((it->dt != TN_F32 && it->dt != TN_F64) || it->n == 0)
+            continue; /* integers and bool are always finite; nothing to scan */
+        int j = b.count++;
+        b.p[j] = it->p;
+        b.n[j] = it->n;
+        b.key[j] = it->key;
+        b.f64[j] = it->dt == TN_F64;
+        b.word[j] = static_cast<unsigned char>(it->word);
+        int64_t nb = ceil_div(it->n, NF_PER_BLOCK);
+        nb = nb > cap ? cap : nb;
+        b.first[j + 1] = b.first[j] + static_cast<int>(nb);
     }
-    if (n == 0) return TN_OK;
-    if (!p) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA nonfinite check: pointer is NULL");
+    if (b.count == 0) return TN_OK;
+    dev_guard guard(dev);
+    nonfinite_kernel<<<static_cast<unsigned>(b.first[b.count]), NF_THREADS, 0, ds->stream>>>(
+        b, ds->nf_words);
+    return launch_check("nonfinite check");
+}
+
+extern "C" tn_status tn__cuda_nonfinite_poll(int dev, uint64_t out[TN_NONFINITE_WORDS]) {
+    for (int w = 0; w < TN_NONFINITE_WORDS; w++)
+        out[w] = 0;
     device_state *ds;
     tn_status st = device(dev, &ds);
     if (st < 0) return st;
     dev_guard guard(dev);
-    int64_t blocks = ceil_div(n, NF_THREADS * 4);
-    const int64_t max_blocks = static_cast<int64_t>(ds->sm_count) * 8 * 4;
-    if (blocks > max_blocks) blocks = max_blocks;
-    if (dt == TN_F32)
-        nonfinite_kernel<float><<<static_cast<unsigned>(blocks), NF_THREADS, 0, ds->stream>>>(
-            static_cast<const float *>(p), n, ds->flag, tag);
-    else
-        nonfinite_kernel<double><<<static_cast<unsigned>(blocks), NF_THREADS, 0, ds->stream>>>(
-            static_cast<const double *>(p), n, ds->flag, tag);
-    return launch_check("nonfinite check");
-}
-
-/* The poll has no status of its own: a CUDA failure is reported through
- * tn__error and reads as "nothing recorded"; the same (sticky) error fails
- * the next synchronize or copy as well. */
-extern "C" uint32_t tn__cuda_nonfinite_poll(int dev) {
-    device_state *ds;
-    if (device(dev, &ds) < 0) return 0;
-    dev_guard guard(dev);
-    uint32_t tag = 0;
-    cudaError_t e = cudaMemcpyAsync(&tag, ds->flag, sizeof tag, cudaMemcpyDeviceToHost, ds->stream);
-    if (e == cudaSuccess) e = cudaMemsetAsync(ds->flag, 0, sizeof(uint32_t), ds->stream);
+    unsigned long long words[TN_NONFINITE_WORDS];
+    cudaError_t e = cudaMemcpyAsync(words, ds->nf_words, sizeof words, cudaMemcpyDeviceToHost,
+                                    ds->stream);
+    if (e == cudaSuccess) e = cudaMemsetAsync(ds->nf_words, 0xff, sizeof words, ds->stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(ds->stream);
-    if (e != cudaSuccess) {
-        cuda_fail(e, "nonfinite poll");
-        return 0;
-    }
-    return tag;
+    if (e != cudaSuccess) return cuda_fail(e, "nonfinite poll");
+    for (int w = 0; w < TN_NONFINITE_WORDS; w++)
+        out[w] = words[w] == ~0ull ? 0 : words[w];
+    return TN_OK;
 }
 
 } // namespace tnc

@@ -19,7 +19,7 @@ checks = {
   'reduce.cu': [('    dev_guard guard(dev);\n    switch (a->dtype)', '    dev_guard guard(dev);\n    if (reduced > 0) emu_check_ptr(a->in, "reduce in"); emu_check_ptr(a->vals, "reduce vals"); emu_check_ptr(a->idx, "reduce idx");\n    switch (a->dtype)')],
   'softmax.cu': [('    dev_guard guard(dev);\n', '    dev_guard guard(dev);\n    emu_check_ptr(a->x, "sm x"); emu_check_ptr(a->y, "sm y"); emu_check_ptr(a->out, "sm out");\n')],
   'gemm.cu': [('    dev_guard guard(dev);\n', '    dev_guard guard(dev);\n    if (g->k) { emu_check_ptr(g->a, "gemm a"); emu_check_ptr(g->b, "gemm b"); } emu_check_ptr(g->c, "gemm c");\n')],
-  'nonfinite.cu': [('    dev_guard guard(dev);\n    int64_t blocks', '    dev_guard guard(dev);\n    emu_check_ptr(p, "nonfinite");\n    int64_t blocks')],
+  'nonfinite.cu': [('    if (b.count == 0) return TN_OK;\n', '    if (b.count == 0) return TN_OK;\n    for (int j = 0; j < b.count; j++) emu_check_ptr(b.p[j], "nonfinite");\n')],
   'backend.cu': [('    dev_guard g(dev);\n    TNC_TRY(cudaMemcpyAsync', '    dev_guard g(dev);\n    if (kind != TN_COPY_H2D) emu_check_ptr(src, "memcpy src"); if (kind != TN_COPY_D2H) emu_check_ptr(dst, "memcpy dst");\n    TNC_TRY(cudaMemcpyAsync')],
 }
 

@@ -56,6 +56,7 @@ template <typename T> T __shfl_sync(unsigned, T v, int src) {
     return r;
 }
 inline unsigned atomicCAS(unsigned *p, unsigned cmp, unsigned v) { unsigned o = *p; if (o == cmp) *p = v; return o; }
+inline unsigned long long atomicMin(unsigned long long *p, unsigned long long v) { unsigned long long o = *p; if (v < o) *p = v; return o; }
 inline long min(long a, long b) { return a < b ? a : b; }
 inline long long min(long long a, long long b) { return a < b ? a : b; }
 
