@@ -13,10 +13,20 @@
  * into at most MON_BLOCKS blocks combined in block order: the same bits
  * whatever the thread count. Device gradients are measured on their device
  * without a host wait each (the backend's grad_stats): a pass gathers up to
- * TN_GRAD_STATS_MAX of them (held until measured), enqueues one measure of
- * the lot, and reads every result back at its end, where the entries are
- * judged in the order they were made. Where the device cannot, the gradient
- * is copied to the host and measured there.
+ * TN_GRAD_STATS_MAX of them (held until measured) and enqueues one measure of
+ * the lot. Where the device cannot, the gradient is copied to the host and
+ * measured there.
+ *
+ * A pass with device measures does not wait for them either: its end
+ * enqueues their read-back (readback_begin) and publishes the report as
+ * pending; the pass returns while the device still runs it, and the host goes
+ * on enqueueing (the optimiser, the next forward). The report is completed —
+ * results read (readback_end waits for those copies only), entries judged in
+ * the order they were made, the alarm's warning printed — on this thread at
+ * the first of: tn_last_grad_monitor, a synchronisation point (tn__sync_point:
+ * tn_synchronize, a read of device data), the next monitored pass's start,
+ * thread exit, process exit. A pass without device measures completes at its
+ * end, as before.
  *
  * Memory: the record grows by doubling; out of memory, the pass goes on and
  * its report says it was cut short (nothing fails because of the monitor).
@@ -24,6 +34,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../engine/core/hooks.h"
@@ -215,7 +226,8 @@ typedef struct mon_batch {
     struct mon_batch *next;
     const tn_backend *be;
     int dev, count;
-    double *out; /* device memory, 2 count doubles */
+    double *out;  /* device memory, 2 count doubles, until the read-back is enqueued */
+    void *ticket; /* the read-back (readback_begin); NULL: read out with a plain copy */
     int entry[TN_GRAD_STATS_MAX];
 } mon_batch;
 
@@ -229,9 +241,10 @@ typedef struct mon_pass {
     tn_tensor *held[TN_GRAD_STATS_MAX];
     int held_entry[TN_GRAD_STATS_MAX];
     mon_batch *batches, *last_batch; /* in the order they were enqueued */
+    bool pending; /* published with batches not yet read (counted in tn__mon_pending) */
 } mon_pass;
 
-static void *monitor_begin(void) {
+static mon_pass *pass_new(void) {
     mon_pass *p = tn__calloc_quiet(1, sizeof *p);
     if (!p) return NULL;
     p->rep.alarm = -1;
@@ -299,6 +312,14 @@ static void flush_held(mon_pass *p) {
     }
     if (b && b->out) {
         b->be = be, b->dev = d.index, b->count = p->n_held;
+        if (be->readback_begin && be->readback_end) {
+            if (be->readback_begin(d.index, b->out, bytes, &b->ticket) == TN_OK) {
+                be->free(d.index, b->out, bytes); /* stream order: after the copy */
+                b->out = NULL;
+            } else {
+                tn_clear_error(); /* read with a plain copy instead */
+            }
+        }
         memcpy(b->entry, p->held_entry, (size_t)p->n_held * sizeof *b->entry);
         if (p->last_batch)
             p->last_batch->next = b;
@@ -318,21 +339,27 @@ static void flush_held(mon_pass *p) {
     p->n_held = 0;
 }
 
-/* Reads every enqueued measure back (the first read waits for the device) into its entries. */
-static void read_batches(mon_pass *p) {
+/* Reads every enqueued measure back into its entries (waiting for the device
+ * until they are done), or only lets them go (keep false: a failed pass). */
+static void read_batches(mon_pass *p, bool keep) {
     for (mon_batch *b = p->batches, *next; b; b = next) {
         next = b->next;
         double v[2 * TN_GRAD_STATS_MAX];
         size_t bytes = 2 * (size_t)b->count * sizeof(double);
-        bool ok = b->be->memcpy(b->dev, v, b->out, bytes, TN_COPY_D2H) == TN_OK;
+        bool ok;
+        if (b->ticket) {
+            ok = b->be->readback_end(b->ticket, keep ? v : NULL) == TN_OK;
+        } else {
+            ok = !keep || b->be->memcpy(b->dev, v, b->out, bytes, TN_COPY_D2H) == TN_OK;
+            b->be->free(b->dev, b->out, bytes);
+        }
         if (!ok) tn_clear_error();
-        for (int k = 0; k < b->count; k++) {
+        for (int k = 0; keep && k < b->count; k++) {
             mon_entry *e = &p->rep.e[b->entry[k]];
             e->norm = ok ? sqrt(v[2 * k]) : (double)NAN;
             e->max_abs = ok ? v[2 * k + 1] : (double)NAN;
             e->unread = !ok;
         }
-        b->be->free(b->dev, b->out, bytes);
         tn__mfree(b);
     }
     p->batches = p->last_batch = NULL;
@@ -405,30 +432,17 @@ static pthread_key_t exit_key;
 static bool exit_key_ok;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
-static void report_free(void *r) {
-    tn_grad_monitor_report *rep = r;
-    if (!rep) return;
-    tn__mfree(rep->e);
-    tn__mfree(rep); /* the record's first member: the pass block itself */
-}
-static void make_exit_key(void) { exit_key_ok = pthread_key_create(&exit_key, report_free) == 0; }
-
-static void monitor_end(void *rec, tn_status st) {
-    mon_pass *p = rec;
-    watch_unref(p->watch);
-    p->watch = NULL;
-    flush_held(p);
-    read_batches(p);
+/* Completes the pass's report: reads its results, judges its entries, warns
+ * about the first alarm. On the thread that ran the pass. */
+static void resolve(mon_pass *p) {
+    if (p->pending) { /* first: a read below never completes it a second time */
+        p->pending = false;
+        /* relaxed: see tn__mon_pending (hooks.h) */
+        atomic_fetch_sub_explicit(&tn__mon_pending, 1, memory_order_relaxed);
+    }
+    read_batches(p, true);
     for (int i = 0; i < p->rep.n; i++)
         judge(p, i);
-    if (st < 0) {
-        report_free(&p->rep);
-        return;
-    }
-    pthread_once(&exit_once, make_exit_key);
-    report_free(tls_report);
-    tls_report = &p->rep;
-    if (exit_key_ok) pthread_setspecific(exit_key, tls_report);
     const tn_grad_monitor_report *r = &p->rep;
     if (r->alarm < 0) return;
     const mon_entry *e = &r->e[r->alarm];
@@ -441,16 +455,73 @@ static void monitor_end(void *rec, tn_status st) {
              e->max_abs, p->explode, p->vanish);
 }
 
+/* The report is the pass block's first member. */
+static mon_pass *pass_of(tn_grad_monitor_report *r) { return (mon_pass *)r; }
+
+/* Completes the calling thread's report if it is pending. */
+static void resolve_mine(void) {
+    if (tls_report && pass_of(tls_report)->pending) resolve(pass_of(tls_report));
+}
+
+static void report_free(void *r) {
+    if (!r) return;
+    mon_pass *p = pass_of(r);
+    if (p->pending) resolve(p); /* thread exit: its warning is still due */
+    tn__mfree(p->rep.e);
+    tn__mfree(p);
+}
+static void make_exit_key(void) { exit_key_ok = pthread_key_create(&exit_key, report_free) == 0; }
+
+/* The main thread runs no key destructor: its last pending report completes at exit (registered
+ * once a device was used, so it runs before the device runtime's own exit handlers). */
+static pthread_once_t atexit_once = PTHREAD_ONCE_INIT;
+static void at_exit(void) { resolve_mine(); }
+static void register_at_exit(void) { atexit(at_exit); }
+
+static void monitor_sync(void) { resolve_mine(); }
+
+static void *monitor_begin(void) {
+    resolve_mine();
+    return pass_new();
+}
+
+static void monitor_end(void *rec, tn_status st) {
+    mon_pass *p = rec;
+    watch_unref(p->watch);
+    p->watch = NULL;
+    flush_held(p);
+    if (st < 0) {
+        read_batches(p, false);
+        report_free(&p->rep);
+        return;
+    }
+    pthread_once(&exit_once, make_exit_key);
+    report_free(tls_report);
+    tls_report = &p->rep;
+    if (exit_key_ok) pthread_setspecific(exit_key, tls_report);
+    if (!p->batches) {
+        resolve(p);
+        return;
+    }
+    pthread_once(&atexit_once, register_at_exit);
+    p->pending = true;
+    atomic_fetch_add_explicit(&tn__mon_pending, 1, memory_order_relaxed);
+}
+
 __attribute__((constructor)) static void install(void) {
     tn__hooks.monitor_begin = monitor_begin;
     tn__hooks.monitor_node = monitor_node;
     tn__hooks.monitor_leaf = monitor_leaf;
     tn__hooks.monitor_end = monitor_end;
+    tn__hooks.monitor_sync = monitor_sync;
 }
 
 /* ---- reading it ------------------------------------------------------------------------ */
 
-const tn_grad_monitor_report *tn_last_grad_monitor(void) { return tls_report; }
+const tn_grad_monitor_report *tn_last_grad_monitor(void) {
+    resolve_mine();
+    return tls_report;
+}
 
 int tn_grad_monitor_count(const tn_grad_monitor_report *r) { return r ? r->n : 0; }
 

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -766,6 +767,101 @@ static void monitor_on_gpu(void **state) {
     assert_int_equal(alarm[0], alarm[1]);
 }
 
+/* Counts the gradient monitor's warnings that fd 2 received since the capture began. */
+typedef struct warn_capture {
+    FILE *f;
+    int saved;
+} warn_capture;
+
+static void capture_begin(warn_capture *c) {
+    fflush(stderr);
+    c->f = tmpfile();
+    assert_non_null(c->f);
+    c->saved = dup(2);
+    assert_true(c->saved >= 0 && dup2(fileno(c->f), 2) == 2);
+}
+
+static int monitor_warnings(warn_capture *c) {
+    fflush(stderr);
+    char line[1024];
+    int n = 0;
+    rewind(c->f);
+    while (fgets(line, sizeof line, c->f))
+        n += strstr(line, "tenet: warning: gradient monitor: exploding") != NULL;
+    fseek(c->f, 0, SEEK_END);
+    return n;
+}
+
+static void capture_end(warn_capture *c) {
+    fflush(stderr);
+    assert_true(dup2(c->saved, 2) == 2);
+    close(c->saved);
+    fclose(c->f);
+}
+
+/* One monitored pass on the GPU whose gradients explode (thresholds 1: every node's). */
+static void exploding_pass(void) {
+    rng = 99;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *ws = rand_t(2, (int64_t[]){8, 8}, TN_F32, false);
+    tn_tensor *w = tn_new_tensor(ws, TN_DTYPE_SAME, CUDA0, true);
+    tn_tensor *x = tn_to(rand_t(2, (int64_t[]){4, 8}, TN_F32, false), TN_DTYPE_SAME, CUDA0);
+    assert_int_equal(tn_backward(tn_sum(tn_mul_scalar(tn_matmul(x, w), 100)), NULL, false), TN_OK);
+    tn_scope_end();
+}
+
+static void *pass_then_exit(void *arg) {
+    (void)arg;
+    exploding_pass(); /* no synchronisation on this thread */
+    return NULL;
+}
+
+/* A pass with device measures returns without waiting for them: its report, and its warning,
+ * complete at the thread's next synchronisation point, its next monitored pass, its read of the
+ * report, or its exit; each warning once. */
+static void monitor_pending_on_gpu(void **state) {
+    NEED_GPU();
+    warn_capture c;
+    tn_set_grad_monitor(true, 1.0, 0);
+    capture_begin(&c);
+    exploding_pass();
+    assert_int_equal(monitor_warnings(&c), 0); /* pending */
+    assert_int_equal(tn_synchronize(CUDA0), TN_OK);
+    assert_int_equal(monitor_warnings(&c), 1); /* at the synchronisation point */
+    assert_int_equal(tn_synchronize(CUDA0), TN_OK);
+    assert_int_equal(monitor_warnings(&c), 1); /* once */
+    exploding_pass();
+    exploding_pass(); /* the one before completes as this one starts */
+    assert_int_equal(monitor_warnings(&c), 2);
+    const tn_grad_monitor_report *r = tn_last_grad_monitor(); /* reading it completes it */
+    assert_int_equal(monitor_warnings(&c), 3);
+    assert_non_null(r);
+    int alarm = tn_grad_monitor_first_alarm(r);
+    assert_true(alarm >= 0);
+    double norm;
+    tn_grad_health h;
+    assert_non_null(tn_grad_monitor_entry(r, alarm, NULL, &norm, NULL, &h));
+    assert_true(norm > 1 && isfinite(norm) && h == TN_GRAD_EXPLODING);
+    /* a read of device data is a synchronisation point too */
+    exploding_pass();
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *t = tn_to(tn_full(1, (int64_t[]){1}, TN_F32, 2.0), TN_DTYPE_SAME, CUDA0);
+    double v = 0;
+    assert_int_equal(tn_item(t, &v), TN_OK);
+    tn_scope_end();
+    assert_true(v == 2.0);
+    assert_int_equal(monitor_warnings(&c), 4);
+    /* a thread that exits with a pending report: completed at its exit */
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, pass_then_exit, NULL), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(monitor_warnings(&c), 5);
+    assert_int_equal(tn_synchronize(CUDA0), TN_OK);
+    assert_int_equal(monitor_warnings(&c), 5); /* not this thread's */
+    tn_set_grad_monitor(false, 0, 0);
+    capture_end(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(unavailable_device_errors),
@@ -781,6 +877,7 @@ int main(void) {
         TT_TEST(anomaly_nan_relay_on_gpu),
         TT_TEST(anomaly_nan_thread_exit_on_gpu),
         TT_TEST(monitor_on_gpu),
+        TT_TEST(monitor_pending_on_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1597,6 +1598,67 @@ static void test_grad_stats(void **state) {
     }
 }
 
+/* ---- read-back without waiting ------------------------------------------------------------------ */
+
+/* readback_begin takes the bytes as they are at that point of the stream: a write enqueued after
+ * it does not show; tickets outstanding together end in any order, on another thread too; a
+ * ticket ended with dst NULL is reused; bad arguments refused. */
+static void *end_ticket(void *t) {
+    double v[4];
+    tn_status st = be->readback_end(t, v);
+    return st == TN_OK && v[0] == 30 && v[3] == 33 ? t : NULL;
+}
+
+static void test_readback(void **state) {
+    (void)state;
+    NEED_GPU();
+    enum { N = 4, T = 3 };
+    double h[N], got[N];
+    double *d = dalloc(N * sizeof(double));
+    void *tk[T];
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < N; i++)
+            h[i] = 10 * t + i;
+        h2d(d, h, sizeof h);
+        assert_int_equal(be->readback_begin(dev, d, sizeof h, &tk[t]), TN_OK);
+        assert_non_null(tk[t]);
+    }
+    for (int i = 0; i < N; i++)
+        h[i] = -1;
+    h2d(d, h, sizeof h); /* after every copy above, in stream order */
+    for (int t = T - 1; t >= 0; t--) { /* the reverse order */
+        memset(got, 0, sizeof got);
+        assert_int_equal(be->readback_end(tk[t], got), TN_OK);
+        for (int i = 0; i < N; i++)
+            assert_true(got[i] == 10 * t + i);
+    }
+    /* ended on another thread; a ticket dropped without reading */
+    for (int i = 0; i < N; i++)
+        h[i] = 30 + i;
+    h2d(d, h, sizeof h);
+    void *t1, *t2;
+    assert_int_equal(be->readback_begin(dev, d, sizeof h, &t1), TN_OK);
+    assert_int_equal(be->readback_begin(dev, d, TN_READBACK_MAX < 8 ? 1 : 8, &t2), TN_OK);
+    pthread_t th;
+    void *res = NULL;
+    assert_int_equal(pthread_create(&th, NULL, end_ticket, t1), 0);
+    assert_int_equal(pthread_join(th, &res), 0);
+    assert_ptr_equal(res, t1);
+    assert_int_equal(be->readback_end(t2, NULL), TN_OK);
+    /* bad arguments: refused, no ticket */
+    void *bad = (void *)1;
+    assert_int_equal(be->readback_begin(dev, d, 0, &bad), TN_ERR_INVALID_ARGUMENT);
+    assert_null(bad);
+    assert_int_equal(be->readback_begin(dev, d, TN_READBACK_MAX + 1, &bad), TN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(be->readback_begin(dev, NULL, 8, &bad), TN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(be->readback_begin(dev, d, 8, NULL), TN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(be->readback_begin(dev + 99, d, 8, &bad), TN_ERR_DEVICE);
+    assert_null(bad);
+    assert_int_equal(be->readback_end(NULL, got), TN_ERR_INVALID_ARGUMENT);
+    tn_clear_error();
+    dfree(d, N * sizeof(double));
+}
+
 /* ---- timings (TENET_CUDA_BENCH=1) --------------------------------------------------------------
  */
 
@@ -1787,6 +1849,7 @@ int main(void) {
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_grad_stats),
+        cmocka_unit_test(test_readback),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_where),
         cmocka_unit_test(test_index),

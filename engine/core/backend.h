@@ -120,10 +120,20 @@ typedef struct tn_backend {
      * whose data the host measures itself. */
     tn_status (*grad_stats)(int dev, tn_dtype dt, int count, const void *const *p,
                             const int64_t *n, double *out);
+    /* A read of device memory that does not wait for the device (the gradient monitor's
+     * results): readback_begin enqueues a copy of `bytes` (1 to TN_READBACK_MAX) at src into
+     * host memory of the backend's and returns a ticket at once; readback_end waits for that
+     * copy only, not for work enqueued after it, copies the bytes to dst (NULL: drops them)
+     * and ends the ticket, whatever it returns. Each ticket is ended once, on any thread.
+     * NULL for the CPU. */
+    tn_status (*readback_begin)(int dev, const void *src, size_t bytes, void **ticket);
+    tn_status (*readback_end)(void *ticket, void *dst);
 } tn_backend;
 
 /* Tensors per grad_stats call. */
 #define TN_GRAD_STATS_MAX 32
+/* Bytes per readback ticket. */
+#define TN_READBACK_MAX 4096
 
 /* Device types with a slot in the table. */
 #define TN_DEVICE_TYPES (TN_CUDA + 1)

@@ -7,5 +7,6 @@ _Atomic unsigned tn__race_flag;
 _Atomic unsigned tn__monitor_flag;
 _Atomic unsigned tn__profile_flag;
 _Atomic unsigned tn__nf_batched;
+_Atomic unsigned tn__mon_pending;
 
 tn_hooks tn__hooks;

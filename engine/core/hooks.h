@@ -67,6 +67,15 @@ static inline bool tn__monitor_on(void) {
     return atomic_load_explicit(&tn__monitor_flag, memory_order_relaxed) != 0;
 }
 
+/* The gradient monitor: how many threads hold a report whose device results
+ * are not read yet (debug/grad_monitor.c completes it at the thread's next
+ * synchronisation point). Relaxed, as tn__nf_batched: it only says whether a
+ * thread should look at its own report, which it then reads itself. */
+extern _Atomic unsigned tn__mon_pending;
+static inline bool tn__mon_any_pending(void) {
+    return atomic_load_explicit(&tn__mon_pending, memory_order_relaxed) != 0;
+}
+
 /* The timeline profiler (debug/profile.c). Relaxed: a plain setting read at
  * each op; the profiler's per-thread buffers carry their own ordering. */
 extern _Atomic unsigned tn__profile_flag;
@@ -133,12 +142,16 @@ typedef struct tn_hooks {
      * pass is not monitored), node/leaf measure each gradient made (gi: the
      * node's input gradients, NULL entries skipped; g: a leaf's summed
      * gradient), end publishes it as the thread's report (st: the pass's
-     * status; a failed pass publishes nothing) and frees it. Called on the
-     * thread that runs the pass, which runs its nodes serially. */
+     * status; a failed pass publishes nothing), pending while its device
+     * measures are not read back. Called on the thread that runs the pass,
+     * which runs its nodes serially. */
     void *(*monitor_begin)(void);
     void (*monitor_node)(void *rec, tn_node *n, tn_tensor *const *gi);
     void (*monitor_leaf)(void *rec, tn_grad_cell *c, const tn_tensor *g);
     void (*monitor_end)(void *rec, tn_status st);
+    /* A synchronisation point of the calling thread: completes its pending
+     * report (tn__mon_pending). */
+    void (*monitor_sync)(void);
 
     /* -- installed by debug/, called by ops/ (check_nan on) -- */
     /* Warn + report when `out` is non-finite and every input finite. */
@@ -179,6 +192,7 @@ static inline uint64_t tn__version_bump(tn_tensor *t, const char *op) {
 
 /* A synchronisation point of dev (see device_poll); st passes through. */
 static inline tn_status tn__sync_point(tn_device dev, tn_status st) {
+    if (TN_UNLIKELY(tn__mon_any_pending())) tn__hooks.monitor_sync();
     if (TN_UNLIKELY(tn__anomaly_nan() || tn__nf_any_batched()) && st == TN_OK)
         return tn__hooks.device_poll(dev, false);
     return st;

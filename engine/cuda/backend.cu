@@ -194,6 +194,8 @@ const tn_backend g_backend = {
     tn__cuda_layer_norm,
     tn__cuda_attention,
     tn__cuda_grad_stats,
+    tn__cuda_readback_begin,
+    tn__cuda_readback_end,
 };
 
 } // namespace

@@ -177,6 +177,9 @@ tn_status tn__cuda_layer_norm(int dev, const tn_ln_args *a); /* layer_norm.cu */
 tn_status tn__cuda_attention(int dev, const tn_attn_args *a); /* attention.cu */
 tn_status tn__cuda_grad_stats(int dev, tn_dtype dt, int count, const void *const *p,
                               const int64_t *n, double *out); /* grad_stats.cu */
+tn_status tn__cuda_readback_begin(int dev, const void *src, size_t bytes,
+                                  void **ticket);                  /* readback.cu */
+tn_status tn__cuda_readback_end(void *ticket, void *dst);          /* readback.cu */
 }
 
 #endif

@@ -150,7 +150,10 @@ tn_status tn_graph_dot(const tn_tensor *root, FILE *f);
  * calling thread (as with anomaly mode), in PyTorch's order. Functional
  * passes (tn_autograd_grad) are not monitored. Threads: the switch and the
  * watch list are process-wide; reports are per thread (the thread that
- * called backward). */
+ * called backward). On a GPU the pass does not wait for its measures: the
+ * report and its warning complete at the thread's next synchronisation point
+ * (tn_synchronize, tn_item, a copy to the host), its next monitored pass,
+ * tn_last_grad_monitor, or the thread's or the process's exit. */
 void tn_set_grad_monitor(bool enabled, double explode_norm, double vanish_norm);
 bool tn_is_grad_monitor_enabled(void);
 /* Names parameters for the monitor's table (wandb.watch): the list replaces

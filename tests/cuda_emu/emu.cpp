@@ -162,6 +162,18 @@ cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cu
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaGetLastError() { int e = emu::g_last_error; emu::g_last_error = 0; return (cudaError_t)e; }
 cudaError_t cudaMemGetInfo(size_t *f, size_t *t) { *f = 1; *t = 2; return cudaSuccess; }
+// work runs when enqueued: an event is complete once recorded; synchronising on one that was
+// never recorded or was destroyed is a bug of the caller
+struct emu_event { int recorded; };
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { *e = new emu_event{0}; return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) { if (!e) return cudaErrorInvalidValue; e->recorded = 1; return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+    if (!e || !e->recorded) { fprintf(stderr, "EMU: cudaEventSynchronize on an event never recorded\n"); abort(); }
+    return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e) { delete e; return cudaSuccess; }
+cudaError_t cudaHostAlloc(void **p, size_t n, unsigned) { *p = malloc(n); return *p ? cudaSuccess : cudaErrorMemoryAllocation; }
+cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
 const char *cudaGetErrorString(cudaError_t e) { static char b[32]; snprintf(b, sizeof b, "emu error %d", (int)e); return b; }
 
 struct emu_blas { int x; };

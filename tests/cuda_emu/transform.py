@@ -20,6 +20,7 @@ checks = {
   'softmax.cu': [('    dev_guard guard(dev);\n', '    dev_guard guard(dev);\n    emu_check_ptr(a->x, "sm x"); emu_check_ptr(a->y, "sm y"); emu_check_ptr(a->out, "sm out");\n')],
   'gemm.cu': [('    dev_guard guard(dev);\n', '    dev_guard guard(dev);\n    if (g->k) { emu_check_ptr(g->a, "gemm a"); emu_check_ptr(g->b, "gemm b"); } emu_check_ptr(g->c, "gemm c");\n')],
   'nonfinite.cu': [('    if (b.count == 0) return TN_OK;\n', '    if (b.count == 0) return TN_OK;\n    for (int j = 0; j < b.count; j++) emu_check_ptr(b.p[j], "nonfinite");\n')],
+  'readback.cu': [('    dev_guard guard(dev);\n    ticket *t', '    dev_guard guard(dev);\n    emu_check_ptr(src, "readback src");\n    ticket *t')],
   'backend.cu': [('    dev_guard g(dev);\n    TNC_TRY(cudaMemcpyAsync', '    dev_guard g(dev);\n    if (kind != TN_COPY_H2D) emu_check_ptr(src, "memcpy src"); if (kind != TN_COPY_D2H) emu_check_ptr(dst, "memcpy dst");\n    TNC_TRY(cudaMemcpyAsync')],
 }
 

@@ -80,6 +80,15 @@ cudaError_t cudaMemcpyAsync(void *, const void *, size_t, cudaMemcpyKind, cudaSt
 cudaError_t cudaStreamSynchronize(cudaStream_t);
 cudaError_t cudaGetLastError();
 cudaError_t cudaMemGetInfo(size_t *, size_t *);
+typedef struct emu_event *cudaEvent_t;
+#define cudaEventDisableTiming 2
+#define cudaHostAllocPortable 1
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *, unsigned);
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t);
+cudaError_t cudaEventSynchronize(cudaEvent_t);
+cudaError_t cudaEventDestroy(cudaEvent_t);
+cudaError_t cudaHostAlloc(void **, size_t, unsigned);
+cudaError_t cudaFreeHost(void *);
 const char *cudaGetErrorString(cudaError_t);
 // ---- cublas ----
 typedef struct emu_blas *cublasHandle_t;
