@@ -1542,12 +1542,13 @@ static void test_nonfinite(void **state) {
 /* ---- the gradient monitor's measure ------------------------------------------------------------ */
 
 /* grad_stats against the host (float64 sums, exact maxima): tensors of 0, 1, a few and many
- * elements in one call, a NaN, float64, the same bits twice, bad arguments. */
+ * elements in one call (the last one past the cap of blocks per tensor, so its blocks stride
+ * and its fold spans several threads), a NaN, float64, the same bits twice, bad arguments. */
 static void test_grad_stats(void **state) {
     (void)state;
     NEED_GPU();
     enum { K = 6 };
-    const int64_t n[K] = {0, 1, 37, 4096, 300001, 1 << 20};
+    const int64_t n[K] = {0, 1, 37, 4096, 300001, 5000011};
     float *h[K], *d[K];
     const void *dp[K];
     for (int k = 0; k < K; k++) {

@@ -3,12 +3,15 @@
  *
  * One call measures up to TN_GRAD_STATS_MAX contiguous tensors of one dtype
  * in two launches: the first gives each tensor a number of blocks fixed by
- * its element count (at most GS_BLOCKS_PER) and each block writes a partial
- * (sum of squares in float64, largest |value|) to scratch memory; the second
- * folds each tensor's partials in block order into `out`. Which thread reads
- * which elements and the order of every fold depend on the counts alone, so
- * the same tensors give the same bits on every run. A NaN wins the maximum
- * (the CPU's rule); the sum of squares then is NaN too.
+ * its element count (one per GS_PER_BLOCK elements, at most GS_BLOCKS_PER:
+ * enough to keep every SM of a large GPU streaming, as a gradient of 4M
+ * elements needs) and each block writes a partial (sum of squares in float64,
+ * largest |value|) to scratch memory; the second folds each tensor's partials
+ * into `out`, one block per tensor, each thread a fixed stride of partials in
+ * order, then the block's fixed tree. Which thread reads which elements and
+ * the order of every fold depend on the counts alone, so the same tensors
+ * give the same bits on every run. A NaN wins the maximum (the CPU's rule);
+ * the sum of squares then is NaN too.
  */
 #include "cuda_internal.h"
 
@@ -17,7 +20,7 @@ namespace tnc {
 namespace {
 
 constexpr int GS_THREADS = 256;
-constexpr int GS_BLOCKS_PER = 32; /* per tensor */
+constexpr int GS_BLOCKS_PER = 1024; /* per tensor */
 constexpr int64_t GS_PER_BLOCK = GS_THREADS * 16; /* elements a block takes before another joins */
 
 /* The launch's tensors, passed by value (under 1 KiB of kernel parameters). */
@@ -38,6 +41,24 @@ __device__ __forceinline__ gs_part combine(gs_part a, gs_part b) {
     return {a.sq + b.sq, max_nan(a.mx, b.mx)};
 }
 
+/* The block's parts folded in a fixed order (warps by shuffles, then thread 0 over the warps);
+ * the result is thread 0's. Every thread of the block calls it. */
+__device__ gs_part block_fold(gs_part acc) {
+    for (int off = 16; off > 0; off /= 2) {
+        gs_part o = {__shfl_down_sync(0xffffffffu, acc.sq, off),
+                     __shfl_down_sync(0xffffffffu, acc.mx, off)};
+        acc = combine(acc, o);
+    }
+    __shared__ gs_part warp[GS_THREADS / 32];
+    if (threadIdx.x % 32 == 0) warp[threadIdx.x / 32] = acc;
+    __syncthreads();
+    gs_part s = warp[0];
+    if (threadIdx.x == 0)
+        for (int w = 1; w < GS_THREADS / 32; w++)
+            s = combine(s, warp[w]);
+    return s;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(GS_THREADS) gs_partial_kernel(gs_batch b, gs_part *parts) {
     int t = 0; /* this block's tensor */
@@ -52,32 +73,23 @@ __global__ void __launch_bounds__(GS_THREADS) gs_partial_kernel(gs_batch b, gs_p
         acc.sq += v * v;
         acc.mx = max_nan(v < 0 ? -v : v, acc.mx);
     }
-    /* the block's tree: warps by shuffles, then warp 0 over the warps, in a fixed order */
-    for (int off = 16; off > 0; off /= 2) {
-        gs_part o = {__shfl_down_sync(0xffffffffu, acc.sq, off),
-                     __shfl_down_sync(0xffffffffu, acc.mx, off)};
-        acc = combine(acc, o);
-    }
-    __shared__ gs_part warp[GS_THREADS / 32];
-    if (threadIdx.x % 32 == 0) warp[threadIdx.x / 32] = acc;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        gs_part s = warp[0];
-        for (int w = 1; w < GS_THREADS / 32; w++)
-            s = combine(s, warp[w]);
-        parts[blockIdx.x] = s;
-    }
+    acc = block_fold(acc);
+    if (threadIdx.x == 0) parts[blockIdx.x] = acc;
 }
 
-/* One thread per tensor: its partials in block order. */
-__global__ void gs_final_kernel(gs_batch b, const gs_part *parts, double *out) {
-    int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-    if (t >= b.count) return;
+/* Block t folds tensor t's partials: thread j those at j, j + GS_THREADS, ... in order, then
+ * the block's tree. */
+__global__ void __launch_bounds__(GS_THREADS)
+    gs_final_kernel(gs_batch b, const gs_part *parts, double *out) {
+    const int t = static_cast<int>(blockIdx.x);
     gs_part s = {0, 0};
-    for (int k = b.first[t]; k < b.first[t + 1]; k++)
+    for (int k = b.first[t] + static_cast<int>(threadIdx.x); k < b.first[t + 1]; k += GS_THREADS)
         s = combine(s, parts[k]);
-    out[2 * t] = s.sq;
-    out[2 * t + 1] = s.mx;
+    s = block_fold(s);
+    if (threadIdx.x == 0) {
+        out[2 * t] = s.sq;
+        out[2 * t + 1] = s.mx;
+    }
 }
 
 } // namespace
@@ -119,7 +131,7 @@ extern "C" tn_status tn__cuda_grad_stats(int dev, tn_dtype dt, int count, const 
     else
         gs_partial_kernel<double><<<static_cast<unsigned>(blocks), GS_THREADS, 0, ds->stream>>>(b,
                                                                                                 pp);
-    gs_final_kernel<<<1, TN_GRAD_STATS_MAX, 0, ds->stream>>>(b, pp, out);
+    gs_final_kernel<<<static_cast<unsigned>(count), GS_THREADS, 0, ds->stream>>>(b, pp, out);
     return launch_check("grad_stats");
 }
 
