@@ -4,6 +4,7 @@
  * scenarios on GPU tensors; optimisers. Without a usable GPU every test but
  * the first skips with "no CUDA device: skipped" (the first checks the
  * errors a CPU-only machine gives). */
+#define _POSIX_C_SOURCE 200809L /* dup, dup2, fileno */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
