@@ -9,8 +9,8 @@
  * earliest check, so the first producer of a non-finite value is the one
  * reported, as the values it read were checked before it. The host polls the
  * words at synchronisation points — the end of a backward call,
- * tn_synchronize, reads of device data — and turns the keys back into ops
- * through a ring of records.
+ * tn_synchronize, reads of device data — of the devices a batch ran on since
+ * the last poll, and turns the keys back into ops through a ring of records.
  *
  * A batched check reads its tensor when the batch runs, so it must run
  * before anything writes that tensor: every kernel the engine runs over
@@ -77,6 +77,26 @@ typedef struct nf_batch {
 
 static _Thread_local nf_batch tls_batch;
 
+/* Devices whose words may hold a finding: a flag set after a batch was
+ * enqueued there and taken by the poll that reads them, so that a poll skips a
+ * device no check ran on since (a backward on the CPU polls no GPU: no context
+ * made, no wait). Devices past the table are always polled. */
+#define NF_TRACKED 64
+static _Atomic unsigned char g_checked[NF_TRACKED];
+
+static void mark_checked(tn_device dev) {
+    /* release: pairs with the acquire exchange in take_checked(): a poll that
+     * takes the flag is enqueued after the checks that set it */
+    if (dev.index >= 0 && dev.index < NF_TRACKED)
+        atomic_store_explicit(&g_checked[dev.index], 1, memory_order_release);
+}
+
+/* Whether dev had checks since the last poll that took its flag (taking it). */
+static bool take_checked(tn_device dev) {
+    if (dev.index < 0 || dev.index >= NF_TRACKED) return true;
+    return atomic_exchange_explicit(&g_checked[dev.index], 0, memory_order_acquire) != 0;
+}
+
 /* Enqueues the thread's batch (one launch) and lets its storages go: stream
  * order keeps their memory until the check ran. */
 static tn_status flush(nf_batch *b) {
@@ -85,6 +105,7 @@ static tn_status flush(nf_batch *b) {
     tn_status st = be && be->nonfinite_check
                        ? be->nonfinite_check(b->dev.index, b->count, b->item)
                        : tn__error(TN_ERR_INTERNAL, "no nonfinite check on this device");
+    if (st == TN_OK) mark_checked(b->dev);
     for (int i = 0; i < b->count; i++)
         tn__storage_release(b->hold[i]);
     b->count = 0;
@@ -248,8 +269,10 @@ tn_status tn__anomaly_device_poll(tn_device dev, bool in_backward) {
      * holds checks: only a thread with checks of its own polls */
     if (!tn__anomaly_nan() && !b->count) return TN_OK;
     tn_status st = b->count && tn__same_device(b->dev, dev) ? flush(b) : TN_OK;
+    if (!take_checked(dev)) return st; /* no check ran there since the last poll */
     uint64_t key[TN_NONFINITE_WORDS];
     tn_status ps = be->nonfinite_poll(dev.index, key);
+    if (ps < 0) mark_checked(dev); /* unread: the next poll tries again */
     if (st == TN_OK) st = ps;
     tn_status rs = ps == TN_OK ? report(key, in_backward) : TN_OK;
     return st < 0 ? st : rs;

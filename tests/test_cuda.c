@@ -621,6 +621,38 @@ static void assert_forward_nan_by(const char *op) {
     assert_string_equal(tn_anomaly_report_node(r), op);
 }
 
+/* The emulator's count of the work enqueued on its stream (tests/cuda_emu); absent on a GPU. */
+extern unsigned long emu_stream_ops(void) __attribute__((weak));
+
+/* A backward on the CPU with check_nan on does not poll a device no check ran on (no wait, no
+ * context), while a check still pending on the device is polled and reported by it. */
+static void anomaly_cpu_backward_leaves_gpu_alone(void **state) {
+    NEED_GPU();
+    tn_set_detect_anomaly(true, true);
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *g = tn_log(on_dev(CUDA0, 2, (double[]){-1, 2}, false)); /* NaN, check batched */
+    assert_non_null(g);
+    assert_int_equal(tn_synchronize(CUDA0), TN_OK); /* polled: a warning */
+    assert_forward_nan_by("log");
+    tn_anomaly_clear();
+    const unsigned long before = emu_stream_ops ? emu_stream_ops() : 0;
+    for (int i = 0; i < 3; i++) {
+        tn_tensor *x = tn_tensor_from((double[]){1, 2, 3}, TN_F64, 1, (int64_t[]){3}, true);
+        assert_int_equal(tn_backward(tn_sum(tn_exp(x)), NULL, false), TN_OK);
+    }
+    if (emu_stream_ops) assert_true(emu_stream_ops() == before); /* the device untouched */
+    assert_null(tn_last_anomaly());
+    /* a NaN made on the device, then a CPU backward: its end polls the pending check */
+    g = tn_log(on_dev(CUDA0, 2, (double[]){-3, 2}, false));
+    assert_non_null(g);
+    tn_tensor *x = tn_tensor_from((double[]){1, 2, 3}, TN_F64, 1, (int64_t[]){3}, true);
+    assert_int_equal(tn_backward(tn_sum(tn_exp(x)), NULL, false), TN_OK); /* forward: a warning */
+    assert_forward_nan_by("log");
+    tn_anomaly_clear();
+    tn_scope_end();
+    tn_set_detect_anomaly(false, false);
+}
+
 /* check_nan's device checks are batched (debug/anomaly_device.c): the first producer is still
  * the one named across batches (a chain of 70 ops, the NaN made by the 47th), and a write into a
  * checked tensor before its batch ran (a fill, a copy from the host) does not hide the value
@@ -877,6 +909,7 @@ int main(void) {
         TT_TEST(anomaly_nan_batched_on_gpu),
         TT_TEST(anomaly_nan_relay_on_gpu),
         TT_TEST(anomaly_nan_thread_exit_on_gpu),
+        TT_TEST(anomaly_cpu_backward_leaves_gpu_alone),
         TT_TEST(monitor_on_gpu),
         TT_TEST(monitor_pending_on_gpu),
     };

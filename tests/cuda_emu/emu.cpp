@@ -61,8 +61,10 @@ void barrier(int scope) {
     emu_switch(&T[cur].sp, sched_sp);
 }
 
+unsigned long g_stream_ops; // kernels, copies and waits on the stream (emu_stream_ops)
 void run_grid(const cfgs &c, std::function<void()> body) {
     std::lock_guard<std::recursive_mutex> lk(g_emu_lock);
+    g_stream_ops++;
     if (c.grid.x < 1 || c.grid.y != 1 || c.grid.z != 1 || c.block.x < 1 || c.block.x > 1024 ||
         c.block.y != 1 || c.block.z != 1 || c.block.x % 32 != 0) {
         fprintf(stderr, "EMU: bad launch config grid %u block %u\n", c.grid.x, c.block.x);
@@ -158,8 +160,10 @@ cudaError_t cudaMemset2DAsync(void *p, size_t pitch, int v, size_t w, size_t h, 
     for (size_t r = 0; r < h; r++) memset((char *)p + r * pitch, v, w);
     return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t) { memmove(d, s, n); return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t) { emu::g_stream_ops++; memmove(d, s, n); return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { emu::g_stream_ops++; return cudaSuccess; }
+// for tests that check that some work never reaches the device (a weak symbol there)
+extern "C" unsigned long emu_stream_ops(void) { return emu::g_stream_ops; }
 cudaError_t cudaGetLastError() { int e = emu::g_last_error; emu::g_last_error = 0; return (cudaError_t)e; }
 cudaError_t cudaMemGetInfo(size_t *f, size_t *t) { *f = 1; *t = 2; return cudaSuccess; }
 // work runs when enqueued: an event is complete once recorded; synchronising on one that was
