@@ -1599,6 +1599,103 @@ static void test_grad_stats(void **state) {
     }
 }
 
+/* ---- fused cross-entropy ------------------------------------------------------------------------ */
+
+/* The device's cross_entropy against the CPU backend's from the same inputs, in each row layout
+ * (c = 7: a thread per row; 100: a warp; 3000: a block), float32 and float64, an ignored row, a
+ * row with a NaN: stats, loss and gradient (scale from g on the device, and from scale). The
+ * transcendentals differ between the two (CUDA's exp and log), hence a tolerance; NaN where the
+ * CPU has NaN. Bad arguments refused. */
+static void test_cross_entropy(void **state) {
+    (void)state;
+    NEED_GPU();
+    const tn_backend *cpu = tn__backends[TN_CPU];
+    const int64_t cs[3] = {7, 100, 3000};
+    for (int dt = TN_F32; dt <= TN_F64; dt++)
+        for (int k = 0; k < 3; k++) {
+            const int64_t n = 37, c = cs[k];
+            const size_t es = esz((tn_dtype)dt), xb = (size_t)(n * c) * es;
+            char *x = xmalloc(xb), *gx_cpu = xmalloc(xb), *gx_dev = xmalloc(xb);
+            int64_t t[37];
+            for (int64_t i = 0; i < n * c; i++) {
+                double v = (double)rnd_int(-4000, 4000) / 500.0;
+                if (dt == TN_F32) ((float *)x)[i] = (float)v;
+                else ((double *)x)[i] = v;
+            }
+            for (int64_t i = 0; i < n; i++) t[i] = (i * 13 + 5) % c;
+            t[3] = -100; /* ignored */
+            if (dt == TN_F32) ((float *)x)[9 * c + 1] = NAN; /* row 9: NaN everywhere */
+            else ((double *)x)[9 * c + 1] = NAN;
+            char st_cpu[37 * 2 * 8], st_dev[37 * 2 * 8], l_cpu[8], l_dev[8];
+            const double count = (double)(n - 1);
+            tn_ce_args a = {.mode = TN_CE_FWD, .dtype = (tn_dtype)dt, .n = n, .c = c, .x = x,
+                            .target = t, .ignore_index = -100, .stats = st_cpu, .loss = l_cpu,
+                            .count = count};
+            assert_int_equal(cpu->cross_entropy(0, &a), TN_OK);
+            char *dx = upload(x, xb), *dst = dalloc(sizeof st_dev), *dl = dalloc(8);
+            int64_t *dtg = upload(t, sizeof t);
+            a.x = dx, a.target = dtg, a.stats = dst, a.loss = dl;
+            assert_int_equal(be->cross_entropy(dev, &a), TN_OK);
+            d2h(st_dev, dst, (size_t)(2 * n) * es);
+            d2h(l_dev, dl, es);
+            const double tol = dt == TN_F32 ? 2e-5 : 1e-12;
+            for (int64_t i = 0; i < 2 * n; i++) {
+                double w = getv(st_cpu, (tn_dtype)dt, i), g = getv(st_dev, (tn_dtype)dt, i);
+                if (isnan(w) ? !isnan(g) : fabs(w - g) > tol * (1 + fabs(w)))
+                    fail_msg("cross_entropy stats %s c=%lld at %lld: %g vs %g", dt_names[dt],
+                             (long long)c, (long long)i, g, w);
+            }
+            assert_true(isnan(getv(l_cpu, (tn_dtype)dt, 0)) && isnan(getv(l_dev, (tn_dtype)dt, 0)));
+            /* backward: S from g = 0.75 on each side, then from scale */
+            char gval[8];
+            if (dt == TN_F32) *(float *)gval = 0.75f;
+            else *(double *)gval = 0.75;
+            char *dg = upload(gval, es), *dgx = dalloc(xb);
+            for (int from_g = 1; from_g >= 0; from_g--) {
+                tn_ce_args b = {.mode = TN_CE_BWD, .dtype = (tn_dtype)dt, .n = n, .c = c, .x = x,
+                                .target = t, .ignore_index = -100, .stats = st_cpu,
+                                .g = from_g ? gval : NULL, .scale = -0.75 / count, .count = count,
+                                .gx = gx_cpu};
+                assert_int_equal(cpu->cross_entropy(0, &b), TN_OK);
+                b.x = dx, b.target = dtg, b.stats = dst, b.g = from_g ? dg : NULL, b.gx = dgx;
+                assert_int_equal(be->cross_entropy(dev, &b), TN_OK);
+                d2h(gx_dev, dgx, xb);
+                for (int64_t i = 0; i < n * c; i++) {
+                    double w = getv(gx_cpu, (tn_dtype)dt, i), g = getv(gx_dev, (tn_dtype)dt, i);
+                    if (isnan(w) ? !isnan(g) : fabs(w - g) > tol * (1 + fabs(w)))
+                        fail_msg("cross_entropy grad %s c=%lld at %lld: %g vs %g", dt_names[dt],
+                                 (long long)c, (long long)i, g, w);
+                }
+                for (int64_t j = 0; j < c; j++) /* the ignored row */
+                    assert_true(getv(gx_dev, (tn_dtype)dt, 3 * c + j) == 0);
+            }
+            /* without the NaN row, a finite loss that matches */
+            a.x = x, a.target = t, a.stats = st_cpu, a.loss = l_cpu, a.n = 9;
+            a.count = 8;
+            assert_int_equal(cpu->cross_entropy(0, &a), TN_OK);
+            a.x = dx, a.target = dtg, a.stats = dst, a.loss = dl;
+            assert_int_equal(be->cross_entropy(dev, &a), TN_OK);
+            d2h(l_dev, dl, es);
+            double lw = getv(l_cpu, (tn_dtype)dt, 0), lg_ = getv(l_dev, (tn_dtype)dt, 0);
+            assert_true(isfinite(lw) && fabs(lw - lg_) <= tol * (1 + fabs(lw)));
+            /* bad arguments: refused */
+            tn_ce_args bad = a;
+            bad.dtype = TN_I32;
+            assert_int_equal(be->cross_entropy(dev, &bad), TN_ERR_DTYPE);
+            bad = a, bad.mode = 7;
+            assert_int_equal(be->cross_entropy(dev, &bad), TN_ERR_INVALID_ARGUMENT);
+            bad = a, bad.c = 0;
+            assert_int_equal(be->cross_entropy(dev, &bad), TN_ERR_INVALID_ARGUMENT);
+            bad = a, bad.loss = NULL;
+            assert_int_equal(be->cross_entropy(dev, &bad), TN_ERR_INVALID_ARGUMENT);
+            assert_int_equal(be->cross_entropy(dev, NULL), TN_ERR_INVALID_ARGUMENT);
+            tn_clear_error();
+            dfree(dx, xb), dfree(dst, sizeof st_dev), dfree(dl, 8), dfree(dtg, sizeof t);
+            dfree(dg, es), dfree(dgx, xb);
+            free(x), free(gx_cpu), free(gx_dev);
+        }
+}
+
 /* ---- read-back without waiting ------------------------------------------------------------------ */
 
 /* readback_begin takes the bytes as they are at that point of the stream: a write enqueued after
@@ -1851,6 +1948,7 @@ int main(void) {
         cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_grad_stats),
         cmocka_unit_test(test_readback),
+        cmocka_unit_test(test_cross_entropy),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_where),
         cmocka_unit_test(test_index),

@@ -133,13 +133,14 @@ bool tn__dev_has_cross_entropy(tn_device dev) {
     return be && be->cross_entropy;
 }
 
-tn_status tn__dev_cross_entropy(const tn_ce_args *a, tn_device dev, const tn_tensor *const ops[4]) {
+tn_status tn__dev_cross_entropy(const tn_ce_args *a, tn_device dev, int nops,
+                                const tn_tensor *const *ops) {
     const tn_backend *be = tn__table_of(dev);
     if (!be) return tn_last_status();
     if (!be->cross_entropy) return tn__error(TN_ERR_INTERNAL, "no fused cross_entropy kernel");
     bool fwd = a->mode == TN_CE_FWD;
     tn_race_access ra; /* forward: loss and stats written; backward: gx */
-    tn__race_begin(&ra, 4, ops, fwd ? 3u : 1u, "cross_entropy");
+    tn__race_begin(&ra, nops, ops, fwd ? 3u : 1u, "cross_entropy");
     tn_status st = be->cross_entropy(dev.index, a);
     tn__race_end(&ra);
     if (st == TN_OK) tn__storage_wrote(ops[0]->storage);

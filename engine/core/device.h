@@ -88,9 +88,10 @@ tn_status tn__dev_softmax(const tn_sm_args *a, tn_device dev, int nops,
                           const tn_tensor *const *ops);
 /* Whether dev's backend has the fused cross-entropy kernel. */
 bool tn__dev_has_cross_entropy(tn_device dev);
-/* ops for the race detector: CE_FWD {loss, stats (written), x, targets};
- * CE_BWD {gx (written), x, stats, targets}. */
-tn_status tn__dev_cross_entropy(const tn_ce_args *a, tn_device dev, const tn_tensor *const ops[4]);
+/* ops (nops of them) for the race detector: CE_FWD {loss, stats (written), x,
+ * targets}; CE_BWD {gx (written), x, stats, targets, then g when set}. */
+tn_status tn__dev_cross_entropy(const tn_ce_args *a, tn_device dev, int nops,
+                                const tn_tensor *const *ops);
 /* ops for the race detector (NULL entries skipped); bit k of `written`: ops[k]
  * is written. Forward {y, mean, rstd, x, weight, bias}; backward {dx,
  * dweight, dbias, dy, x, mean, rstd, weight}. Empty (no rows or no columns):

@@ -183,8 +183,11 @@ enum { TN_CE_FWD, TN_CE_BWD };
  *           -(sum over rows of (x[t] - m) - log_s, in double, in row
  *           order; ignored rows 0) / count.
  *   CE_BWD: reads stats; gx (contiguous (n, c)) = S onehot(t) -
- *           exp((x - m) - log_s) S with S = scale (= -g / count) as the
- *           dtype; ignored rows 0. */
+ *           exp((x - m) - log_s) S with S = -g / count (in double, then
+ *           the dtype), g the loss's gradient: one element of the dtype at
+ *           g, in the kernel's device memory, read where the kernel runs (a
+ *           device's backward never waits for it); without g, S = scale.
+ *           Ignored rows 0. */
 typedef struct tn_ce_args {
     int mode;
     tn_dtype dtype;
@@ -195,8 +198,9 @@ typedef struct tn_ce_args {
     void *stats;
     void *loss;   /* CE_FWD */
     double count; /* CE_FWD: the divisor (rows not ignored) */
-    double scale; /* CE_BWD */
-    void *gx;     /* CE_BWD */
+    double scale; /* CE_BWD, without g */
+    const void *g; /* CE_BWD: the loss's gradient (count is then the divisor), or NULL */
+    void *gx;      /* CE_BWD */
 } tn_ce_args;
 
 /* ---- indexing: gather / scatter family ------------------------------------------------ */

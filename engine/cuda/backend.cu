@@ -189,7 +189,7 @@ const tn_backend g_backend = {
     tn__cuda_softmax,
     tn__cuda_nonfinite_check,
     tn__cuda_nonfinite_poll,
-    NULL,
+    tn__cuda_cross_entropy,
     tn__cuda_index,
     tn__cuda_layer_norm,
     tn__cuda_attention,

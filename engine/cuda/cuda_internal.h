@@ -172,6 +172,7 @@ tn_status tn__cuda_gemm(int dev, tn_dtype dt, const tn_gemm *g, const tn_gemm_ba
 tn_status tn__cuda_softmax(int dev, const tn_sm_args *a); /* softmax.cu */
 tn_status tn__cuda_nonfinite_check(int dev, int count, const tn_nf_item *items); /* nonfinite.cu */
 tn_status tn__cuda_nonfinite_poll(int dev, uint64_t out[TN_NONFINITE_WORDS]);
+tn_status tn__cuda_cross_entropy(int dev, const tn_ce_args *a); /* cross_entropy.cu */
 tn_status tn__cuda_index(int dev, const tn_index_args *a); /* index.cu */
 tn_status tn__cuda_layer_norm(int dev, const tn_ln_args *a); /* layer_norm.cu */
 tn_status tn__cuda_attention(int dev, const tn_attn_args *a); /* attention.cu */

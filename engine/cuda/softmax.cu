@@ -13,6 +13,7 @@
  *    row; each thread folds its strided elements in order, then a fixed tree.
  */
 #include "cuda_internal.h"
+#include "rows.cuh"
 
 namespace tnc {
 
@@ -24,16 +25,6 @@ template <typename T> struct sm_params {
     const T *x, *y;
     T *out;
 };
-
-__device__ __forceinline__ float ex(float v) { return ::expf(v); }
-__device__ __forceinline__ double ex(double v) { return ::exp(v); }
-__device__ __forceinline__ float lg(float v) { return ::logf(v); }
-__device__ __forceinline__ double lg(double v) { return ::log(v); }
-
-/* the CPU's running max: a NaN, once seen, stays */
-template <typename T> __device__ __forceinline__ T max_nan(T m, T v) {
-    return v > m || v != v ? v : m;
-}
 
 template <typename T> __global__ void __launch_bounds__(256) sm_thread_rows(sm_params<T> a) {
     const int64_t rows = a.outer * a.inner, G = static_cast<int64_t>(gridDim.x) * 256;
@@ -70,34 +61,6 @@ template <typename T> __global__ void __launch_bounds__(256) sm_thread_rows(sm_p
         }
     }
 }
-
-/* Every thread of the group gets the group's combined value; the tree and
- * the final order are fixed. sh: GROUP / 32 slots (GROUP > 32 only). */
-template <int GROUP, typename T, class OP>
-__device__ __forceinline__ T group_allreduce(T v, OP op, T *sh) {
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1)
-        v = op(v, __shfl_down_sync(0xffffffffu, v, off));
-    if constexpr (GROUP == 32) {
-        return __shfl_sync(0xffffffffu, v, 0);
-    } else {
-        __syncthreads(); /* the previous use of sh is over */
-        if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
-        __syncthreads();
-        T r = sh[0];
-#pragma unroll
-        for (int w = 1; w < GROUP / 32; w++)
-            r = op(r, sh[w]);
-        return r;
-    }
-}
-
-template <typename T> struct op_max {
-    __device__ __forceinline__ T operator()(T a, T b) const { return max_nan(a, b); }
-};
-template <typename T> struct op_add {
-    __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
-};
 
 /* GROUP threads per row of d contiguous elements (inner == 1). Blocks of
  * 256 threads hold 8 warp groups; a 512-thread group is its block. */
@@ -155,9 +118,10 @@ template <typename T> tn_status launch(device_state *ds, const tn_sm_args *a) {
     auto grid = [&](int64_t blocks) {
         return static_cast<unsigned>(blocks < 1 ? 1 : blocks > max_blocks ? max_blocks : blocks);
     };
-    if (a->inner > 1 || a->d <= 16) {
+    const row_layout layout = row_layout_for(a->d);
+    if (a->inner > 1 || layout == ROWS_THREAD) {
         sm_thread_rows<T><<<grid(ceil_div(a->outer * a->inner, 256)), 256, 0, ds->stream>>>(p);
-    } else if (a->d < 2048) {
+    } else if (layout == ROWS_WARP) {
         sm_group_rows<32, T><<<grid(ceil_div(a->outer, 8)), 256, 0, ds->stream>>>(p);
     } else {
         sm_group_rows<512, T><<<grid(a->outer), 512, 0, ds->stream>>>(p);

@@ -1,14 +1,16 @@
 /* cross_entropy(logits, targets) = nll_loss(log_softmax(logits, -1), targets),
  * mean over the targets not equal to ignore_index (-100).
  *
- * Where the device's backend has the fused kernel (the CPU:
- * engine/cpu/cross_entropy_kernels.c, through tn__dev_cross_entropy): one
- * pass with no log-probability tensor; per row the max m and
- * log(sum exp(x - m)) in the logits' dtype, in the log_softmax kernel's
- * order, so every value equals the two-step result; the loss sums rows in
- * double, in row order. Backward: g / count * (exp(x - m - log_s) - onehot)
- * from the saved row statistics. Elsewhere (CUDA): log_softmax then the
- * NLL (one node each), as PyTorch.
+ * Where the device's backend has the fused kernel (the CPU's
+ * engine/cpu/cross_entropy_kernels.c, CUDA's engine/cuda/cross_entropy.cu,
+ * through tn__dev_cross_entropy): one pass with no log-probability tensor;
+ * per row the max m and log(sum exp(x - m)) in the logits' dtype, in the
+ * device's log_softmax order, so every value equals the two-step result; the
+ * loss sums rows in double (in row order on the CPU). Backward: g / count *
+ * (exp(x - m - log_s) - onehot) from the saved row statistics, g read by the
+ * kernel: no host read in backward (the targets were checked at forward and
+ * their saved version guards them). Elsewhere: log_softmax then the NLL (one
+ * node each), as PyTorch.
  *
  * Node layouts:
  *   NllLossBackward0 (fused): input {logits}; saved {0: logits, 1: targets,
@@ -140,14 +142,14 @@ static tn_tensor *nll_forward_device(const tn_tensor *lp, const int64_t *vals, i
 /* The fused kernel over the contiguous logits x and targets t (nrow rows of
  * c); ops for the race detector as tn__dev_cross_entropy. */
 static tn_status ce_run(tn_ce_args *a, const tn_tensor *x, const tn_tensor *t, int64_t nrow,
-                        const tn_tensor *const ops[4]) {
+                        int nops, const tn_tensor *const *ops) {
     a->dtype = x->dtype;
     a->n = nrow;
     a->c = x->shape[x->ndim - 1];
     a->x = tn__ptr(x);
     a->target = (const int64_t *)tn__ptr(t);
     a->ignore_index = IGNORE_INDEX;
-    return tn__dev_cross_entropy(a, tn__dev(x), ops);
+    return tn__dev_cross_entropy(a, tn__dev(x), nops, ops);
 }
 
 /* Under create_graph: g / count * (softmax(x) - onehot), ignored rows 0,
@@ -170,13 +172,15 @@ static tn_tensor *ce_grad_recorded(const tn_tensor *x, const int64_t *vals, int6
     return gx;
 }
 
-/* Without create_graph: the kernel's backward from the saved row stats. */
+/* Without create_graph: the kernel's backward from the saved row stats, scaled by -g / count
+ * where the kernel runs (g: the loss's gradient, in the logits' dtype). No host read: on a
+ * device the backward enqueues and goes on. */
 static tn_tensor *ce_grad_direct(const tn_tensor *x, const tn_tensor *t, const tn_tensor *stats,
-                                 double scale) {
+                                 const tn_tensor *g, double count) {
     tn_tensor *tc = tn__contiguous_on(t, tn__dev(x)), *gx = tc ? tn__empty_like(x) : NULL;
-    tn_ce_args a = {.mode = TN_CE_BWD, .stats = tn__ptr(stats), .scale = scale,
+    tn_ce_args a = {.mode = TN_CE_BWD, .stats = tn__ptr(stats), .g = tn__ptr(g), .count = count,
                     .gx = gx ? tn__ptr(gx) : NULL};
-    if (gx && ce_run(&a, x, tc, tn_numel(t), (const tn_tensor *[]){gx, x, stats, tc}) < 0) {
+    if (gx && ce_run(&a, x, tc, tn_numel(t), 5, (const tn_tensor *[]){gx, x, stats, tc, g}) < 0) {
         tn_release(gx);
         gx = NULL;
     }
@@ -191,19 +195,20 @@ static tn_status ce_fused_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     tn_tensor *x = stats ? tn__contiguous_on(xs, tn__dev(xs)) : NULL;
     if (stats && !x) stats = (tn_release(stats), NULL);
     tn_status st = stats ? TN_OK : tn_last_status();
-    int64_t c = st == TN_OK ? x->shape[x->ndim - 1] : 1, nrow = st == TN_OK ? tn_numel(t) : 0;
-    int64_t *vals = st == TN_OK ? tn__alloc((size_t)(nrow ? nrow : 1) * sizeof *vals) : NULL;
-    int64_t cnt = 0;
-    if (st == TN_OK) st = vals ? read_targets(t, c, vals, &cnt) : tn_last_status();
     if (st == TN_OK && tn__grad_enabled()) {
-        if (!(gi[0] = ce_grad_recorded(xs, vals, nrow, go[0], n->d[0]))) st = tn_last_status();
-    } else if (st == TN_OK) {
-        double gv = 0;
-        st = tn_item(go[0], &gv);
-        if (st == TN_OK && !(gi[0] = ce_grad_direct(x, t, stats, -gv / n->d[0])))
+        /* recorded: the one-hot is built on the host from the targets (checked at forward;
+         * the saved targets' version guards them since) */
+        int64_t c = x->shape[x->ndim - 1], nrow = tn_numel(t), cnt = 0;
+        int64_t *vals = tn__alloc((size_t)(nrow ? nrow : 1) * sizeof *vals);
+        st = vals ? read_targets(t, c, vals, &cnt) : tn_last_status();
+        if (st == TN_OK && !(gi[0] = ce_grad_recorded(xs, vals, nrow, go[0], n->d[0])))
             st = tn_last_status();
+        tn__free(vals);
+    } else if (st == TN_OK) {
+        tn_tensor *g = go[0]->dtype == x->dtype ? tn__retain(go[0]) : tn__copy_as(go[0], x->dtype);
+        if (!g || !(gi[0] = ce_grad_direct(x, t, stats, g, n->d[0]))) st = tn_last_status();
+        tn_release(g);
     }
-    tn__free(vals);
     tn_release(xs), tn_release(x), tn_release(t), tn_release(stats);
     return st;
 }
@@ -218,7 +223,7 @@ static tn_tensor *ce_fused(const tn_tensor *logits, const tn_tensor *targets, in
     if (out) {
         tn_ce_args a = {.mode = TN_CE_FWD, .stats = tn__ptr(stats), .loss = tn__ptr(out),
                         .count = (double)count};
-        if (ce_run(&a, x, t, nrow, (const tn_tensor *[]){out, stats, x, t}) < 0) {
+        if (ce_run(&a, x, t, nrow, 4, (const tn_tensor *[]){out, stats, x, t}) < 0) {
             tn_release(out);
             out = NULL;
         }
