@@ -17,8 +17,9 @@
  * tensors (engine/core/device.c, copy.c, reduce.c, write_inplace.c: the race
  * detector's brackets) and every transfer into device memory calls
  * nf_before_write first while a batch is pending. A batch holds its tensors'
- * storages, never the tensors (no graph is kept alive); a non-contiguous
- * tensor is checked through a contiguous copy made at once.
+ * storages, never the tensors (no graph is kept alive); a tensor that is a
+ * permuted or broadcast dense block is checked in place, any other strided
+ * one through a contiguous copy made at once.
  *
  * Records: a global ring of TN_NF_RING slots claimed with a relaxed
  * fetch_add (the slot's owner is the only writer until the ring wraps); a
@@ -135,9 +136,12 @@ static tn_status enqueue(const tn_tensor *t, uint64_t s, int word) {
         tn_status st = flush(b);
         if (st < 0) return st;
     }
-    /* a strided tensor is checked through a contiguous copy made now; the
-     * copy's storage is the batch's alone */
-    tn_tensor *c = tn__is_contiguous(t) ? tn__retain((tn_tensor *)t) : tn__copy_as(t, t->dtype);
+    /* a permuted or broadcast dense tensor is checked in place (its block
+     * holds exactly its values); any other strided one through a contiguous
+     * copy made now, whose storage is the batch's alone */
+    int64_t n = 0;
+    const bool dense = tn__dense_block(t, true, &n);
+    tn_tensor *c = dense ? tn__retain((tn_tensor *)t) : tn__copy_as(t, t->dtype);
     if (!c) return tn_last_status();
     if (!b->count) {
         pthread_once(&g_exit_once, make_exit_key);
@@ -151,7 +155,7 @@ static tn_status enqueue(const tn_tensor *t, uint64_t s, int word) {
     }
     int i = b->count++;
     b->item[i] = (tn_nf_item){.p = tn__ptr(c),
-                              .n = tn__numel(c->ndim, c->shape),
+                              .n = dense ? n : tn__numel(c->ndim, c->shape),
                               .key = s << 1,
                               .dt = c->dtype,
                               .word = word};

@@ -235,7 +235,7 @@ typedef struct mon_pass {
     tn_grad_monitor_report rep;
     double explode, vanish;
     watch_list *watch;
-    /* device gradients gathered for the next measure (contiguous, retained), one dtype and
+    /* device gradients gathered for the next measure (dense blocks, retained), one dtype and
      * device at a time */
     int n_held;
     tn_tensor *held[TN_GRAD_STATS_MAX];
@@ -375,7 +375,11 @@ static void measure(mon_pass *p, int i, const tn_tensor *t) {
     if (p->n_held && (p->held[0]->dtype != t->dtype ||
                       !tn__same_device(tn__dev(p->held[0]), tn__dev(t))))
         flush_held(p);
-    tn_tensor *c = tn__is_contiguous(t) ? tn__retain((tn_tensor *)t) : tn__copy_as(t, t->dtype);
+    /* a permuted dense tensor (a transpose's gradient) is measured in place: the sums over its
+     * block are the sums over its elements; anything else through a contiguous copy */
+    int64_t n;
+    tn_tensor *c = tn__dense_block(t, false, &n) ? tn__retain((tn_tensor *)t)
+                                                 : tn__copy_as(t, t->dtype);
     if (!c) {
         tn_clear_error();
         measure_on_host(e, t);

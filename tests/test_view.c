@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "util.h"
+#include "engine/core/internal.h" /* tn__dense_block */
 
 #define S(...) ((const int64_t[]){__VA_ARGS__})
 #define D(...) ((const double[]){__VA_ARGS__})
@@ -635,6 +636,31 @@ static void test_double_backward_inplace_on_view(void **state) {
     tn_scope_end();
 }
 
+/* tn__dense_block: permuted contiguous views are one dense block (checked in place by the debug
+ * modes on a device); slices, steps and broadcasts are not, unless broadcasts are skipped. */
+static void test_dense_block(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *a = tn_zeros(3, (int64_t[]){2, 3, 4}, TN_F32);
+    int64_t n = -1;
+    assert_true(tn__dense_block(a, false, &n) && n == 24);
+    tn_tensor *t = tn_transpose(a, 0, 2); /* (4, 3, 2), strides (1, 4, 12) */
+    assert_false(tn_is_contiguous(t));
+    assert_true(tn__dense_block(t, false, &n) && n == 24);
+    tn_tensor *p = tn_permute(a, 3, (int[]){1, 2, 0});
+    assert_true(tn__dense_block(p, false, &n) && n == 24);
+    assert_true(tn__dense_block(tn_unsqueeze(t, 1), false, &n) && n == 24); /* size-1 dims */
+    assert_false(tn__dense_block(tn_narrow(a, 2, 0, 3), false, &n));        /* a gap per row */
+    assert_true(tn__dense_block(tn_narrow(a, 0, 1, 1), false, &n) && n == 12); /* a whole block */
+    tn_tensor *e = tn_expand(tn_zeros(2, (int64_t[]){1, 4}, TN_F32), 2, (int64_t[]){5, 4});
+    assert_false(tn__dense_block(e, false, &n)); /* stride 0: values repeat */
+    assert_true(tn__dense_block(e, true, &n) && n == 4);
+    assert_false(tn__dense_block(tn_zeros(2, (int64_t[]){0, 3}, TN_F32), true, &n)); /* empty */
+    tn_tensor *s0 = tn_zeros(0, NULL, TN_F32);
+    assert_true(tn__dense_block(s0, false, &n) && n == 1); /* a scalar */
+    tn_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(test_view_shares),
@@ -654,6 +680,7 @@ int main(void) {
         TT_TEST(test_stack),
         TT_TEST(test_scope),
         TT_TEST(test_double_backward_inplace_on_view),
+        TT_TEST(test_dense_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -160,6 +160,11 @@ int tn__wrap_dim(int dim, int ndim);
 /* "[3, 4]" into buf. */
 void tn__format_shape(char *buf, size_t n, int ndim, const int64_t *shape);
 bool tn__is_contiguous(const tn_tensor *t);
+/* Whether t's elements are, in some order, exactly the *n elements of one dense block that
+ * starts at tn__ptr(t): a contiguous tensor with its dims permuted (a transpose), reads of which
+ * need no copy when the order does not matter. With skip_broadcast, dims of stride 0 are left
+ * out (their values repeat: fine for "any NaN?", not for a sum). False for an empty tensor. */
+bool tn__dense_block(const tn_tensor *t, bool skip_broadcast, int64_t *n);
 
 /* ---- tensors --------------------------------------------------------------- */
 /* New contiguous tensor, uninitialised / zeroed. No autograd. */

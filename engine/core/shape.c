@@ -92,6 +92,27 @@ bool tn__is_contiguous(const tn_tensor *t) {
     return true;
 }
 
+bool tn__dense_block(const tn_tensor *t, bool skip_broadcast, int64_t *n) {
+    int64_t st[TN_MAX_DIMS], sz[TN_MAX_DIMS];
+    int k = 0;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] == 0) return false;
+        if (t->shape[i] == 1 || (skip_broadcast && t->stride[i] == 0)) continue;
+        /* insertion by stride: the fastest dim first */
+        int j = k++;
+        for (; j > 0 && st[j - 1] > t->stride[i]; j--)
+            st[j] = st[j - 1], sz[j] = sz[j - 1];
+        st[j] = t->stride[i], sz[j] = t->shape[i];
+    }
+    int64_t expect = 1;
+    for (int j = 0; j < k; j++) {
+        if (st[j] != expect) return false;
+        expect *= sz[j];
+    }
+    *n = expect;
+    return true;
+}
+
 tn_status tn__broadcast_shape(int na, const int64_t *sa, int nb, const int64_t *sb, int *nout,
                               int64_t *out) {
     int n = na > nb ? na : nb;
