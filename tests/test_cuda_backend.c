@@ -1603,7 +1603,7 @@ static void test_grad_stats(void **state) {
 
 /* The device's cross_entropy against the CPU backend's from the same inputs, in each row layout
  * (c = 7: a thread per row; 100: a warp; 3000: a block), float32 and float64, an ignored row, a
- * row with a NaN: stats, loss and gradient (scale from g on the device, and from scale). The
+ * row with a NaN: stats, loss and gradient (its scale from g, read by the kernel). The
  * transcendentals differ between the two (CUDA's exp and log), hence a tolerance; NaN where the
  * CPU has NaN. Bad arguments refused. */
 static void test_cross_entropy(void **state) {
@@ -1646,29 +1646,29 @@ static void test_cross_entropy(void **state) {
                              (long long)c, (long long)i, g, w);
             }
             assert_true(isnan(getv(l_cpu, (tn_dtype)dt, 0)) && isnan(getv(l_dev, (tn_dtype)dt, 0)));
-            /* backward: S from g = 0.75 on each side, then from scale */
+            /* backward: S = -g / count, g = 0.75 read by each kernel from its own memory */
             char gval[8];
             if (dt == TN_F32) *(float *)gval = 0.75f;
             else *(double *)gval = 0.75;
             char *dg = upload(gval, es), *dgx = dalloc(xb);
-            for (int from_g = 1; from_g >= 0; from_g--) {
-                tn_ce_args b = {.mode = TN_CE_BWD, .dtype = (tn_dtype)dt, .n = n, .c = c, .x = x,
-                                .target = t, .ignore_index = -100, .stats = st_cpu,
-                                .g = from_g ? gval : NULL, .scale = -0.75 / count, .count = count,
-                                .gx = gx_cpu};
-                assert_int_equal(cpu->cross_entropy(0, &b), TN_OK);
-                b.x = dx, b.target = dtg, b.stats = dst, b.g = from_g ? dg : NULL, b.gx = dgx;
-                assert_int_equal(be->cross_entropy(dev, &b), TN_OK);
-                d2h(gx_dev, dgx, xb);
-                for (int64_t i = 0; i < n * c; i++) {
-                    double w = getv(gx_cpu, (tn_dtype)dt, i), g = getv(gx_dev, (tn_dtype)dt, i);
-                    if (isnan(w) ? !isnan(g) : fabs(w - g) > tol * (1 + fabs(w)))
-                        fail_msg("cross_entropy grad %s c=%lld at %lld: %g vs %g", dt_names[dt],
-                                 (long long)c, (long long)i, g, w);
-                }
-                for (int64_t j = 0; j < c; j++) /* the ignored row */
-                    assert_true(getv(gx_dev, (tn_dtype)dt, 3 * c + j) == 0);
+            tn_ce_args b = {.mode = TN_CE_BWD, .dtype = (tn_dtype)dt, .n = n, .c = c, .x = x,
+                            .target = t, .ignore_index = -100, .stats = st_cpu, .g = gval,
+                            .count = count, .gx = gx_cpu};
+            assert_int_equal(cpu->cross_entropy(0, &b), TN_OK);
+            b.x = dx, b.target = dtg, b.stats = dst, b.g = dg, b.gx = dgx;
+            assert_int_equal(be->cross_entropy(dev, &b), TN_OK);
+            d2h(gx_dev, dgx, xb);
+            for (int64_t i = 0; i < n * c; i++) {
+                double w = getv(gx_cpu, (tn_dtype)dt, i), g = getv(gx_dev, (tn_dtype)dt, i);
+                if (isnan(w) ? !isnan(g) : fabs(w - g) > tol * (1 + fabs(w)))
+                    fail_msg("cross_entropy grad %s c=%lld at %lld: %g vs %g", dt_names[dt],
+                             (long long)c, (long long)i, g, w);
             }
+            for (int64_t j = 0; j < c; j++) /* the ignored row */
+                assert_true(getv(gx_dev, (tn_dtype)dt, 3 * c + j) == 0);
+            tn_ce_args nog = b; /* a backward without the loss's gradient: refused */
+            nog.g = NULL;
+            assert_int_equal(be->cross_entropy(dev, &nog), TN_ERR_INVALID_ARGUMENT);
             /* without the NaN row, a finite loss that matches */
             a.x = x, a.target = t, a.stats = st_cpu, a.loss = l_cpu, a.n = 9;
             a.count = 8;

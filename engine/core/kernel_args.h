@@ -186,8 +186,7 @@ enum { TN_CE_FWD, TN_CE_BWD };
  *           exp((x - m) - log_s) S with S = -g / count (in double, then
  *           the dtype), g the loss's gradient: one element of the dtype at
  *           g, in the kernel's device memory, read where the kernel runs (a
- *           device's backward never waits for it); without g, S = scale.
- *           Ignored rows 0. */
+ *           device's backward never waits for it). Ignored rows 0. */
 typedef struct tn_ce_args {
     int mode;
     tn_dtype dtype;
@@ -197,9 +196,8 @@ typedef struct tn_ce_args {
     int64_t ignore_index;
     void *stats;
     void *loss;   /* CE_FWD */
-    double count; /* CE_FWD: the divisor (rows not ignored) */
-    double scale; /* CE_BWD, without g */
-    const void *g; /* CE_BWD: the loss's gradient (count is then the divisor), or NULL */
+    double count;  /* the divisor (rows not ignored) */
+    const void *g; /* CE_BWD: the loss's gradient */
     void *gx;      /* CE_BWD */
 } tn_ce_args;
 

@@ -83,7 +83,7 @@ tn_status tn__cpu_cross_entropy(int dev, const tn_ce_args *a) {
         return tn__error(TN_ERR_DTYPE, "cross_entropy: no CPU kernel for %s",
                          tn_dtype_name(a->dtype));
     if (a->mode == TN_CE_FWD) return ce_forward(a);
-    const double scale = a->g ? -tn__load(a->g, a->dtype) / a->count : a->scale;
+    const double scale = -tn__load(a->g, a->dtype) / a->count;
     if (a->dtype == TN_F32)
         ce_bwd_f32(a->x, a->n, a->c, a->target, a->ignore_index, a->stats, scale, a->gx);
     else

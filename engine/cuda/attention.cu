@@ -204,9 +204,8 @@ template <typename T> tn_status launch(device_state *ds, const tn_attn_args *a, 
 } // namespace
 
 extern "C" tn_status tn__cuda_attention(int dev, const tn_attn_args *a) {
-    if (!a) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA attention: arguments are NULL");
-    if (a->mode != TN_ATTN_FWD && a->mode != TN_ATTN_BWD)
-        return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA attention: unknown mode %d", a->mode);
+    tn_status st = check_args("attention", a, TN_ATTN_BWD + 1);
+    if (st < 0) return st;
     if (a->dtype != TN_F32 && a->dtype != TN_F64)
         return tn__error(TN_ERR_DTYPE, "CUDA attention: not implemented for '%s'",
                          dtype_name(a->dtype));
@@ -215,7 +214,7 @@ extern "C" tn_status tn__cuda_attention(int dev, const tn_attn_args *a) {
         nb *= a->bshape[d];
     if (nb == 0 || (a->mode == TN_ATTN_FWD && a->L == 0)) return TN_OK; /* L = 0: dK, dV are 0 */
     device_state *ds;
-    tn_status st = device(dev, &ds);
+    st = device(dev, &ds);
     if (st < 0) return st;
     dev_guard guard(dev);
     return a->dtype == TN_F32 ? launch<float>(ds, a, nb) : launch<double>(ds, a, nb);

@@ -25,8 +25,8 @@ template <typename T> struct ce_params {
     const int64_t *t;
     T *stats;
     double *part; /* forward: the rows' target terms */
-    const T *g;   /* backward: the loss's gradient, or NULL (then scale) */
-    double scale, count;
+    const T *g;   /* backward: the loss's gradient */
+    double count;
     T *gx;
 };
 
@@ -70,7 +70,7 @@ template <typename T> __global__ void __launch_bounds__(256) ce_loss(ce_params<T
 }
 
 template <typename T> __global__ void __launch_bounds__(256) ce_bwd(ce_params<T> a) {
-    const T S = a.g ? static_cast<T>(-static_cast<double>(*a.g) / a.count) : static_cast<T>(a.scale);
+    const T S = static_cast<T>(-static_cast<double>(*a.g) / a.count);
     const int64_t total = a.n * a.c, G = static_cast<int64_t>(gridDim.x) * 256;
     for (int64_t e = static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x; e < total; e += G) {
         const int64_t i = e / a.c, j = e - i * a.c, t = a.t[i];
@@ -93,7 +93,6 @@ template <typename T> tn_status run(int dev, device_state *ds, const tn_ce_args 
     p.stats = static_cast<T *>(a->stats);
     p.part = nullptr;
     p.g = static_cast<const T *>(a->g);
-    p.scale = a->scale;
     p.count = a->count;
     p.gx = static_cast<T *>(a->gx);
     const int64_t max_blocks = static_cast<int64_t>(ds->sm_count) * 8 * 4;
@@ -127,9 +126,8 @@ template <typename T> tn_status run(int dev, device_state *ds, const tn_ce_args 
 } // namespace
 
 extern "C" tn_status tn__cuda_cross_entropy(int dev, const tn_ce_args *a) {
-    if (!a) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA cross_entropy: arguments are NULL");
-    if (a->mode != TN_CE_FWD && a->mode != TN_CE_BWD)
-        return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA cross_entropy: unknown mode %d", a->mode);
+    tn_status st = check_args("cross_entropy", a, TN_CE_BWD + 1);
+    if (st < 0) return st;
     if (a->dtype != TN_F32 && a->dtype != TN_F64)
         return tn__error(TN_ERR_DTYPE, "cross_entropy: no CUDA kernel for %s",
                          dtype_name(a->dtype));
@@ -138,10 +136,10 @@ extern "C" tn_status tn__cuda_cross_entropy(int dev, const tn_ce_args *a) {
                          static_cast<long long>(a->n), static_cast<long long>(a->c));
     const bool fwd = a->mode == TN_CE_FWD;
     if ((a->n > 0 && (!a->x || !a->target || !a->stats)) || (fwd && !a->loss) ||
-        (!fwd && a->n * a->c > 0 && !a->gx))
+        (!fwd && a->n * a->c > 0 && (!a->gx || !a->g)))
         return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA cross_entropy: a pointer is NULL");
     device_state *ds;
-    tn_status st = device(dev, &ds);
+    st = device(dev, &ds);
     if (st < 0) return st;
     dev_guard guard(dev);
     return a->dtype == TN_F32 ? run<float>(dev, ds, a) : run<double>(dev, ds, a);

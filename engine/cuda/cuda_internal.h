@@ -74,6 +74,16 @@ tn_status cublas_fail(cublasStatus_t s, const char *what);
 /* After kernel launches: the launch error, if any, as cuda_fail. */
 tn_status launch_check(const char *what);
 
+/* The head of every entry that takes an argument block with a mode: a NULL
+ * block, or a mode outside [0, modes), is TN_ERR_INVALID_ARGUMENT
+ * ("CUDA <what>: ..."). */
+template <typename A> tn_status check_args(const char *what, const A *a, int modes) {
+    if (!a) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA %s: arguments are NULL", what);
+    if (a->mode < 0 || a->mode >= modes)
+        return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA %s: unknown mode %d", what, a->mode);
+    return TN_OK;
+}
+
 #define TNC_TRY(call)                                                                              \
     do {                                                                                           \
         cudaError_t tnc_e_ = (call);                                                               \

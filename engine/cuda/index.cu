@@ -202,13 +202,12 @@ template <typename T> tn_status run(int dev, device_state *ds, const tn_index_ar
 } // namespace
 
 extern "C" tn_status tn__cuda_index(int dev, const tn_index_args *a) {
-    if (!a) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA index: arguments are NULL");
-    if (a->mode < TN_IX_ROWS || a->mode > TN_IX_SCATTER_ADD)
-        return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA index: unknown mode %d", a->mode);
+    tn_status st = check_args("index", a, TN_IX_SCATTER_ADD + 1);
+    if (st < 0) return st;
     const bool rows = a->mode == TN_IX_ROWS || a->mode == TN_IX_ROWS_ADD;
     if (rows ? a->outer * a->n * a->inner == 0 : a->ndim < 1) return TN_OK;
     device_state *ds;
-    tn_status st = device(dev, &ds);
+    st = device(dev, &ds);
     if (st < 0) return st;
     dev_guard guard(dev);
     const bool adds = a->mode == TN_IX_ROWS_ADD || a->mode == TN_IX_SCATTER_ADD;

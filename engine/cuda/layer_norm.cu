@@ -140,9 +140,8 @@ template <typename T> tn_status launch(device_state *ds, const tn_ln_args *a) {
 } // namespace
 
 extern "C" tn_status tn__cuda_layer_norm(int dev, const tn_ln_args *a) {
-    if (!a) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA layer_norm: arguments are NULL");
-    if (a->mode != TN_LN_FWD && a->mode != TN_LN_BWD)
-        return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA layer_norm: unknown mode %d", a->mode);
+    tn_status st = check_args("layer_norm", a, TN_LN_BWD + 1);
+    if (st < 0) return st;
     if (a->dtype != TN_F32 && a->dtype != TN_F64)
         return tn__error(TN_ERR_DTYPE,
                          "CUDA layer_norm: \"LayerNormKernelImpl\" not implemented for '%s'",
@@ -154,7 +153,7 @@ extern "C" tn_status tn__cuda_layer_norm(int dev, const tn_ln_args *a) {
     if (!a->x || !a->mean || !a->rstd || (fwd && !a->y) || (!fwd && !a->dy))
         return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA layer_norm: NULL operand");
     device_state *ds;
-    tn_status st = device(dev, &ds);
+    st = device(dev, &ds);
     if (st < 0) return st;
     dev_guard guard(dev);
     return a->dtype == TN_F32 ? launch<float>(ds, a) : launch<double>(ds, a);

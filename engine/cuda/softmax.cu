@@ -132,10 +132,8 @@ template <typename T> tn_status launch(device_state *ds, const tn_sm_args *a) {
 } // namespace
 
 extern "C" tn_status tn__cuda_softmax(int dev, const tn_sm_args *a) {
-    if (!a) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA softmax: arguments are NULL");
-    if (a->mode != TN_SM_FWD && a->mode != TN_LSM_FWD && a->mode != TN_SM_BWD &&
-        a->mode != TN_LSM_BWD)
-        return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA softmax: unknown mode %d", a->mode);
+    tn_status st = check_args("softmax", a, TN_LSM_BWD + 1);
+    if (st < 0) return st;
     if (a->dtype != TN_F32 && a->dtype != TN_F64)
         return tn__error(TN_ERR_DTYPE, "CUDA softmax: \"softmax\" not implemented for '%s'",
                          dtype_name(a->dtype));
@@ -146,7 +144,7 @@ extern "C" tn_status tn__cuda_softmax(int dev, const tn_sm_args *a) {
     if (!a->x || !a->out || (bwd && !a->y))
         return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA softmax: NULL operand");
     device_state *ds;
-    tn_status st = device(dev, &ds);
+    st = device(dev, &ds);
     if (st < 0) return st;
     dev_guard guard(dev);
     return a->dtype == TN_F32 ? launch<float>(ds, a) : launch<double>(ds, a);
