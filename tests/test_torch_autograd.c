@@ -99,33 +99,6 @@ static int count_substr(const char *s, const char *needle) {
     return n;
 }
 
-/* stderr (tenet's warnings) into a buffer */
-typedef struct {
-    int saved;
-    FILE *tmp;
-    char text[8192];
-} capture;
-
-static void capture_begin(capture *c) {
-    fflush(stderr);
-    c->tmp = tmpfile();
-    assert_non_null(c->tmp);
-    c->saved = dup(2);
-    assert_true(c->saved >= 0);
-    assert_true(dup2(fileno(c->tmp), 2) >= 0);
-}
-
-static const char *capture_end(capture *c) {
-    fflush(stderr);
-    dup2(c->saved, 2);
-    close(c->saved);
-    rewind(c->tmp);
-    size_t k = fread(c->text, 1, sizeof c->text - 1, c->tmp);
-    c->text[k] = 0;
-    fclose(c->tmp);
-    return c->text;
-}
-
 static tn_tensor *grad_of(tn_tensor *t) {
     tn_tensor *g = tn_grad(t);
     if (!g) fail_msg("no .grad");
@@ -274,15 +247,15 @@ static tn_tensor *mul2(tn_tensor *x, bool custom) {
  * reads once), not of a leaf nor of a non-leaf that retains its grad. */
 static void test_tensor_grad_warnings(void **state) {
     BEGIN();
-    capture c;
+    tt_capture c;
     tn_tensor *dummy = tn_empty(1, S(1), TN_F64);
     assert_int_equal(tn_requires_grad_(dummy, true), TN_OK);
     for (int k = 0; k < 3; k++) {
         if (k == 1) dummy = tn_clone(dummy);
         if (k == 2) assert_int_equal(tn_retain_grad(dummy), TN_OK);
-        capture_begin(&c);
+        tt_capture_begin(&c);
         tn_tensor *g = tn_grad(dummy);
-        const char *err = capture_end(&c);
+        const char *err = tt_capture_end(&c);
         assert_null(g);
         if (count_substr(err, E_tensor_grad_warnings_needle) != E_tensor_grad_warnings_warnings[k])
             fail_msg("case %d: stderr \"%s\"", k, err);
@@ -827,20 +800,20 @@ static void test_backward_twice_without_saved_values(void **state) {
  * neither call warns, and TT_TEST checks that nothing leaks. */
 static void test_backward_create_graph_warns(void **state) {
     BEGIN();
-    capture c;
+    tt_capture c;
     tn_tensor *b = ones(1, S(3), true), *cc = tn_mul(b, b), *go = ones(1, S(3), false);
-    capture_begin(&c);
+    tt_capture_begin(&c);
     tn_status st = tn_backward_ex(cc, go, true, true);
-    const char *err = capture_end(&c);
+    const char *err = tt_capture_end(&c);
     assert_int_equal(st, TN_OK);
     if (count_substr(err, E_backward_create_graph_warns_needle) > 0 ||
         !E_backward_create_graph_warns_backward_warns) /* PyTorch: true */
         fail_msg("backward(create_graph): stderr \"%s\"", err);
     assert_int_equal(tn_set_grad(b, NULL), TN_OK);
-    capture_begin(&c);
+    tt_capture_begin(&c);
     tn_tensor *g = NULL;
     st = tn_autograd_grad(1, &cc, &go, 1, &b, &g, false, true);
-    err = capture_end(&c);
+    err = tt_capture_end(&c);
     assert_int_equal(st, TN_OK);
     if ((count_substr(err, E_backward_create_graph_warns_needle) > 0) !=
         E_backward_create_graph_warns_grad_warns)
@@ -1323,10 +1296,10 @@ static void test_anomaly_grad_warnings(void **state) {
     tn_tensor *d1 = tn_add_scalar(a, 1), *d2 = tn_pow_scalar(d1, 2);
     tn_status st = tn_add_scalar_(d1, 1);
     tn_tensor *s = tn_sum(d2), *g = NULL;
-    capture c;
-    capture_begin(&c);
+    tt_capture c;
+    tt_capture_begin(&c);
     tn_status gst = tn_autograd_grad(1, &s, NULL, 1, &a, &g, false, false);
-    const char *err = capture_end(&c);
+    const char *err = tt_capture_end(&c);
     tn_set_detect_anomaly(false, false);
     tn_anomaly_clear();
     assert_int_equal(st, TN_OK);
@@ -3030,10 +3003,10 @@ FUNCTION(MARK_OUTPUT_VIEW, "FuncBackward", fw_mark_output_view, bw_identity);
 static void test_custom_function_mark_output_view_of_intermediate(void **state) {
     BEGIN();
     tn_tensor *a = tn_clone(T(1, S(1), D(1), true));
-    capture c;
-    capture_begin(&c);
+    tt_capture c;
+    tt_capture_begin(&c);
     tn_tensor *out = tn_function_apply1(&MARK_OUTPUT_VIEW, 1, &a);
-    const char *err = capture_end(&c);
+    const char *err = tt_capture_end(&c);
     if (!strstr(err, E_custom_function_mark_output_view_of_intermediate_warning_1_13))
         fail_msg("stderr \"%s\"", err);
     assert_null(out);
@@ -3167,10 +3140,10 @@ static void test_autograd_python_custom_function_inplace(void **state) {
                 E_autograd_python_custom_function_inplace_single1_bw_called == 1 &&
                 E_autograd_python_custom_function_inplace_single2_bw_called == 1);
     /* a tensor that is not an input marked dirty: a warning */
-    capture cap;
-    capture_begin(&cap);
+    tt_capture cap;
+    tt_capture_begin(&cap);
     tn_tensor *bad = tn_function_apply1(&MY_ADDER_BAD, 2, (tn_tensor *[]){tn_clone(a), b});
-    const char *err = capture_end(&cap);
+    const char *err = tt_capture_end(&cap);
     assert_int_equal(count_substr(err, E_autograd_python_custom_function_inplace_bad_warning),
                      E_autograd_python_custom_function_inplace_bad_warnings);
     CLOSE(bad, E_autograd_python_custom_function_inplace_bad_c);
@@ -3358,12 +3331,12 @@ FUNCTION(NAN_1TH, "MyFuncBackward", fw_sum_keepdim, bw_nan_grad);
 
 /* runs backward of out with anomaly mode on (check_nan); its warnings and
  * the anomaly report (tenet's form of PyTorch's tracebacks) into c */
-static tn_status backward_in_anomaly_mode(tn_tensor *out, capture *c) {
+static tn_status backward_in_anomaly_mode(tn_tensor *out, tt_capture *c) {
     tn_set_detect_anomaly(true, true);
-    capture_begin(c);
+    tt_capture_begin(c);
     tn_status st = tn_backward(out, NULL, false);
     if (st < 0 && tn_last_anomaly()) tn_anomaly_report_print(tn_last_anomaly(), stderr);
-    capture_end(c);
+    tt_capture_end(c);
     tn_set_detect_anomaly(false, false);
     tn_anomaly_clear();
     return st;
@@ -3379,7 +3352,7 @@ static void test_anomaly_detect_nan(void **state) {
     GRAD(inp, E_anomaly_detect_nan_inp_grad); /* no anomaly mode: no error */
     inp = T(1, S(10), E_anomaly_detect_nan_inp, true);
     in2[0] = in2[1] = inp;
-    capture c;
+    tt_capture c;
     assert_true(backward_in_anomaly_mode(tn_function_apply1(&NAN_0TH, 2, in2), &c) < 0);
     expect_error(TN_ERR_NAN, E_anomaly_detect_nan_msg0);
     assert_int_equal(strstr(c.text, E_anomaly_detect_nan_needle0) != NULL,
@@ -3465,7 +3438,7 @@ static void test_nested_anomaly_detect_nan(void **state) {
     GRAD(inp, E_nested_anomaly_detect_nan_inp_grad);
     inp = T(1, S(10), E_nested_anomaly_detect_nan_inp, true);
     ginp = one_grad(tn_function_apply1(&NESTED1_0TH, 1, &inp), NULL, inp, false, true);
-    capture c;
+    tt_capture c;
     assert_true(backward_in_anomaly_mode(tn_sum(ginp), &c) < 0);
     expect_error(TN_ERR_NAN, E_nested_anomaly_detect_nan_msg0);
     assert_int_equal(strstr(c.text, E_anomaly_detect_nan_needle0) != NULL,
@@ -3492,8 +3465,8 @@ FUNCTION(NAN_10X10, "MyFuncBackward", fw_clone, bw_nan_10x10);
 /* TestAutograd.test_anomaly_mode_no_check_nan */
 static void test_anomaly_mode_no_check_nan(void **state) {
     BEGIN();
-    capture c;
-    capture_begin(&c); /* anomaly mode's warnings */
+    tt_capture c;
+    tt_capture_begin(&c); /* anomaly mode's warnings */
     tn_set_detect_anomaly(true, false);
     tn_tensor *inp = ones(2, S(10, 10), true);
     tn_tensor *out = tn_sum(tn_function_apply1(&NAN_10X10, 1, &inp));
@@ -3506,7 +3479,7 @@ static void test_anomaly_mode_no_check_nan(void **state) {
     tn_status st3 = tn_backward(out, NULL, false);
     tn_set_detect_anomaly(false, false);
     tn_anomaly_clear();
-    capture_end(&c);
+    tt_capture_end(&c);
     assert_int_equal(st1, TN_OK);
     assert_int_equal(st2, TN_ERR_NAN);
     assert_string_equal(msg, E_anomaly_mode_no_check_nan_msg);

@@ -1,7 +1,9 @@
 /* tests/util.c — helpers shared by the cmocka tests. */
+#define _POSIX_C_SOURCE 200809L /* dup, dup2, fileno */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -92,4 +94,30 @@ void tt_assert_grad_fn(const tn_tensor *t, const char *name) {
     }
     assert_non_null(got);
     assert_string_equal(got, name);
+}
+
+void tt_capture_begin(tt_capture *c) {
+    fflush(stderr);
+    c->tmp = tmpfile();
+    assert_non_null(c->tmp);
+    c->saved = dup(2);
+    assert_true(c->saved >= 0);
+    assert_true(dup2(fileno(c->tmp), 2) >= 0);
+}
+
+const char *tt_capture_text(tt_capture *c) {
+    fflush(stderr);
+    rewind(c->tmp);
+    size_t k = fread(c->text, 1, sizeof c->text - 1, c->tmp);
+    c->text[k] = 0;
+    fseek(c->tmp, 0, SEEK_END);
+    return c->text;
+}
+
+const char *tt_capture_end(tt_capture *c) {
+    tt_capture_text(c);
+    dup2(c->saved, 2);
+    close(c->saved);
+    fclose(c->tmp);
+    return c->text;
 }

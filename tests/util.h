@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 
 #include <tenet.h>
@@ -26,6 +27,18 @@ void tt_assert_error(tn_status st, const char *needle);
 int64_t tt_live_tensors(void);
 int64_t tt_live_storages(void);
 /* cmocka setup/teardown that check nothing leaked in between. */
+/* stderr (tenet's warnings) into a temporary file, for tests that check what was printed.
+ * text: what stderr received since begin (NUL-terminated, the first 8191 bytes); end restores
+ * stderr and returns the text. */
+typedef struct tt_capture {
+    int saved;
+    FILE *tmp;
+    char text[8192];
+} tt_capture;
+void tt_capture_begin(tt_capture *c);
+const char *tt_capture_text(tt_capture *c);
+const char *tt_capture_end(tt_capture *c);
+
 int tt_setup(void **state);
 int tt_teardown(void **state);
 
