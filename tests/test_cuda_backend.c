@@ -1884,24 +1884,31 @@ static void index_case(tn_index_args a, const char *src, size_t nsrc, const int6
 static void test_index(void **state) {
     (void)state;
     NEED_GPU();
-    enum { O = 3, S = 50, N = 200, I = 7 };
-    int64_t idx[N * 40];
+    /* (outer, size, n, inner) for rows / rows_add: the next two span several chunks of the
+     * device's rows_add (256 positions), with rows that occur in many of them; the last is
+     * longer than the device folds alone (sorted on the host) */
+    static const int64_t cfg[][4] = {
+        {3, 50, 200, 7}, {1, 5, 1000, 3}, {4, 300, 700, 1}, {2, 40, 40000, 2}};
+    enum { CAP = 2 * 40000 * 2 };
+    int64_t *idx = xmalloc(40000 * sizeof *idx);
     for (int dt = 0; dt < TN_DTYPE_COUNT; dt++) {
         size_t es = esz((tn_dtype)dt);
-        const int64_t cap = (int64_t)O * S * I * 40;
-        char *src = xmalloc((size_t)cap * es), *init = xmalloc((size_t)cap * es);
-        for (int64_t i = 0; i < cap; i++) {
+        char *src = xmalloc((size_t)CAP * es), *init = xmalloc((size_t)CAP * es);
+        for (int64_t i = 0; i < CAP; i++) {
             double x = dt <= TN_F64 ? (double)rnd_int(-999, 999) / 64 : (double)rnd_int(-9, 9);
             putv(src, (tn_dtype)dt, i, x);
             putv(init, (tn_dtype)dt, i, (double)rnd_int(-3, 3));
         }
-        for (int j = 0; j < N; j++)
-            idx[j] = j % 4 == 0 ? 7 : rnd_int(0, S - 1); /* repeats */
-        tn_index_args r = {.mode = TN_IX_ROWS, .dtype = (tn_dtype)dt, .outer = O, .size = S,
-                           .n = N, .inner = I};
-        index_case(r, src, O * S * I, idx, N, init, O * N * I, "rows");
-        r.mode = TN_IX_ROWS_ADD;
-        index_case(r, src, O * N * I, idx, N, init, O * S * I, "rows_add");
+        for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+            const int64_t O = cfg[c][0], S = cfg[c][1], N = cfg[c][2], I = cfg[c][3];
+            for (int j = 0; j < N; j++)
+                idx[j] = j % 4 == 0 ? 2 : rnd_int(0, (int)S - 1); /* repeats */
+            tn_index_args r = {.mode = TN_IX_ROWS, .dtype = (tn_dtype)dt, .outer = O, .size = S,
+                               .n = N, .inner = I};
+            index_case(r, src, O * S * I, idx, N, init, O * N * I, "rows");
+            r.mode = TN_IX_ROWS_ADD;
+            index_case(r, src, O * N * I, idx, N, init, O * S * I, "rows_add");
+        }
         /* gather / scatter_add over an index (4, 6, 5) along dim 1 of a (4, 9, 5)
          * tensor read through the strides of a (5, 9, 7) one */
         const int64_t ish[3] = {4, 6, 5};
@@ -1923,6 +1930,7 @@ static void test_index(void **state) {
         index_case(g, src, 120, idx, 120, init, 5 * 9 * 7, "scatter_add");
         free(src), free(init);
     }
+    free(idx);
     end_cases();
     tn_index_args bad = {.mode = 42};
     assert_int_equal(be->index(dev, &bad), TN_ERR_INVALID_ARGUMENT);

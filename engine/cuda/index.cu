@@ -4,11 +4,14 @@
  * Deterministic, no atomics, and the sums are the CPU's bit for bit (every
  * output element adds its terms in index order, as engine/cpu/index_kernels.c):
  *  - ROWS, GATHER: one thread per output element (copies).
- *  - ROWS_ADD: the indices are read back to the host and counting-sorted
- *    into segments, one per destination row that occurs, each listing its
- *    source rows in index order (uploaded to scratch memory); one thread per
- *    (outer, segment, inner) element folds its segment in order. The
- *    read-back waits for the stream once per call (an embedding backward).
+ *  - ROWS_ADD: up to ROWS_ADD_DEVICE_MAX indices (an embedding backward of
+ *    up to that many tokens), on the device alone, with no wait: the first
+ *    occurrence of each destination row in idx owns the row and folds, in
+ *    index order, every source row that lands on it (rows_add_kernel).
+ *    Longer lists are read back and counting-sorted on the host into
+ *    segments, one per destination row that occurs, each listing its source
+ *    rows in index order; one thread per (outer, segment, inner) element
+ *    folds its segment (segments_add_kernel). Two waits, per call.
  *  - SCATTER_ADD: one thread per line along dim (every coordinate but dim
  *    fixed), walking the line in order; all the writes of a line stay in it.
  */
@@ -39,10 +42,72 @@ template <typename T> __global__ void rows_kernel(tn_index_args a) {
     }
 }
 
-/* seg: nu + 1 starts into order; rows: the destination row of each segment. */
+/* Exclusive prefix sum of v over the block (IX_THREADS threads) through
+ * sh[IX_THREADS]; *total gets the sum. Every thread of the block calls it. */
+__device__ int block_scan(int v, int *sh, int *total) {
+    const int t = static_cast<int>(threadIdx.x);
+    sh[t] = v;
+    __syncthreads();
+    for (int off = 1; off < IX_THREADS; off <<= 1) {
+        const int x = t >= off ? sh[t - off] : 0;
+        __syncthreads();
+        sh[t] += x;
+        __syncthreads();
+    }
+    const int incl = sh[t];
+    *total = sh[IX_THREADS - 1];
+    __syncthreads(); /* sh is free again */
+    return incl - v;
+}
+
+/* ROWS_ADD, out (outer, size, inner)[o, idx[j]] += src (outer, n, inner)[o, j],
+ * with no host in the loop: block b takes the positions j = b, b + grid, ...;
+ * position j owns its destination row r = idx[j] when it is r's first
+ * occurrence in idx (a block that meets r earlier skips j). The owner walks
+ * idx from j on in chunks of IX_THREADS, lists each chunk's matches in order
+ * (a block scan), and each thread folds them into the (o, i) elements it
+ * strides over: every element adds its terms in index order, as the CPU.
+ * A row is written by its one owner only: no atomics. Each block reads all
+ * of idx, so the work grows as n^2 / IX_THREADS: for long index lists,
+ * segments_add_kernel. */
+template <typename T> __global__ void rows_add_kernel(tn_index_args a) {
+    __shared__ int sh[IX_THREADS], list[IX_THREADS];
+    const T *src = static_cast<const T *>(a.src);
+    T *out = static_cast<T *>(a.out);
+    const int64_t elems = a.outer * a.inner, t = threadIdx.x;
+    for (int64_t j = blockIdx.x; j < a.n; j += gridDim.x) {
+        const int64_t r = a.idx[j], first = j - j % IX_THREADS;
+        bool owner = true;
+        for (int64_t base = 0; base < first && owner; base += IX_THREADS)
+            owner = !__syncthreads_or(a.idx[base + t] == r);
+        for (int64_t base = first; base < a.n && owner; base += IX_THREADS) {
+            const bool m = base + t < a.n && a.idx[base + t] == r;
+            if (base == first && __syncthreads_or(m && base + t < j)) break; /* r is earlier */
+            if (!__syncthreads_or(m && base + t >= j)) continue;
+            int count;
+            const int at = block_scan(m && base + t >= j, sh, &count);
+            if (m && base + t >= j) list[at] = static_cast<int>(t);
+            __syncthreads();
+            for (int64_t e = t; e < elems; e += IX_THREADS) {
+                const int64_t o = e / a.inner, i = e % a.inner;
+                T *d = out + (o * a.size + r) * a.inner + i;
+                const T *s = src + (o * a.n + base) * a.inner + i;
+                T acc = *d;
+                for (int q = 0; q < count; q++)
+                    acc = add_el<T>(acc, s[list[q] * a.inner]);
+                *d = acc;
+            }
+            __syncthreads(); /* list is free again */
+        }
+    }
+}
+
+/* ROWS_ADD over segments sorted on the host (rows_add_sorted): seg holds
+ * nu + 1 starts into order, rows the destination row of each segment; one
+ * thread per (outer, segment, inner) element folds its segment in order. */
 template <typename T>
-__global__ void rows_add_kernel(tn_index_args a, const int64_t *order, const int64_t *rows,
-                                const int64_t *seg, int64_t nu) {
+__global__ void segments_add_kernel(tn_index_args a, const int64_t *order, const int64_t *rows,
+                                    const int64_t *seg, int64_t nu) {
     const int64_t total = a.outer * nu * a.inner, G = static_cast<int64_t>(gridDim.x) * IX_THREADS;
     const T *src = static_cast<const T *>(a.src);
     T *out = static_cast<T *>(a.out);
@@ -108,10 +173,12 @@ template <typename T> __global__ void scatter_add_kernel(tn_index_args a, int64_
     }
 }
 
+/* Blocks per launch, at most: enough to fill every SM several times over. */
+int64_t max_blocks(const device_state *ds) { return static_cast<int64_t>(ds->sm_count) * 8 * 4; }
+
 unsigned grid_for(const device_state *ds, int64_t work) {
-    const int64_t max_blocks = static_cast<int64_t>(ds->sm_count) * 8 * 4;
-    const int64_t b = ceil_div(work, IX_THREADS);
-    return static_cast<unsigned>(b < 1 ? 1 : b > max_blocks ? max_blocks : b);
+    const int64_t max_b = max_blocks(ds), b = ceil_div(work, IX_THREADS);
+    return static_cast<unsigned>(b < 1 ? 1 : b > max_b ? max_b : b);
 }
 
 /* The counting sort of ROWS_ADD, on the host: order (n) lists j by
@@ -145,7 +212,10 @@ int64_t *segments(const int64_t *idx, int64_t n, int64_t size, int64_t *nu_out) 
     return buf;
 }
 
-template <typename T> tn_status rows_add(int dev, device_state *ds, const tn_index_args *a) {
+/* ROWS_ADD for long index lists: the indices read back and sorted on the
+ * host (two waits for the stream, small beside the work). */
+template <typename T>
+tn_status rows_add_sorted(int dev, device_state *ds, const tn_index_args *a) {
     const size_t ib = static_cast<size_t>(a->n) * sizeof(int64_t);
     int64_t *host = static_cast<int64_t *>(malloc(ib));
     if (!host) return tn__error(TN_ERR_OUT_OF_MEMORY, "CUDA index: out of host memory");
@@ -170,8 +240,20 @@ template <typename T> tn_status rows_add(int dev, device_state *ds, const tn_ind
     if (e == cudaSuccess) e = cudaStreamSynchronize(ds->stream); /* seg is freed below */
     free(seg);
     if (e != cudaSuccess) return cuda_fail(e, "index: uploading the segments");
-    rows_add_kernel<T><<<grid_for(ds, a->outer * nu * a->inner), IX_THREADS, 0, ds->stream>>>(
+    segments_add_kernel<T><<<grid_for(ds, a->outer * nu * a->inner), IX_THREADS, 0, ds->stream>>>(
         *a, d, d + a->n, d + a->n + nu, nu);
+    return launch_check("index_add");
+}
+
+/* Index lists up to this long are folded on the device alone (rows_add_kernel,
+ * whose work grows as n^2); longer ones are sorted on the host. */
+constexpr int64_t ROWS_ADD_DEVICE_MAX = 32768;
+
+template <typename T> tn_status rows_add(int dev, device_state *ds, const tn_index_args *a) {
+    if (a->n > ROWS_ADD_DEVICE_MAX) return rows_add_sorted<T>(dev, ds, a);
+    const int64_t cap = max_blocks(ds);
+    rows_add_kernel<T><<<static_cast<unsigned>(a->n < cap ? a->n : cap), IX_THREADS, 0,
+                         ds->stream>>>(*a);
     return launch_check("index_add");
 }
 

@@ -36,6 +36,19 @@ template <class... P, class... A> void launch(const cfgs &c, void (*k)(P...), A.
 #define gridDim (emu::g_grid)
 #define blockDim (emu::g_block)
 inline void __syncthreads() { emu::barrier(1); }
+// a block barrier that counts the threads passing p (1-D blocks; the threads of a block run
+// as coroutines, so the count needs no atomics); the next call's first barrier keeps acc until
+// every thread has read it
+inline int __syncthreads_count(int p) {
+    static int acc;
+    emu::barrier(1);
+    if (threadIdx.x == 0) acc = 0;
+    emu::barrier(1);
+    if (p) acc++;
+    emu::barrier(1);
+    return acc;
+}
+inline int __syncthreads_or(int p) { return __syncthreads_count(p) != 0; }
 template <typename T> T __shfl_down_sync(unsigned, T v, int off) {
     static_assert(sizeof(T) <= 16, "");
     unsigned lane = threadIdx.x % 32;
