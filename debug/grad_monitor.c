@@ -8,10 +8,11 @@
  * the record needs no synchronisation; the switch, the thresholds and the
  * watch list are process-wide.
  *
- * Measuring reads the gradient in place (tensor_scan.h), the sum of squares
- * and the largest |value| in float64, over a fixed partition of the tensor
- * into at most MON_BLOCKS blocks combined in block order: the same bits
- * whatever the thread count. Device gradients are measured on their device
+ * Measuring reads the gradient in place where it is one dense block (a
+ * transpose's too; anything else through a contiguous copy): the backend's
+ * grad_stats, the sum of squares and the largest |value| in float64 over a
+ * partition fixed by the size, the same bits whatever the thread count; on
+ * the CPU at once. Device gradients are measured on their device
  * without a host wait each (the backend's grad_stats): a pass gathers up to
  * TN_GRAD_STATS_MAX of them (held until measured) and enqueues one measure of
  * the lot. Where the device cannot, the gradient is copied to the host and
@@ -39,10 +40,8 @@
 
 #include "../engine/core/hooks.h"
 #include "anomaly_internal.h"
-#include "tensor_scan.h"
 
 #define MON_NAME 64
-#define MON_BLOCKS 64
 
 typedef struct mon_entry {
     char name[MON_NAME];
@@ -151,71 +150,41 @@ tn_status tn_grad_monitor_watch(int n, const char *const *names, tn_tensor *cons
 
 /* ---- measuring ------------------------------------------------------------------------ */
 
-/* Sum of squares and max |value| of n elements at p (byte stride s), in
- * float64, as simd reductions (a fixed lane order set by the build's vector
- * width, never by the thread count); a NaN makes the max NaN. */
-#define SCAN_ROW(NAME, T)                                                                          \
-    static void NAME(const char *p, int64_t n, int64_t s, double *sq, double *mx) {                \
-        double a = 0, m = 0;                                                                       \
-        int nan = 0;                                                                               \
-        _Pragma("omp simd reduction(+ : a) reduction(max : m) reduction(| : nan)")                \
-        for (int64_t i = 0; i < n; i++) {                                                          \
-            T v;                                                                                   \
-            memcpy(&v, p + i * s, sizeof v);                                                       \
-            double d = (double)v, av = d < 0 ? -d : d;                                             \
-            a += d * d;                                                                            \
-            m = av > m ? av : m;                                                                   \
-            nan |= v != v;                                                                         \
-        }                                                                                          \
-        *sq += a;                                                                                  \
-        if (nan) m = (double)NAN;                                                                  \
-        *mx = m > *mx || m != m ? m : *mx;                                                         \
-    }
-SCAN_ROW(scan_f32, float)
-SCAN_ROW(scan_f64, double)
+/* Unreadable (out of memory, a device copy failed): NaN in the table, never an alarm. */
+static void mark_unread(mon_entry *e) {
+    e->norm = e->max_abs = (double)NAN;
+    e->unread = true;
+    tn_clear_error();
+}
 
-/* L2 norm and max |value| of a CPU float tensor. */
-static void measure_cpu(const tn_tensor *t, double *norm, double *max_abs) {
-    tn_scan_plan sp;
-    *norm = *max_abs = 0;
-    if (!tn__scan_plan(&sp, t)) return;
-    double sq[MON_BLOCKS] = {0}, mx[MON_BLOCKS] = {0};
-    int64_t blocks = sp.units < MON_BLOCKS ? sp.units : MON_BLOCKS;
-    const int64_t step = sp.step * sp.es;
-    const bool f32 = t->dtype == TN_F32;
-    const int nt = tn__threads_for(sp.n);
-    (void)nt; /* without OpenMP the pragma below is all that reads it */
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        TN_OMP_SPAN("grad_monitor");
-#pragma omp for schedule(static) nowait
-        for (int64_t b = 0; b < blocks; b++) /* block b: units [b U / blocks, (b+1) U / blocks) */
-            for (int64_t u = b * sp.units / blocks; u < (b + 1) * sp.units / blocks; u++) {
-                int64_t len;
-                const char *p = tn__scan_unit(&sp, u, &len);
-                (f32 ? scan_f32 : scan_f64)(p, len, step, &sq[b], &mx[b]);
-            }
+/* Measures CPU gradient t for e with the CPU backend's grad_stats: its dense block in place (a
+ * transpose's too: the sums over the block are the sums over its elements), anything else
+ * through a contiguous copy. */
+static void measure_cpu(mon_entry *e, const tn_tensor *t) {
+    int64_t n = tn_numel(t);
+    e->norm = e->max_abs = 0;
+    if (n == 0) return;
+    tn_tensor *c = tn__dense_block(t, false, &n) ? tn__retain((tn_tensor *)t)
+                                                 : tn__copy_as(t, t->dtype);
+    const void *ptr = c ? tn__ptr(c) : NULL;
+    double st[2];
+    if (!c || tn__backends[TN_CPU]->grad_stats(0, t->dtype, 1, &ptr, &n, st) < 0) {
+        mark_unread(e);
+    } else {
+        e->norm = sqrt(st[0]);
+        e->max_abs = st[1];
     }
-    double s = 0, m = 0;
-    for (int64_t b = 0; b < blocks; b++) {
-        s += sq[b];
-        m = mx[b] > m || mx[b] != mx[b] ? mx[b] : m;
-    }
-    *norm = sqrt(s);
-    *max_abs = m;
+    tn_release(c);
 }
 
 /* Through a host copy (a device that cannot measure, or ran out of memory). */
 static void measure_on_host(mon_entry *e, const tn_tensor *t) {
     tn_tensor *c = tn__copy_to_device(t, t->dtype, TN_DEVICE_CPU);
-    if (c) {
-        measure_cpu(c, &e->norm, &e->max_abs);
-        tn_release(c);
-    } else { /* unreadable: NaN in the table, never an alarm */
-        e->norm = e->max_abs = (double)NAN;
-        e->unread = true;
-        tn_clear_error();
-    }
+    if (c)
+        measure_cpu(e, c);
+    else
+        mark_unread(e);
+    tn_release(c);
 }
 
 /* ---- the pass's record ---------------------------------------------------------------- */
@@ -369,7 +338,7 @@ static void read_batches(mon_pass *p, bool keep) {
 static void measure(mon_pass *p, int i, const tn_tensor *t) {
     mon_entry *e = &p->rep.e[i];
     if (tn__on_cpu(t)) {
-        measure_cpu(t, &e->norm, &e->max_abs);
+        measure_cpu(e, t);
         return;
     }
     if (p->n_held && (p->held[0]->dtype != t->dtype ||

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
@@ -651,6 +652,54 @@ static void anomaly_cpu_backward_leaves_gpu_alone(void **state) {
     tn_set_detect_anomaly(false, false);
 }
 
+/* The emulator's count of host waits for the device (stream and event synchronisations). */
+extern unsigned long emu_waits(void) __attribute__((weak));
+
+/* P parameters on d with float32 gradients of 1 to 300 elements (two grad_stats batches). */
+enum { CLIP_P = 40 };
+static void clip_params(tn_device d, tn_tensor **ps) {
+    for (int i = 0; i < CLIP_P; i++) {
+        const int64_t n = 1 + (i * 37) % 300;
+        double *v = malloc((size_t)n * sizeof *v);
+        assert_non_null(v);
+        for (int64_t j = 0; j < n; j++)
+            v[j] = (double)((i * 13 + j * 7) % 23 - 11) / 16;
+        ps[i] = on_dev(d, (int)n, v, true);
+        tn_tensor *g = on_dev(d, (int)n, v, false);
+        assert_int_equal(tn_set_grad(ps[i], g), TN_OK);
+        tn_release(g);
+        free(v);
+    }
+}
+
+/* clip_grad_norm_ on the device (2-norm and inf-norm): the total and the clipped gradients as on
+ * the CPU, with one wait for the lot (the parts measured by grad_stats and read once) where it
+ * used to wait once per gradient. */
+static void clip_on_gpu(void **state) {
+    NEED_GPU();
+    const double norms[2] = {2.0, INFINITY};
+    for (int q = 0; q < 2; q++) {
+        tn_tensor *cpu[CLIP_P], *gpu[CLIP_P];
+        clip_params(TN_DEVICE_CPU, cpu);
+        clip_params(CUDA0, gpu);
+        double want = -1, got = -1;
+        assert_int_equal(tn_clip_grad_norm_(CLIP_P, cpu, 0.1, norms[q], &want), TN_OK);
+        const unsigned long waits = emu_waits ? emu_waits() : 0;
+        assert_int_equal(tn_clip_grad_norm_(CLIP_P, gpu, 0.1, norms[q], &got), TN_OK);
+        if (emu_waits) assert_int_equal(emu_waits() - waits, 1);
+        assert_true(want > 0.1 && fabs(got - want) <= 1e-12 * want);
+        for (int i = 0; i < CLIP_P; i++) {
+            tn_tensor *gc = tn_grad(cpu[i]), *gg = tn_grad(gpu[i]);
+            tn_tensor *back = tn_to(gg, TN_F64, TN_DEVICE_CPU), *w = tn_to(gc, TN_F64, TN_DEVICE_CPU);
+            assert_non_null(back);
+            assert_non_null(w);
+            tt_assert_close(back, tn_data_ptr(w), tn_numel(w), 1e-7);
+            tn_release(back), tn_release(w), tn_release(gc), tn_release(gg);
+            tn_release(cpu[i]), tn_release(gpu[i]);
+        }
+    }
+}
+
 /* check_nan's device checks are batched (debug/anomaly_device.c): the first producer is still
  * the one named across batches (a chain of 70 ops, the NaN made by the 47th), and a write into a
  * checked tensor before its batch ran (a fill, a copy from the host) does not hide the value
@@ -887,6 +936,7 @@ int main(void) {
         TT_TEST(anomaly_cpu_backward_leaves_gpu_alone),
         TT_TEST(monitor_on_gpu),
         TT_TEST(monitor_pending_on_gpu),
+        TT_TEST(clip_on_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

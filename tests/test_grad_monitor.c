@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/core/backend.h"
+
 #define NOINLINE __attribute__((noinline))
 static volatile int sink;
 
@@ -234,6 +236,49 @@ static void test_threads(void **state) {
         assert_int_equal(wk[i].ok, 50);
 }
 
+/* The CPU backend's grad_stats (the monitor's and clip_grad_norm_'s measure) against plain
+ * loops: sums within rounding, exact maxima, the same bits for 1 and 2 threads, a NaN, float64,
+ * refused arguments. Sizes: empty, one element, and past the first blocks and the block cap. */
+static void test_cpu_grad_stats(void **state) {
+    (void)state;
+    const tn_backend *cpu = tn__backends[TN_CPU];
+    enum { K = 6 };
+    const int64_t n[K] = {0, 1, 37, 40000, 300001, 3000017};
+    float *h[K];
+    const void *p[K];
+    for (int k = 0; k < K; k++) {
+        h[k] = malloc((size_t)(n[k] ? n[k] : 1) * sizeof(float));
+        for (int64_t i = 0; i < n[k]; i++)
+            h[k][i] = (float)((double)((i * 7919 + k * 131) % 2001 - 1000) / 64.0);
+        p[k] = h[k];
+    }
+    double got[2 * K], again[2 * K];
+    const int threads = tn_get_num_threads();
+    tn_set_num_threads(2);
+    assert_int_equal(cpu->grad_stats(0, TN_F32, K, p, n, got), TN_OK);
+    for (int k = 0; k < K; k++)
+        tt_assert_sq_max(h[k], n[k], &got[2 * k]);
+    tn_set_num_threads(1);
+    assert_int_equal(cpu->grad_stats(0, TN_F32, K, p, n, again), TN_OK);
+    tn_set_num_threads(threads);
+    assert_memory_equal(got, again, sizeof got);
+    h[5][2999999] = NAN; /* in the last block */
+    assert_int_equal(cpu->grad_stats(0, TN_F32, 1, &p[5], &n[5], got), TN_OK);
+    assert_true(isnan(got[0]) && isnan(got[1]));
+    const double hv[3] = {3, -4, 0.5};
+    const void *pv = hv;
+    const int64_t n3 = 3;
+    assert_int_equal(cpu->grad_stats(0, TN_F64, 1, &pv, &n3, got), TN_OK);
+    assert_true(got[0] == 25.25 && got[1] == 4);
+    assert_int_equal(cpu->grad_stats(0, TN_I32, 1, &pv, &n3, got), TN_ERR_DTYPE);
+    assert_int_equal(cpu->grad_stats(0, TN_F64, TN_GRAD_STATS_MAX + 1, p, n, got),
+                     TN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(cpu->grad_stats(0, TN_F64, 1, &pv, &n3, NULL), TN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(cpu->grad_stats(0, TN_F64, 0, NULL, NULL, NULL), TN_OK);
+    for (int k = 0; k < K; k++)
+        free(h[k]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(test_entries_in_backward_order),
@@ -242,6 +287,7 @@ int main(void) {
         TT_TEST(test_failed_and_functional_passes),
         TT_TEST(test_watch_errors),
         TT_TEST(test_threads),
+        TT_TEST(test_cpu_grad_stats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

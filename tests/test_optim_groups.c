@@ -226,6 +226,70 @@ static void test_clip_grad_norm_edges(void **state) {
     tn_release(p2);
 }
 
+/* A (6, 4) gradient with values v(i, j) = ((7 i + 3 j) % 11 - 5) / 8 given as layout `how`: 0
+ * contiguous, 1 a transpose of a (4, 6) tensor (one dense block, measured in place), 2 every
+ * other column of a (6, 8) tensor (strided: every gradient then goes the float64-op way). */
+static tn_tensor *grad_as(int how, tn_dtype dt) {
+    double v[6 * 8];
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 8; j++) {
+            double x = (double)((7 * i + 3 * j) % 11 - 5) / 8;
+            if (how == 0 && j < 4) v[i * 4 + j] = x;
+            if (how == 1 && j < 4) v[j * 6 + i] = x;
+            if (how == 2) v[i * 8 + j] = j % 2 ? 99 : (double)((7 * i + 3 * (j / 2)) % 11 - 5) / 8;
+        }
+    const int64_t shape[2] = {how == 1 ? 4 : 6, how == 0 ? 4 : how == 1 ? 6 : 8};
+    tn_tensor *t = make(dt, 2, shape, v, false), *g = NULL;
+    if (how == 0) return t;
+    if (how == 1) g = tn_transpose(t, 0, 1);
+    if (how == 2) {
+        tn_tensor *e = tn_reshape(t, 3, (const int64_t[]){6, 4, 2});
+        g = tn_select(e, 2, 0);
+        tn_release(e);
+    }
+    tn_release(t);
+    assert_non_null(g);
+    return g;
+}
+
+/* The same gradients in every layout, and of two dtypes together, give one total: the sums of
+ * squares and maxima as plain loops make them (float64; rounding apart), and the gradients
+ * scaled by it. */
+static void test_clip_grad_norm_layouts(void **state) {
+    (void)state;
+    double sq = 0, mx = 0;
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 4; j++) {
+            double x = (double)((7 * i + 3 * j) % 11 - 5) / 8;
+            sq += x * x;
+            mx = fabs(x) > mx ? fabs(x) : mx;
+        }
+    const double p_of[2] = {2.0, INFINITY}, want[2] = {sqrt(2 * sq), mx};
+    for (int q = 0; q < 2; q++)
+        for (int how = 0; how < 3; how++)
+            for (int mixed = 0; mixed < 2; mixed++) {
+                tn_tensor *a = tn_zeros(2, (const int64_t[]){6, 4}, TN_F64);
+                tn_tensor *b = tn_zeros(2, (const int64_t[]){6, 4}, mixed ? TN_F32 : TN_F64);
+                assert_int_equal(tn_requires_grad_(a, true), TN_OK);
+                assert_int_equal(tn_requires_grad_(b, true), TN_OK);
+                tn_tensor *ga = grad_as(how, TN_F64), *gb = grad_as(0, tn_dtype_of(b));
+                assert_int_equal(tn_set_grad(a, ga), TN_OK);
+                assert_int_equal(tn_set_grad(b, gb), TN_OK);
+                double total = -1;
+                assert_int_equal(tn_clip_grad_norm_(2, (tn_tensor *[]){a, b}, 0.5, p_of[q], &total),
+                                 TN_OK);
+                if (fabs(total - want[q]) > 1e-12 * want[q])
+                    fail_msg("p %g layout %d mixed %d: total %.17g, want %.17g", p_of[q], how,
+                             mixed, total, want[q]);
+                /* a's gradient (float64) scaled by 0.5 / (total + 1e-6) */
+                double c = 0.5 / (want[q] + 1e-6), g[24];
+                for (int i = 0; i < 24; i++)
+                    g[i] = c * (double)((7 * (i / 4) + 3 * (i % 4)) % 11 - 5) / 8;
+                tt_assert_grad(a, g, 24, 1e-12);
+                tn_release(ga), tn_release(gb), tn_release(a), tn_release(b);
+            }
+}
+
 static void test_clip_grad_norm_errors(void **state) {
     (void)state;
     tn_tensor *p1 = make(TN_F64, 1, SHAPE1, P1, true);
@@ -257,6 +321,7 @@ int main(void) {
         TT_TEST(test_set_lr_matches_torch), TT_TEST(test_lr_getters),
         TT_TEST(test_group_errors),         TT_TEST(test_clip_grad_norm_matches_torch),
         TT_TEST(test_clip_grad_norm_edges), TT_TEST(test_clip_grad_norm_errors),
+        TT_TEST(test_clip_grad_norm_layouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,6 +96,17 @@ void tt_assert_grad_fn(const tn_tensor *t, const char *name) {
     assert_string_equal(got, name);
 }
 
+void tt_assert_sq_max(const float *h, int64_t n, const double got[2]) {
+    double sq = 0, mx = 0;
+    for (int64_t i = 0; i < n; i++) {
+        sq += (double)h[i] * h[i];
+        mx = fabs(h[i]) > mx ? fabs(h[i]) : mx;
+    }
+    if (!(fabs(got[0] - sq) <= 1e-12 * sq) || got[1] != mx)
+        fail_msg("grad_stats of %lld elements: %.17g %.17g, want %.17g %.17g", (long long)n,
+                 got[0], got[1], sq, mx);
+}
+
 void tt_capture_begin(tt_capture *c) {
     fflush(stderr);
     c->tmp = tmpfile();

@@ -23,6 +23,9 @@ void tt_assert_grad(tn_tensor *t, const double *want, int64_t n, double tol);
 void tt_assert_grad_fn(const tn_tensor *t, const char *name);
 /* Asserts the last error's message contains `needle` and its status is st. */
 void tt_assert_error(tn_status st, const char *needle);
+/* Checks a grad_stats result for h[0, n) against plain loops: got[0] the sum of squares (within
+ * rounding), got[1] the largest |value| (exact). */
+void tt_assert_sq_max(const float *h, int64_t n, const double got[2]);
 /* Number of live tensor handles / storages (leak checks around a test). */
 int64_t tt_live_tensors(void);
 int64_t tt_live_storages(void);

@@ -113,11 +113,11 @@ typedef struct tn_backend {
     tn_status (*layer_norm)(int dev, const tn_ln_args *a);
     /* Fused scaled dot-product attention (tn_attn_args). Deterministic. */
     tn_status (*attention)(int dev, const tn_attn_args *a);
-    /* The gradient monitor's measure of `count` (<= TN_GRAD_STATS_MAX) contiguous tensors of
-     * float dtype dt, n[i] elements at p[i]: out[2 i] = the sum of squares, out[2 i + 1] = the
-     * largest |value| (NaN when one is NaN; 0 for no element), float64, written to out (device
-     * memory) by work enqueued without waiting. The same bits on every run. NULL for the CPU,
-     * whose data the host measures itself. */
+    /* The measure of the gradient monitor and clip_grad_norm_, over `count` (<=
+     * TN_GRAD_STATS_MAX) contiguous tensors of float dtype dt, n[i] elements at p[i]: out[2 i] =
+     * the sum of squares, out[2 i + 1] = the largest |value| (NaN when one is NaN; 0 for no
+     * element), float64, written to out (device memory) by work enqueued without waiting. The
+     * same bits on every run (on the CPU, for any thread count). */
     tn_status (*grad_stats)(int dev, tn_dtype dt, int count, const void *const *p,
                             const int64_t *n, double *out);
     /* A read of device memory that does not wait for the device (the gradient monitor's

@@ -6,7 +6,14 @@
  * gradients' dtype, max_norm / (norm + 1e-6) evaluated as
  * reciprocal(norm + 1e-6) * max_norm (Tensor.__rtruediv__), clamped to 1.
  * So a float32 model clips by the same factor as torch to the last bit
- * whenever the two norms round to the same float. */
+ * whenever the two norms round to the same float.
+ *
+ * The 2-norm and the inf-norm, when every gradient is one dense block on one
+ * device (the usual case), are measured in place by the backend's grad_stats
+ * (engine/core/backend.h), up to TN_GRAD_STATS_MAX gradients a launch, into
+ * one buffer read once: on a GPU one wait per call, not one per gradient,
+ * and no float64 temporaries. Other norms and layouts take every gradient
+ * through float64 ops, one read each. */
 #include <math.h>
 
 #include "optim_internal.h"
@@ -57,17 +64,85 @@ static tn_status check_args(int n, tn_tensor *const *params, double max_norm, do
     return TN_OK;
 }
 
+/* The running fold of the parts: max for p = inf (a NaN wins), else the sum. */
+static double fold(double acc, double part, double p) {
+    return isinf(p) ? (part > acc || isnan(part) ? part : acc) : acc + part;
+}
+
+/* The backend of the device every gradient is on, when that device measures (grad_stats) and
+ * each gradient is empty or one dense block of a float dtype; else NULL. */
+static const tn_backend *stats_backend(int n, tn_tensor *const *grads, tn_device *dev) {
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        const tn_tensor *g = grads[i];
+        int64_t cnt;
+        if (!g) continue;
+        if (any && !tn__same_device(*dev, tn__dev(g))) return NULL;
+        *dev = tn__dev(g), any = true;
+        if (!tn__is_float(g->dtype) || (tn_numel(g) > 0 && !tn__dense_block(g, false, &cnt)))
+            return NULL;
+    }
+    const tn_backend *be = any ? tn__backend_of(*dev) : NULL;
+    if (!be) tn_clear_error(); /* fall back */
+    return be && be->grad_stats ? be : NULL;
+}
+
+/* The parts for p = 2 (sums of squares) or inf (max |g|) by grad_stats, folded in the
+ * gradients' order: into *acc, *done = true; *done = false where it cannot (stats_backend). */
+static tn_status stats_parts(int n, tn_tensor *const *grads, double p, double *acc, bool *done) {
+    tn_device dev = TN_DEVICE_CPU;
+    const tn_backend *be = stats_backend(n, grads, &dev);
+    *done = be != NULL;
+    int m = 0; /* the gradients with elements, in order */
+    for (int i = 0; be && i < n; i++)
+        m += grads[i] && tn_numel(grads[i]) > 0;
+    if (!be || m == 0) return TN_OK;
+    const size_t bytes = 2 * (size_t)m * sizeof(double);
+    double *host = tn__alloc(bytes);
+    double *out = dev.type == TN_CPU || !host ? host : be->alloc(dev.index, bytes);
+    if (!out) {
+        tn__free(host);
+        return tn_last_status();
+    }
+    tn_status st = TN_OK;
+    for (int i = 0, k = 0; i < n && st == TN_OK;) { /* batches of one dtype, k: results so far */
+        const void *ptr[TN_GRAD_STATS_MAX];
+        int64_t cnt[TN_GRAD_STATS_MAX];
+        int b = 0;
+        tn_dtype dt = TN_F32;
+        for (; i < n && b < TN_GRAD_STATS_MAX; i++) {
+            const tn_tensor *g = grads[i];
+            if (!g || tn_numel(g) == 0) continue;
+            if (b > 0 && g->dtype != dt) break;
+            dt = g->dtype;
+            ptr[b] = tn__ptr(g);
+            (void)tn__dense_block(g, false, &cnt[b++]);
+        }
+        st = be->grad_stats(dev.index, dt, b, ptr, cnt, out + 2 * k);
+        k += b;
+    }
+    if (out != host) {
+        if (st == TN_OK) st = be->memcpy(dev.index, host, out, bytes, TN_COPY_D2H);
+        st = tn__sync_point(dev, st); /* a read of device data, as tn_item */
+        be->free(dev.index, out, bytes);
+    }
+    for (int k = 0; k < m && st == TN_OK; k++)
+        *acc = fold(*acc, host[2 * k + (isinf(p) ? 1 : 0)], p);
+    tn__free(host);
+    return st;
+}
+
 /* The gradients' total norm from the parts: max for p = inf, else the
  * p-th root of their sum (torch's norm of the per-gradient norms). */
 static tn_status total_norm(int n, tn_tensor *const *grads, double p, double *total) {
     double acc = 0;
-    for (int i = 0; i < n; i++) {
-        if (!grads[i]) continue;
+    bool done = false;
+    tn_status st = p == 2 || isinf(p) ? stats_parts(n, grads, p, &acc, &done) : TN_OK;
+    for (int i = 0; i < n && !done && st == TN_OK; i++) {
         double part;
-        tn_status st = norm_part(grads[i], p, &part);
-        if (st < 0) return st;
-        acc = isinf(p) ? (part > acc || isnan(part) ? part : acc) : acc + part;
+        if (grads[i] && (st = norm_part(grads[i], p, &part)) == TN_OK) acc = fold(acc, part, p);
     }
+    if (st < 0) return st;
     *total = isinf(p) ? acc : p == 2 ? sqrt(acc) : p == 1 ? acc : pow(acc, 1.0 / p);
     return TN_OK;
 }

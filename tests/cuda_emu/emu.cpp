@@ -161,9 +161,11 @@ cudaError_t cudaMemset2DAsync(void *p, size_t pitch, int v, size_t w, size_t h, 
     return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t) { emu::g_stream_ops++; memmove(d, s, n); return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { emu::g_stream_ops++; return cudaSuccess; }
+static unsigned long g_waits; // host waits for the device (emu_waits)
+cudaError_t cudaStreamSynchronize(cudaStream_t) { emu::g_stream_ops++; g_waits++; return cudaSuccess; }
 // for tests that check that some work never reaches the device (a weak symbol there)
 extern "C" unsigned long emu_stream_ops(void) { return emu::g_stream_ops; }
+extern "C" unsigned long emu_waits(void) { return g_waits; }
 cudaError_t cudaGetLastError() { int e = emu::g_last_error; emu::g_last_error = 0; return (cudaError_t)e; }
 cudaError_t cudaMemGetInfo(size_t *f, size_t *t) { *f = 1; *t = 2; return cudaSuccess; }
 // work runs when enqueued: an event is complete once recorded; synchronising on one that was
@@ -173,6 +175,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { *e = new emu_ev
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) { if (!e) return cudaErrorInvalidValue; e->recorded = 1; return cudaSuccess; }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
     if (!e || !e->recorded) { fprintf(stderr, "EMU: cudaEventSynchronize on an event never recorded\n"); abort(); }
+    g_waits++;
     return cudaSuccess;
 }
 cudaError_t cudaEventDestroy(cudaEvent_t e) { delete e; return cudaSuccess; }
