@@ -57,6 +57,10 @@ static const bench_case CASES[] = {
      true},
     {"mlp_threads", "independent MLP steps on 1..T user threads (1 op thread each)",
      bench_mlp_threads, false},
+    {"clip_norm",
+     "tn_clip_grad_norm_ (2-norm, no clipping) over 49 gradients, 29.1 M float32 (4 GPT-2 small "
+     "blocks)",
+     bench_clip_norm, true},
     {"digits", "the digits demo: 64-128-10 MLP, batch 64, 30 epochs, seconds + accuracy",
      bench_digits, false},
     {"embedding",

@@ -113,6 +113,7 @@ int bench_mlp_monitor(const bench_opts *o);
 int bench_mlp_profile(const bench_opts *o);
 int bench_mlp_threads(const bench_opts *o);
 int bench_digits(const bench_opts *o);
+int bench_clip_norm(const bench_opts *o);
 int bench_embedding(const bench_opts *o); /* case_embedding.c */
 /* case_norm.c */
 int bench_layer_norm(const bench_opts *o);

@@ -1,5 +1,6 @@
 /* Compute-bound and end-to-end cases: sgemm, the MLP training step (alone,
- * with anomaly mode, on many user threads) and the digits demo. */
+ * with anomaly mode, on many user threads), gradient clipping and the digits
+ * demo. */
 #include "bench.h"
 
 #include <math.h>
@@ -53,6 +54,58 @@ static int sgemm_case(const bench_opts *o, const char *name, int64_t n) {
 int bench_sgemm1024(const bench_opts *o) { return sgemm_case(o, "sgemm1024", 1024); }
 int bench_sgemm2048(const bench_opts *o) { return sgemm_case(o, "sgemm2048", 2048); }
 int bench_sgemm4096(const bench_opts *o) { return sgemm_case(o, "sgemm4096", 4096); }
+
+/* ---- clip_grad_norm_ over the gradients of four GPT-2 small blocks ------------------ */
+
+/* The parameters of 4 transformer blocks of width 768 and the position table: 49 tensors,
+ * 29.1 M float32, each with a gradient of random values. */
+enum { CLIP_LAYERS = 4, CLIP_PER_LAYER = 12, CLIP_N = CLIP_LAYERS * CLIP_PER_LAYER + 1 };
+
+typedef struct clip_state {
+    tn_tensor *p[CLIP_N];
+} clip_state;
+
+static int clip_body(void *st, int64_t iters) {
+    clip_state *c = st;
+    for (int64_t i = 0; i < iters; i++) /* max_norm far above the norm: the values stay */
+        if (tn_clip_grad_norm_(CLIP_N, c->p, 1e9, 2.0, NULL) < 0)
+            return bench_fail("clip_norm", "tn_clip_grad_norm_");
+    return 0;
+}
+
+int bench_clip_norm(const bench_opts *o) {
+    static const int64_t shapes[CLIP_PER_LAYER][2] = {
+        {768, 0},    {768, 0}, {768, 2304}, {2304, 0}, {768, 768},  {768, 0},
+        {768, 0},    {768, 0}, {768, 3072}, {3072, 0}, {3072, 768}, {768, 0}};
+    clip_state c = {{0}};
+    int64_t elems = 0;
+    bool ok = true;
+    tn_manual_seed(5);
+    for (int i = 0; i < CLIP_N && ok; i++) {
+        const int64_t *sh = i < CLIP_N - 1 ? shapes[i % CLIP_PER_LAYER] : (int64_t[]){1024, 768};
+        const int nd = sh[1] ? 2 : 1;
+        tn_tensor *g = bench_on(o, tn_randn(nd, sh, TN_F32));
+        c.p[i] = bench_on(o, tn_zeros(nd, sh, TN_F32));
+        ok = g && c.p[i] && tn_requires_grad_(c.p[i], true) == TN_OK && tn_set_grad(c.p[i], g) == TN_OK;
+        elems += g ? tn_numel(g) : 0;
+        tn_release(g);
+    }
+    double secs[BENCH_MAX_RUNS], v[BENCH_MAX_RUNS];
+    int rc = ok ? 0 : bench_fail("clip_norm", "setup");
+    if (rc == 0 && bench_time(o, clip_body, &c, 0.2, secs) < 0) rc = -1;
+    if (rc == 0) {
+        bench_result r = {.name = "clip_norm", .unit = "ms", .higher_is_better = false};
+        for (int i = 0; i < o->repeat; i++)
+            v[i] = 1e3 * secs[i];
+        bench_stats(&r, v, o->repeat);
+        /* read each gradient once for the norm, then read and write it for the scaling */
+        bench_extra(&r, "GB/s", 3.0 * 4 * (double)elems / (1e6 * r.median));
+        bench_emit(&r);
+    }
+    for (int i = 0; i < CLIP_N; i++)
+        tn_release(c.p[i]);
+    return rc;
+}
 
 /* ---- a two-layer MLP: linear, ReLU, linear, cross-entropy, SGD ----------------- */
 

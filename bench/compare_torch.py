@@ -38,9 +38,9 @@ except ImportError:  # tenet's numbers alone
 CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "tiny", "chain100",
          "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "chain100_anomaly",
          "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits", "sgemm4096", "layer_norm",
-         "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan"]
+         "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan", "clip_norm"]
 CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "mlp_anomaly_nan", "layer_norm",
-              "gelu_tanh", "gpt_step", "gpt_step_anomaly_nan"]
+              "gelu_tanh", "gpt_step", "gpt_step_anomaly_nan", "clip_norm"]
 DEV = "cpu"  # --device: where the PyTorch tensors of CUDA_CASES live
 
 
@@ -446,6 +446,26 @@ def t_gpt_step_anomaly_nan(o):
     return anomaly_ratio(o, "gpt_step_anomaly_nan", gpt_case(o)[0], 0.2, 1, "ms")
 
 
+def t_clip_norm(o):
+    """tenet's clip_norm: torch.nn.utils.clip_grad_norm_ over 4 GPT-2 small blocks' gradients."""
+    shapes = [(768,), (768,), (768, 2304), (2304,), (768, 768), (768,),
+              (768,), (768,), (768, 3072), (3072,), (3072, 768), (768,)] * 4 + [(1024, 768)]
+    torch.manual_seed(5)
+    ps = []
+    for sh in shapes:
+        p = torch.zeros(sh, device=DEV, requires_grad=True)
+        p.grad = torch.randn(sh, device=DEV)
+        ps.append(p)
+    elems = sum(p.numel() for p in ps)
+
+    def body(it):
+        for _ in range(it):
+            torch.nn.utils.clip_grad_norm_(ps, 1e9, 2.0)
+    secs, _ = time_body(o, body, 0.2)
+    ms = [1e3 * s for s in secs]
+    return [result("clip_norm", "ms", ms, **{"GB/s": 12.0 * elems / (1e6 * median(ms))})]
+
+
 TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add16,
          "tiny": t_tiny, "chain100": t_chain100, "add_1000": t_add_1000,
          "sgemm1024": lambda o: t_sgemm(o, "sgemm1024", 1024),
@@ -456,7 +476,8 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
          "mlp_threads": t_mlp_threads, "digits": t_digits,
          "layer_norm": lambda o: t_norm(o, "layer_norm", True),
          "gelu_tanh": lambda o: t_norm(o, "gelu_tanh", False), "attention": t_attention,
-         "gpt_step": t_gpt_step, "gpt_step_anomaly_nan": t_gpt_step_anomaly_nan}
+         "gpt_step": t_gpt_step, "gpt_step_anomaly_nan": t_gpt_step_anomaly_nan,
+         "clip_norm": t_clip_norm}
 
 
 # ---- tenet's side and the table ---------------------------------------------------------------
