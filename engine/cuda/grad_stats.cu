@@ -1,5 +1,6 @@
-/* engine/cuda/grad_stats.cu — the gradient monitor's measure of device
- * gradients (backend.h, grad_stats) without a host synchronisation each.
+/* engine/cuda/grad_stats.cu — the measure of device gradients for the
+ * gradient monitor and clip_grad_norm_ (backend.h, grad_stats), without a
+ * host synchronisation each.
  *
  * One call measures up to TN_GRAD_STATS_MAX contiguous tensors of one dtype
  * in two launches: the first gives each tensor a number of blocks fixed by
