@@ -1,6 +1,7 @@
 /* fuzz/op_autograd.c — in-place ops, aliases, backward and gradients, grad
  * and anomaly modes, scopes, optimisers, runtime switches, slot moves. */
 #include <limits.h>
+#include <math.h>
 
 #include "program.h"
 #include <tenet/testing.h>
@@ -255,6 +256,59 @@ void tf_op_optim(tf_state *s) {
         tf_check_status(tn_sgd_step(o), "tn_sgd_step");
         tn_sgd_free(o);
     }
+}
+
+/* The total norm of the gradients of ps for p = 2 or inf, composed from public ops in float64
+ * (the way clip_grad_norm_ takes for other norms): the reference for its measured path. false:
+ * a gradient could not be read (out of memory). */
+static bool clip_reference(int n, tn_tensor *const *ps, double p, double *total) {
+    double acc = 0;
+    for (int i = 0; i < n; i++) {
+        tn_tensor *g = ps[i] ? tn_grad(ps[i]) : NULL;
+        if (!g || tn_numel(g) == 0) {
+            tn_release(g);
+            continue;
+        }
+        tn_tensor *g64 = tn_to(g, TN_F64, TN_DEVICE_KEEP), *a = NULL, *r = NULL;
+        if (g64) a = isinf(p) ? tn_abs(g64) : tn_mul(g64, g64);
+        if (a) r = isinf(p) ? tn_max(a) : tn_sum(a);
+        double part = 0;
+        bool ok = r && tn_item(r, &part) == TN_OK;
+        tn_release(r), tn_release(a), tn_release(g64), tn_release(g);
+        if (!ok) return false;
+        acc = isinf(p) ? (part > acc || isnan(part) ? part : acc) : acc + part;
+    }
+    *total = isinf(p) ? acc : sqrt(acc);
+    return true;
+}
+
+/* clip_grad_norm_ over up to 3 slots: count, slots, max_norm, norm type. The 2- and inf-norms
+ * against clip_reference (their measured path reads gradients in place, any layout); on
+ * failure every gradient as it was. */
+void tf_op_clip(tf_state *s) {
+    static const double types[] = {2.0, INFINITY, 1.0, 3.0};
+    int n = tf_small_count(s, 3);
+    tn_tensor *ps[TF_LIST] = {0}, *g[3] = {0};
+    for (int i = 0; i < n; i++)
+        ps[i] = tf_in(s);
+    const double max_norm = tf_scalar(s), p = types[tf_byte(s) % 4];
+    tf_snap sn[3];
+    for (int i = 0; i < 3; i++) {
+        g[i] = i < n && ps[i] ? tn_grad(ps[i]) : NULL;
+        tf_snap_take(&sn[i], g[i]);
+    }
+    double want = 0, got = -1;
+    const bool ref = (p == 2 || isinf(p)) && clip_reference(n, ps, p, &want);
+    tn_clear_error();
+    tn_status st = tn_clip_grad_norm_(n, ps, max_norm, p, &got);
+    for (int i = 0; i < 3; i++)
+        tf_snap_check(&sn[i], st, "tn_clip_grad_norm_");
+    if (st == TN_OK && ref && !(got == want || (isnan(got) && isnan(want)) ||
+                                fabs(got - want) <= 1e-9 * fabs(want)))
+        tf_fail("tn_clip_grad_norm_ (p = %g) gave the total %.17g, the composed one is %.17g", p,
+                got, want);
+    for (int i = 0; i < 3; i++)
+        tn_release(g[i]);
 }
 
 /* variant, value */

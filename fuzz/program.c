@@ -66,6 +66,7 @@ static const struct {
     {"profile", tf_op_profile},
     {"write_inplace", tf_op_write_inplace},
     {"sampler", tf_op_sampler},
+    {"clip", tf_op_clip},
 };
 
 FILE *tf_report;

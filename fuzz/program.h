@@ -181,6 +181,7 @@ void tf_op_grad_mode(tf_state *s);
 void tf_op_anomaly(tf_state *s);
 void tf_op_scope(tf_state *s);
 void tf_op_optim(tf_state *s);
+void tf_op_clip(tf_state *s);
 void tf_op_runtime(tf_state *s);
 void tf_op_slots(tf_state *s);
 /* op_graph.c: several roots, allow_unused, introspection, hooks */
