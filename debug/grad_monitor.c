@@ -157,15 +157,20 @@ static void mark_unread(mon_entry *e) {
     tn_clear_error();
 }
 
-/* Measures CPU gradient t for e with the CPU backend's grad_stats: its dense block in place (a
- * transpose's too: the sums over the block are the sums over its elements), anything else
- * through a contiguous copy. */
+/* What grad_stats reads for gradient t (non-empty): t itself (retained) when it is one dense
+ * block (a transpose's too: the sums over the block are the sums over its elements, and the
+ * block has numel(t) of them), else a contiguous copy; NULL when that copy fails. */
+static tn_tensor *measurable(const tn_tensor *t) {
+    int64_t n;
+    return tn__dense_block(t, false, &n) ? tn__retain((tn_tensor *)t) : tn__copy_as(t, t->dtype);
+}
+
+/* Measures CPU gradient t for e with the CPU backend's grad_stats. */
 static void measure_cpu(mon_entry *e, const tn_tensor *t) {
     int64_t n = tn_numel(t);
     e->norm = e->max_abs = 0;
     if (n == 0) return;
-    tn_tensor *c = tn__dense_block(t, false, &n) ? tn__retain((tn_tensor *)t)
-                                                 : tn__copy_as(t, t->dtype);
+    tn_tensor *c = measurable(t);
     const void *ptr = c ? tn__ptr(c) : NULL;
     double st[2];
     if (!c || tn__backends[TN_CPU]->grad_stats(0, t->dtype, 1, &ptr, &n, st) < 0) {
@@ -344,11 +349,7 @@ static void measure(mon_pass *p, int i, const tn_tensor *t) {
     if (p->n_held && (p->held[0]->dtype != t->dtype ||
                       !tn__same_device(tn__dev(p->held[0]), tn__dev(t))))
         flush_held(p);
-    /* a permuted dense tensor (a transpose's gradient) is measured in place: the sums over its
-     * block are the sums over its elements; anything else through a contiguous copy */
-    int64_t n;
-    tn_tensor *c = tn__dense_block(t, false, &n) ? tn__retain((tn_tensor *)t)
-                                                 : tn__copy_as(t, t->dtype);
+    tn_tensor *c = measurable(t);
     if (!c) {
         tn_clear_error();
         measure_on_host(e, t);

@@ -204,11 +204,8 @@ template <typename T> tn_status launch(device_state *ds, const tn_attn_args *a, 
 } // namespace
 
 extern "C" tn_status tn__cuda_attention(int dev, const tn_attn_args *a) {
-    tn_status st = check_args("attention", a, TN_ATTN_BWD + 1);
+    tn_status st = check_float_args("attention", a, TN_ATTN_BWD + 1);
     if (st < 0) return st;
-    if (a->dtype != TN_F32 && a->dtype != TN_F64)
-        return tn__error(TN_ERR_DTYPE, "CUDA attention: not implemented for '%s'",
-                         dtype_name(a->dtype));
     int64_t nb = 1;
     for (int d = 0; d < a->bdim; d++)
         nb *= a->bshape[d];

@@ -126,11 +126,8 @@ template <typename T> tn_status run(int dev, device_state *ds, const tn_ce_args 
 } // namespace
 
 extern "C" tn_status tn__cuda_cross_entropy(int dev, const tn_ce_args *a) {
-    tn_status st = check_args("cross_entropy", a, TN_CE_BWD + 1);
+    tn_status st = check_float_args("cross_entropy", a, TN_CE_BWD + 1);
     if (st < 0) return st;
-    if (a->dtype != TN_F32 && a->dtype != TN_F64)
-        return tn__error(TN_ERR_DTYPE, "cross_entropy: no CUDA kernel for %s",
-                         dtype_name(a->dtype));
     if (a->n < 0 || a->c < 0 || (a->n > 0 && a->c == 0))
         return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA cross_entropy: %lld rows of %lld",
                          static_cast<long long>(a->n), static_cast<long long>(a->c));

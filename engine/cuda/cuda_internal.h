@@ -139,6 +139,13 @@ inline size_t dtype_size(tn_dtype dt) {
 /* PyTorch's names, for messages. */
 const char *dtype_name(tn_dtype dt);
 
+/* check_args for the entries with float32 and float64 kernels only. */
+template <typename A> tn_status check_float_args(const char *what, const A *a, int modes) {
+    const tn_status st = check_args(what, a, modes);
+    if (st < 0 || a->dtype == TN_F32 || a->dtype == TN_F64) return st;
+    return tn__error(TN_ERR_DTYPE, "CUDA %s: not implemented for '%s'", what, dtype_name(a->dtype));
+}
+
 /* Tensor elements, as the CPU's TN_CVT (engine/core/convert.h): bool stores
  * v != 0, a float or double becomes an integer through tn_cvt_*, any other
  * conversion is a cast. */

@@ -140,12 +140,8 @@ template <typename T> tn_status launch(device_state *ds, const tn_ln_args *a) {
 } // namespace
 
 extern "C" tn_status tn__cuda_layer_norm(int dev, const tn_ln_args *a) {
-    tn_status st = check_args("layer_norm", a, TN_LN_BWD + 1);
+    tn_status st = check_float_args("layer_norm", a, TN_LN_BWD + 1);
     if (st < 0) return st;
-    if (a->dtype != TN_F32 && a->dtype != TN_F64)
-        return tn__error(TN_ERR_DTYPE,
-                         "CUDA layer_norm: \"LayerNormKernelImpl\" not implemented for '%s'",
-                         dtype_name(a->dtype));
     if (a->rows < 0 || a->cols < 0)
         return tn__error(TN_ERR_SHAPE, "CUDA layer_norm: negative size");
     if (a->rows == 0 || a->cols == 0) return TN_OK;

@@ -132,11 +132,8 @@ template <typename T> tn_status launch(device_state *ds, const tn_sm_args *a) {
 } // namespace
 
 extern "C" tn_status tn__cuda_softmax(int dev, const tn_sm_args *a) {
-    tn_status st = check_args("softmax", a, TN_LSM_BWD + 1);
+    tn_status st = check_float_args("softmax", a, TN_LSM_BWD + 1);
     if (st < 0) return st;
-    if (a->dtype != TN_F32 && a->dtype != TN_F64)
-        return tn__error(TN_ERR_DTYPE, "CUDA softmax: \"softmax\" not implemented for '%s'",
-                         dtype_name(a->dtype));
     if (a->outer < 0 || a->d < 0 || a->inner < 0)
         return tn__error(TN_ERR_SHAPE, "CUDA softmax: negative size");
     if (a->outer == 0 || a->d == 0 || a->inner == 0) return TN_OK;
