@@ -261,12 +261,13 @@ void tf_op_optim(tf_state *s) {
 /* The total norm of the gradients of ps for p = 2 or inf, composed from public ops in float64
  * (the way clip_grad_norm_ takes for other norms): the reference for its measured path. false:
  * a gradient could not be read (out of memory). */
-static bool clip_reference(int n, tn_tensor *const *ps, double p, double *total) {
+static bool clip_reference(const tf_state *s, int n, tn_tensor *const *ps, double p,
+                           double *total) {
     double acc = 0;
     for (int i = 0; i < n; i++) {
         tn_tensor *g = ps[i] ? tn_grad(ps[i]) : NULL;
         if (!g || tn_numel(g) == 0) {
-            tn_release(g);
+            tf_drop(s, g);
             continue;
         }
         tn_tensor *g64 = tn_to(g, TN_F64, TN_DEVICE_KEEP), *a = NULL, *r = NULL;
@@ -274,7 +275,7 @@ static bool clip_reference(int n, tn_tensor *const *ps, double p, double *total)
         if (a) r = isinf(p) ? tn_max(a) : tn_sum(a);
         double part = 0;
         bool ok = r && tn_item(r, &part) == TN_OK;
-        tn_release(r), tn_release(a), tn_release(g64), tn_release(g);
+        tf_drop(s, r), tf_drop(s, a), tf_drop(s, g64), tf_drop(s, g);
         if (!ok) return false;
         acc = isinf(p) ? (part > acc || isnan(part) ? part : acc) : acc + part;
     }
@@ -298,7 +299,7 @@ void tf_op_clip(tf_state *s) {
         tf_snap_take(&sn[i], g[i]);
     }
     double want = 0, got = -1;
-    const bool ref = (p == 2 || isinf(p)) && clip_reference(n, ps, p, &want);
+    const bool ref = (p == 2 || isinf(p)) && clip_reference(s, n, ps, p, &want);
     tn_clear_error();
     tn_status st = tn_clip_grad_norm_(n, ps, max_norm, p, &got);
     for (int i = 0; i < 3; i++)
@@ -308,7 +309,7 @@ void tf_op_clip(tf_state *s) {
         tf_fail("tn_clip_grad_norm_ (p = %g) gave the total %.17g, the composed one is %.17g", p,
                 got, want);
     for (int i = 0; i < 3; i++)
-        tn_release(g[i]);
+        tf_drop(s, g[i]);
 }
 
 /* variant, value */

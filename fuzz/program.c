@@ -103,6 +103,10 @@ void tf_check_status(tn_status st, const char *what) {
 
 uint8_t tf_dst(tf_state *s) { return tf_byte(s); }
 
+void tf_drop(const tf_state *s, tn_tensor *t) {
+    if (!s->depth) tn_release(t);
+}
+
 void tf_put(tf_state *s, uint8_t b, tn_tensor *t) {
     if (!t) {
         tf_check_failed("a call returning a tensor");
@@ -113,7 +117,7 @@ void tf_put(tf_state *s, uint8_t b, tn_tensor *t) {
     double v[TF_SNAP];
     if (tf_numel(t) <= TF_SNAP) (void)tn_copy_to_f64(t, v, TF_SNAP);
     if ((b >> 4) % 4 == 3) { /* dropped, as an intermediate of a nested expression */
-        if (!s->depth) tn_release(t);
+        tf_drop(s, t);
         return;
     }
     if (s->depth) tn_retain(t); /* the scope keeps its own reference */

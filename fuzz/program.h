@@ -106,6 +106,9 @@ uint8_t tf_dst(tf_state *s);
  * dst names; its high bits may ask to drop the result instead (released at
  * once, or left to the open scope), as in nested expressions. */
 void tf_put(tf_state *s, uint8_t dst, tn_tensor *t);
+/* Done with t, a tensor an op made for itself: released, unless a scope is open, which owns
+ * it (a caller must not release what a scope owns, docs/api.md section 2). */
+void tf_drop(const tf_state *s, tn_tensor *t);
 /* After a call that returned NULL: it must have set status and message. */
 void tf_check_failed(const char *what);
 /* After a status-returning call: a failure must have set status and message. */
