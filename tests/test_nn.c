@@ -402,6 +402,16 @@ static void cross_entropy_errors(void **state) {
     tt_assert_error(TN_ERR_SHAPE, "size mismatch (got input: [5], target: [2])");
     assert_null(tn_cross_entropy(lg, targets(0, NULL, (const int64_t[]){1})));
     tt_assert_error(TN_ERR_SHAPE, "Expected input batch_size (4) to match target batch_size (0).");
+    /* an empty batch with a 0-D target: one target for no row (the fused kernel once read
+     * a row past the logits here) */
+    tn_tensor *empty = tn_zeros(2, S(0, 5), TN_F32);
+    assert_null(tn_cross_entropy(empty, targets(0, NULL, (const int64_t[]){1})));
+    tt_assert_error(TN_ERR_INDEX, "Dimension specified as 0 but tensor has no dimensions");
+    tn_tensor *none = tn_cross_entropy(empty, targets(1, S(0), (const int64_t[]){0}));
+    assert_non_null(none); /* mean over no target: NaN, as PyTorch */
+    double v = 0;
+    assert_int_equal(tn_item(none, &v), TN_OK);
+    assert_true(isnan(v));
     assert_null(tn_cross_entropy(lg, NULL));
     tt_assert_error(TN_ERR_INVALID_ARGUMENT, "NULL");
     assert_null(tn_grad(lg));

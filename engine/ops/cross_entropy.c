@@ -110,7 +110,11 @@ static tn_status ce_check(const tn_tensor *logits, const tn_tensor *targets) {
                          (long long)logits->shape[0], (long long)targets->shape[0]);
     int64_t batch = logits->ndim == 2 ? logits->shape[0] : 1;
     int64_t tb = targets->ndim == 1 ? targets->shape[0] : 1;
-    if (logits->ndim == 2 && targets->ndim == 0) tb = 0; /* a batch needs a 1-D target */
+    if (logits->ndim == 2 && targets->ndim == 0) { /* a batch needs a 1-D target */
+        if (batch == 0) /* PyTorch reads the target's size(0) here */
+            return tn__error(TN_ERR_INDEX, "Dimension specified as 0 but tensor has no dimensions");
+        tb = 0;
+    }
     if (batch != tb)
         return tn__error(TN_ERR_SHAPE,
                          "Expected input batch_size (%lld) to match target "
