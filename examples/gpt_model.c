@@ -207,8 +207,10 @@ static tn_tensor *layer_norm(const gpt_model *m, tn_tensor *x, tn_tensor *w, tn_
 tn_tensor *gpt_forward(const gpt_model *m, tn_tensor *idx) {
     if (!idx) return NULL;
     const int64_t B = tn_shape(idx)[0], T = tn_shape(idx)[1];
-    tn_tensor *pos = tn_to(tn_arange(0, (double)T, 1, TN_I64), TN_DTYPE_SAME, tn_device_of(idx));
-    tn_tensor *x = tn_add(tn_embedding(WTE(m), idx), tn_embedding(WPE(m), pos));
+    /* wpe(arange(T)) is wpe's first T rows: a view (as llm.c's encoder), the same values and
+     * gradient bits as the embedding, with no position tensor to make or upload and no index
+     * range check to read back from a device each step */
+    tn_tensor *x = tn_add(tn_embedding(WTE(m), idx), tn_narrow(WPE(m), 0, 0, T));
     for (int l = 0; l < m->cfg.layers; l++) {
         x = tn_add(x, attention(m, l, layer_norm(m, x, BLK(m, l, LN1_W), BLK(m, l, LN1_B)), B, T));
         x = tn_add(x, mlp(m, l, layer_norm(m, x, BLK(m, l, LN2_W), BLK(m, l, LN2_B))));
