@@ -237,8 +237,7 @@ void tf_op_optim(tf_state *s) {
             return;
         }
         tn_status st = tn_adam_step(o);
-        for (int i = 0; i < 3; i++)
-            tf_snap_check(&sn[i], st, "tn_adam_step");
+        tf_snaps_check(sn, 3, st, "tn_adam_step");
         tf_check_status(tn_adam_zero_grad(o), "tn_adam_zero_grad");
         tf_check_status(tn_adam_step(o), "tn_adam_step");
         tn_adam_free(o);
@@ -249,8 +248,7 @@ void tf_op_optim(tf_state *s) {
             return;
         }
         tn_status st = tn_sgd_step(o);
-        for (int i = 0; i < 3; i++)
-            tf_snap_check(&sn[i], st, "tn_sgd_step");
+        tf_snaps_check(sn, 3, st, "tn_sgd_step");
         tn_sgd_set_lr(o, b2);
         tf_check_status(tn_sgd_zero_grad(o), "tn_sgd_zero_grad");
         tf_check_status(tn_sgd_step(o), "tn_sgd_step");
@@ -302,8 +300,7 @@ void tf_op_clip(tf_state *s) {
     const bool ref = (p == 2 || isinf(p)) && clip_reference(s, n, ps, p, &want);
     tn_clear_error();
     tn_status st = tn_clip_grad_norm_(n, ps, max_norm, p, &got);
-    for (int i = 0; i < 3; i++)
-        tf_snap_check(&sn[i], st, "tn_clip_grad_norm_");
+    tf_snaps_check(sn, 3, st, "tn_clip_grad_norm_");
     if (st == TN_OK && ref && !(got == want || (isnan(got) && isnan(want)) ||
                                 fabs(got - want) <= 1e-9 * fabs(want)))
         tf_fail("tn_clip_grad_norm_ (p = %g) gave the total %.17g, the composed one is %.17g", p,

@@ -135,9 +135,8 @@ void tf_snap_take(tf_snap *sn, const tn_tensor *t) {
     tn_clear_error();
 }
 
-void tf_snap_check(const tf_snap *sn, tn_status st, const char *what) {
-    tf_check_status(st, what);
-    if (st >= 0 || !sn->t) return;
+static void snap_compare(const tf_snap *sn, const char *what) {
+    if (!sn->t) return;
     if (tn_version(sn->t) != sn->version)
         tf_fail("failed %s moved the version from %lld to %lld", what, (long long)sn->version,
                 (long long)tn_version(sn->t));
@@ -145,6 +144,12 @@ void tf_snap_check(const tf_snap *sn, tn_status st, const char *what) {
     if (sn->has_values && tn_copy_to_f64(sn->t, now, TF_SNAP) == TN_OK &&
         memcmp(now, sn->v, (size_t)tf_numel(sn->t) * sizeof *now) != 0)
         tf_fail("failed %s changed its target's values", what);
+}
+
+void tf_snaps_check(const tf_snap *sn, int n, tn_status st, const char *what) {
+    tf_check_status(st, what);
+    for (int i = 0; i < n && st < 0; i++)
+        snap_compare(&sn[i], what);
 }
 
 /* ---- the work budget ----------------------------------------------------------- */

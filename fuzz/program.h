@@ -124,8 +124,11 @@ typedef struct tf_snap {
     double v[TF_SNAP];
 } tf_snap;
 void tf_snap_take(tf_snap *sn, const tn_tensor *t);
-/* tf_check_status, then on failure compares with the snapshot. */
-void tf_snap_check(const tf_snap *sn, tn_status st, const char *what);
+/* tf_check_status, then on failure compares each of the n snapshots. The status is checked
+ * once, first: reading a snapshot's tensor back may itself fail (an injected allocation
+ * failure) and replace the call's error. */
+void tf_snaps_check(const tf_snap *sn, int n, tn_status st, const char *what);
+#define tf_snap_check(sn, st, what) tf_snaps_check((sn), 1, (st), (what))
 /* Element count of a shape, saturated at UINT64_MAX (negative sizes: 0, the
  * library must refuse them before any work). */
 uint64_t tf_numel_of(int ndim, const int64_t *shape);
