@@ -115,6 +115,37 @@ static void dtypes(void **state) {
     tt_assert_close(g0, (const double[]){3}, 1, 0);
     tt_assert_close(tn_scatter_add(v3, 0, i0, tn_scalar(5, TN_F64)), (const double[]){1, 2, 8}, 3,
                     0);
+    /* a 0-D self or src counts as size 1 against the index (PyTorch's check; scatter_add
+     * once read past a 3-element src for an index of 1000 into a 0-D self) */
+    tn_tensor *sz = tn_scalar(0, TN_F64), *i1000 = tn_zeros(1, (const int64_t[]){1000}, TN_I64);
+    assert_null(tn_scatter_add(sz, 0, i1000, v3));
+    tt_assert_error(TN_ERR_SHAPE, "Expected index [1000] to be smaller than self [] apart from "
+                                  "dimension 0 and to be smaller size than src [3]");
+    assert_null(tn_scatter_add(v3, 0, tn_zeros(1, (const int64_t[]){5}, TN_I64), sz));
+    tt_assert_error(TN_ERR_SHAPE, "Expected index [5] to be smaller than self [3] apart from "
+                                  "dimension 0 and to be smaller size than src []");
+    /* the mixes that are allowed, forward and backward (values from PyTorch 1.13) */
+    tn_tensor *sa = tt_f64(0, NULL, (const double[]){0}, true);
+    tn_tensor *ss = tt_f64(0, NULL, (const double[]){1}, true);
+    tn_tensor *r0 = tn_scatter_add(sa, 0, tn_zeros(1, (const int64_t[]){1}, TN_I64), ss);
+    tt_assert_close(r0, (const double[]){1}, 1, 0);
+    assert_int_equal(tn_backward(r0, NULL, false), TN_OK);
+    tt_assert_close(tn_grad(sa), (const double[]){1}, 1, 0);
+    assert_int_equal(tn_ndim(tn_grad(ss)), 0);
+    tt_assert_close(tn_grad(ss), (const double[]){1}, 1, 0);
+    tn_tensor *a3 = tt_f64(1, (const int64_t[]){3}, (const double[]){0, 0, 0}, true);
+    tn_tensor *s2 = tt_f64(1, (const int64_t[]){2}, (const double[]){5, 1}, true);
+    tn_tensor *r1 = tn_scatter_add(a3, 0, i0, s2); /* index 2 (0-D) takes s2[0] */
+    tt_assert_close(r1, (const double[]){0, 0, 5}, 3, 0);
+    assert_int_equal(tn_backward(tn_sum(r1), NULL, false), TN_OK);
+    tt_assert_close(tn_grad(a3), (const double[]){1, 1, 1}, 3, 0);
+    tt_assert_close(tn_grad(s2), (const double[]){1, 0}, 2, 0); /* padded to src's shape */
+    tn_tensor *se = tt_f64(0, NULL, (const double[]){4}, true);
+    tn_tensor *r2 = tn_scatter_add(sa, 0, tn_zeros(1, (const int64_t[]){0}, TN_I64), se);
+    tt_assert_close(r2, (const double[]){0}, 1, 0); /* an empty index adds nothing */
+    assert_int_equal(tn_backward(r2, NULL, false), TN_OK);
+    assert_int_equal(tn_ndim(tn_grad(se)), 0);
+    tt_assert_close(tn_grad(se), (const double[]){0}, 1, 0);
     tn_tensor *s7 = tn_scalar(7, TN_F64);
     tt_assert_close(tn_gather(s7, 0, tn_zeros(1, (const int64_t[]){2}, TN_I64)),
                     (const double[]){7, 7}, 2, 0);

@@ -294,10 +294,11 @@ static tn_status check_gather_shapes(const tn_tensor *a, int dim, const tn_tenso
     if (src && (src->ndim ? src->ndim : 1) != ni)
         return tn__error(TN_ERR_SHAPE,
                          "Index tensor must have the same number of dimensions as src tensor");
-    bool bad = false;
-    for (int d = 0; d < idx->ndim && d < a->ndim; d++)
-        bad |= (d != dim && idx->shape[d] > a->shape[d]) ||
-               (src && src->ndim && idx->shape[d] > src->shape[d]);
+    bool bad = false; /* a 0-D self or src counts as size 1, as PyTorch's check */
+    for (int d = 0; d < idx->ndim; d++) {
+        int64_t ad = a->ndim ? a->shape[d] : 1, sd = src && src->ndim ? src->shape[d] : 1;
+        bad |= (d != dim && idx->shape[d] > ad) || (src && idx->shape[d] > sd);
+    }
     if (!bad) return TN_OK;
     char si[96], sa[96], ss[96];
     tn__format_shape(si, sizeof si, idx->ndim, idx->shape);
@@ -359,9 +360,13 @@ tn_tensor *tn_gather(const tn_tensor *a, int dim, const tn_tensor *index) {
 /* ---- scatter_add ------------------------------------------------------------------- */
 
 /* g (index's shape) padded with zeros at the end of each dim up to shape:
- * src's gradient when src is larger than index. Recorded ops (cat). */
+ * src's gradient when src is larger than index. Recorded ops (cat). A 0-D
+ * index or src meets a 1-D other (one dim counts as size 1): a 0-D src
+ * takes the sum of g's at most one element, a 0-D g becomes [1] first. */
 static tn_tensor *pad_to(tn_tensor *g, int nd, const int64_t *shape) {
-    tn_tensor *r = tn__retain(g);
+    tn_tensor *r = tn_ndim(g) == nd ? tn__retain(g)
+                   : nd == 0        ? tn_sum(g)
+                                    : tn_reshape(g, 1, (const int64_t[]){1});
     for (int d = 0; r && d < nd; d++) {
         if (tn_shape(r)[d] == shape[d]) continue;
         int64_t zs[TN_MAX_DIMS];
