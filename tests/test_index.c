@@ -149,6 +149,10 @@ static void dtypes(void **state) {
     tn_tensor *s7 = tn_scalar(7, TN_F64);
     tt_assert_close(tn_gather(s7, 0, tn_zeros(1, (const int64_t[]){2}, TN_I64)),
                     (const double[]){7, 7}, 2, 0);
+    tn_tensor *s7g = tt_f64(0, NULL, (const double[]){7}, true); /* its backward: scatter_add */
+    tn_tensor *gg = tn_gather(s7g, 0, tn_zeros(1, (const int64_t[]){2}, TN_I64));
+    assert_int_equal(tn_backward(tn_sum(gg), NULL, false), TN_OK);
+    tt_assert_close(tn_grad(s7g), (const double[]){2}, 1, 0);
     /* empty tensors whose other dims are huge: nothing to do, no overflow */
     const int64_t big = (int64_t)1 << 62;
     tn_tensor *eb = tn_zeros(3, (const int64_t[]){big, 0, 4}, TN_F32);
