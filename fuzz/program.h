@@ -128,7 +128,9 @@ void tf_snap_take(tf_snap *sn, const tn_tensor *t);
  * once, first: reading a snapshot's tensor back may itself fail (an injected allocation
  * failure) and replace the call's error. */
 void tf_snaps_check(const tf_snap *sn, int n, tn_status st, const char *what);
-#define tf_snap_check(sn, st, what) tf_snaps_check((sn), 1, (st), (what))
+static inline void tf_snap_check(const tf_snap *sn, tn_status st, const char *what) {
+    tf_snaps_check(sn, 1, st, what);
+}
 /* Element count of a shape, saturated at UINT64_MAX (negative sizes: 0, the
  * library must refuse them before any work). */
 uint64_t tf_numel_of(int ndim, const int64_t *shape);
