@@ -17,7 +17,7 @@ OPS = ["create", "tensor_from", "arange", "convert", "fail_alloc", "inspect", "b
        "inplace", "inplace_scalar", "alias", "requires_grad", "backward", "autograd_grad", "grad",
        "grad_mode", "anomaly", "scope", "optim", "runtime", "slots", "backward_multi",
        "grad_unused", "graph_walk", "hook", "safetensors_load", "safetensors_save", "index",
-       "mask", "norm", "attention", "profile", "write_inplace", "sampler"]
+       "mask", "norm", "attention", "profile", "write_inplace", "sampler", "clip", "table"]
 F32, F64, I16, I32, I64, BOOL, SAME, BAD = range(8)
 
 HOSTILE_SIZES = [-1, -2, -2**63, 2**63 - 1, 2**62, 2**31, 2**32, 2**36, 2**40, 2**62 + 1, 2**20,
@@ -396,6 +396,13 @@ def seeds():
     s["sampler"] = (P().op("sampler", index(3), index(1), 2, 1, 1, 7)
                     .op("sampler", index(-1), index(0), 0, 0, 0, 0)
                     .op("sampler", index(4), index(2), 3, 5, 3, 1))
+    # the table opcode: every row of the op table (tests/ops/), on float, int64 and bool slots
+    t = (P().tensor(0, [2, 3], F64, rg=True).tensor(1, [2, 3], F64).tensor(2, [3], F64)
+         .tensor(3, [2, 3], I64, values=[0, 1, 1, 0, 2, 1]).tensor(4, [3], BOOL, values=[1, 0, 1]))
+    for row in range(128):
+        ins = [0, 3, 1, 2] if row % 3 == 1 else [0, 4, 2, 1] if row % 3 == 2 else [0, 1, 2, 3]
+        t.op("table", row, row // 3, ins, dst(5 + row % 8))
+    s["table-rows"] = t.op("reduce", 0, 5, dst(13)).op("backward", 13, 0, 0)
     return s
 
 

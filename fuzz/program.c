@@ -67,6 +67,7 @@ static const struct {
     {"write_inplace", tf_op_write_inplace},
     {"sampler", tf_op_sampler},
     {"clip", tf_op_clip},
+    {"table", tf_op_table},
 };
 
 FILE *tf_report;

@@ -210,5 +210,7 @@ void tf_op_attention(tf_state *s);
 void tf_op_profile(tf_state *s);
 void tf_op_write_inplace(tf_state *s);
 void tf_op_sampler(tf_state *s);
+/* op_table.c: any row of the op table (tests/ops/) */
+void tf_op_table(tf_state *s);
 
 #endif
