@@ -4,6 +4,13 @@ differentiable op of include/tenet/ops.h, on fixed float64 inputs.
 
 Run with the system Python that has torch (Debian's python3-torch):
     /usr/bin/python3 scripts/gen_golden.py [output_dir]
+    python3 scripts/gen_golden.py --check-table [tests/ops/op_names.txt]
+
+The op list is checked against the op table (tests/ops/, docs/design.md "The op table"):
+tests/ops/op_names.txt names each row's ops here; every one must be in OPS and, when torch is
+there to build CASES, have cases. A row without golden ops says why in the table. Generating
+refuses to run while the check fails; --check-table only checks (without torch: OPS only; the
+ctest golden_table runs it).
 
 Each case computes out = op(inputs) and the gradient of sum(out * w) for a
 fixed w with respect to every input that requires grad. Inputs come from a
@@ -27,15 +34,19 @@ import math
 import os
 import sys
 
+CHECK_ONLY = len(sys.argv) > 1 and sys.argv[1] == "--check-table"
 try:
     import torch
     import torch.nn.functional as F
 except ImportError:
-    print("gen_golden.py: torch is not installed; nothing generated "
-          "(apt-get install python3-torch)")
-    sys.exit(0)
+    torch = None
+    if not CHECK_ONLY:
+        print("gen_golden.py: torch is not installed; nothing generated "
+              "(apt-get install python3-torch)")
+        sys.exit(0)
 
-torch.set_default_dtype(torch.float64)
+if torch is not None:
+    torch.set_default_dtype(torch.float64)
 
 # ---- fixed inputs -----------------------------------------------------------
 
@@ -268,6 +279,52 @@ def _sdpa(x, p):
 
 
 OPS["sdpa"] = _sdpa
+
+# ---- the op table's rows against OPS and CASES -----------------------------------------
+
+
+def table_path():
+    if CHECK_ONLY and len(sys.argv) > 2:
+        return sys.argv[2]
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(here, "..", "tests", "ops", "op_names.txt")
+
+
+def check_table(path, cases):
+    """Problems (strings) of the rows in path (tests/ops/op_names.txt: `row op...` or
+    `row - no golden: why`): an op not in OPS, or (cases given) without a case."""
+    used = None if cases is None else {op for _, op, _, _ in cases}
+    problems = []
+    with open(path) as f:
+        for line in f:
+            words = line.split()
+            if not words or words[0].startswith("#"):
+                continue
+            row, ops = words[0], words[1:]
+            if not ops or (ops[0] == "-" and "golden:" not in line):
+                problems.append(f"{row}: no golden ops and no reason")
+            if ops and ops[0] == "-":
+                continue
+            for op in ops:
+                if op not in OPS:
+                    problems.append(f"{row}: golden op {op} is not in OPS")
+                elif used is not None and op not in used:
+                    problems.append(f"{row}: golden op {op} has no case in CASES")
+    return problems
+
+
+def report_table(cases):
+    problems = check_table(table_path(), cases)
+    for p in problems:
+        print(f"gen_golden.py: op table: {p}")
+    return 1 if problems else 0
+
+
+if CHECK_ONLY and torch is None:
+    rc = report_table(None)
+    print(f"gen_golden.py: op table {'refused' if rc else 'checked'} against OPS "
+          "(torch missing: CASES not built)")
+    sys.exit(rc)
 
 # ---- cases ---------------------------------------------------------------------
 
@@ -613,6 +670,11 @@ def run_case(name, op, inputs, params, outdir):
 
 
 def main():
+    if report_table(CASES):
+        sys.exit(1)
+    if CHECK_ONLY:
+        print("gen_golden.py: op table checked against OPS and CASES")
+        return
     here = os.path.dirname(os.path.abspath(__file__))
     outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "tests", "golden")
     os.makedirs(outdir, exist_ok=True)
