@@ -12,7 +12,8 @@
  *   integers and bool: exact.
  * In float64 the gradient of L = sum(out * w) (w fixed) with respect to every differentiable
  * input is checked against central differences (L(x + e) - L(x - e)) / 2e, e = 1e-6, within
- * 1e-5 (1 + |g|), on every back end and layout. Parameter sets include 0-D and empty inputs
+ * 1e-5 (1 + |g|), on every back end and layout; in float32 against float64's gradient on the
+ * CPU, within ten times the float32 tolerance. Parameter sets include 0-D and empty inputs
  * where the op allows them.
  *
  * Besides the rows: every op declared in include/tenet/ops.h has a row (or is on `exempt`
@@ -223,44 +224,74 @@ static double loss_at(run *r, int k, int64_t j, double d) {
     return L;
 }
 
-/* Float64: the analytic gradient of every differentiable input against central differences. */
-static void gradcheck(run *r, tn_tensor *out) {
-    tn_tensor *xs[TT_MAX_IN];
-    int ks[TT_MAX_IN], nx = 0;
+/* The gradients of L = sum(out * w) w.r.t. r's differentiable inputs as doubles: g[i] for the
+ * i-th of them, ks[i] its input number. Returns their count; -1 after a report. */
+static int grads_of(run *r, tn_tensor *out, int *ks, double (*g)[MAX_EL]) {
+    tn_tensor *xs[TT_MAX_IN], *gt[TT_MAX_IN] = {0};
+    int nx = 0;
     for (int k = 0; k < r->op->arity; k++)
         if (wants_grad(r, k)) xs[nx] = r->in[k], ks[nx++] = k;
-    if (!nx || !tn_requires_grad(out)) {
-        if (nx) report(r, "the output does not require grad");
-        return;
+    if (!nx) return 0;
+    if (!tn_requires_grad(out)) {
+        report(r, "the output does not require grad");
+        return -1;
     }
     int64_t n = tn_numel(out);
     double w[MAX_EL];
     for (int64_t i = 0; i < n; i++)
         w[i] = loss_weight(i);
-    tn_tensor *wt =
-        tn_to(tn_tensor_from(w, TN_F64, tn_ndim(out), tn_shape(out), false), TN_DTYPE_SAME, r->dev);
-    tn_tensor *g[TT_MAX_IN] = {0};
-    if (tn_autograd_grad(1, &out, &wt, nx, xs, g, false, false) != TN_OK) {
+    tn_tensor *wt = tn_to(tn_tensor_from(w, TN_F64, tn_ndim(out), tn_shape(out), false),
+                          tn_dtype_of(out), r->dev);
+    if (tn_autograd_grad(1, &out, &wt, nx, xs, gt, false, false) != TN_OK) {
         report(r, "backward failed: %s", tn_last_error());
-        return;
+        return -1;
     }
-    tally.grads++;
+    for (int i = 0; i < nx; i++) { /* the scope owns gt[i] */
+        int64_t m = tt_numel(r->c->ndim[ks[i]], r->c->shape[ks[i]]);
+        if (!gt[i]) {
+            memset(g[i], 0, sizeof g[i]); /* unreachable: a zero gradient */
+        } else if (tn_numel(gt[i]) != m || tn_copy_to_f64(gt[i], g[i], m) != TN_OK) {
+            report(r, "gradient of input %d: wrong size", ks[i]);
+            return -1;
+        }
+    }
+    return nx;
+}
+
+/* Float64: the analytic gradients against central differences. */
+static void gradcheck(run *r, tn_tensor *out) {
+    int ks[TT_MAX_IN];
+    double ga[TT_MAX_IN][MAX_EL], gn[MAX_EL];
+    int nx = grads_of(r, out, ks, ga);
+    if (nx > 0) tally.grads++;
     for (int i = 0; i < nx; i++) {
         int k = ks[i];
         int64_t m = tt_numel(r->c->ndim[k], r->c->shape[k]);
-        double ga[MAX_EL], gn[MAX_EL];
-        if (!g[i]) {
-            memset(ga, 0, sizeof ga); /* unreachable: a zero gradient */
-        } else if (tn_numel(g[i]) != m || tn_copy_to_f64(g[i], ga, m) != TN_OK) {
-            report(r, "gradient of input %d: wrong size", k);
-            continue;
-        }
         for (int64_t j = 0; j < m; j++)
             gn[j] = (loss_at(r, k, j, FD_EPS) - loss_at(r, k, j, -FD_EPS)) / (2 * FD_EPS);
         char what[64];
         snprintf(what, sizeof what, "gradient of input %d vs finite differences", k);
-        compare(r, what, ga, gn, m, FD_TOL);
-        tn_release(g[i]);
+        compare(r, what, ga[i], gn, m, FD_TOL);
+    }
+}
+
+/* Float32: the analytic gradients against float64's on the CPU (the same input values),
+ * within ten times the row's float32 tolerance (a backward is several rounded steps). */
+static void grad_vs_f64(run *r, tn_tensor *out) {
+    int ks[TT_MAX_IN];
+    double g32[TT_MAX_IN][MAX_EL], g64[TT_MAX_IN][MAX_EL];
+    run r64 = *r;
+    r64.dt = TN_F64, r64.dev = TN_DEVICE_CPU;
+    if (!make_inputs(&r64, L_CONTIG, -1, 0, 0)) return;
+    tn_tensor *out64 = r->op->call(r64.in, r->c->p);
+    int nx = grads_of(r, out, ks, g32);
+    if (nx <= 0 || !out64 || grads_of(&r64, out64, ks, g64) != nx) return;
+    tally.grads++;
+    for (int i = 0; i < nx; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "gradient of input %d vs float64's", ks[i]);
+        compare(r, what, g32[i], g64[i], tt_numel(r->c->ndim[ks[i]], r->c->shape[ks[i]]),
+                10 * tol_for(r, TN_F32));
     }
 }
 
@@ -295,7 +326,8 @@ static void check_one(run *r) {
                     compare(r, "cuda vs cpu", got, gc, tn_numel(out), tol_for(r, tn_dtype_of(out)));
             }
         }
-        if (out && r->dt == TN_F64 && !(r->op->flags & TT_NO_GRAD)) gradcheck(r, out);
+        if (out && r->dt == TN_F64) gradcheck(r, out);
+        if (out && r->dt == TN_F32) grad_vs_f64(r, out);
     }
     tn_scope_end();
 }

@@ -39,3 +39,11 @@ const tt_op *tt_op_find(const char *name) {
         if (!strcmp(ops[i]->name, name)) return ops[i];
     return NULL;
 }
+
+tn_tensor *tt_scoped(tt_call_fn body, tn_tensor *const *in, const double *p) {
+    if (tn_scope_begin() != TN_OK) return NULL;
+    tn_tensor *r = body(in, p);
+    if (r) r = tn_keep(r);
+    tn_scope_end();
+    return r;
+}

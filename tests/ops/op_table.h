@@ -80,9 +80,9 @@ typedef struct tt_ref_io {
 } tt_ref_io;
 
 /* Runs the op on in[0..arity) with the parameters p; returns a new reference (NULL + the
- * library's error on failure). Adapters release what they make for themselves (they open their
- * own scope when they make several tensors), never abort, and take any tensors: the fuzzer calls
- * them on fuzzed slots (never NULL ones). */
+ * library's error on failure), which an open scope owns as any op's result. An adapter that
+ * makes tensors of its own runs in tt_scoped, which releases them; adapters never abort and take
+ * any tensors: the fuzzer calls them on fuzzed slots (never NULL ones). */
 typedef tn_tensor *(*tt_call_fn)(tn_tensor *const *in, const double *p);
 /* Fills io's output; false when the inputs do not fit (then the op must refuse them too). */
 typedef bool (*tt_ref_fn)(tt_ref_io *io);
@@ -114,6 +114,10 @@ typedef struct tt_op {
 const tt_op *const *tt_ops(int *n);
 /* The row named name, or NULL. */
 const tt_op *tt_op_find(const char *name);
+
+/* Runs body(in, p) in a scope of its own: what it makes is released at the scope's end, its
+ * result kept (moved to the caller's scope, or handed to the caller when none is open). */
+tn_tensor *tt_scoped(tt_call_fn body, tn_tensor *const *in, const double *p);
 
 /* The family arrays (tests/ops/rows_*.c). */
 extern const tt_op tt_rows_pointwise[], tt_rows_reduce[], tt_rows_nn[], tt_rows_view[],

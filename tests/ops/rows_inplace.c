@@ -5,17 +5,16 @@
 
 #include "op_table.h"
 
-/* y = in[0] * 1, st = the op on y; y or NULL */
-static tn_tensor *finish(tn_tensor *y, tn_status st) {
-    if (st == TN_OK) return y;
-    tn_release(y);
-    return NULL;
-}
+/* y = in[0] * 1, then the op on y: y, or NULL when either failed (y is then released by
+ * tt_scoped's scope) */
 #define CALL(n, expr)                                                                              \
-    static tn_tensor *call_##n(tn_tensor *const *in, const double *p) {                            \
+    static tn_tensor *body_##n(tn_tensor *const *in, const double *p) {                            \
         (void)p;                                                                                   \
         tn_tensor *y = tn_mul_scalar(in[0], 1);                                                    \
-        return y ? finish(y, expr) : NULL;                                                         \
+        return y && (expr) == TN_OK ? y : NULL;                                                    \
+    }                                                                                              \
+    static tn_tensor *call_##n(tn_tensor *const *in, const double *p) {                            \
+        return tt_scoped(body_##n, in, p);                                                         \
     }
 CALL(add_, tn_add_(y, in[1]))
 CALL(sub_, tn_sub_(y, in[1]))

@@ -138,8 +138,9 @@ static const tt_case gelu_cases[] = {
     {.tag = "empty", .ndim = {1}, .shape = {{0}}, .p = {0}},
 };
 
-/* ---- out= forms: out is made here, of the inputs' broadcast shape and a's dtype ------------ */
-static tn_tensor *call_out(tn_tensor *const *in, bool mul) {
+/* ---- out= forms: out is made here, of the inputs' broadcast shape and a's dtype, in
+ * tt_scoped's scope ----------------------------------------------------------------------- */
+static tn_tensor *out_form(tn_tensor *const *in, bool mul) {
     int na = tn_ndim(in[0]), nb = tn_ndim(in[1]);
     if (na < 0 || nb < 0) return NULL;
     int nd = na > nb ? na : nb;
@@ -150,22 +151,24 @@ static tn_tensor *call_out(tn_tensor *const *in, bool mul) {
         shape[nd - 1 - d] = sa == 1 ? sb : sa;
     }
     tn_tensor *out = tn_empty(nd, shape, tn_dtype_of(in[0]));
-    if (!out) return NULL;
-    tn_tensor *dev = tn_to(out, TN_DTYPE_SAME, tn_device_of(in[0]));
-    tn_release(out);
+    tn_tensor *dev = out ? tn_to(out, TN_DTYPE_SAME, tn_device_of(in[0])) : NULL;
     if (!dev) return NULL;
     tn_status st = mul ? tn_mul_out(dev, in[0], in[1]) : tn_add_out(dev, in[0], in[1]);
-    if (st == TN_OK) return dev;
-    tn_release(dev);
-    return NULL;
+    return st == TN_OK ? dev : NULL;
+}
+static tn_tensor *body_add_out(tn_tensor *const *in, const double *p) {
+    (void)p;
+    return out_form(in, false);
+}
+static tn_tensor *body_mul_out(tn_tensor *const *in, const double *p) {
+    (void)p;
+    return out_form(in, true);
 }
 static tn_tensor *call_add_out(tn_tensor *const *in, const double *p) {
-    (void)p;
-    return call_out(in, false);
+    return tt_scoped(body_add_out, in, p);
 }
 static tn_tensor *call_mul_out(tn_tensor *const *in, const double *p) {
-    (void)p;
-    return call_out(in, true);
+    return tt_scoped(body_mul_out, in, p);
 }
 
 const tt_op tt_rows_pointwise[] = {
