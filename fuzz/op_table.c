@@ -10,6 +10,10 @@
 
 #include "../tests/ops/op_table.h"
 
+/* The bound below is 64 times the product of the inputs' sizes: a row runs when that product
+ * is at most 2^20 (a million elements made at worst, milliseconds). */
+#define TF_TABLE_MADE (64u << 20)
+
 void tf_op_table(tf_state *s) {
     int n;
     const tt_op *const *ops = tt_ops(&n);
@@ -19,15 +23,17 @@ void tf_op_table(tf_state *s) {
     for (int i = 0; i < TT_MAX_IN; i++)
         in[i] = tf_in(s);
     uint8_t dst = tf_dst(s);
-    /* an output is at most the product of the inputs' sizes (broadcasts, products, gathers)
-     * or their sum (cat, stack), plus what a parameter set's own shape makes (expand: tens) */
-    uint64_t made = 1, read = 0;
+    /* No row makes more than the product of its inputs' sizes (broadcasts, products, gathers),
+     * their sum (cat, stack) or a parameter set's own small shape (expand): an upper bound, not
+     * the lower bound of tf_affordable's "sure to be refused", so the row runs only when the
+     * inputs are within the budget and that bound within TF_TABLE_MADE. */
+    uint64_t made = 64, read = 0;
     for (int i = 0; i < op->arity; i++) {
         if (!in[i]) return; /* adapters take tensors; NULL is the other opcodes' test */
         uint64_t k = tf_numel(in[i]);
         read += k;
         made = tf_mul_sat(made, k ? k : 1);
     }
-    if (!tf_affordable(made + read + 64, read)) return;
+    if (read > TF_BUDGET || made > TF_TABLE_MADE) return;
     tf_put(s, dst, op->call(in, c->p));
 }
