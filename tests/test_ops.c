@@ -173,7 +173,8 @@ static bool compare(const run *r, const char *what, const double *got, const dou
     return true;
 }
 
-/* Runs the op on r's inputs; the reference's values into io (out: want). */
+/* The reference's output for r's inputs, read back as their dtype holds them (r->v too), into
+ * io and want. */
 static bool reference(run *r, tt_ref_io *io, double *want) {
     memset(io, 0, sizeof *io);
     io->op = r->op, io->p = r->c->p, io->nin = r->op->arity, io->out = want, io->out_cap = MAX_EL;
@@ -187,7 +188,8 @@ static bool reference(run *r, tt_ref_io *io, double *want) {
     return false;
 }
 
-/* The op's output as doubles (NULL + a report when it failed or its shape is not want's). */
+/* The op's output as doubles into got; false after a report when the call failed or the
+ * shape is not the reference's. */
 static bool output(const run *r, tn_tensor *out, const tt_ref_io *io, double *got) {
     if (!out) {
         report(r, "the call failed: %s (%s)", tn_last_error(), tn_status_string(tn_last_status()));
