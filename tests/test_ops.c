@@ -446,7 +446,8 @@ static void test_names_file_matches(void **state) {
     fclose(f);
     if (n != m || memcmp(want, got, n)) {
         print_error("test_ops: tests/ops/op_names.txt is not the table's: run "
-                    "`test_ops --write-names tests/ops/op_names.txt` from the source root\n");
+                    "`build/<preset>/tests/test_ops --write-names tests/ops/op_names.txt` from the "
+                    "source root\n");
         fail();
     }
 }
@@ -485,9 +486,9 @@ static void test_rows_have_goldens(void **state) {
             bad += !op->no_golden;
             continue;
         }
-        char list[256], *save = NULL;
-        snprintf(list, sizeof list, "%s", op->golden);
-        for (char *g = strtok_r(list, " ", &save); g; g = strtok_r(NULL, " ", &save))
+        char g[128];
+        int used = 0;
+        for (const char *p = op->golden; sscanf(p, "%127s%n", g, &used) == 1; p += used)
             if (!has_golden(dir, g)) {
                 print_error("test_ops: %s: no case of golden op %s in %s (scripts/gen_golden.py)\n",
                             op->name, g, dir);
