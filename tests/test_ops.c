@@ -266,6 +266,8 @@ static void gradcheck(run *r, tn_tensor *out) {
     double ga[TT_MAX_IN][MAX_EL], gn[MAX_EL];
     int nx = grads_of(r, out, ks, ga);
     if (nx > 0) tally.grads++;
+    /* a NaN loss (the mean of nothing) leaves no differences to compare with */
+    if (nx > 0 && !isfinite(loss_at(r, -1, 0, 0))) return;
     for (int i = 0; i < nx; i++) {
         int k = ks[i];
         int64_t m = tt_numel(r->c->ndim[k], r->c->shape[k]);

@@ -209,11 +209,13 @@ static const tt_case linear_cases[] = {
 static const tt_case ce_cases[] = {
     {.tag = "4x5", .ndim = {2, 1}, .shape = {{4, 5}, {4}}, .index_max = 5},
     {.tag = "3x2", .ndim = {2, 1}, .shape = {{3, 2}, {3}}, .index_max = 2},
+    {.tag = "empty_batch", .ndim = {2, 1}, .shape = {{0, 3}, {0}}, .index_max = 3},
 };
 static const tt_case mse_cases[] = {
     {.tag = "same", .ndim = {2, 2}, .shape = {{3, 4}, {3, 4}}},
     {.tag = "bcast", .ndim = {2, 1}, .shape = {{3, 4}, {4}}},
     {.tag = "0-d", .ndim = {0, 0}},
+    {.tag = "empty", .ndim = {2, 1}, .shape = {{0, 4}, {4}}},
 };
 static const tt_case ln_cases[] = {
     /* p: n_norm_dims, has weight, has bias, eps */
@@ -236,6 +238,7 @@ static const tt_case sdpa_cases[] = {
     {.tag = "causal", .ndim = {3, 3, 3}, .shape = {{1, 4, 3}, {1, 4, 3}, {1, 4, 2}}, .p = {1}},
     {.tag = "2d_causal_l_lt_s", .ndim = {2, 2, 2}, .shape = {{3, 4}, {5, 4}, {5, 2}}, .p = {1}},
     {.tag = "bcast", .ndim = {3, 2, 3}, .shape = {{2, 3, 4}, {5, 4}, {1, 5, 3}}, .p = {0}},
+    {.tag = "empty_l", .ndim = {3, 3, 3}, .shape = {{2, 0, 4}, {2, 5, 4}, {2, 5, 3}}, .p = {0}},
 };
 
 const tt_op tt_rows_nn[] = {
