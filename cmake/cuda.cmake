@@ -1,12 +1,18 @@
 # cmake/cuda.cmake — the optional CUDA backend (engine/cuda/).
 #
 # Included from CMakeLists.txt right after tenet_obj and its compile options,
-# before the libraries; link libraries are added with tenet_link().
-# TENET_CUDA: AUTO (default: on when nvcc is found), ON (fail without nvcc)
-# or OFF. Sets TENET_HAVE_CUDA for the rest of the build (the tests use it).
+# before the libraries. TENET_CUDA: AUTO (default: on when nvcc is found), ON
+# (fail without nvcc) or OFF. Sets TENET_HAVE_CUDA for the rest of the build
+# (the tests use it).
 #
-# The CUDA sources join tenet_obj, so both libraries carry them; the .cu
-# files include the engine's C headers as C++ (they have extern "C" guards).
+# The back end's objects (tenet_cuda_obj) go two ways (docs/design.md, "Back
+# ends as plugins"):
+#  - the plugin libtenet-cuda.so (target tenet-cuda, plus plugin.cu), the only
+#    thing that links the CUDA libraries for libtenet.so, which dlopens it on
+#    the first use of a CUDA device;
+#  - the static library (plus register.cu, which registers the table from a
+#    constructor): TENET_STATIC_OBJECTS, and TENET_STATIC_LINK for its links.
+# The .cu files include the engine's C headers as C++ (extern "C" guards).
 
 set(TENET_CUDA AUTO CACHE STRING "Build the CUDA backend: AUTO (when nvcc is found), ON or OFF")
 set_property(CACHE TENET_CUDA PROPERTY STRINGS AUTO ON OFF)
@@ -56,24 +62,35 @@ if(TENET_HAVE_CUDA)
                  "architectures ${CMAKE_CUDA_ARCHITECTURES})")
 
   file(GLOB TENET_CUDA_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/engine/cuda/*.cu)
-  target_sources(tenet_obj PRIVATE ${TENET_CUDA_SOURCES})
+  # the two ways the table reaches core: one each
+  list(FILTER TENET_CUDA_SOURCES EXCLUDE REGEX "/(plugin|register)\\.cu$")
+  add_library(tenet_cuda_obj OBJECT ${TENET_CUDA_SOURCES})
+  add_library(tenet_cuda_register OBJECT ${PROJECT_SOURCE_DIR}/engine/cuda/register.cu)
+  add_library(tenet-cuda MODULE $<TARGET_OBJECTS:tenet_cuda_obj>
+    ${PROJECT_SOURCE_DIR}/engine/cuda/plugin.cu)
+  set(_tenet_cuda_targets tenet_cuda_obj tenet_cuda_register tenet-cuda)
+  # core asks for the plugin (engine/core/backend.c)
   target_compile_definitions(tenet_obj PRIVATE TENET_HAVE_CUDA=1)
-  # include/ is already PUBLIC on tenet_obj; engine/cuda/*.cu reach the core
-  # headers relatively ("../core/backend.h").
-  target_include_directories(tenet_obj PRIVATE ${PROJECT_SOURCE_DIR}/engine/cuda)
-  set_target_properties(tenet_obj PROPERTIES
-    # tenet_obj exists before the language is enabled, so it did not pick
-    # the architectures up from the variable when it was created
-    CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}"
-    CUDA_STANDARD 17
-    CUDA_STANDARD_REQUIRED ON
-    CUDA_EXTENSIONS OFF
-    # libcudart.so, as the targets below link: never two runtimes in one process.
-    CUDA_RUNTIME_LIBRARY Shared)
+  foreach(_t ${_tenet_cuda_targets})
+    # engine/cuda/*.cu reach the core headers relatively ("../core/backend.h")
+    target_include_directories(${_t} PRIVATE ${PROJECT_SOURCE_DIR}/include
+      ${PROJECT_SOURCE_DIR}/engine/cuda)
+    target_compile_definitions(${_t} PRIVATE TENET_HAVE_CUDA=1)
+    set_target_properties(${_t} PROPERTIES
+      CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}"
+      CUDA_STANDARD 17
+      CUDA_STANDARD_REQUIRED ON
+      CUDA_EXTENSIONS OFF
+      # hidden: the plugin exports its entry only (and the version script
+      # below makes sure); the static library's internals stay internal
+      CUDA_VISIBILITY_PRESET hidden
+      VISIBILITY_INLINES_HIDDEN ON
+      # libcudart.so, as every target that links CUDA here: never two
+      # runtimes in one process.
+      CUDA_RUNTIME_LIBRARY Shared)
+  endforeach()
 
-  # The C options of tenet_obj (warnings, -O3, -fno-math-errno, -march=native)
-  # are GCC flags that nvcc rejects: CMakeLists.txt guards them with
-  # $<COMPILE_LANGUAGE:C>. nvcc gets its own below.
+  # nvcc gets its own options (tenet_obj's are GCC flags nvcc rejects).
 
   # -O3 whatever the build type, as the C sources get: drop the -O of the
   # configuration flags, which nvcc would otherwise warn about as a
@@ -90,13 +107,13 @@ if(TENET_HAVE_CUDA)
   #    --use_fast_math for the same reason (IEEE division and sqrt, denormals).
   #  -fno-exceptions, -fno-rtti: nothing throws; no unwinding tables or
   #    type information for the host code.
-  target_compile_options(tenet_obj PRIVATE
-    $<$<COMPILE_LANGUAGE:CUDA>:-O3 --fmad=false -Xcompiler=-fPIC -Xcompiler=-fno-exceptions
-                               -Xcompiler=-fno-rtti -Xcompiler=-Wall>)
-  if(TENET_WERROR)
-    target_compile_options(tenet_obj PRIVATE
-      $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Werror>)
-  endif()
+  foreach(_t ${_tenet_cuda_targets})
+    target_compile_options(${_t} PRIVATE -O3 --fmad=false -Xcompiler=-fPIC
+      -Xcompiler=-fno-exceptions -Xcompiler=-fno-rtti -Xcompiler=-Wall)
+    if(TENET_WERROR)
+      target_compile_options(${_t} PRIVATE -Werror=all-warnings -Xcompiler=-Werror)
+    endif()
+  endforeach()
 
   # The host code nvcc generates for template kernels uses the C++ runtime
   # (thread-safe static initialisation: __cxa_guard_*), and C programs are
@@ -116,5 +133,21 @@ if(TENET_HAVE_CUDA)
     string(APPEND TENET_CUDA_PC_LIBS " -l${_lib}")
   endforeach()
 
-  tenet_link(${TENET_CUDA_LINK})
+  # The plugin: libtenet-cuda.so (MODULE: loaded, never linked), beside
+  # libtenet.so in the build tree and installed beside it, exporting
+  # tn_cuda_plugin_init only.
+  set_target_properties(tenet-cuda PROPERTIES
+    LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}
+    LINKER_LANGUAGE CUDA)
+  target_link_libraries(tenet-cuda PRIVATE ${TENET_CUDA_LINK})
+  target_link_options(tenet-cuda PRIVATE
+    "LINKER:--version-script=${PROJECT_SOURCE_DIR}/engine/cuda/plugin.map" "LINKER:-z,defs")
+  set_property(TARGET tenet-cuda APPEND PROPERTY LINK_DEPENDS
+    ${PROJECT_SOURCE_DIR}/engine/cuda/plugin.map)
+  install(TARGETS tenet-cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+
+  # The static library: the same objects, registered from a constructor.
+  list(APPEND TENET_STATIC_OBJECTS $<TARGET_OBJECTS:tenet_cuda_obj>
+    $<TARGET_OBJECTS:tenet_cuda_register>)
+  list(APPEND TENET_STATIC_LINK ${TENET_CUDA_LINK})
 endif()

@@ -284,7 +284,9 @@ tn_status tn__anomaly_device_poll(tn_device dev, bool in_backward) {
 
 tn_status tn__anomaly_poll_devices(bool in_backward) {
     tn_status st = TN_OK;
-    for (int d = 0, n = tn_cuda_device_count(); d < n; d++) {
+    /* CUDA not loaded: no device tensor to check, and no reason to load it */
+    const tn_backend *be = tn__backend_loaded(TN_CUDA);
+    for (int d = 0, n = be ? be->device_count() : 0; d < n; d++) {
         tn_status s = tn__anomaly_device_poll(TN_DEVICE_CUDA(d), in_backward);
         if (st == TN_OK) st = s;
     }

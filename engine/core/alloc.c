@@ -541,7 +541,8 @@ tn_status tn_memory_stats(tn_memory_stats_t *out) {
     if (mallctl("epoch", &epoch, &sz, &epoch, sz) == 0 &&
         mallctl("stats.active", &active, &asz, NULL, 0) == 0)
         out->allocator_active = active;
-    const tn_backend *be = tn__backends[TN_CUDA];
+    /* not loaded yet: no device storage ever, and no reason to load CUDA now */
+    const tn_backend *be = tn__backend_loaded(TN_CUDA);
     for (int d = 0, nd = be ? be->device_count() : 0; d < nd; d++) {
         tn_device_mem_stats ds = {0};
         be->mem_stats(d, &ds);

@@ -6,8 +6,11 @@
  * provides one entry per kernel family and, for a device with memory of its
  * own, memory and copies; the op code in engine/ops/ stays device-agnostic
  * and calls tn__dev_*() (engine/core/device.c), which picks the table of the
- * output's device type. Core never names a backend: each registers its table
- * with tn__backend_register from a constructor in its own folder, so core
+ * output's device type. Core never names a backend: the CPU's registers its
+ * table with tn__backend_register from a constructor in its own folder, and
+ * CUDA's either does the same (the static library) or is a plugin, a shared
+ * object of its own that core loads on the first use of a CUDA device
+ * (tn__backend_load, below; docs/design.md, "Back ends as plugins"). Core
  * sits below the back ends (docs/design.md, "Layers").
  *
  * Contract of every entry:
@@ -138,17 +141,58 @@ typedef struct tn_backend {
 /* Device types with a slot in the table. */
 #define TN_DEVICE_TYPES (TN_CUDA + 1)
 
-/* Installs the table of a device type (engine/core/backend.c). Called by the
- * back ends' constructors, before main: the tables are read without ordering
- * afterwards. */
+/* Installs the table of a device type (engine/core/backend.c): called by the
+ * back ends' constructors, before main, and by the plugin loader. */
 void tn__backend_register(tn_device_type type, const tn_backend *be);
-/* The tables by device type; NULL where that back end was not built. */
+/* The tables by device type; NULL where that back end is not there (not
+ * built, or a plugin not loaded yet). The CPU's is set before main and read
+ * without ordering. A plugin's slot is written once by tn__backend_load:
+ * read it plainly only where the reader is ordered after that load (it holds
+ * a storage of the device, or called tn__backend_load itself); elsewhere use
+ * tn__backend_loaded. */
 extern const tn_backend *tn__backends[TN_DEVICE_TYPES];
+/* The table of a device type, loading its plugin on the first call (once
+ * per process, whichever threads ask at the same time). NULL + TN_ERR_DEVICE
+ * saying why when the back end is not there: not built, or its plugin or a
+ * library it needs could not be loaded (the loader's message). */
+const tn_backend *tn__backend_load(tn_device_type type);
+/* The table when it is there already (registered, or a plugin loaded), else
+ * NULL; never loads and never sets an error: for the questions a process that
+ * has never used the device must answer without loading it (memory
+ * statistics, anomaly mode's device polls). */
+const tn_backend *tn__backend_loaded(tn_device_type type);
 
-/* tn_cuda_set_allow_tf32's setting (engine/core/device.c). */
+/* ---- back ends as plugins (docs/design.md, "Back ends as plugins") ----
+ * The plugin exports one C function, TN_CUDA_PLUGIN_INIT, of type
+ * tn_plugin_init_fn: core calls it once with the services the back end takes
+ * from core (the host), and it returns its table, or NULL when it was built
+ * for another ABI or version (then core unloads it). The plugin does not link
+ * libtenet: every core function its files call goes through the host. */
+/* Bumped whenever tn_backend, the kernel argument structs (kernel_args.h) or
+ * tn_plugin_host change. */
+#define TN_PLUGIN_ABI 1u
+/* from tenet.h, which the files that use it include */
+#define TN_PLUGIN_VERSION                                                                          \
+    ((uint32_t)TENET_VERSION_MAJOR * 10000u + TENET_VERSION_MINOR * 100u + TENET_VERSION_PATCH)
+#define TN_CUDA_PLUGIN_FILE "libtenet-cuda.so"
+#define TN_CUDA_PLUGIN_INIT "tn_cuda_plugin_init"
+
+typedef struct tn_plugin_host {
+    uint32_t abi;     /* TN_PLUGIN_ABI of libtenet */
+    uint32_t version; /* TN_PLUGIN_VERSION of libtenet: one release's plugin only */
+    /* tn__error: sets the calling thread's error state (libtenet's) */
+    tn_status (*error)(tn_status st, const char *fmt, ...);
+    bool (*tf32_allowed)(void); /* tn__tf32_allowed */
+} tn_plugin_host;
+
+typedef const tn_backend *(*tn_plugin_init_fn)(const tn_plugin_host *host);
+
+/* tn_cuda_set_allow_tf32's setting (engine/core/device.c; in the CUDA
+ * plugin, engine/cuda/plugin.cu forwards it to the host's). */
 bool tn__tf32_allowed(void);
 
-/* Errors from backend code (engine/core/error.c). */
+/* Errors from backend code (engine/core/error.c; in the plugin, forwarded to
+ * the host's by engine/cuda/plugin.cu). */
 tn_status tn__error(tn_status st, const char *fmt, ...);
 
 #ifdef __cplusplus

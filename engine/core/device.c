@@ -17,9 +17,12 @@ void tn_cuda_set_allow_tf32(bool allow) {
 
 bool tn_cuda_is_available(void) { return tn_cuda_device_count() > 0; }
 
+/* Loads the CUDA back end on the first call (libtenet.so: its plugin). */
 int tn_cuda_device_count(void) {
-    const tn_backend *be = tn__backends[TN_CUDA];
-    return be ? be->device_count() : 0;
+    const tn_backend *be = tn__backend_load(TN_CUDA); /* NULL: the error says why */
+    int n = be ? be->device_count() : 0;
+    if (be && n == 0) tn__error(TN_ERR_DEVICE, "No CUDA GPUs are available");
+    return n;
 }
 
 const char *tn__device_str(tn_device d, char *buf, size_t n) {
@@ -34,24 +37,19 @@ tn_status tn__check_device(tn_device d) {
         if (d.index == 0 || d.index == -1) return TN_OK;
         return tn__error(TN_ERR_DEVICE, "CPU device index must be 0 or -1, got %d", d.index);
     }
-    if (d.type != TN_CUDA) return tn__error(TN_ERR_DEVICE, "unknown device type %d", (int)d.type);
-#ifndef TENET_HAVE_CUDA
-    return tn__error(TN_ERR_DEVICE, "tenet was built without CUDA (configure with -DTENET_CUDA=ON)");
-#else
-    int n = tn_cuda_device_count();
+    const tn_backend *be = tn__backend_load(d.type); /* NULL: the error says why */
+    if (!be) return tn_last_status();
+    int n = be->device_count();
     if (n == 0) return tn__error(TN_ERR_DEVICE, "No CUDA GPUs are available");
     if (d.index < 0 || d.index >= n)
         return tn__error(TN_ERR_DEVICE, "CUDA error: invalid device ordinal (cuda:%d of %d)",
                          d.index, n);
     return TN_OK;
-#endif
 }
 
 const tn_backend *tn__backend_of(tn_device d) {
-    if (tn__check_device(d) < 0) return NULL;
-    const tn_backend *be = (unsigned)d.type < TN_DEVICE_TYPES ? tn__backends[d.type] : NULL;
-    if (!be) tn__error(TN_ERR_DEVICE, "no backend for %s", d.type == TN_CPU ? "cpu" : "cuda");
-    return be;
+    /* the check loaded d's back end, and ordered its table before this read */
+    return tn__check_device(d) < 0 ? NULL : tn__backends[d.type];
 }
 
 tn_status tn_synchronize(tn_device d) {

@@ -1,5 +1,6 @@
 /* engine/cuda/backend.cu — the CUDA backend table: device discovery, the
- * per-device stream, errors, copies and synchronisation.
+ * per-device stream, errors, copies and synchronisation. Core gets the table
+ * from register.cu (static library) or plugin.cu (libtenet-cuda.so).
  *
  * One stream per device, created non-blocking (it never waits for the legacy
  * default stream), shared by every thread: stream order is the only ordering
@@ -200,10 +201,6 @@ const tn_backend g_backend = {
 
 } // namespace
 
-// Registered before main whether or not a GPU is present: core asks
-// device_count() (decided once, lazily) before it uses a CUDA device.
-__attribute__((constructor)) static void register_cuda(void) {
-    tn__backend_register(TN_CUDA, &g_backend);
-}
+const tn_backend *backend_table() { return &g_backend; }
 
 } // namespace tnc

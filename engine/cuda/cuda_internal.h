@@ -33,6 +33,11 @@ struct device_state {
     pthread_mutex_t blas_lock;
 };
 
+/* The backend table (backend.cu), handed to core by register.cu or plugin.cu.
+ * Whether or not a GPU is present: core asks device_count() (decided once,
+ * lazily) before it uses a CUDA device. */
+const tn_backend *backend_table();
+
 /* Devices usable by this process (0: none). Decided once, thread-safely. */
 int device_count();
 

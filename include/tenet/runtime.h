@@ -47,9 +47,16 @@ tn_status tn_memory_stats(tn_memory_stats_t *out);
  * stream and run in order. Reading values on the host (tn_item, tn_copy_to,
  * tn_print, tn_to to the CPU) waits for them; tn_synchronize waits for all.
  * Every function here may be called from any thread. */
-/* True when at least one CUDA device is usable (never an error). */
+/* True when at least one CUDA device is usable. Never fails; when false,
+ * tn_last_error() says why (TN_ERR_DEVICE): built without CUDA, the CUDA
+ * plugin or a CUDA library it needs could not be loaded (the loader's
+ * message), or no GPU. libtenet.so loads its CUDA plugin (libtenet-cuda.so,
+ * beside it, or the file named by the environment variable TENET_CUDA_PLUGIN)
+ * on the first call that needs CUDA (this one, or any use of a CUDA device),
+ * once per process; a program that never asks loads no CUDA library. */
 bool tn_cuda_is_available(void);
-/* Usable CUDA devices: 0 without CUDA, a driver or a GPU (never an error). */
+/* Usable CUDA devices: 0 without CUDA, its libraries, a driver or a GPU
+ * (never a failure; 0 sets tn_last_error() as tn_cuda_is_available). */
 int tn_cuda_device_count(void);
 /* Waits for every kernel enqueued on the device (CPU: returns at once); in
  * anomaly mode it also reports the forward NaN/Inf its device checks found.
