@@ -78,7 +78,31 @@ typedef struct tn_fn_info {
     tn_backward_fn backward;
 } tn_fn_info;
 
-#define TN_NODE_MAX_I TN_MAX_DIMS /* op parameters: permute keeps a whole order */
+/* ---- op parameters --------------------------------------------------------
+ * Each op family names what its backward needs in a struct of its own and
+ * reaches a node's copy through an accessor that TN_NODE_PARAMS makes:
+ *
+ *   typedef struct reduce_params { int64_t dim; bool keepdim; double div; } reduce_params;
+ *   TN_NODE_PARAMS(reduce_params, reduce_p)   // reduce_p(n)->dim
+ *
+ * The struct lives in the node (params: zeroed at creation), so a node stays
+ * one allocation of an unchanged size class; TN_NODE_PARAMS fails to compile
+ * when a struct outgrows the area or needs a stricter alignment. A node's
+ * parameters are read only by its own family (its fn names the family), so
+ * each area holds one struct type. */
+#define TN_NODE_PARAM_BYTES (2 * sizeof(double) + TN_MAX_DIMS * sizeof(int64_t))
+typedef union tn_node_params {
+    unsigned char bytes[TN_NODE_PARAM_BYTES];
+    int64_t align_i; /* alignment for the families' int64_t, double, pointers */
+    double align_d;
+    void *align_p;
+} tn_node_params;
+#define TN_NODE_PARAMS(type, accessor)                                                             \
+    _Static_assert(sizeof(type) <= TN_NODE_PARAM_BYTES,                                            \
+                   #type " outgrows tn_node's parameter area");                                    \
+    _Static_assert(_Alignof(type) <= _Alignof(tn_node_params),                                     \
+                   #type " needs a stricter alignment than tn_node's parameter area");             \
+    static inline type *accessor(tn_node *n) { return (type *)(void *)n->params.bytes; }
 
 /* Where a view sits in its base's storage (CopySlices / AsStridedBackward0);
  * kept out of tn_node so that ordinary nodes stay small. */
@@ -105,8 +129,7 @@ struct tn_node {
     tn_input_meta *out_meta;  /* n_out: shapes of the outputs (zero grads) */
     tn_saved *saved;          /* n_saved */
     _Atomic(tn_grad_cell *) *retained; /* n_out: retain_grad targets */
-    double d[2];              /* op parameters */
-    int64_t i[TN_NODE_MAX_I];
+    tn_node_params params;    /* the op family's (TN_NODE_PARAMS) */
     tn_node *inner;           /* CopySlices: the wrapped in-place node */
     struct tn_backtrace *trace; /* anomaly mode: forward backtrace (owned) */
     tn_node *parent;          /* anomaly + create_graph: node whose backward made this */

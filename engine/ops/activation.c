@@ -7,12 +7,17 @@
  * is the normal density, again public ops).
  *
  * Node layouts: GeluBackward0 / SiluBackward0: input {x}; saved {0: x};
- * i[0] = 1 for gelu's tanh approximation. NormCdf (create_graph only):
- * input {x}; saved {0: x}.
+ * parameters act_params. NormCdf (create_graph only): input {x}; saved
+ * {0: x}.
  */
 #include <math.h>
 
 #include "pointwise_driver.h"
+
+typedef struct act_params {
+    bool tanh_approx; /* gelu's tanh approximation */
+} act_params;
+TN_NODE_PARAMS(act_params, act_p)
 
 /* ---- the derivatives as recorded ops (create_graph) ------------------------------ */
 
@@ -111,8 +116,8 @@ static tn_status activation_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi,
 }
 
 static tn_status gelu_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    return n->i[0] ? activation_bw(n, go, gi, TN_PW_gelu_tanh_grad, gelu_tanh_deriv)
-                   : activation_bw(n, go, gi, TN_PW_gelu_grad, gelu_deriv);
+    return act_p(n)->tanh_approx ? activation_bw(n, go, gi, TN_PW_gelu_tanh_grad, gelu_tanh_deriv)
+                                 : activation_bw(n, go, gi, TN_PW_gelu_grad, gelu_deriv);
 }
 static tn_status silu_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     return activation_bw(n, go, gi, TN_PW_silu_grad, silu_deriv);
@@ -123,13 +128,13 @@ static const tn_fn_info silu_fn = {"SiluBackward0", silu_bw};
 /* ---- forward -------------------------------------------------------------------- */
 
 static tn_tensor *activation(const char *kernel_name, tn_pw_code code, const tn_fn_info *fn,
-                             const tn_tensor *x, int64_t param) {
+                             const tn_tensor *x, bool tanh_approx) {
     tn_tensor *out = tn__pw_unary(kernel_name, code, x, x->dtype, NULL);
     if (!out || !tn__needs_grad(1, &x)) return tn__ret(out);
     tn_node *n = tn__node_new(fn, 1, &x, 1, 1);
     tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
     if (st == TN_OK) {
-        n->i[0] = param;
+        act_p(n)->tanh_approx = tanh_approx;
         st = tn__node_save(n, 0, x, false);
     }
     tn__node_release(n);
@@ -148,5 +153,5 @@ tn_tensor *tn_gelu(const tn_tensor *x, bool tanh_approx) {
 
 tn_tensor *tn_silu(const tn_tensor *x) {
     TN_CHECK_NULL_ARG(x, "self");
-    return activation("silu_cpu", TN_PW_silu, &silu_fn, x, 0);
+    return activation("silu_cpu", TN_PW_silu, &silu_fn, x, false);
 }

@@ -12,7 +12,7 @@
  *
  * Node layout: ScaledDotProductFlashAttentionForCpuBackward0: inputs
  * {q, k, v}; saved {0: q, 1: k, 2: v, 3: mask (or empty), 4: out, 5: lse
- * (nb, L)}; d[0] = dropout_p; i[0] = is_causal, i[1] = the dropout seed.
+ * (nb, L)}; parameters sdpa_params.
  * Backward: the kernel's, or under create_graph the composed formulas with
  * public ops (softmax, matmul, ...), so double backward works.
  */
@@ -20,6 +20,14 @@
 #include <string.h>
 
 #include "ops_internal.h"
+
+typedef struct sdpa_params {
+    double dropout_p;
+    uint64_t seed; /* the dropout mask's */
+    bool is_causal;
+    bool has_mask; /* saved slot 3 holds the mask */
+} sdpa_params;
+TN_NODE_PARAMS(sdpa_params, sdpa_p)
 
 /* PyTorch's names of dtypes as caffe2::TypeMeta prints them. */
 static const char *meta_name(tn_dtype dt) {
@@ -314,8 +322,9 @@ static tn_status bw_fused(tn_attn_args *a, const attn_geom *g, const attn_in *in
 static tn_status sdpa_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     tn_tensor *sv[6] = {NULL};
     tn_status st = TN_OK;
+    const sdpa_params *p = sdpa_p(n);
     for (int i = 0; i < 6 && st == TN_OK; i++)
-        if (i != 3 || n->i[2]) st = (sv[i] = tn__node_unpack(n, i)) ? TN_OK : tn_last_status();
+        if (i != 3 || p->has_mask) st = (sv[i] = tn__node_unpack(n, i)) ? TN_OK : tn_last_status();
     attn_in in = {0};
     attn_geom g;
     tn_attn_args a;
@@ -326,7 +335,7 @@ static tn_status sdpa_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
         /* the composed path reads the mask on the host */
         tn_tensor *m = composed && in.mask ? tn__on_device(in.mask, TN_DEVICE_CPU) : in.mask;
         if (in.mask && !m) st = tn_last_status();
-        fill_args(&a, &g, in.q, in.k, in.v, m, n->d[0], n->i[0], (uint64_t)n->i[1]);
+        fill_args(&a, &g, in.q, in.k, in.v, m, p->dropout_p, p->is_causal, p->seed);
         if (st == TN_OK && composed)
             st = bw_composed(&a, &g, sv[0], sv[1], sv[2], go[0], gi);
         else if (st == TN_OK)
@@ -348,10 +357,9 @@ static tn_status record(const tn_tensor *q, const tn_tensor *k, const tn_tensor 
     const tn_tensor *ins[3] = {q, k, v};
     tn_node *n = tn__node_new(&sdpa_fn, 3, ins, 6, 1);
     tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
-    if (st == TN_OK) {
-        n->d[0] = p;
-        n->i[0] = causal, n->i[1] = (int64_t)seed, n->i[2] = mask != NULL;
-    }
+    if (st == TN_OK)
+        *sdpa_p(n) = (sdpa_params){
+            .dropout_p = p, .seed = seed, .is_causal = causal, .has_mask = mask != NULL};
     for (int i = 0; i < 3 && st == TN_OK; i++)
         st = tn__node_save(n, i, ins[i], false);
     if (st == TN_OK && mask) st = tn__node_save(n, 3, mask, false);

@@ -1,7 +1,13 @@
 /* Binary pointwise ops (add sub mul div pow maximum minimum), their
  * backward, out= forms, in-place forms, and comparisons.
- * Node layout: inputs {a, b}; saved {0: a, 1: b, 2: result}; d[0] = alpha. */
+ * Node layout: inputs {a, b}; saved {0: a, 1: b, 2: result}; parameters
+ * binary_params. */
 #include "pointwise_driver.h"
+
+typedef struct binary_params {
+    double alpha; /* add, sub: b's factor */
+} binary_params;
+TN_NODE_PARAMS(binary_params, binary_p)
 
 typedef enum { K_ARITH, K_TRUEDIV, K_CMP } binop_kind;
 
@@ -28,7 +34,8 @@ static tn_status mul_saved(tn_node *n, tn_tensor *g, int slot, tn_tensor **gi) {
 
 static tn_status add_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     if (want(n, 0)) gi[0] = tn__retain(go[0]);
-    if (want(n, 1)) TN_TRY(gi[1] = n->d[0] == 1 ? tn__retain(go[0]) : tn_mul_scalar(go[0], n->d[0]));
+    double alpha = binary_p(n)->alpha;
+    if (want(n, 1)) TN_TRY(gi[1] = alpha == 1 ? tn__retain(go[0]) : tn_mul_scalar(go[0], alpha));
     return TN_OK;
 }
 
@@ -154,7 +161,7 @@ static tn_status record(const binop *op, tn_tensor *out, const tn_tensor *a, con
                         double alpha) {
     tn_node *n = tn__node_new(op->grad, 2, (const tn_tensor *[]){a, b}, 3, 1);
     if (!n) return tn_last_status();
-    n->d[0] = alpha;
+    binary_p(n)->alpha = alpha;
     tn_status st = tn__node_set_output(n, out, 0);
     bool ga = tn__requires_grad(a), gb = tn__requires_grad(b);
     bool always = op != &op_mul; /* mul: each input only for the other's grad */
@@ -317,7 +324,8 @@ static tn_status binary_(const binop *op, const char *name, tn_tensor *self, con
     if (tn__needs_grad(2, (const tn_tensor *[]){self, b})) {
         n = tn__node_new(op->grad, 2, (const tn_tensor *[]){self, b}, 3, 1);
         if (!n) st = tn_last_status();
-        else n->d[0] = 1; /* alpha */
+        else
+            binary_p(n)->alpha = 1;
         if (n && op->save_a && tn__requires_grad(b)) {
             tn_tensor *old = tn__clone_recorded(self); /* with history: double backward */
             st = old ? tn__node_save(n, 0, old, false) : tn_last_status();

@@ -14,13 +14,19 @@
  *
  * Node layouts:
  *   NllLossBackward0 (fused): input {logits}; saved {0: logits, 1: targets,
- *     2: row stats (N, 2) = m, log_s}; d[0] = count; i[0] = 1.
+ *     2: row stats (N, 2) = m, log_s}; parameters ce_params.
  *   NllLossBackward0 (two-step): input {log_probs}; saved {0: targets};
- *     d[0] = count; i[0] = 0.
+ *     parameters ce_params.
+ * The two are told apart by their backward (ce_fused_bw, nll_bw).
  */
 #include <math.h>
 
 #include "pointwise_driver.h"
+
+typedef struct ce_params {
+    int64_t count; /* targets not ignored: the mean's divisor */
+} ce_params;
+TN_NODE_PARAMS(ce_params, ce_p)
 
 #define IGNORE_INDEX (-100) /* PyTorch's default ignore_index */
 
@@ -69,7 +75,7 @@ static tn_status nll_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     bool direct = !tn__grad_enabled();
     tn_status st = vals ? read_targets(t, c, vals, &cnt) : tn_last_status();
     if (st == TN_OK && direct) st = tn_item(go[0], &gv);
-    double v = -(direct ? gv : 1.0) / (double)n->d[0];
+    double v = -(direct ? gv : 1.0) / (double)ce_p(n)->count;
     tn_tensor *s = st == TN_OK ? target_weights(m->ndim, m->shape, m->dtype, vals, nt, v, m->device)
                                : NULL;
     if (s) {
@@ -205,12 +211,14 @@ static tn_status ce_fused_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
         int64_t c = x->shape[x->ndim - 1], nrow = tn_numel(t), cnt = 0;
         int64_t *vals = tn__alloc((size_t)(nrow ? nrow : 1) * sizeof *vals);
         st = vals ? read_targets(t, c, vals, &cnt) : tn_last_status();
-        if (st == TN_OK && !(gi[0] = ce_grad_recorded(xs, vals, nrow, go[0], n->d[0])))
+        if (st == TN_OK &&
+            !(gi[0] = ce_grad_recorded(xs, vals, nrow, go[0], (double)ce_p(n)->count)))
             st = tn_last_status();
         tn__free(vals);
     } else if (st == TN_OK) {
         tn_tensor *g = go[0]->dtype == x->dtype ? tn__retain(go[0]) : tn__copy_as(go[0], x->dtype);
-        if (!g || !(gi[0] = ce_grad_direct(x, t, stats, g, n->d[0]))) st = tn_last_status();
+        if (!g || !(gi[0] = ce_grad_direct(x, t, stats, g, (double)ce_p(n)->count)))
+            st = tn_last_status();
         tn_release(g);
     }
     tn_release(xs), tn_release(x), tn_release(t), tn_release(stats);
@@ -236,7 +244,7 @@ static tn_tensor *ce_fused(const tn_tensor *logits, const tn_tensor *targets, in
         tn_node *n = tn__node_new(&ce_fused_fn, 1, &logits, 3, 1);
         tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
         if (st == TN_OK) {
-            n->d[0] = (double)count;
+            ce_p(n)->count = count;
             st = tn__node_save(n, 0, logits, false);
         }
         if (st == TN_OK) st = tn__node_save(n, 1, targets, false);
@@ -278,7 +286,7 @@ tn_tensor *tn_cross_entropy(const tn_tensor *logits, const tn_tensor *targets) {
         tn_node *n = tn__node_new(&nll_fn, 1, (const tn_tensor *[]){lp}, 1, 1);
         tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
         if (st == TN_OK) {
-            n->d[0] = (double)count;
+            ce_p(n)->count = count;
             st = tn__node_save(n, 0, targets, false);
         }
         tn__node_release(n);

@@ -9,14 +9,19 @@
  *
  * Node layouts:
  *   EmbeddingBackward0:   input {weight}; saved {0: indices (flat, int64)}.
- *   IndexSelectBackward0: input {a}; saved {0: index (flat, int64)}; i[0] = dim.
- *   GatherBackward0:      input {a}; saved {0: index}; i[0] = dim.
- *   ScatterAddBackward0:  inputs {a, src}; saved {0: index}; i[0] = dim.
+ *   IndexSelectBackward0: input {a}; saved {0: index (flat, int64)}; index_params.
+ *   GatherBackward0:      input {a}; saved {0: index}; index_params.
+ *   ScatterAddBackward0:  inputs {a, src}; saved {0: index}; index_params.
  * The plain backward of embedding and index_select is one ROWS_ADD pass;
  * with create_graph, every backward is built from recorded public ops
  * (scatter_add, gather), so double backward works.
  */
 #include "pointwise_driver.h"
+
+typedef struct index_params {
+    int64_t dim; /* wrapped */
+} index_params;
+TN_NODE_PARAMS(index_params, index_p)
 
 /* ---- shared: indices -------------------------------------------------------------- */
 
@@ -111,14 +116,14 @@ static tn_status run_lines(int mode, tn_tensor *out, const tn_tensor *src, const
     return tn__dev_index(&a, tn__dev(out), (const tn_tensor *[]){out, src, idx});
 }
 
-/* Records node fn over inputs (n_in) for out, saving idx, i[0] = dim. */
+/* Records node fn over inputs (n_in) for out, saving idx, with dim. */
 static tn_status record(const tn_fn_info *fn, int n_in, const tn_tensor *const *in, tn_tensor *out,
                         const tn_tensor *idx, int dim) {
     if (!tn__needs_grad(n_in, in)) return TN_OK;
     tn_node *n = tn__node_new(fn, n_in, in, 1, 1);
     tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
     if (st == TN_OK) {
-        n->i[0] = dim;
+        index_p(n)->dim = dim;
         st = tn__node_save(n, 0, idx, false);
     }
     tn__node_release(n);
@@ -231,7 +236,7 @@ static tn_status index_select_bw(tn_node *n, tn_tensor *const *go, tn_tensor **g
     tn_tensor *idx = tn__node_unpack(n, 0);
     TN_TRY(idx);
     const tn_input_meta *a = &n->in_meta[0];
-    gi[0] = index_add_rows(go[0], idx, a->ndim, a->shape, (int)n->i[0]);
+    gi[0] = index_add_rows(go[0], idx, a->ndim, a->shape, (int)index_p(n)->dim);
     tn_release(idx);
     return gi[0] ? TN_OK : tn_last_status();
 }
@@ -322,7 +327,7 @@ static tn_status gather_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     TN_TRY(idx);
     const tn_input_meta *a = &n->in_meta[0];
     tn_tensor *z = tn__zeros_on(a->ndim, a->shape, go[0]->dtype, tn__dev(go[0]));
-    gi[0] = z ? tn_scatter_add(z, (int)n->i[0], idx, go[0]) : NULL;
+    gi[0] = z ? tn_scatter_add(z, (int)index_p(n)->dim, idx, go[0]) : NULL;
     tn_release(z);
     tn_release(idx);
     return gi[0] ? TN_OK : tn_last_status();
@@ -387,7 +392,7 @@ static tn_status scatter_add_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi
     tn_tensor *idx = tn__node_unpack(n, 0);
     TN_TRY(idx);
     const tn_input_meta *s = &n->in_meta[1];
-    tn_tensor *g = tn_gather(go[0], (int)n->i[0], idx);
+    tn_tensor *g = tn_gather(go[0], (int)index_p(n)->dim, idx);
     gi[1] = g ? pad_to(g, s->ndim, s->shape) : NULL;
     tn_release(g);
     tn_release(idx);

@@ -2,10 +2,15 @@
  *
  * Both allocate the result (dtype promoted across the inputs, as PyTorch) and
  * copy each input into its slice of it. Node layout: inputs = the list (their
- * shapes in in_meta give each slice's extent); i[0] = the (wrapped) dim. */
+ * shapes in in_meta give each slice's extent); parameters join_params. */
 #include <stdio.h>
 
 #include "pointwise_driver.h"
+
+typedef struct join_params {
+    int64_t dim; /* wrapped */
+} join_params;
+TN_NODE_PARAMS(join_params, join_p)
 
 /* PyTorch's legacy rule: 1-d empty tensors are ignored by cat, whatever
  * the other inputs' rank. */
@@ -15,7 +20,7 @@ static bool cat_skipped(int ndim, const int64_t *shape) { return ndim == 1 && sh
 
 /* Each input gets its slice of g along dim (ignored inputs: an empty gradient). */
 static tn_status cat_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    int d = (int)n->i[0];
+    int d = (int)join_p(n)->dim;
     int64_t off = 0;
     for (int k = 0; k < n->n_in; k++) {
         const tn_input_meta *m = &n->in_meta[k];
@@ -31,7 +36,7 @@ static tn_status cat_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
 
 static tn_status stack_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     for (int k = 0; k < n->n_in; k++)
-        if (tn__edge_valid(&n->edges[k])) TN_TRY(gi[k] = tn_select(go[0], (int)n->i[0], k));
+        if (tn__edge_valid(&n->edges[k])) TN_TRY(gi[k] = tn_select(go[0], (int)join_p(n)->dim, k));
     return TN_OK;
 }
 
@@ -82,7 +87,7 @@ static tn_tensor *finish(const char *op, const tn_fn_info *fn, int n, tn_tensor 
     if (!tn__is_float(out->dtype) || !tn__needs_grad(n, ins)) return tn__ret(out);
     tn_node *node = tn__node_new(fn, n, ins, 0, 1);
     tn_status s = node ? tn__node_set_output(node, out, 0) : tn_last_status();
-    if (node) node->i[0] = d;
+    if (node) join_p(node)->dim = d;
     tn__node_release(node);
     if (s < 0) {
         tn_release(out);

@@ -8,10 +8,15 @@
  *
  * Node layout: NativeLayerNormBackward0: inputs {x, weight, bias} (either
  * of the last two may be NULL); saved {0: x, 1: weight, 2: mean, 3: rstd}
- * (mean and rstd: contiguous (rows) in x's dtype); i[0] = the number of
- * normalised dims (the trailing dims of x: in_meta[0]); d[0] = eps.
+ * (mean and rstd: contiguous (rows) in x's dtype); parameters ln_params.
  */
 #include "pointwise_driver.h"
+
+typedef struct ln_params {
+    int64_t nn; /* the number of normalised dims (the trailing dims of x: in_meta[0]) */
+    double eps;
+} ln_params;
+TN_NODE_PARAMS(ln_params, ln_p)
 
 /* rows (the leading dims' product) and cols (the normalised dims') of x */
 static void ln_dims(int ndim, const int64_t *shape, int nn, int64_t *rows, int64_t *cols) {
@@ -85,7 +90,7 @@ static tn_status check_args(const tn_tensor *x, int nn, const int64_t *ns, const
  * sum over rows of g xhat; dbias = sum over rows of g. */
 static tn_status ln_bw_graph(tn_node *n, tn_tensor *x, tn_tensor *w, tn_tensor *g, tn_tensor **gi) {
     const tn_input_meta *m = &n->in_meta[0];
-    int nn = (int)n->i[0];
+    int nn = (int)ln_p(n)->nn;
     int64_t mn[2];
     ln_dims(m->ndim, m->shape, nn, &mn[0], &mn[1]);
     enum { NT = 20 };
@@ -98,7 +103,7 @@ static tn_status ln_bw_graph(tn_node *n, tn_tensor *x, tn_tensor *w, tn_tensor *
     STEP(2, tn_sub(t[0], t[1])); /* xc */
     STEP(3, tn_mul(t[2], t[2]));
     STEP(4, tn_mean_dim(t[3], 1, true)); /* var */
-    STEP(5, tn_add_scalar(t[4], n->d[0]));
+    STEP(5, tn_add_scalar(t[4], ln_p(n)->eps));
     STEP(6, tn_pow_scalar(t[5], -0.5)); /* rs */
     STEP(7, tn_mul(t[2], t[6]));        /* xhat */
     STEP(8, tn_reshape(g, 2, mn));      /* gr */
@@ -139,7 +144,7 @@ static tn_status ln_bw_fused(tn_node *n, tn_tensor *x, tn_tensor *w, tn_tensor *
     tn_tensor *gc = rstd ? tn__contiguous_on(g, tn__dev(x)) : NULL;
     tn_status st = gc ? TN_OK : tn_last_status();
     tn_ln_args a = {.mode = TN_LN_BWD, .dtype = x->dtype};
-    ln_dims(x->ndim, x->shape, (int)n->i[0], &a.rows, &a.cols);
+    ln_dims(x->ndim, x->shape, (int)ln_p(n)->nn, &a.rows, &a.cols);
     for (int k = 0; k < 3 && st == TN_OK; k++) {
         if (!tn__edge_valid(&n->edges[k])) continue;
         const tn_input_meta *pm = &n->in_meta[k];
@@ -192,8 +197,7 @@ static tn_status record(tn_tensor *out, const tn_tensor *x, const tn_tensor *w, 
     tn_node *n = tn__node_new(&layer_norm_fn, 3, (const tn_tensor *[]){x, w, b}, 4, 1);
     tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
     if (st == TN_OK) {
-        n->i[0] = nn;
-        n->d[0] = eps;
+        *ln_p(n) = (ln_params){.nn = nn, .eps = eps};
         st = tn__node_save(n, 0, x, false);
     }
     if (st == TN_OK && w) st = tn__node_save(n, 1, w, false);

@@ -7,9 +7,14 @@
  * Node layouts:
  *   WhereBackward0:      inputs {a, b}; saved {0: cond}.
  *   MaskedFillBackward0: input {a}; saved {0: mask}.
- *   TrilBackward0 / TriuBackward0: input {a}; i[0] = diagonal.
+ *   TrilBackward0 / TriuBackward0: input {a}; parameters mask_params.
  */
 #include "pointwise_driver.h"
+
+typedef struct mask_params {
+    int64_t diagonal; /* tril, triu */
+} mask_params;
+TN_NODE_PARAMS(mask_params, mask_p)
 
 /* out = cond ? x : y, each operand moved to out's device (x and y in out's
  * dtype; cond bool). No autograd. */
@@ -56,14 +61,15 @@ static tn_tensor *select_new(const tn_tensor *cond, const tn_tensor *x, const tn
     return out;
 }
 
-/* Records fn over n_in inputs for out, saving `saved` (may be NULL), i[0] = k. */
+/* Records fn over n_in inputs for out, saving `saved` (may be NULL),
+ * with diagonal k. */
 static tn_status record(const tn_fn_info *fn, int n_in, const tn_tensor *const *in, tn_tensor *out,
                         const tn_tensor *saved, int64_t k) {
     if (!tn__needs_grad(n_in, in)) return TN_OK;
     tn_node *n = tn__node_new(fn, n_in, in, saved ? 1 : 0, 1);
     tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
     if (st == TN_OK) {
-        n->i[0] = k;
+        mask_p(n)->diagonal = k;
         if (saved) st = tn__node_save(n, 0, saved, false);
     }
     tn__node_release(n);
@@ -174,10 +180,10 @@ tn_status tn_masked_fill_(tn_tensor *a, const tn_tensor *mask, double value) {
 /* ---- tril / triu ------------------------------------------------------------------- */
 
 static tn_status tril_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    return (gi[0] = tn_tril(go[0], n->i[0])) ? TN_OK : tn_last_status();
+    return (gi[0] = tn_tril(go[0], mask_p(n)->diagonal)) ? TN_OK : tn_last_status();
 }
 static tn_status triu_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    return (gi[0] = tn_triu(go[0], n->i[0])) ? TN_OK : tn_last_status();
+    return (gi[0] = tn_triu(go[0], mask_p(n)->diagonal)) ? TN_OK : tn_last_status();
 }
 static const tn_fn_info tril_fn = {"TrilBackward0", tril_bw};
 static const tn_fn_info triu_fn = {"TriuBackward0", triu_bw};

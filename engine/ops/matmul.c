@@ -7,13 +7,19 @@
  * bias). PyTorch builds a chain of view/bmm nodes below that name; here one
  * node computes the whole gradient with public ops (create_graph works).
  *
- * Node layout (matmul): inputs {a, b}; saved {0: a, 1: b}; i[0] = kind.
- * Node layout (linear): inputs {x, w, bias}; saved {0: x, 1: w}; i[0] = bias ndim.
+ * Node layout (matmul): inputs {a, b}; saved {0: a, 1: b}; mm_params.kind.
+ * Node layout (linear): inputs {x, w, bias}; saved {0: x, 1: w}; mm_params.bias_ndim.
  * As PyTorch, a is saved only when b needs its gradient and b only when a does.
  */
 #include "pointwise_driver.h"
 
 typedef enum { K_DOT, K_MV, K_VM, K_MM, K_MAT_BATCHED, K_BATCHED } mm_kind;
+
+typedef struct mm_params {
+    mm_kind kind;  /* matmul */
+    int bias_ndim; /* linear: 0 without a bias */
+} mm_params;
+TN_NODE_PARAMS(mm_params, mm_p)
 
 static mm_kind kind_of(int na, int nb) {
     if (na == 1 && nb == 1) return K_DOT;
@@ -284,7 +290,7 @@ static tn_status matmul_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     bool wa = want(n, 0), wb = want(n, 1);
     tn_tensor *a = wb ? tn__node_unpack(n, 0) : NULL, *b = wa ? tn__node_unpack(n, 1) : NULL;
     tn_status st = (wb && !a) || (wa && !b) ? tn_last_status() : TN_OK;
-    if (st == TN_OK && n->i[0] == K_DOT) { /* g is 0-dim */
+    if (st == TN_OK && mm_p(n)->kind == K_DOT) { /* g is 0-dim */
         if (wa && !(gi[0] = tn_mul(go[0], b))) st = tn_last_status();
         if (st == TN_OK && wb && !(gi[1] = tn_mul(go[0], a))) st = tn_last_status();
     } else if (st == TN_OK) {
@@ -303,10 +309,10 @@ static const tn_fn_info matmul_fns[] = {
 /* Records a two/three-input product node saving x (slot 0) when y needs its
  * gradient and y (slot 1) when x does. */
 static tn_status record(const tn_fn_info *fn, tn_tensor *out, int nin, const tn_tensor *const *in,
-                        int64_t param) {
+                        mm_params p) {
     tn_node *n = tn__node_new(fn, nin, in, 2, 1);
     if (!n) return tn_last_status();
-    n->i[0] = param;
+    *mm_p(n) = p;
     tn_status st = tn__node_set_output(n, out, 0);
     if (st == TN_OK && tn__requires_grad(in[1])) st = tn__node_save(n, 0, in[0], false);
     if (st == TN_OK && tn__requires_grad(in[0])) st = tn__node_save(n, 1, in[1], false);
@@ -342,7 +348,8 @@ tn_tensor *tn_matmul(const tn_tensor *a, const tn_tensor *b) {
     if (!out) return NULL;
     if (product(out, a, av, b, bv, nbd, bshape, false) < 0 ||
         (tn__needs_grad(2, (const tn_tensor *[]){a, b}) &&
-         record(&matmul_fns[kind], out, 2, (const tn_tensor *[]){a, b}, kind) < 0)) {
+         record(&matmul_fns[kind], out, 2, (const tn_tensor *[]){a, b}, (mm_params){.kind = kind}) <
+             0)) {
         tn_release(out);
         return NULL;
     }
@@ -380,7 +387,7 @@ static tn_status linear_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
         tn_release(x);
         tn_release(xf);
     }
-    if (st == TN_OK && want(n, 2) && !(gi[2] = tn_sum_dim(gf, 0, n->i[0] == 2)))
+    if (st == TN_OK && want(n, 2) && !(gi[2] = tn_sum_dim(gf, 0, mm_p(n)->bias_ndim == 2)))
         st = tn_last_status();
     tn_release(gf);
     return st;
@@ -465,7 +472,8 @@ tn_tensor *tn_linear(const tn_tensor *x, const tn_tensor *w, const tn_tensor *bi
     tn_release(wt);
     const tn_tensor *in[3] = {x, w, bias};
     if (st == TN_OK && tn__needs_grad(3, in))
-        st = record(&linear_fns[linear_kind_of(x, bias)], out, 3, in, bias ? bias->ndim : 0);
+        st = record(&linear_fns[linear_kind_of(x, bias)], out, 3, in,
+                    (mm_params){.bias_ndim = bias ? bias->ndim : 0});
     if (st < 0) {
         tn_release(out);
         return NULL;

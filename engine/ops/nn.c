@@ -2,12 +2,23 @@
  * cross_entropy.c).
  *
  * Node layouts:
- *   SoftmaxBackward0 / LogSoftmaxBackward0: input {x}; saved {0: result}; i[0] = dim.
- *   MseLossBackward0: inputs {a, b}; saved {0: a, 1: b}; d[0] = numel.
+ *   SoftmaxBackward0 / LogSoftmaxBackward0: input {x}; saved {0: result};
+ *     parameters softmax_params.
+ *   MseLossBackward0: inputs {a, b}; saved {0: a, 1: b}; parameters mse_params.
  */
 #include <math.h>
 
 #include "pointwise_driver.h"
+
+typedef struct softmax_params {
+    int64_t dim; /* wrapped */
+} softmax_params;
+TN_NODE_PARAMS(softmax_params, softmax_p)
+
+typedef struct mse_params {
+    int64_t numel; /* of the broadcast difference: the mean's divisor */
+} mse_params;
+TN_NODE_PARAMS(mse_params, mse_p)
 
 /* ---- softmax kernels: engine/cpu/softmax_kernels.c (CPU), through tn__dev_softmax ---- */
 
@@ -41,7 +52,7 @@ static tn_status sm_run(int mode, tn_dtype dt, const tn_tensor *x, const tn_tens
 static tn_status softmax_family_bw(tn_node *n, tn_tensor *g, tn_tensor **gi, bool log) {
     tn_tensor *y = tn__node_unpack(n, 0);
     TN_TRY(y);
-    int dim = (int)n->i[0];
+    int dim = (int)softmax_p(n)->dim;
     tn_status st = TN_OK;
     if (!tn__grad_enabled()) {
         tn_tensor *gc = tn__contiguous_on(g, tn__dev(g)), *out = gc ? tn__empty_like(y) : NULL;
@@ -104,7 +115,7 @@ tn_tensor *tn__softmax_family(const tn_tensor *a, int dim, bool log) {
         tn_node *n = tn__node_new(log ? &log_softmax_fn : &softmax_fn, 1, &a, 1, 1);
         tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
         if (st == TN_OK) {
-            n->i[0] = d;
+            softmax_p(n)->dim = d;
             st = tn__node_save(n, 0, out, true);
         }
         tn__node_release(n);
@@ -144,7 +155,7 @@ static tn_tensor *mean_all(const tn_tensor *t) {
 static tn_status mse_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     tn_tensor *a = tn__node_unpack(n, 0), *b = a ? tn__node_unpack(n, 1) : NULL;
     tn_tensor *d = b ? tn_sub(a, b) : NULL, *dg = d ? tn_mul(d, go[0]) : NULL;
-    tn_tensor *ga = dg ? tn_mul_scalar(dg, 2.0 / n->d[0]) : NULL;
+    tn_tensor *ga = dg ? tn_mul_scalar(dg, 2.0 / (double)mse_p(n)->numel) : NULL;
     tn_status st = ga ? TN_OK : tn_last_status();
     if (st == TN_OK && tn__edge_valid(&n->edges[1]) && !(gi[1] = tn_neg(ga))) st = tn_last_status();
     if (st == TN_OK && tn__edge_valid(&n->edges[0])) gi[0] = tn__retain(ga);
@@ -175,7 +186,7 @@ tn_tensor *tn_mse_loss(const tn_tensor *a, const tn_tensor *b) {
         tn_node *n = tn__node_new(&mse_fn, 2, (const tn_tensor *[]){a, b}, 2, 1);
         tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
         if (st == TN_OK) {
-            n->d[0] = (double)numel;
+            mse_p(n)->numel = numel;
             st = tn__node_save(n, 0, a, false);
         }
         if (st == TN_OK) st = tn__node_save(n, 1, b, false);

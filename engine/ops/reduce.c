@@ -1,13 +1,19 @@
 /* Reductions: sum, mean, max, min over the whole tensor or one dim, argmax,
  * with their backward. The kernels run through tn__dev_reduce
  * (engine/core/reduce.c; the CPU's is engine/cpu/reduce_kernels.c).
- * Node layout: input {a}; i[0] = dim (-1: whole tensor), i[1] = keepdim,
- * d[0] = divisor of the mean; saved {0: a (whole max/min) or the indices
- * (max_dim), 1: the result (whole max/min)}. */
+ * Node layout: input {a}; parameters reduce_params; saved {0: a (whole
+ * max/min) or the indices (max_dim), 1: the result (whole max/min)}. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "pointwise_driver.h"
+
+typedef struct reduce_params {
+    int64_t dim; /* -1: the whole tensor */
+    bool keepdim;
+    double div; /* mean: the number of elements reduced */
+} reduce_params;
+TN_NODE_PARAMS(reduce_params, reduce_p)
 
 /* ---- backward ---------------------------------------------------------------------- */
 
@@ -15,8 +21,9 @@
  * reduction dropped it. Public ops, so create_graph records them. */
 static tn_tensor *expand_to_input(tn_node *n, tn_tensor *g) {
     const tn_input_meta *m = &n->in_meta[0];
-    int dim = (int)n->i[0];
-    tn_tensor *gk = dim >= 0 && !n->i[1] && m->ndim > 0 ? tn_unsqueeze(g, dim) : tn__retain(g);
+    const reduce_params *p = reduce_p(n);
+    int dim = (int)p->dim;
+    tn_tensor *gk = dim >= 0 && !p->keepdim && m->ndim > 0 ? tn_unsqueeze(g, dim) : tn__retain(g);
     if (!gk) return NULL;
     tn_tensor *e = tn_expand(gk, m->ndim, m->shape);
     tn_release(gk);
@@ -29,7 +36,7 @@ static tn_status sum_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
 }
 
 static tn_status mean_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    tn_tensor *g = tn_div_scalar(go[0], n->d[0]);
+    tn_tensor *g = tn_div_scalar(go[0], reduce_p(n)->div);
     TN_TRY(g);
     gi[0] = expand_to_input(n, g);
     tn_release(g);
@@ -94,10 +101,12 @@ static tn_status extreme_dim_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi
     tn_tensor *idx = tn__node_unpack(n, 0);
     TN_TRY(idx);
     const tn_input_meta *m = &n->in_meta[0];
-    tn_tensor *other = unselected_mask(m, (int)n->i[0], idx);
+    const reduce_params *p = reduce_p(n);
+    tn_tensor *other = unselected_mask(m, (int)p->dim, idx);
     tn_release(idx);
     TN_TRY(other);
-    tn_tensor *gk = !n->i[1] && m->ndim > 0 ? tn_unsqueeze(go[0], (int)n->i[0]) : tn__retain(go[0]);
+    tn_tensor *gk =
+        !p->keepdim && m->ndim > 0 ? tn_unsqueeze(go[0], (int)p->dim) : tn__retain(go[0]);
     gi[0] = gk ? tn__masked_zero(gk, other) : NULL;
     tn_release(gk);
     tn_release(other);
@@ -179,9 +188,7 @@ static tn_status record(const reduction *r, tn_tensor *out, const tn_tensor *a, 
     bool whole_ext = r->op != TN_RED_SUM && dim < 0;
     tn_node *n = tn__node_new(r->grad, 1, &a, whole_ext ? 2 : idx ? 1 : 0, 1);
     if (!n) return tn_last_status();
-    n->i[0] = dim;
-    n->i[1] = keepdim;
-    n->d[0] = div;
+    *reduce_p(n) = (reduce_params){.dim = dim, .keepdim = keepdim, .div = div};
     tn_status st = tn__node_set_output(n, out, 0);
     if (st == TN_OK && whole_ext) {
         st = tn__node_save(n, 0, a, false);

@@ -4,7 +4,7 @@
  * back ends run it with no kernel family of its own; the backward formulas
  * are public ops, so double backward works.
  *
- * Node layouts (input {x}; i[0] = dim, i[1] = keepdim; d[0] = correction):
+ * Node layouts (input {x}; parameters stat_params):
  *   LogsumexpBackward0: saved {0: x, 1: result}.
  *   VarBackward0: saved {0: x}.
  *   StdBackward0: saved {0: x, 1: result}.
@@ -13,6 +13,13 @@
 #include <math.h>
 
 #include "pointwise_driver.h"
+
+typedef struct stat_params {
+    int64_t dim; /* wrapped */
+    bool keepdim;
+    double correction; /* var, std */
+} stat_params;
+TN_NODE_PARAMS(stat_params, stat_p)
 
 /* Result shape of a reduction of x over dim: with the dim kept (size 1) in
  * `keep`, and as asked in `out` (returns its ndim). */
@@ -37,8 +44,8 @@ static tn_tensor *as_result(tn_tensor *t, int nd, const int64_t *shape) {
 
 /* g broadcast back over the reduced dim: unsqueezed when it was dropped. */
 static tn_tensor *keep_dim(tn_node *n, tn_tensor *g) {
-    bool dropped = !n->i[1] && n->in_meta[0].ndim > 0;
-    return dropped ? tn_unsqueeze(g, (int)n->i[0]) : tn__retain(g);
+    bool dropped = !stat_p(n)->keepdim && n->in_meta[0].ndim > 0;
+    return dropped ? tn_unsqueeze(g, (int)stat_p(n)->dim) : tn__retain(g);
 }
 
 static tn_status record(const tn_fn_info *fn, tn_tensor *out, const tn_tensor *x, int dim,
@@ -46,9 +53,7 @@ static tn_status record(const tn_fn_info *fn, tn_tensor *out, const tn_tensor *x
     tn_node *n = tn__node_new(fn, 1, &x, save_out ? 2 : 1, 1);
     tn_status st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
     if (st == TN_OK) {
-        n->i[0] = dim;
-        n->i[1] = keepdim;
-        n->d[0] = correction;
+        *stat_p(n) = (stat_params){.dim = dim, .keepdim = keepdim, .correction = correction};
         st = tn__node_save(n, 0, x, false);
     }
     if (st == TN_OK && save_out) st = tn__node_save(n, 1, out, true);
@@ -126,10 +131,10 @@ static double var_div(int64_t n, double correction) {
 
 /* dvar/dx = g 2 (x - mean) / div (g already over the kept dim) */
 static tn_tensor *var_grad(tn_node *n, const tn_tensor *x, const tn_tensor *gk) {
-    int dim = (int)n->i[0];
+    int dim = (int)stat_p(n)->dim;
     int64_t len = x->ndim ? x->shape[dim] : 1;
     tn_tensor *m = tn_mean_dim(x, dim, true), *d = m ? tn_sub(x, m) : NULL;
-    tn_tensor *s = d ? tn_mul_scalar(d, 2.0 / var_div(len, n->d[0])) : NULL;
+    tn_tensor *s = d ? tn_mul_scalar(d, 2.0 / var_div(len, stat_p(n)->correction)) : NULL;
     tn_tensor *r = s ? tn_mul(gk, s) : NULL;
     tn_release(m);
     tn_release(d);

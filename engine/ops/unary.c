@@ -1,7 +1,14 @@
 /* Unary pointwise ops, scalar forms (tensor op number) and clamp, with
  * backward and in-place forms.
- * Node layout: input {a}; saved {0: a, 1: result}; d[0], d[1] = scalars. */
+ * Node layout: input {a}; saved {0: a, 1: result}; parameters unary_params. */
 #include "pointwise_driver.h"
+
+/* The op's scalars as its kernel takes them (clamp: min, max; pow: the
+ * exponent; mul, div: the factor). */
+typedef struct unary_params {
+    tn_pw_ctx scalars;
+} unary_params;
+TN_NODE_PARAMS(unary_params, unary_p)
 
 typedef struct unop {
     const char *name;
@@ -105,12 +112,12 @@ static tn_status relu_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     return gi[0] ? TN_OK : tn_last_status();
 }
 static tn_tensor *d_clamp(tn_node *n, const tn_tensor *x) {
-    tn_pw_ctx c = {n->d[0], n->d[1]};
-    return tn__pw_unary("clamp_backward", TN_PW_clampmask, x, x->dtype, &c);
+    return tn__pw_unary("clamp_backward", TN_PW_clampmask, x, x->dtype, &unary_p(n)->scalars);
 }
 static tn_tensor *d_pows(tn_node *n, const tn_tensor *x) { /* e x^(e-1), 0 when e == 0 */
-    if (n->d[0] == 0) return tn__zeros_like(x);
-    tn_tensor *t = tn_pow_scalar(x, n->d[0] - 1), *d = t ? tn_mul_scalar(t, n->d[0]) : NULL;
+    double e = unary_p(n)->scalars.c0;
+    if (e == 0) return tn__zeros_like(x);
+    tn_tensor *t = tn_pow_scalar(x, e - 1), *d = t ? tn_mul_scalar(t, e) : NULL;
     tn_release(t);
     return d;
 }
@@ -138,7 +145,7 @@ static tn_status identity_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     return TN_OK;
 }
 static tn_status muls_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    return (gi[0] = tn_mul_scalar(go[0], n->d[0])) ? TN_OK : tn_last_status();
+    return (gi[0] = tn_mul_scalar(go[0], unary_p(n)->scalars.c0)) ? TN_OK : tn_last_status();
 }
 /* The old value does not reach the output: its gradient is zeros (not
  * "none": PyTorch's formula is zeros_like(grad), so leaves still get 0). */
@@ -193,10 +200,7 @@ static tn_status record(const unop *op, tn_tensor *out, const tn_tensor *in_edge
                         const tn_tensor *in_saved, const tn_pw_ctx *c, tn_node **keep) {
     tn_node *n = tn__node_new(op->grad, 1, &in_edge, 2, 1);
     if (!n) return tn_last_status();
-    if (c) {
-        n->d[0] = c->c0;
-        n->d[1] = c->c1;
-    }
+    if (c) unary_p(n)->scalars = *c;
     tn_status st = TN_OK;
     if (op->save_in) st = tn__node_save(n, 0, in_saved, false);
     if (keep) { /* in-place: the caller rebases and saves the output after */

@@ -5,10 +5,34 @@
  * remembers its root base for CopySlices). Backward formulas use public ops
  * so that create_graph records them.
  * Node layout: input {a}; no saved tensors; the input's shape is in_meta[0];
- * op parameters in i[] (documented at each backward). */
+ * parameters: transpose_params, permute_params, unsqueeze_params,
+ * slice_spec (narrow, select and their backward's backward). */
 #include <stdio.h>
 
 #include "pointwise_driver.h"
+
+typedef struct transpose_params {
+    int64_t dim0, dim1; /* the swapped dims, wrapped */
+} transpose_params;
+TN_NODE_PARAMS(transpose_params, transpose_p)
+
+typedef struct permute_params {
+    int64_t order[TN_MAX_DIMS]; /* in_meta[0].ndim entries */
+} permute_params;
+TN_NODE_PARAMS(permute_params, permute_p)
+
+typedef struct unsqueeze_params {
+    int64_t dim; /* the inserted dim, wrapped */
+} unsqueeze_params;
+TN_NODE_PARAMS(unsqueeze_params, unsqueeze_p)
+
+/* A narrow (length elements from start along dim) or a select (the element
+ * at start; dim removed), validated. */
+typedef struct slice_spec {
+    int64_t dim, start, length;
+    bool is_select;
+} slice_spec;
+TN_NODE_PARAMS(slice_spec, slice_p)
 
 /* ---- shape inference and view strides ----------------------------------------- */
 
@@ -97,37 +121,37 @@ static bool view_strides(const tn_tensor *a, int nd, const int64_t *nshape, int6
 static tn_status reshape_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     TRY_GI(tn_reshape(go[0], n->in_meta[0].ndim, n->in_meta[0].shape));
 }
-/* i[0], i[1]: the swapped dims */
 static tn_status transpose_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    TRY_GI(tn_transpose(go[0], (int)n->i[0], (int)n->i[1]));
+    const transpose_params *p = transpose_p(n);
+    TRY_GI(tn_transpose(go[0], (int)p->dim0, (int)p->dim1));
 }
-/* i[0..ndim-1]: the permutation; the gradient goes through its inverse */
+/* The gradient goes through the inverse permutation. */
 static tn_status permute_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     int nd = n->in_meta[0].ndim, inv[TN_MAX_DIMS];
+    const int64_t *order = permute_p(n)->order;
     for (int d = 0; d < nd; d++)
-        inv[n->i[d]] = d;
+        inv[order[d]] = d;
     TRY_GI(tn_permute(go[0], nd, inv));
 }
 static tn_status expand_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     gi[0] = tn__retain(go[0]); /* the engine sums the broadcast dims back */
     return TN_OK;
 }
-/* i[0]: the inserted dim */
 static tn_status unsqueeze_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    TRY_GI(tn_squeeze_dim(go[0], (int)n->i[0]));
+    TRY_GI(tn_squeeze_dim(go[0], (int)unsqueeze_p(n)->dim));
 }
 
-/* narrow/select backward: g placed into zeros of the input's shape.
- * i[0] dim, i[1] start, i[2] length, i[3] 1 for select (dim removed). */
-static tn_tensor *embed(tn_tensor *g, const tn_input_meta *m, const int64_t *p);
+/* narrow/select backward: g placed into zeros of the input's shape. */
+static tn_tensor *embed(tn_tensor *g, const tn_input_meta *m, const slice_spec *p);
 
 static tn_status slice_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    TRY_GI(embed(go[0], &n->in_meta[0], n->i));
+    TRY_GI(embed(go[0], &n->in_meta[0], slice_p(n)));
 }
 /* Backward of embed (create_graph): the slice of the gradient again. */
 static tn_status embed_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    if (n->i[3]) TRY_GI(tn_select(go[0], (int)n->i[0], n->i[1]));
-    TRY_GI(tn_narrow(go[0], (int)n->i[0], n->i[1], n->i[2]));
+    const slice_spec *p = slice_p(n);
+    if (p->is_select) TRY_GI(tn_select(go[0], (int)p->dim, p->start));
+    TRY_GI(tn_narrow(go[0], (int)p->dim, p->start, p->length));
 }
 
 static const tn_fn_info view_fn = {"ViewBackward0", reshape_bw};
@@ -143,24 +167,24 @@ static const tn_fn_info unsqueeze_fn = {"UnsqueezeBackward0", unsqueeze_bw};
 static const tn_fn_info slice_embed_fn = {"SliceBackwardBackward0", embed_bw};
 static const tn_fn_info select_embed_fn = {"SelectBackwardBackward0", embed_bw};
 
-/* Geometry of the narrow (p[3] == 0) or select (p[3] == 1) of a tensor with
- * shape/stride/offset: writes the result's into nshape/nstride, returns its offset. */
+/* Geometry of the slice p of a tensor with shape/stride/offset: writes the
+ * result's into nshape/nstride, returns its offset. */
 static int64_t slice_geometry(int ndim, const int64_t *shape, const int64_t *stride, int64_t offset,
-                              const int64_t *p, int *nd, int64_t *nshape, int64_t *nstride) {
-    int dim = (int)p[0];
+                              const slice_spec *p, int *nd, int64_t *nshape, int64_t *nstride) {
+    int dim = (int)p->dim;
     memcpy(nshape, shape, (size_t)ndim * sizeof *nshape);
     memcpy(nstride, stride, (size_t)ndim * sizeof *nstride);
-    nshape[dim] = p[2];
+    nshape[dim] = p->length;
     *nd = ndim;
-    if (p[3]) { /* select: drop the dim */
+    if (p->is_select) { /* drop the dim */
         memmove(nshape + dim, nshape + dim + 1, (size_t)(ndim - dim - 1) * sizeof *nshape);
         memmove(nstride + dim, nstride + dim + 1, (size_t)(ndim - dim - 1) * sizeof *nstride);
         *nd = ndim - 1;
     }
-    return tn__wrap_add(offset, tn__wrap_mul(p[1], stride[dim])); /* wraps only when empty */
+    return tn__wrap_add(offset, tn__wrap_mul(p->start, stride[dim])); /* wraps only when empty */
 }
 
-static tn_tensor *embed(tn_tensor *g, const tn_input_meta *m, const int64_t *p) {
+static tn_tensor *embed(tn_tensor *g, const tn_input_meta *m, const slice_spec *p) {
     tn_tensor *out = tn__zeros_on(m->ndim, m->shape, g->dtype, tn__dev(g));
     if (!out) return NULL;
     int nd;
@@ -171,10 +195,10 @@ static tn_tensor *embed(tn_tensor *g, const tn_input_meta *m, const int64_t *p) 
     tn_release(slice);
     tn_node *n = NULL;
     if (s == TN_OK && tn__needs_grad(1, (const tn_tensor *[]){g})) {
-        n = tn__node_new(p[3] ? &select_embed_fn : &slice_embed_fn, 1, (const tn_tensor *[]){g}, 0,
-                         1);
+        n = tn__node_new(p->is_select ? &select_embed_fn : &slice_embed_fn, 1,
+                         (const tn_tensor *[]){g}, 0, 1);
         s = n ? tn__node_set_output(n, out, 0) : tn_last_status();
-        if (n) memcpy(n->i, p, 4 * sizeof *p);
+        if (n) *slice_p(n) = *p;
         tn__node_release(n);
     }
     if (s < 0) {
@@ -295,7 +319,7 @@ tn_tensor *tn_transpose(tn_tensor *a, int dim0, int dim1) {
     }
     tn_node *n;
     tn_tensor *v = tn__make_view(a, a->ndim, sh, st, a->offset, &transpose_fn, &n);
-    if (n) n->i[0] = d0, n->i[1] = d1;
+    if (n) *transpose_p(n) = (transpose_params){.dim0 = d0, .dim1 = d1};
     return tn__ret(v);
 }
 
@@ -326,20 +350,19 @@ tn_tensor *tn_permute(tn_tensor *a, int ndim, const int *dims) {
     tn_node *n;
     tn_tensor *v = tn__make_view(a, ndim, sh, st, a->offset, &permute_fn, &n);
     for (int d = 0; n && d < ndim; d++)
-        n->i[d] = p[d];
+        permute_p(n)->order[d] = p[d];
     return tn__ret(v);
 }
 
 /* ---- slices ------------------------------------------------------------------------- */
 
-/* p = {dim, start, length, is_select}, validated. */
-static tn_tensor *slice_view(tn_tensor *a, const int64_t *p) {
+static tn_tensor *slice_view(tn_tensor *a, const slice_spec *p) {
     int nd;
     int64_t sh[TN_MAX_DIMS], st[TN_MAX_DIMS];
     int64_t off = slice_geometry(a->ndim, a->shape, a->stride, a->offset, p, &nd, sh, st);
     tn_node *n;
-    tn_tensor *v = tn__make_view(a, nd, sh, st, off, p[3] ? &select_fn : &slice_fn, &n);
-    if (n) memcpy(n->i, p, 4 * sizeof *p);
+    tn_tensor *v = tn__make_view(a, nd, sh, st, off, p->is_select ? &select_fn : &slice_fn, &n);
+    if (n) *slice_p(n) = *p;
     return v;
 }
 
@@ -368,7 +391,7 @@ tn_tensor *tn_narrow(tn_tensor *a, int dim, int64_t start, int64_t length) {
                   (long long)start, (long long)length, (long long)size);
         return NULL;
     }
-    return tn__ret(slice_view(a, (const int64_t[]){d, start, length, 0}));
+    return tn__ret(slice_view(a, &(slice_spec){.dim = d, .start = start, .length = length}));
 }
 
 tn_tensor *tn_select(tn_tensor *a, int dim, int64_t index) {
@@ -389,7 +412,8 @@ tn_tensor *tn_select(tn_tensor *a, int dim, int64_t index) {
         return NULL;
     }
     if (index < 0) index += size;
-    return tn__ret(slice_view(a, (const int64_t[]){d, index, 1, 1}));
+    return tn__ret(
+        slice_view(a, &(slice_spec){.dim = d, .start = index, .length = 1, .is_select = true}));
 }
 
 /* ---- expand ------------------------------------------------------------------------- */
@@ -510,6 +534,6 @@ tn_tensor *tn_unsqueeze(tn_tensor *a, int dim) {
     }
     tn_node *n;
     tn_tensor *v = tn__make_view(a, a->ndim + 1, sh, st, a->offset, &unsqueeze_fn, &n);
-    if (n) n->i[0] = d;
+    if (n) unsqueeze_p(n)->dim = d;
     return tn__ret(v);
 }
