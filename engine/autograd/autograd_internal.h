@@ -6,6 +6,7 @@
  *   if (tn__needs_grad(2, (const tn_tensor *[]){a, b})) {
  *       tn_node *n = tn__node_new(&mul_fn, 2, (const tn_tensor *[]){a, b}, 2, 1);
  *       if (!n) goto fail;
+ *       binary_p(n)->alpha = 1;                          // parameters: TN_NODE_PARAMS below
  *       tn__node_set_output(n, out, 0);                  // out->grad_fn = n
  *       tn__node_save(n, 0, a, false);                   // saved input
  *       tn__node_save(n, 1, b, false);
@@ -119,9 +120,9 @@ struct tn_node {
     uint64_t seq;         /* creation order: later nodes run first */
     int n_in, n_out, n_saved;
     bool has_saved;       /* a slot holds a tensor: backward twice needs retain_graph */
-    /* Saved-tensor lifetime, see engine.c: `saved_refs` counts the graph's
-     * own reference (1) plus each backward currently using the tensors;
-     * `claimed` is set by the first backward that will free them. */
+    /* Saved-tensor lifetime, see engine.c (kept by run_node.c): `saved_refs`
+     * counts the graph's own reference (1) plus each backward currently using
+     * the tensors; `claimed` is set by the first backward that will free them. */
     _Atomic int64_t saved_refs;
     atomic_bool claimed;
     tn_edge *edges;           /* n_in */
@@ -280,7 +281,7 @@ tn_status tn__hooks_mark_retain(tn_node *n, int k);
 tn_status tn__function_backward(tn_node *n, tn_tensor *const *go, tn_tensor **gi);
 void tn__function_node_free(tn_node *n);
 
-/* ---- engine (engine/autograd/engine.c) ------------------------------------- */
+/* ---- engine (engine/autograd/engine.c; its jobs: engine_internal.h) ------- */
 tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *const *grads,
                            bool retain_graph, bool create_graph, int n_inputs,
                            tn_tensor *const *inputs, tn_tensor **grads_out);

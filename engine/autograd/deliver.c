@@ -30,6 +30,7 @@ static int capture_index_cell(const tn_run *r, const tn_grad_cell *c) {
 tn_status tn__send(tn_run *r, const tn_edge *e, tn_tensor *g, uint64_t seq, int edge) {
     if (e->cell) return tn__inbox_push(&tn__run_cell_lookup(r, e->cell)->inbox, g, seq, edge);
     node_state *s = tn__run_lookup(r, e->node);
+    TN_ASSERT(s->node == e->node && e->input_nr >= 0 && e->input_nr < s->node->n_out);
     return tn__inbox_push(&s->inbox[e->input_nr], g, seq, edge);
 }
 
@@ -131,8 +132,10 @@ tn_status tn__node_done(tn_run *r, const tn_node *n) {
         cell_state *cs = tn__run_cell_lookup(r, c);
         /* acq_rel: our sends into the cell's inbox happen before the last
          * producer's take (it acquires every earlier producer's release). */
-        if (atomic_fetch_sub_explicit(&cs->pending, 1, memory_order_acq_rel) == 1)
-            st = cell_ready(r, cs);
+        TN_ASSERT(cs->cell == c);
+        int old = atomic_fetch_sub_explicit(&cs->pending, 1, memory_order_acq_rel);
+        TN_ASSERT(old > 0);
+        if (old == 1) st = cell_ready(r, cs);
     }
     return st;
 }

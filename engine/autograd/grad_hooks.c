@@ -39,8 +39,11 @@ struct tn_hook {
 };
 
 static void hook_unref(tn_hook *h) {
+    if (!h) return;
     /* acq_rel: the last of list and handle frees after the other's use */
-    if (h && atomic_fetch_sub_explicit(&h->refcount, 1, memory_order_acq_rel) == 1) {
+    int64_t old = atomic_fetch_sub_explicit(&h->refcount, 1, memory_order_acq_rel);
+    TN_ASSERT(old > 0);
+    if (old == 1) {
         if (h->leaf) tn__weak_release(h->leaf);
         tn__free_small(h);
     }

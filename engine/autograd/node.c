@@ -26,15 +26,21 @@ void tn__cell_weak_retain(tn_grad_cell *c) {
 }
 
 void tn__cell_weak_release(tn_grad_cell *c) {
+    if (!c) return;
     /* acq_rel: the last holder frees after every other's use of the struct */
-    if (c && atomic_fetch_sub_explicit(&c->weak, 1, memory_order_acq_rel) == 1) {
+    int64_t old = atomic_fetch_sub_explicit(&c->weak, 1, memory_order_acq_rel);
+    TN_ASSERT(old > 0);
+    if (old == 1) {
         if (tn__has_hooks(&c->hooks)) tn__hooks_free(&c->hooks);
         tn__free_small(c);
     }
 }
 
 void tn__cell_release(tn_grad_cell *c) {
-    if (!c || atomic_fetch_sub_explicit(&c->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (!c) return;
+    int64_t old = atomic_fetch_sub_explicit(&c->refcount, 1, memory_order_acq_rel);
+    TN_ASSERT(old > 0);
+    if (old != 1) return;
     /* No strong holder is left, so no tn_grad reader either: the gradient
      * goes now, whoever still holds the struct weakly. */
     tn_release(atomic_exchange_explicit(&c->grad, NULL, memory_order_acq_rel));
@@ -79,6 +85,8 @@ _Static_assert(sizeof(tn_node) <= 224, "tn_node outgrew its 224-byte size class"
 
 tn_node *tn__node_new(const tn_fn_info *fn, int n_in, const tn_tensor *const *inputs,
                       int n_saved, int n_out) {
+    /* fn->backward may be NULL: a custom function's stand-in (function.c) */
+    TN_ASSERT(fn && n_in >= 0 && n_saved >= 0 && n_out >= 0);
     size_t sz = sizeof(tn_node) + (size_t)n_in * (sizeof(tn_edge) + sizeof(tn_input_meta)) +
                 (size_t)n_out * sizeof(tn_input_meta) +
                 (size_t)n_saved * sizeof(tn_saved) + (size_t)n_out * sizeof(tn_grad_cell *);
@@ -179,7 +187,9 @@ void tn__node_release(tn_node *n) {
     tn_node *stack[64];
     drop_stack w = {stack, stack, 0, 64};
     while (n) {
-        if (atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) == 1) {
+        int64_t old = atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel);
+        TN_ASSERT(old > 0);
+        if (old == 1) {
             for (int i = 0; i < n->n_in; i++) {
                 tn__cell_weak_release(n->edges[i].cell);
                 drop_push(&w, n->edges[i].node);
@@ -207,6 +217,7 @@ void tn__node_release(tn_node *n) {
 }
 
 tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr) {
+    TN_ASSERT(output_nr >= 0 && output_nr < n->n_out);
     tn_autograd_meta *m = tn__meta_get_or_create(out);
     if (!m) return TN_ERR_OUT_OF_MEMORY;
     tn__node_retain(n);
@@ -243,6 +254,7 @@ tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr) {
 }
 
 tn_status tn__node_save(tn_node *n, int slot, const tn_tensor *t, bool is_output) {
+    TN_ASSERT(slot >= 0 && slot < n->n_saved);
     tn_saved *s = &n->saved[slot];
     if (!t) return TN_OK;
     if (!is_output && tn__view_sync(t) < 0) return tn_last_status(); /* its history, current */
@@ -350,6 +362,7 @@ static tn_status rebuild_input_history(const tn_saved *s, tn_tensor *r) {
 }
 
 tn_tensor *tn__node_unpack(tn_node *n, int slot) {
+    TN_ASSERT(slot >= 0 && slot < n->n_saved);
     tn_saved *s = &n->saved[slot];
     if (!s->defined) return NULL;
     if (!s->orig) {
@@ -369,6 +382,7 @@ tn_tensor *tn__node_unpack(tn_node *n, int slot) {
         return NULL;
     }
     uint64_t cur = tn__version_get(s->orig);
+    TN_ASSERT(cur >= s->version); /* a counter only rises, and the slot holds it since the save */
     if (cur != s->version) {
         version_error(n, s, cur);
         return NULL;

@@ -21,8 +21,9 @@ static tn_status second_time_error(void) {
 static void saved_put(tn_node *n) {
     /* acq_rel: the last user's release orders its reads of the saved
      * tensors before the free done by whoever reaches zero. */
-    if (atomic_fetch_sub_explicit(&n->saved_refs, 1, memory_order_acq_rel) == 1)
-        tn__node_free_saved(n);
+    int64_t old = atomic_fetch_sub_explicit(&n->saved_refs, 1, memory_order_acq_rel);
+    TN_ASSERT(old > 0);
+    if (old == 1) tn__node_free_saved(n);
 }
 
 static tn_status saved_get(tn_node *n, bool retain_graph) {

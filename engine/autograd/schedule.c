@@ -96,7 +96,9 @@ static void task_run(tn_run *r, node_state *s) {
         if (!c) continue;
         node_state *cs = tn__run_lookup(r, c);
         /* acq_rel: our sends into c's inboxes happen before c runs */
-        if (atomic_fetch_sub_explicit(&cs->deps, 1, memory_order_acq_rel) == 1) {
+        int old = atomic_fetch_sub_explicit(&cs->deps, 1, memory_order_acq_rel);
+        TN_ASSERT(old > 0);
+        if (old == 1) {
 #pragma omp task firstprivate(cs)
             task_run(r, cs);
         }
@@ -162,7 +164,10 @@ tn_status tn__run_graph(tn_run *r) {
         if (st < 0) return st;
         for (int i = 0; i < n->n_in; i++) {
             tn_node *c = n->edges[i].node;
-            if (c && --tn__run_lookup(r, c)->deps == 0) heap_push(r, c);
+            if (!c) continue;
+            node_state *cs = tn__run_lookup(r, c);
+            TN_ASSERT(cs->node == c && cs->deps > 0);
+            if (--cs->deps == 0) heap_push(r, c);
         }
     }
     return TN_OK;

@@ -484,7 +484,9 @@ void tn__storage_release(tn_storage *s) {
     if (!s) return;
     /* acq_rel: the release publishes our writes to the buffer; the thread
      * that drops the last reference acquires them before freeing. */
-    if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
+    int64_t old = atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel);
+    TN_ASSERT(old > 0);
+    if (old != 1) return;
     if (s->device.type != TN_CPU) {
         /* the device was usable when the storage was made, so it has a backend */
         const tn_backend *be = tn__backends[s->device.type];
@@ -515,8 +517,10 @@ void tn__version_retain(tn_version_block *v) {
 }
 
 void tn__version_release(tn_version_block *v) {
-    if (v && atomic_fetch_sub_explicit(&v->refcount, 1, memory_order_acq_rel) == 1)
-        sized_free(v, sizeof *v);
+    if (!v) return;
+    int64_t old = atomic_fetch_sub_explicit(&v->refcount, 1, memory_order_acq_rel);
+    TN_ASSERT(old > 0);
+    if (old == 1) sized_free(v, sizeof *v);
 }
 
 int64_t tn__bytes_live(void) {

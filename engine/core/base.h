@@ -54,6 +54,35 @@ tn_status tn__null_arg(bool handle, const char *fmt, ...) TN_PRINTF(2, 3);
 #define TN_CHECK_NULL_PTR(p, name) TN_CHECK_NULL_(p, name, false, NULL)
 #define TN_CHECK_NULL_PTR_ST(p, name) TN_CHECK_NULL_(p, name, false, st_)
 
+/* ---- internal invariants ----------------------------------------------------
+ * TN_ASSERT(cond): a condition the library's own code guarantees (a
+ * refcount above zero before a release, a slot within its node). In a debug
+ * build (NDEBUG undefined: the asan and tsan presets) a false one prints
+ * file:line, the function, the condition and a backtrace to stderr and
+ * aborts; in release the condition is type-checked, never evaluated, so it
+ * must have no side effect. Never for bad input, which every public
+ * function reports with a status and survives (docs/design.md, "Errors").
+ * TN_ALWAYS / TN_NEVER (SQLite's ALWAYS / NEVER): "cannot happen, but
+ * handled": `if (TN_NEVER(x < 0)) return tn__error(...);` aborts in a debug
+ * build when it happens, and in release is the condition's value, so the
+ * graceful path runs. */
+#ifdef NDEBUG
+#define TN_DEBUG 0
+#else
+#define TN_DEBUG 1
+#endif
+_Noreturn void tn__assert_fail(const char *cond, const char *file, int line, const char *func);
+#if TN_DEBUG
+#define TN_ASSERT(c) (TN_LIKELY(c) ? (void)0 : tn__assert_fail(#c, __FILE__, __LINE__, __func__))
+#define TN_ALWAYS(c) (TN_LIKELY(c) ? 1 : (tn__assert_fail(#c, __FILE__, __LINE__, __func__), 0))
+#define TN_NEVER(c)                                                                                \
+    (TN_UNLIKELY(c) ? (tn__assert_fail("!(" #c ")", __FILE__, __LINE__, __func__), 1) : 0)
+#else
+#define TN_ASSERT(c) ((void)sizeof(!(c)))
+#define TN_ALWAYS(c) (!!(c))
+#define TN_NEVER(c) (!!(c))
+#endif
+
 /* ---- memory ----------------------------------------------------------------
  * Every allocation the library makes goes through these (engine/core/alloc.c),
  * so the allocation-failure hook of include/tenet/testing.h reaches all of

@@ -1,5 +1,11 @@
-/* Thread-local error state: status + message, PyTorch's wording. */
+/* Thread-local error state: status + message, PyTorch's wording; and the
+ * report of a broken internal invariant (TN_ASSERT, debug builds). */
 #include <stdio.h>
+#include <stdlib.h>
+#if defined(__GLIBC__)
+#include <execinfo.h>
+#include <unistd.h>
+#endif
 
 #include "internal.h"
 
@@ -80,4 +86,19 @@ const char *tn_status_string(tn_status s) {
     case TN_ERR_DIST: return "TN_ERR_DIST";
     }
     return "TN_ERR_UNKNOWN";
+}
+
+/* A broken invariant is a bug in the library, not the caller's mistake: no
+ * status to return, the state may already be corrupt. Reports and aborts
+ * (debug builds only: release builds compile the checks out). */
+_Noreturn void tn__assert_fail(const char *cond, const char *file, int line, const char *func) {
+    fprintf(stderr, "tenet: internal error: %s:%d: %s: assertion `%s' failed\n", file, line, func,
+            cond);
+#if defined(__GLIBC__)
+    void *pcs[64];
+    int n = backtrace(pcs, 64);
+    backtrace_symbols_fd(pcs, n, STDERR_FILENO); /* no malloc: the heap may be the bug */
+#endif
+    fflush(stderr);
+    abort();
 }

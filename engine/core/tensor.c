@@ -98,7 +98,9 @@ void tn_release(tn_tensor *t) {
         tn__scope_on_release(t);
     /* acq_rel: pairs with the other owners' releases so the last one sees
      * every write made through the handle before tearing it down. */
-    if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
+    int64_t old = atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel);
+    TN_ASSERT(old > 0);
+    if (old != 1) return;
     tn__internal_enter(); /* teardown releases are not the user's */
     if (t->ag) tn__hooks.meta_free(t->ag); /* autograd/ installed it before making any */
     tn_release(t->view_base);
@@ -120,8 +122,10 @@ void tn_release(tn_tensor *t) {
 void tn__weak_release(tn_tensor *t) {
     /* acq_rel: the last holder, weak or strong, frees after every other's
      * reads of the handle. */
-    if (t && atomic_fetch_sub_explicit(&t->weak, 1, memory_order_acq_rel) == 1)
-        tn__free_small(t);
+    if (!t) return;
+    int64_t old = atomic_fetch_sub_explicit(&t->weak, 1, memory_order_acq_rel);
+    TN_ASSERT(old > 0);
+    if (old == 1) tn__free_small(t);
 }
 
 /* ---- metadata ---------------------------------------------------------------- */
