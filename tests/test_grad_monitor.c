@@ -175,16 +175,21 @@ static void test_watch_errors(void **state) {
     (void)state;
     assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *w = leaf(1, S3, (const double[]){1, 2, 3});
+    tn_clear_error();
     assert_int_equal(tn_grad_monitor_watch(-1, NULL, NULL), TN_ERR_INVALID_ARGUMENT);
+    tn_clear_error();
     assert_int_equal(tn_grad_monitor_watch(1, NULL, (tn_tensor *const[]){w}),
                      TN_ERR_INVALID_ARGUMENT);
     tt_assert_error(TN_ERR_INVALID_ARGUMENT, "'names' is NULL");
+    tn_clear_error();
     assert_int_equal(tn_grad_monitor_watch(1, (const char *const[]){NULL}, (tn_tensor *const[]){w}),
                      TN_ERR_INVALID_ARGUMENT);
+    tn_clear_error();
     assert_int_equal(
         tn_grad_monitor_watch(1, (const char *const[]){"w"}, (tn_tensor *const[]){NULL}),
         TN_ERR_INVALID_ARGUMENT);
     tt_assert_error(TN_ERR_INVALID_ARGUMENT, "params[0] is NULL");
+    tn_clear_error();
     assert_int_equal(tn_grad_monitor_print(NULL, stderr), TN_ERR_INVALID_ARGUMENT);
     assert_int_equal(tn_grad_monitor_count(NULL), 0);
     assert_int_equal(tn_grad_monitor_first_alarm(NULL), -1);

@@ -290,6 +290,7 @@ static void test_narrow_select_errors(void **state) {
                                   "dimension 1");
     assert_null(tn_select(s, 0, 0));
     tt_assert_error(TN_ERR_INDEX, "select() cannot be applied to a 0-dim tensor.");
+    tn_clear_error();
     assert_null(tn_select(NULL, 0, 0));
     assert_int_equal(tn_last_status(), TN_ERR_INVALID_ARGUMENT);
     tn_release(s);

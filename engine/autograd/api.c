@@ -79,9 +79,9 @@ static tn_tensor *seed_grad(const tn_tensor *t, const tn_tensor *grad, int index
     return tn__retain((tn_tensor *)grad);
 }
 
-tn_status tn_backward_ex(tn_tensor *t, const tn_tensor *grad, bool retain_graph,
-                         bool create_graph) {
-    TN_CHECK_NULL_ARG_ST(t, "t");
+static tn_status backward(const char *api, tn_tensor *t, const tn_tensor *grad,
+                         bool retain_graph, bool create_graph) {
+    TN_CHECK_NULL_ARG_ST_IN(api, t, "t");
     tn_status st = check_root(t, 0);
     if (st < 0) return st;
     tn_tensor *g = seed_grad(t, grad, 0);
@@ -91,8 +91,13 @@ tn_status tn_backward_ex(tn_tensor *t, const tn_tensor *grad, bool retain_graph,
     return st;
 }
 
+tn_status tn_backward_ex(tn_tensor *t, const tn_tensor *grad, bool retain_graph,
+                         bool create_graph) {
+    return backward(__func__, t, grad, retain_graph, create_graph);
+}
+
 tn_status tn_backward(tn_tensor *t, const tn_tensor *grad, bool retain_graph) {
-    return tn_backward_ex(t, grad, retain_graph, false);
+    return backward(__func__, t, grad, retain_graph, false);
 }
 
 tn_status tn_backward_multi(int n, tn_tensor *const *roots, tn_tensor *const *grads,

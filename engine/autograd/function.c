@@ -273,6 +273,9 @@ static tn_status run_forward(tn_function_ctx *ctx, tn_tensor **outputs) {
     const fn_state *s = ctx->s;
     bool prev = tn_set_grad_enabled(false);
     tn__internal_enter();
+    /* A NULL output is taken for the result of a failure inside forward (then kept: out of
+     * memory, a shape error) only when that failure happened inside it. */
+    tn__failed_last = false;
     int r = s->desc.forward(ctx, s->n_in, ctx->inputs, s->n_out, outputs);
     tn_status st = r < 0 ? callback_failed((tn_status)r, s->desc.name, "forward") : TN_OK;
     for (int k = 0; k < s->n_out && st >= 0; k++)

@@ -33,26 +33,31 @@ tn_status tn__error(tn_status st, const char *fmt, ...) TN_PRINTF(2, 3);
 void tn__warn(const char *fmt, ...) TN_PRINTF(1, 2);
 /* An argument that is NULL: TN_ERR_INVALID_ARGUMENT with the message,
  * unless `handle` (a tensor or optimiser argument) and the thread's last call
- * ran out of memory, with no tensor returned since: the NULL is then most
- * likely that call's result passed on (tn_sum(tn_mul(a, b)), an optimiser
- * that could not be made), and TN_ERR_OUT_OF_MEMORY and its message are kept,
- * so that a nested expression does not turn out of memory into a mistake. */
+ * failed, with no tensor returned since: the NULL is then most likely that
+ * call's result passed on (tn_mean(tn_tanh(tn_add(a, b))), an optimiser that
+ * could not be made), and its status and message are kept, so that the end of
+ * a chain reports the first failure (PyTorch's words, or out of memory) and
+ * not the NULL it left behind. */
 tn_status tn__null_arg(bool handle, const char *fmt, ...) TN_PRINTF(2, 3);
 /* TN_CHECK_NULL_ARG: a tensor or optimiser handle; _PTR: any other pointer.
- * _ST: in a function that returns a status (else it returns NULL). */
-#define TN_CHECK_NULL_(p, name, handle, ret)                                           \
+ * _ST: in a function that returns a status (else it returns NULL). The message
+ * names the function it is in, which must be the public one the user called;
+ * a helper shared by several entry points names its caller with the _IN forms
+ * (fn: "tn_mean", ...). */
+#define TN_CHECK_NULL_(fn, p, name, handle, ret)                                       \
     do {                                                                               \
         if (TN_UNLIKELY(!(p))) {                                                       \
-            tn_status st_ =                                                            \
-                tn__null_arg(handle, "%s: argument '%s' is NULL", __func__, name);     \
+            tn_status st_ = tn__null_arg(handle, "%s: argument '%s' is NULL", fn, name); \
             (void)st_;                                                                 \
             return ret;                                                                \
         }                                                                              \
     } while (0)
-#define TN_CHECK_NULL_ARG(t, name) TN_CHECK_NULL_(t, name, true, NULL)
-#define TN_CHECK_NULL_ARG_ST(t, name) TN_CHECK_NULL_(t, name, true, st_)
-#define TN_CHECK_NULL_PTR(p, name) TN_CHECK_NULL_(p, name, false, NULL)
-#define TN_CHECK_NULL_PTR_ST(p, name) TN_CHECK_NULL_(p, name, false, st_)
+#define TN_CHECK_NULL_ARG(t, name) TN_CHECK_NULL_(__func__, t, name, true, NULL)
+#define TN_CHECK_NULL_ARG_ST(t, name) TN_CHECK_NULL_(__func__, t, name, true, st_)
+#define TN_CHECK_NULL_ARG_IN(fn, t, name) TN_CHECK_NULL_(fn, t, name, true, NULL)
+#define TN_CHECK_NULL_ARG_ST_IN(fn, t, name) TN_CHECK_NULL_(fn, t, name, true, st_)
+#define TN_CHECK_NULL_PTR(p, name) TN_CHECK_NULL_(__func__, p, name, false, NULL)
+#define TN_CHECK_NULL_PTR_ST(p, name) TN_CHECK_NULL_(__func__, p, name, false, st_)
 
 /* ---- internal invariants ----------------------------------------------------
  * TN_ASSERT(cond): a condition the library's own code guarantees (a

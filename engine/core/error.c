@@ -42,7 +42,7 @@ tn_status tn_set_error(tn_status st, const char *fmt, ...) {
 }
 
 tn_status tn__null_arg(bool handle, const char *fmt, ...) {
-    if (handle && tn__failed_last && tls_status == TN_ERR_OUT_OF_MEMORY) return tls_status;
+    if (handle && tn__failed_last && tls_status != TN_OK) return tls_status;
     va_list ap;
     va_start(ap, fmt);
     set_error(TN_ERR_INVALID_ARGUMENT, fmt, ap);

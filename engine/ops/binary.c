@@ -172,9 +172,9 @@ static tn_status record(const binop *op, tn_tensor *out, const tn_tensor *a, con
     return st;
 }
 
-static tn_tensor *binary(const binop *op, const tn_tensor *a, const tn_tensor *b, double alpha) {
-    TN_CHECK_NULL_ARG(a, "self");
-    TN_CHECK_NULL_ARG(b, "other");
+static tn_tensor *binary(const char *api, const binop *op, const tn_tensor *a, const tn_tensor *b, double alpha) {
+    TN_CHECK_NULL_ARG_IN(api, a, "self");
+    TN_CHECK_NULL_ARG_IN(api, b, "other");
     if (check_bool_sub(op, a, b) < 0) return NULL;
     tn_dtype dt = compute_dtype(op, a, b);
     tn_tensor *bb = NULL;
@@ -192,36 +192,36 @@ static tn_tensor *binary(const binop *op, const tn_tensor *a, const tn_tensor *b
     return tn__ret(out);
 }
 
-tn_tensor *tn_add(const tn_tensor *a, const tn_tensor *b) { return binary(&op_add, a, b, 1); }
-tn_tensor *tn_sub(const tn_tensor *a, const tn_tensor *b) { return binary(&op_sub, a, b, 1); }
-tn_tensor *tn_mul(const tn_tensor *a, const tn_tensor *b) { return binary(&op_mul, a, b, 1); }
-tn_tensor *tn_div(const tn_tensor *a, const tn_tensor *b) { return binary(&op_div, a, b, 1); }
-tn_tensor *tn_pow(const tn_tensor *a, const tn_tensor *b) { return binary(&op_pow, a, b, 1); }
+tn_tensor *tn_add(const tn_tensor *a, const tn_tensor *b) { return binary(__func__, &op_add, a, b, 1); }
+tn_tensor *tn_sub(const tn_tensor *a, const tn_tensor *b) { return binary(__func__, &op_sub, a, b, 1); }
+tn_tensor *tn_mul(const tn_tensor *a, const tn_tensor *b) { return binary(__func__, &op_mul, a, b, 1); }
+tn_tensor *tn_div(const tn_tensor *a, const tn_tensor *b) { return binary(__func__, &op_div, a, b, 1); }
+tn_tensor *tn_pow(const tn_tensor *a, const tn_tensor *b) { return binary(__func__, &op_pow, a, b, 1); }
 tn_tensor *tn_maximum(const tn_tensor *a, const tn_tensor *b) {
-    return binary(&op_maximum, a, b, 1);
+    return binary(__func__, &op_maximum, a, b, 1);
 }
 tn_tensor *tn_minimum(const tn_tensor *a, const tn_tensor *b) {
-    return binary(&op_minimum, a, b, 1);
+    return binary(__func__, &op_minimum, a, b, 1);
 }
 tn_tensor *tn_add_alpha(const tn_tensor *a, const tn_tensor *b, double alpha) {
-    return binary(&op_add, a, b, alpha);
+    return binary(__func__, &op_add, a, b, alpha);
 }
 
 /* ---- comparisons ----------------------------------------------------------------- */
 
-static tn_tensor *compare(const char *name, tn_pw_code code, const tn_tensor *a,
+static tn_tensor *compare(const char *api, const char *name, tn_pw_code code, const tn_tensor *a,
                           const tn_tensor *b) {
-    TN_CHECK_NULL_ARG(a, "self");
-    TN_CHECK_NULL_ARG(b, "other");
+    TN_CHECK_NULL_ARG_IN(api, a, "self");
+    TN_CHECK_NULL_ARG_IN(api, b, "other");
     return tn__ret(tn__pw_binary(name, code, a, b, tn__promote(a, b), TN_BOOL));
 }
 
-tn_tensor *tn_eq(const tn_tensor *a, const tn_tensor *b) { return compare("eq", TN_PW_eq, a, b); }
-tn_tensor *tn_ne(const tn_tensor *a, const tn_tensor *b) { return compare("ne", TN_PW_ne, a, b); }
-tn_tensor *tn_lt(const tn_tensor *a, const tn_tensor *b) { return compare("lt", TN_PW_lt, a, b); }
-tn_tensor *tn_le(const tn_tensor *a, const tn_tensor *b) { return compare("le", TN_PW_le, a, b); }
-tn_tensor *tn_gt(const tn_tensor *a, const tn_tensor *b) { return compare("gt", TN_PW_gt, a, b); }
-tn_tensor *tn_ge(const tn_tensor *a, const tn_tensor *b) { return compare("ge", TN_PW_ge, a, b); }
+tn_tensor *tn_eq(const tn_tensor *a, const tn_tensor *b) { return compare(__func__, "eq", TN_PW_eq, a, b); }
+tn_tensor *tn_ne(const tn_tensor *a, const tn_tensor *b) { return compare(__func__, "ne", TN_PW_ne, a, b); }
+tn_tensor *tn_lt(const tn_tensor *a, const tn_tensor *b) { return compare(__func__, "lt", TN_PW_lt, a, b); }
+tn_tensor *tn_le(const tn_tensor *a, const tn_tensor *b) { return compare(__func__, "le", TN_PW_le, a, b); }
+tn_tensor *tn_gt(const tn_tensor *a, const tn_tensor *b) { return compare(__func__, "gt", TN_PW_gt, a, b); }
+tn_tensor *tn_ge(const tn_tensor *a, const tn_tensor *b) { return compare(__func__, "ge", TN_PW_ge, a, b); }
 
 /* ---- masked zero (differentiable in x) -------------------------------------------- */
 
@@ -272,11 +272,11 @@ tn_tensor *tn__masked_zero(const tn_tensor *x, const tn_tensor *mask) {
 
 /* ---- out= forms ------------------------------------------------------------------ */
 
-static tn_status binary_out(const binop *op, tn_tensor *out, const tn_tensor *a,
+static tn_status binary_out(const char *api, const binop *op, tn_tensor *out, const tn_tensor *a,
                             const tn_tensor *b) {
-    TN_CHECK_NULL_ARG_ST(out, "out");
-    TN_CHECK_NULL_ARG_ST(a, "self");
-    TN_CHECK_NULL_ARG_ST(b, "other");
+    TN_CHECK_NULL_ARG_ST_IN(api, out, "out");
+    TN_CHECK_NULL_ARG_ST_IN(api, a, "self");
+    TN_CHECK_NULL_ARG_ST_IN(api, b, "other");
     if (tn__needs_grad(3, (const tn_tensor *[]){out, a, b}))
         return tn__error(TN_ERR_AUTOGRAD,
                          "%s(): functions with out=... arguments don't support automatic "
@@ -299,19 +299,19 @@ static tn_status binary_out(const binop *op, tn_tensor *out, const tn_tensor *a,
 }
 
 tn_status tn_add_out(tn_tensor *out, const tn_tensor *a, const tn_tensor *b) {
-    return binary_out(&op_add, out, a, b);
+    return binary_out(__func__, &op_add, out, a, b);
 }
 tn_status tn_mul_out(tn_tensor *out, const tn_tensor *a, const tn_tensor *b) {
-    return binary_out(&op_mul, out, a, b);
+    return binary_out(__func__, &op_mul, out, a, b);
 }
 
 /* ---- in-place -------------------------------------------------------------------- */
 
 /* self op= b. With autograd, the node takes self's old history as input 0;
  * mul_/div_ keep a copy of self's old value when b needs its gradient. */
-static tn_status binary_(const binop *op, const char *name, tn_tensor *self, const tn_tensor *b) {
-    TN_CHECK_NULL_ARG_ST(self, "self");
-    TN_CHECK_NULL_ARG_ST(b, "other");
+static tn_status binary_(const char *api, const binop *op, const char *name, tn_tensor *self, const tn_tensor *b) {
+    TN_CHECK_NULL_ARG_ST_IN(api, self, "self");
+    TN_CHECK_NULL_ARG_ST_IN(api, b, "other");
     tn_dtype dt = compute_dtype(op, self, b);
     tn_status st = check_bool_sub(op, self, b);
     if (st == TN_OK) st = tn__inplace_prepare(op->name, self, b, dt);
@@ -345,10 +345,10 @@ static tn_status binary_(const binop *op, const char *name, tn_tensor *self, con
     return st < 0 ? st : tn__inplace_commit(self, &rb, name);
 }
 
-tn_status tn_add_(tn_tensor *a, const tn_tensor *b) { return binary_(&op_add, "add_", a, b); }
-tn_status tn_sub_(tn_tensor *a, const tn_tensor *b) { return binary_(&op_sub, "sub_", a, b); }
-tn_status tn_mul_(tn_tensor *a, const tn_tensor *b) { return binary_(&op_mul, "mul_", a, b); }
-tn_status tn_div_(tn_tensor *a, const tn_tensor *b) { return binary_(&op_div, "div_", a, b); }
+tn_status tn_add_(tn_tensor *a, const tn_tensor *b) { return binary_(__func__, &op_add, "add_", a, b); }
+tn_status tn_sub_(tn_tensor *a, const tn_tensor *b) { return binary_(__func__, &op_sub, "sub_", a, b); }
+tn_status tn_mul_(tn_tensor *a, const tn_tensor *b) { return binary_(__func__, &op_mul, "mul_", a, b); }
+tn_status tn_div_(tn_tensor *a, const tn_tensor *b) { return binary_(__func__, &op_div, "div_", a, b); }
 
 /* dst += src, no autograd, no version bump (gradient accumulation). */
 tn_status tn__add_into(tn_tensor *dst, const tn_tensor *src) {

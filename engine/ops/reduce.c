@@ -254,10 +254,10 @@ static tn_status compute(const reduction *r, const tn_tensor *a, int dim, int nd
 
 /* The common path of every reduction; whole: over all elements (dim is
  * ignored). Returns the values, or the indices for argmax. */
-static tn_tensor *reduce(const reduction *r, const tn_tensor *a, bool whole, int dim,
-                         bool keepdim) {
+static tn_tensor *reduce(const char *api, const reduction *r, const tn_tensor *a, bool whole,
+                         int dim, bool keepdim) {
     double t0 = tn__prof_start(); /* the profiler: the op's span */
-    TN_CHECK_NULL_ARG(a, "self");
+    TN_CHECK_NULL_ARG_IN(api, a, "self");
     if (whole)
         dim = -1;
     else if ((dim = tn__wrap_dim(dim, a->ndim)) < 0)
@@ -282,20 +282,20 @@ static tn_tensor *reduce(const reduction *r, const tn_tensor *a, bool whole, int
     return tn__ret(res);
 }
 
-tn_tensor *tn_sum(const tn_tensor *a) { return reduce(&r_sum, a, true, 0, false); }
-tn_tensor *tn_mean(const tn_tensor *a) { return reduce(&r_mean, a, true, 0, false); }
-tn_tensor *tn_max(const tn_tensor *a) { return reduce(&r_max, a, true, 0, false); }
-tn_tensor *tn_min(const tn_tensor *a) { return reduce(&r_min, a, true, 0, false); }
-tn_tensor *tn_argmax(const tn_tensor *a) { return reduce(&r_argmax, a, true, 0, false); }
+tn_tensor *tn_sum(const tn_tensor *a) { return reduce(__func__, &r_sum, a, true, 0, false); }
+tn_tensor *tn_mean(const tn_tensor *a) { return reduce(__func__, &r_mean, a, true, 0, false); }
+tn_tensor *tn_max(const tn_tensor *a) { return reduce(__func__, &r_max, a, true, 0, false); }
+tn_tensor *tn_min(const tn_tensor *a) { return reduce(__func__, &r_min, a, true, 0, false); }
+tn_tensor *tn_argmax(const tn_tensor *a) { return reduce(__func__, &r_argmax, a, true, 0, false); }
 tn_tensor *tn_sum_dim(const tn_tensor *a, int dim, bool keepdim) {
-    return reduce(&r_sum_dim, a, false, dim, keepdim);
+    return reduce(__func__, &r_sum_dim, a, false, dim, keepdim);
 }
 tn_tensor *tn_mean_dim(const tn_tensor *a, int dim, bool keepdim) {
-    return reduce(&r_mean_dim, a, false, dim, keepdim);
+    return reduce(__func__, &r_mean_dim, a, false, dim, keepdim);
 }
 tn_tensor *tn_max_dim(const tn_tensor *a, int dim, bool keepdim) {
-    return reduce(&r_max_dim, a, false, dim, keepdim);
+    return reduce(__func__, &r_max_dim, a, false, dim, keepdim);
 }
 tn_tensor *tn_argmax_dim(const tn_tensor *a, int dim, bool keepdim) {
-    return reduce(&r_argmax, a, false, dim, keepdim);
+    return reduce(__func__, &r_argmax, a, false, dim, keepdim);
 }

@@ -184,9 +184,9 @@ static tn_tensor *var_keep(const tn_tensor *x, int dim, double correction, const
     return out;
 }
 
-static tn_tensor *var_std(const tn_tensor *x, int dim, double correction, bool keepdim, bool std) {
+static tn_tensor *var_std(const char *api, const tn_tensor *x, int dim, double correction, bool keepdim, bool std) {
     double t0 = tn__prof_start(); /* the profiler: the op's span */
-    TN_CHECK_NULL_ARG(x, "self");
+    TN_CHECK_NULL_ARG_IN(api, x, "self");
     if (!tn__is_float(x->dtype)) {
         tn__error(TN_ERR_DTYPE, "std and var only support floating point and complex dtypes");
         return NULL;
@@ -215,9 +215,9 @@ static tn_tensor *var_std(const tn_tensor *x, int dim, double correction, bool k
 }
 
 tn_tensor *tn_var_dim(const tn_tensor *x, int dim, double correction, bool keepdim) {
-    return var_std(x, dim, correction, keepdim, false);
+    return var_std(__func__, x, dim, correction, keepdim, false);
 }
 
 tn_tensor *tn_std_dim(const tn_tensor *x, int dim, double correction, bool keepdim) {
-    return var_std(x, dim, correction, keepdim, true);
+    return var_std(__func__, x, dim, correction, keepdim, true);
 }

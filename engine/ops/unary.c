@@ -221,8 +221,8 @@ static tn_dtype out_dtype(const unop *op, tn_dtype in, double scalar) {
     return dt;
 }
 
-static tn_tensor *unary(const unop *op, const tn_tensor *a, double c0, double c1) {
-    TN_CHECK_NULL_ARG(a, "self");
+static tn_tensor *unary(const char *api, const unop *op, const tn_tensor *a, double c0, double c1) {
+    TN_CHECK_NULL_ARG_IN(api, a, "self");
     tn_pw_ctx c = {c0, c1};
     tn_dtype dt = out_dtype(op, a->dtype, c0);
     if (op == &op_neg && dt == TN_BOOL) {
@@ -240,16 +240,16 @@ static tn_tensor *unary(const unop *op, const tn_tensor *a, double c0, double c1
     return tn__ret(out);
 }
 
-tn_tensor *tn_neg(const tn_tensor *a) { return unary(&op_neg, a, 0, 0); }
-tn_tensor *tn_exp(const tn_tensor *a) { return unary(&op_exp, a, 0, 0); }
-tn_tensor *tn_log(const tn_tensor *a) { return unary(&op_log, a, 0, 0); }
-tn_tensor *tn_sqrt(const tn_tensor *a) { return unary(&op_sqrt, a, 0, 0); }
-tn_tensor *tn_abs(const tn_tensor *a) { return unary(&op_abs, a, 0, 0); }
-tn_tensor *tn_sigmoid(const tn_tensor *a) { return unary(&op_sigmoid, a, 0, 0); }
-tn_tensor *tn_tanh(const tn_tensor *a) { return unary(&op_tanh, a, 0, 0); }
-tn_tensor *tn_relu(const tn_tensor *a) { return unary(&op_relu, a, 0, 0); }
-tn_tensor *tn_sin(const tn_tensor *a) { return unary(&op_sin, a, 0, 0); }
-tn_tensor *tn_cos(const tn_tensor *a) { return unary(&op_cos, a, 0, 0); }
+tn_tensor *tn_neg(const tn_tensor *a) { return unary(__func__, &op_neg, a, 0, 0); }
+tn_tensor *tn_exp(const tn_tensor *a) { return unary(__func__, &op_exp, a, 0, 0); }
+tn_tensor *tn_log(const tn_tensor *a) { return unary(__func__, &op_log, a, 0, 0); }
+tn_tensor *tn_sqrt(const tn_tensor *a) { return unary(__func__, &op_sqrt, a, 0, 0); }
+tn_tensor *tn_abs(const tn_tensor *a) { return unary(__func__, &op_abs, a, 0, 0); }
+tn_tensor *tn_sigmoid(const tn_tensor *a) { return unary(__func__, &op_sigmoid, a, 0, 0); }
+tn_tensor *tn_tanh(const tn_tensor *a) { return unary(__func__, &op_tanh, a, 0, 0); }
+tn_tensor *tn_relu(const tn_tensor *a) { return unary(__func__, &op_relu, a, 0, 0); }
+tn_tensor *tn_sin(const tn_tensor *a) { return unary(__func__, &op_sin, a, 0, 0); }
+tn_tensor *tn_cos(const tn_tensor *a) { return unary(__func__, &op_cos, a, 0, 0); }
 /* An integer tensor's bounds are cut to its dtype's range (-INFINITY /
  * INFINITY: no bound), so they convert exactly; a fractional bound
  * truncates toward zero. */
@@ -272,19 +272,19 @@ tn_tensor *tn_clamp(const tn_tensor *a, double lo, double hi) {
         return NULL;
     }
     if (a) clamp_bounds(a->dtype, &lo, &hi);
-    return unary(&op_clamp, a, lo, hi);
+    return unary(__func__, &op_clamp, a, lo, hi);
 }
-tn_tensor *tn_add_scalar(const tn_tensor *a, double s) { return unary(&op_adds, a, s, 0); }
-tn_tensor *tn_sub_scalar(const tn_tensor *a, double s) { return unary(&op_subs, a, -s, 0); }
-tn_tensor *tn_mul_scalar(const tn_tensor *a, double s) { return unary(&op_muls, a, s, 0); }
-tn_tensor *tn_div_scalar(const tn_tensor *a, double s) { return unary(&op_divs, a, 1 / s, 0); }
-tn_tensor *tn_rsub_scalar(const tn_tensor *a, double s) { return unary(&op_rsubs, a, s, 0); }
-tn_tensor *tn_pow_scalar(const tn_tensor *a, double e) { return unary(&op_pows, a, e, 0); }
+tn_tensor *tn_add_scalar(const tn_tensor *a, double s) { return unary(__func__, &op_adds, a, s, 0); }
+tn_tensor *tn_sub_scalar(const tn_tensor *a, double s) { return unary(__func__, &op_subs, a, -s, 0); }
+tn_tensor *tn_mul_scalar(const tn_tensor *a, double s) { return unary(__func__, &op_muls, a, s, 0); }
+tn_tensor *tn_div_scalar(const tn_tensor *a, double s) { return unary(__func__, &op_divs, a, 1 / s, 0); }
+tn_tensor *tn_rsub_scalar(const tn_tensor *a, double s) { return unary(__func__, &op_rsubs, a, s, 0); }
+tn_tensor *tn_pow_scalar(const tn_tensor *a, double e) { return unary(__func__, &op_pows, a, e, 0); }
 
 /* ---- in-place -------------------------------------------------------------------- */
 
-static tn_status unary_(const unop *op, const char *name, tn_tensor *self, double c0, double c1) {
-    TN_CHECK_NULL_ARG_ST(self, "self");
+static tn_status unary_(const char *api, const unop *op, const char *name, tn_tensor *self, double c0, double c1) {
+    TN_CHECK_NULL_ARG_ST_IN(api, self, "self");
     tn_pw_ctx c = {c0, c1};
     tn_dtype dt = op == &op_zero || op == &op_fill ? self->dtype : out_dtype(op, self->dtype, c0);
     tn_status st = tn__inplace_prepare(op->name, self, NULL, dt);
@@ -325,17 +325,17 @@ static tn_status unary_(const unop *op, const char *name, tn_tensor *self, doubl
     return st;
 }
 
-tn_status tn_add_scalar_(tn_tensor *a, double s) { return unary_(&op_adds, "add_scalar_", a, s, 0); }
-tn_status tn_mul_scalar_(tn_tensor *a, double s) { return unary_(&op_muls, "mul_scalar_", a, s, 0); }
-tn_status tn_zero_(tn_tensor *a) { return unary_(&op_zero, "zero_", a, 0, 0); }
-tn_status tn_fill_(tn_tensor *a, double v) { return unary_(&op_fill, "fill_", a, v, 0); }
-tn_status tn_relu_(tn_tensor *a) { return unary_(&op_relu, "relu_", a, 0, 0); }
-tn_status tn_sigmoid_(tn_tensor *a) { return unary_(&op_sigmoid, "sigmoid_", a, 0, 0); }
-tn_status tn_exp_(tn_tensor *a) { return unary_(&op_exp, "exp_", a, 0, 0); }
-tn_status tn_neg_(tn_tensor *a) { return unary_(&op_neg, "neg_", a, 0, 0); }
+tn_status tn_add_scalar_(tn_tensor *a, double s) { return unary_(__func__, &op_adds, "add_scalar_", a, s, 0); }
+tn_status tn_mul_scalar_(tn_tensor *a, double s) { return unary_(__func__, &op_muls, "mul_scalar_", a, s, 0); }
+tn_status tn_zero_(tn_tensor *a) { return unary_(__func__, &op_zero, "zero_", a, 0, 0); }
+tn_status tn_fill_(tn_tensor *a, double v) { return unary_(__func__, &op_fill, "fill_", a, v, 0); }
+tn_status tn_relu_(tn_tensor *a) { return unary_(__func__, &op_relu, "relu_", a, 0, 0); }
+tn_status tn_sigmoid_(tn_tensor *a) { return unary_(__func__, &op_sigmoid, "sigmoid_", a, 0, 0); }
+tn_status tn_exp_(tn_tensor *a) { return unary_(__func__, &op_exp, "exp_", a, 0, 0); }
+tn_status tn_neg_(tn_tensor *a) { return unary_(__func__, &op_neg, "neg_", a, 0, 0); }
 tn_status tn_clamp_(tn_tensor *a, double lo, double hi) {
     if (isnan(lo) || isnan(hi) || lo > hi)
         return tn__error(TN_ERR_INVALID_ARGUMENT, "clamp: invalid bounds [%g, %g]", lo, hi);
     if (a) clamp_bounds(a->dtype, &lo, &hi);
-    return unary_(&op_clamp, "clamp_", a, lo, hi);
+    return unary_(__func__, &op_clamp, "clamp_", a, lo, hi);
 }
