@@ -18,6 +18,7 @@
  */
 #include "gemm.h"
 #include "blas.h"
+#include "dtype_dispatch.h"
 
 #include <math.h>
 
@@ -28,10 +29,10 @@
 /* Register tile: MR rows x NR columns of accumulators (NR = 2 vectors of
  * 512 bits, so 2*MR accumulator registers of 32 with AVX-512). KC keeps a
  * B micro-panel in L1, MC x KC of A in L2, KC x NC of B in L3. */
-#define F32_MR 8
-#define F32_NR 32
-#define F64_MR 8
-#define F64_NR 16
+#define MR_f32 8
+#define NR_f32 32
+#define MR_f64 8
+#define NR_f64 16
 #define GEMM_KC 256
 #define GEMM_MC 128
 #define GEMM_NC 2048
@@ -46,173 +47,25 @@ static int thread_num(void) { return omp_get_thread_num(); }
 static int thread_num(void) { return 0; }
 #endif
 
-/* ---- small or thin products and integers: direct loops. With more than one
- * column the loop runs along C's rows (vectorised when B's rows are
- * contiguous); a single column is a dot product per row, kept in 16
- * independent partial sums so that it vectorises without reassociation.
- * Integers accumulate in unsigned arithmetic so that overflow wraps (as
- * PyTorch) instead of being undefined. ------------------------------------ */
+/* ---- the kernels of each dtype (gemm_impl.h). Small or thin products and
+ * integers: direct loops. With more than one column the loop runs along C's
+ * rows (vectorised when B's rows are contiguous); a single column is a dot
+ * product per row, kept in DOT_LANES independent partial sums so that it
+ * vectorises without reassociation. Integers accumulate in unsigned
+ * arithmetic so that overflow wraps (as PyTorch) instead of being undefined.
+ * Floats, products big enough: packed, blocked kernels. ------------------- */
 #define DOT_LANES 16
-#define DEFINE_DIRECT(SUF, T, U)                                                                   \
-    static void direct_##SUF(const tn_gemm *g, int64_t i0, int64_t i1) {                           \
-        const T *a = g->a, *b = g->b;                                                              \
-        T *c = g->c;                                                                               \
-        /* Locals, not g->...: with -fno-strict-aliasing a store to C may alias *g,                \
-         * so bounds and strides read through g are reloaded on every pass and                     \
-         * the compiler cannot vectorise the loops (measured: ~4 GFLOP/s). */                      \
-        const int64_t n = g->n, k = g->k, rsa = g->rsa, csa = g->csa;                              \
-        const int64_t rsb = g->rsb, csb = g->csb, rsc = g->rsc;                                    \
-        const bool acc = g->accumulate;                                                            \
-        if (n == 1) {                                                                              \
-            for (int64_t i = i0; i < i1; i++) {                                                    \
-                const T *ar = a + i * rsa;                                                         \
-                U s[DOT_LANES] = {0};                                                              \
-                int64_t p = 0;                                                                     \
-                if (csa == 1 && rsb == 1)                                                          \
-                    for (; p + DOT_LANES <= k; p += DOT_LANES)                                     \
-                        for (int l = 0; l < DOT_LANES; l++)                                        \
-                            s[l] = FMADD((U)ar[p + l], (U)b[p + l], s[l]);                         \
-                for (; p < k; p++)                                                                 \
-                    s[p % DOT_LANES] = FMADD((U)ar[p * csa], (U)b[p * rsb], s[p % DOT_LANES]);     \
-                U sum = acc ? (U)c[i * rsc] : (U)0;                                                \
-                for (int l = 0; l < DOT_LANES; l++)                                                \
-                    sum += s[l];                                                                   \
-                c[i * rsc] = (T)sum;                                                               \
-            }                                                                                      \
-            return;                                                                                \
-        }                                                                                          \
-        for (int64_t i = i0; i < i1; i++) {                                                        \
-            T *restrict cr = c + i * rsc;                                                          \
-            if (!acc)                                                                              \
-                for (int64_t j = 0; j < n; j++)                                                    \
-                    cr[j] = 0;                                                                     \
-            for (int64_t p = 0; p < k; p++) {                                                      \
-                const U aip = (U)a[i * rsa + p * csa];                                             \
-                const T *restrict br = b + p * rsb;                                                \
-                if (csb == 1) {                                                                    \
-                    for (int64_t j = 0; j < n; j++)                                                \
-                        cr[j] = (T)FMADD(aip, (U)br[j], (U)cr[j]);                                 \
-                } else {                                                                           \
-                    for (int64_t j = 0; j < n; j++)                                                \
-                        cr[j] = (T)FMADD(aip, (U)br[j * csb], (U)cr[j]);                           \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
-    }
-DEFINE_DIRECT(f32, float, float)
-DEFINE_DIRECT(f64, double, double)
-DEFINE_DIRECT(i16, int16_t, uint64_t)
-DEFINE_DIRECT(i32, int32_t, uint64_t)
-DEFINE_DIRECT(i64, int64_t, uint64_t)
 
-/* ---- packed, blocked float kernels --------------------------------------------- */
-
-#define DEFINE_BLOCKED(SUF, T, MR, NR)                                                             \
-    /* ap is (MR, kc) packed p-major: ap[p*MR + i]; bp is (kc, NR): bp[p*NR + j];                  \
-     * c is the (mr <= MR, nr <= NR) corner of C. */                                               \
-    static void ukr_##SUF(int64_t kc, const T *restrict ap, const T *restrict bp, T *restrict c,   \
-                          int64_t rsc, int mr, int nr, bool acc) {                                 \
-        T t[MR][NR];                                                                               \
-        for (int i = 0; i < MR; i++)                                                               \
-            for (int j = 0; j < NR; j++)                                                           \
-                t[i][j] = 0;                                                                       \
-        for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {                                     \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                \
-                const T ai = ap[i];                                                                \
-                for (int j = 0; j < NR; j++)                                                       \
-                    t[i][j] = FMADD(ai, bp[j], t[i][j]);                                           \
-            }                                                                                      \
-        }                                                                                          \
-        if (mr == MR && nr == NR) {                                                                \
-            for (int i = 0; i < MR; i++) {                                                         \
-                T *restrict cr = c + i * rsc;                                                      \
-                if (acc)                                                                           \
-                    for (int j = 0; j < NR; j++)                                                   \
-                        cr[j] += t[i][j];                                                          \
-                else                                                                               \
-                    for (int j = 0; j < NR; j++)                                                   \
-                        cr[j] = t[i][j];                                                           \
-            }                                                                                      \
-            return;                                                                                \
-        }                                                                                          \
-        for (int i = 0; i < mr; i++)                                                               \
-            for (int j = 0; j < nr; j++)                                                           \
-                c[i * rsc + j] = acc ? c[i * rsc + j] + t[i][j] : t[i][j];                         \
-    }                                                                                              \
-                                                                                                   \
-    /* (mc, kc) block of A at a -> MR-row micro-panels, zero rows past mc. */                      \
-    static void pack_a_##SUF(int64_t mc, int64_t kc, const T *a, int64_t rs, int64_t cs,           \
-                             T *restrict dst) {                                                    \
-        for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {                                  \
-            int mr = (int)MIN(MR, mc - i0);                                                        \
-            const T *src = a + i0 * rs;                                                            \
-            if (mr == MR && rs == 1) {                                                             \
-                for (int64_t p = 0; p < kc; p++)                                                   \
-                    for (int i = 0; i < MR; i++)                                                   \
-                        dst[p * MR + i] = src[p * cs + i];                                         \
-            } else {                                                                               \
-                for (int i = 0; i < MR; i++) {                                                     \
-                    const T *row = src + i * rs;                                                   \
-                    if (i < mr)                                                                    \
-                        for (int64_t p = 0; p < kc; p++)                                           \
-                            dst[p * MR + i] = row[p * cs];                                         \
-                    else                                                                           \
-                        for (int64_t p = 0; p < kc; p++)                                           \
-                            dst[p * MR + i] = 0;                                                   \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
-    }                                                                                              \
-                                                                                                   \
-    /* (kc, nc) block of B at b -> NR-column micro-panels, zero columns past nc. */                \
-    static void pack_b_##SUF(int64_t kc, int64_t nc, const T *b, int64_t rs, int64_t cs,           \
-                             T *restrict dst) {                                                    \
-        for (int64_t j0 = 0; j0 < nc; j0 += NR, dst += NR * kc) {                                  \
-            int nr = (int)MIN(NR, nc - j0);                                                        \
-            const T *src = b + j0 * cs;                                                            \
-            if (nr == NR && cs == 1) {                                                             \
-                for (int64_t p = 0; p < kc; p++)                                                   \
-                    for (int j = 0; j < NR; j++)                                                   \
-                        dst[p * NR + j] = src[p * rs + j];                                         \
-            } else {                                                                               \
-                for (int j = 0; j < NR; j++) {                                                     \
-                    const T *col = src + j * cs;                                                   \
-                    if (j < nr)                                                                    \
-                        for (int64_t p = 0; p < kc; p++)                                           \
-                            dst[p * NR + j] = col[p * rs];                                         \
-                    else                                                                           \
-                        for (int64_t p = 0; p < kc; p++)                                           \
-                            dst[p * NR + j] = 0;                                                   \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
-    }                                                                                              \
-                                                                                                   \
-    /* Rows [i0, i1) and columns [j0, j1) of C, serially, with the caller's buffers. */            \
-    static void blocked_##SUF(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1,    \
-                              T *apack, T *bpack) {                                                \
-        const T *a = g->a, *b = g->b;                                                              \
-        T *c = g->c;                                                                               \
-        for (int64_t jc = j0; jc < j1; jc += GEMM_NC) {                                            \
-            int64_t nc = MIN(GEMM_NC, j1 - jc);                                                    \
-            for (int64_t pc = 0; pc < g->k; pc += GEMM_KC) {                                       \
-                int64_t kc = MIN(GEMM_KC, g->k - pc);                                              \
-                bool acc = g->accumulate || pc > 0;                                                \
-                pack_b_##SUF(kc, nc, b + pc * g->rsb + jc * g->csb, g->rsb, g->csb, bpack);        \
-                for (int64_t ic = i0; ic < i1; ic += GEMM_MC) {                                    \
-                    int64_t mc = MIN(GEMM_MC, i1 - ic);                                            \
-                    pack_a_##SUF(mc, kc, a + ic * g->rsa + pc * g->csa, g->rsa, g->csa, apack);    \
-                    for (int64_t jr = 0; jr < nc; jr += NR)                                        \
-                        for (int64_t ir = 0; ir < mc; ir += MR)                                    \
-                            ukr_##SUF(kc, apack + ir * kc, bpack + jr * kc,                        \
-                                      c + (ic + ir) * g->rsc + jc + jr, g->rsc,                    \
-                                      (int)MIN(MR, mc - ir), (int)MIN(NR, nc - jr), acc);          \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
-    }
-DEFINE_BLOCKED(f32, float, F32_MR, F32_NR)
-DEFINE_BLOCKED(f64, double, F64_MR, F64_NR)
+#define SUF f32
+#include "gemm_impl.h"
+#define SUF f64
+#include "gemm_impl.h"
+#define SUF i16
+#include "gemm_impl.h"
+#define SUF i32
+#include "gemm_impl.h"
+#define SUF i64
+#include "gemm_impl.h"
 
 /* ---- dispatch -------------------------------------------------------------------- */
 
@@ -224,23 +77,10 @@ typedef struct kernel {
                     void *bpack);
 } kernel;
 
-/* The blocked functions take T*; these only adapt the pointer type. */
-static void blocked_f32_v(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                          void *ap, void *bp) {
-    blocked_f32(g, i0, i1, j0, j1, ap, bp);
-}
-static void blocked_f64_v(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                          void *ap, void *bp) {
-    blocked_f64(g, i0, i1, j0, j1, ap, bp);
-}
-
-static const kernel kernels[TN_DTYPE_COUNT] = {
-    [TN_F32] = {F32_MR, F32_NR, sizeof(float), direct_f32, blocked_f32_v},
-    [TN_F64] = {F64_MR, F64_NR, sizeof(double), direct_f64, blocked_f64_v},
-    [TN_I16] = {1, 1, sizeof(int16_t), direct_i16, NULL},
-    [TN_I32] = {1, 1, sizeof(int32_t), direct_i32, NULL},
-    [TN_I64] = {1, 1, sizeof(int64_t), direct_i64, NULL},
-};
+#define FLOAT_KERNEL(ID, CT, S) [ID] = {MR_##S, NR_##S, sizeof(CT), direct_##S, blocked_v_##S},
+#define INT_KERNEL(ID, CT, S) [ID] = {1, 1, sizeof(CT), direct_##S, NULL},
+static const kernel kernels[TN_DTYPE_COUNT] = {TN_FOR_EACH_FLOAT(FLOAT_KERNEL)
+                                                   TN_FOR_EACH_INT(INT_KERNEL)};
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -367,4 +207,3 @@ tn_status tn__gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch) {
     tn__free(buf);
     return TN_OK;
 }
-

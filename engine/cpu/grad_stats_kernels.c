@@ -12,26 +12,18 @@
 #include <string.h>
 
 #include "cpu_backend.h"
+#include "dtype_dispatch.h"
 
 enum { STATS_BLOCK = 1 << 15, STATS_MAX_BLOCKS = 64 };
 
-/* sum of squares and max |value| of p[0, n), into *sq and *mx */
-#define DEFINE_SCAN(NAME, T)                                                                       \
-    static void NAME(const T *p, int64_t n, double *sq, double *mx) {                              \
-        double a = 0, m = 0;                                                                       \
-        int nan = 0;                                                                               \
-        _Pragma("omp simd reduction(+ : a) reduction(max : m) reduction(| : nan)")                \
-        for (int64_t i = 0; i < n; i++) {                                                          \
-            double d = (double)p[i], av = d < 0 ? -d : d;                                          \
-            a += d * d;                                                                            \
-            m = av > m ? av : m;                                                                   \
-            nan |= p[i] != p[i];                                                                   \
-        }                                                                                          \
-        *sq = a;                                                                                   \
-        *mx = nan ? (double)NAN : m;                                                               \
-    }
-DEFINE_SCAN(scan_f32, float)
-DEFINE_SCAN(scan_f64, double)
+#define SUF f32
+#include "grad_stats_impl.h"
+#define SUF f64
+#include "grad_stats_impl.h"
+
+typedef void (*scan_fn)(const void *p, int64_t lo, int64_t n, double *sq, double *mx);
+#define SCAN(ID, CT, S) [ID] = scan_v_##S,
+static const scan_fn scans[TN_DTYPE_COUNT] = {TN_FOR_EACH_FLOAT(SCAN)};
 
 static int64_t blocks_of(int64_t n) {
     int64_t b = (n + STATS_BLOCK - 1) / STATS_BLOCK;
@@ -41,7 +33,8 @@ static int64_t blocks_of(int64_t n) {
 tn_status tn__cpu_grad_stats(int dev, tn_dtype dt, int count, const void *const *p,
                              const int64_t *n, double *out) {
     (void)dev;
-    if (dt != TN_F32 && dt != TN_F64)
+    scan_fn scan = (unsigned)dt < TN_DTYPE_COUNT ? scans[dt] : NULL;
+    if (!scan)
         return tn__error(TN_ERR_DTYPE, "grad_stats: %s is not a float dtype", tn_dtype_name(dt));
     if (count < 0 || count > TN_GRAD_STATS_MAX || (count > 0 && (!p || !n || !out)))
         return tn__error(TN_ERR_INVALID_ARGUMENT, "grad_stats: bad arguments (count %d)", count);
@@ -67,10 +60,7 @@ tn_status tn__cpu_grad_stats(int dev, tn_dtype dt, int count, const void *const 
                 k++;
             const int64_t b = g - first[k], nb = first[k + 1] - first[k];
             const int64_t lo = n[k] * b / nb, hi = n[k] * (b + 1) / nb;
-            if (dt == TN_F32)
-                scan_f32((const float *)p[k] + lo, hi - lo, &part[g][0], &part[g][1]);
-            else
-                scan_f64((const double *)p[k] + lo, hi - lo, &part[g][0], &part[g][1]);
+            scan(p[k], lo, hi - lo, &part[g][0], &part[g][1]);
         }
     }
     for (int k = 0; k < count; k++) {

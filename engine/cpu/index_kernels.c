@@ -18,9 +18,6 @@
 #include "cpu_backend.h"
 #include "dtype_dispatch.h"
 
-#define ADD_NUM(d, s) ((d) + (s))
-#define ADD_BOOL(d, s) ((d) | (s))
-
 /* ---- ROWS: out (outer, n, inner)[o, j] = src (outer, size, inner)[o, idx[j]] ---- */
 
 static void rows(const tn_index_args *a) {
@@ -41,28 +38,6 @@ static void rows(const tn_index_args *a) {
     }
 }
 
-/* ---- ROWS_ADD: out (outer, size, inner)[o, idx[j]] += src (outer, n, inner)[o, j] ---- */
-
-/* Destination rows [r0, r1) of the flattened (outer * size) rows: for each
- * outer index they span, the indices in order, adding those in range. */
-#define DEFINE_ROWS_ADD(SUF, T, ADD)                                                               \
-    static void rows_add_##SUF(const tn_index_args *a, int64_t r0, int64_t r1) {                   \
-        T *out = a->out;                                                                           \
-        const T *src = a->src;                                                                     \
-        const int64_t in = a->inner;                                                               \
-        for (int64_t o = r0 / a->size; o < a->outer && o * a->size < r1; o++) {                    \
-            int64_t lo = r0 - o * a->size, hi = r1 - o * a->size;                                  \
-            for (int64_t j = 0; j < a->n; j++) {                                                   \
-                int64_t r = a->idx[j];                                                             \
-                if (r < lo || r >= hi) continue;                                                   \
-                T *restrict d = out + (o * a->size + r) * in;                                      \
-                const T *restrict s = src + (o * a->n + j) * in;                                   \
-                for (int64_t i = 0; i < in; i++)                                                   \
-                    d[i] = (T)ADD(d[i], s[i]);                                                     \
-            }                                                                                      \
-        }                                                                                          \
-    }
-
 /* ---- GATHER / SCATTER_ADD: lines along dim over the index's shape ---- */
 
 /* First elements of line L (every coordinate but dim; row-major over the
@@ -79,49 +54,58 @@ static void line_offsets(const tn_index_args *a, int64_t L, int64_t off[3]) {
     }
 }
 
-/* A function over line L along dim: ix, s and o point at the line's first
- * elements of idx, src and out; STMT runs for j = 0..m-1 in order. */
-#define DEFINE_LINE(NAME, T, STMT)                                                                 \
-    static void NAME(const tn_index_args *a, int64_t L) {                                          \
-        int64_t off[3], m = a->shape[a->dim];                                                      \
-        line_offsets(a, L, off);                                                                   \
-        const int64_t is = a->istride[a->dim], ss = a->sstride[a->dim], os = a->ostride[a->dim];   \
-        const int64_t *ix = a->idx + off[0];                                                       \
-        const T *s = (const T *)a->src + off[1];                                                   \
-        T *o = (T *)a->out + off[2];                                                               \
-        for (int64_t j = 0; j < m; j++) {                                                          \
-            STMT;                                                                                  \
-        }                                                                                          \
-    }
+/* Line L along dim: its length m, the strides along dim of idx, src and
+ * out, its indices, and its first elements in src and out (elements). */
+typedef struct line {
+    int64_t m, is, ss, os;
+    const int64_t *ix;
+    int64_t so, oo;
+} line;
+static inline line line_of(const tn_index_args *a, int64_t L) {
+    int64_t off[3];
+    line_offsets(a, L, off);
+    const int d = a->dim;
+    return (line){.m = a->shape[d],
+                  .is = a->istride[d],
+                  .ss = a->sstride[d],
+                  .os = a->ostride[d],
+                  .ix = a->idx + off[0],
+                  .so = off[1],
+                  .oo = off[2]};
+}
 
-/* GATHER: out[p] = src[p with p[dim] = idx[p]]; by element width. */
-#define DEFINE_GATHER(SUF, T) DEFINE_LINE(gather_##SUF, T, o[j * os] = s[ix[j * is] * ss])
-DEFINE_GATHER(1, uint8_t)
-DEFINE_GATHER(2, uint16_t)
-DEFINE_GATHER(4, uint32_t)
-DEFINE_GATHER(8, uint64_t)
+/* ---- the kernels: ROWS_ADD and SCATTER_ADD of each dtype (index_impl.h),
+ * GATHER of each element width (gather_impl.h) ---- */
 
-/* SCATTER_ADD: out[p with p[dim] = idx[p]] += src[p], in the order of p[dim]. */
-#define DEFINE_SCATTER_ADD(SUF, T, ADD)                                                            \
-    DEFINE_LINE(scatter_add_##SUF, T, T *d = o + ix[j * is] * os; *d = (T)ADD(*d, s[j * ss]))
-
-#define DEFINE_ADDS(SUF, T, ADD) DEFINE_ROWS_ADD(SUF, T, ADD) DEFINE_SCATTER_ADD(SUF, T, ADD)
-DEFINE_ADDS(f32, float, ADD_NUM)
-DEFINE_ADDS(f64, double, ADD_NUM)
-DEFINE_ADDS(i16, int16_t, ADD_NUM)
-DEFINE_ADDS(i32, int32_t, ADD_NUM)
-DEFINE_ADDS(i64, int64_t, ADD_NUM)
-DEFINE_ADDS(b8, uint8_t, ADD_BOOL)
+#define SUF f32
+#include "index_impl.h"
+#define SUF f64
+#include "index_impl.h"
+#define SUF i16
+#include "index_impl.h"
+#define SUF i32
+#include "index_impl.h"
+#define SUF i64
+#include "index_impl.h"
+#define SUF b8
+#include "index_impl.h"
+#define W 8
+#include "gather_impl.h"
+#define W 16
+#include "gather_impl.h"
+#define W 32
+#include "gather_impl.h"
+#define W 64
+#include "gather_impl.h"
 
 typedef void (*rows_add_fn)(const tn_index_args *, int64_t, int64_t);
 typedef void (*line_fn)(const tn_index_args *, int64_t);
-static const rows_add_fn ROWS_ADD[TN_DTYPE_COUNT] = {rows_add_f32, rows_add_f64, rows_add_i16,
-                                                     rows_add_i32, rows_add_i64, rows_add_b8};
-static const line_fn SCATTER_ADD[TN_DTYPE_COUNT] = {scatter_add_f32, scatter_add_f64,
-                                                    scatter_add_i16, scatter_add_i32,
-                                                    scatter_add_i64, scatter_add_b8};
-static const line_fn GATHER[TN_DTYPE_COUNT] = {gather_4, gather_8, gather_2,
-                                               gather_4, gather_8, gather_1};
+#define ROWS_ADD_AT(ID, CT, S) [ID] = rows_add_##S,
+#define SCATTER_ADD_AT(ID, CT, S) [ID] = scatter_add_##S,
+#define GATHER_AT(ID, CT, S) [ID] = TN_NAME(gather, TN_BITS(S)),
+static const rows_add_fn ROWS_ADD[TN_DTYPE_COUNT] = {TN_FOR_EACH_DTYPE(ROWS_ADD_AT)};
+static const line_fn SCATTER_ADD[TN_DTYPE_COUNT] = {TN_FOR_EACH_DTYPE(SCATTER_ADD_AT)};
+static const line_fn GATHER[TN_DTYPE_COUNT] = {TN_FOR_EACH_DTYPE(GATHER_AT)};
 
 /* Destination rows split in equal contiguous ranges, one per thread. */
 static void rows_add(const tn_index_args *a) {

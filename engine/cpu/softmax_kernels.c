@@ -7,68 +7,24 @@
  * the thread count.
  */
 #include "cpu_backend.h"
+#include "dtype_dispatch.h"
 
 #define CHUNK 256
 
-/* Forward (x -> y) and backward (g, y -> gx) of softmax and log_softmax
- * over one row of dn values spaced `inner` apart, for w <= CHUNK adjacent
- * inner positions at once (the inner loops vectorise over them).
- *   softmax:      y = e / sum(e), e = exp(x - max)
- *   log_softmax:  y = (x - max) - log(sum(e))
- *   backward:     softmax gx = y (g - sum(g y)); log_softmax gx = g - exp(y) sum(g) */
-#define DEFINE_SM_ROW(SUF, T)                                                                      \
-    static void sm_row_##SUF(int mode, const T *x, const T *y, T *out, int64_t dn, int64_t inner,  \
-                             int64_t w) {                                                          \
-        T m[CHUNK], s[CHUNK];                                                                      \
-        for (int64_t i = 0; i < w; i++) {                                                          \
-            m[i] = mode == TN_SM_FWD || mode == TN_LSM_FWD ? x[i] : 0;                             \
-            s[i] = 0;                                                                              \
-        }                                                                                          \
-        if (mode == TN_SM_FWD || mode == TN_LSM_FWD) {                                             \
-            for (int64_t d = 1; d < dn; d++)                                                       \
-                for (int64_t i = 0; i < w; i++) {                                                  \
-                    T v = x[d * inner + i];                                                        \
-                    m[i] = v > m[i] || v != v ? v : m[i];                                          \
-                }                                                                                  \
-            for (int64_t d = 0; d < dn; d++)                                                       \
-                for (int64_t i = 0; i < w; i++) {                                                  \
-                    T e = TN_M(exp, x[d * inner + i] - m[i]);                                      \
-                    if (mode == TN_SM_FWD) out[d * inner + i] = e;                                 \
-                    s[i] += e;                                                                     \
-                }                                                                                  \
-            if (mode == TN_SM_FWD) {                                                               \
-                for (int64_t i = 0; i < w; i++)                                                    \
-                    s[i] = 1 / s[i];                                                               \
-                for (int64_t d = 0; d < dn; d++)                                                   \
-                    for (int64_t i = 0; i < w; i++)                                                \
-                        out[d * inner + i] *= s[i];                                                \
-            } else {                                                                               \
-                /* (x - max) - log(sum) keeps the precision of small differences */                \
-                for (int64_t i = 0; i < w; i++)                                                    \
-                    s[i] = TN_M(log, s[i]);                                                        \
-                for (int64_t d = 0; d < dn; d++)                                                   \
-                    for (int64_t i = 0; i < w; i++)                                                \
-                        out[d * inner + i] = (x[d * inner + i] - m[i]) - s[i];                     \
-            }                                                                                      \
-            return;                                                                                \
-        }                                                                                          \
-        /* backward: x is the incoming gradient g */                                               \
-        for (int64_t d = 0; d < dn; d++)                                                           \
-            for (int64_t i = 0; i < w; i++)                                                        \
-                s[i] +=                                                                            \
-                    mode == TN_SM_BWD ? x[d * inner + i] * y[d * inner + i] : x[d * inner + i];    \
-        for (int64_t d = 0; d < dn; d++)                                                           \
-            for (int64_t i = 0; i < w; i++) {                                                      \
-                int64_t k = d * inner + i;                                                         \
-                out[k] = mode == TN_SM_BWD ? y[k] * (x[k] - s[i]) : x[k] - TN_M(exp, y[k]) * s[i]; \
-            }                                                                                      \
-    }
-DEFINE_SM_ROW(f32, float)
-DEFINE_SM_ROW(f64, double)
+#define SUF f32
+#include "softmax_impl.h"
+#define SUF f64
+#include "softmax_impl.h"
+
+typedef void (*sm_row_fn)(int mode, const void *x, const void *y, void *out, int64_t dn,
+                          int64_t inner, int64_t w);
+#define SM_ROW(ID, CT, S) [ID] = sm_row_##S,
+static const sm_row_fn sm_rows[TN_DTYPE_COUNT] = {TN_FOR_EACH_FLOAT(SM_ROW)};
 
 tn_status tn__cpu_softmax(int dev, const tn_sm_args *a) {
     (void)dev;
-    if (a->dtype != TN_F32 && a->dtype != TN_F64)
+    sm_row_fn row = (unsigned)a->dtype < TN_DTYPE_COUNT ? sm_rows[a->dtype] : NULL;
+    if (!row)
         return tn__error(TN_ERR_DTYPE, "softmax: no CPU kernel for %s", tn_dtype_name(a->dtype));
     int64_t chunks = (a->inner + CHUNK - 1) / CHUNK, rows = a->outer * chunks;
     int nt = tn__threads_for(a->outer * a->d * a->inner);
@@ -85,12 +41,7 @@ tn_status tn__cpu_softmax(int dev, const tn_sm_args *a) {
             int64_t w = a->inner - i0 < CHUNK ? a->inner - i0 : CHUNK;
             size_t off = (size_t)(o * a->d * a->inner + i0) * es;
             const char *y = yp ? yp + off : NULL;
-            if (a->dtype == TN_F32)
-                sm_row_f32(a->mode, (const float *)(xp + off), (const float *)y,
-                           (float *)(op + off), a->d, a->inner, w);
-            else
-                sm_row_f64(a->mode, (const double *)(xp + off), (const double *)y,
-                           (double *)(op + off), a->d, a->inner, w);
+            row(a->mode, xp + off, y, op + off, a->d, a->inner, w);
         }
     }
     return TN_OK;

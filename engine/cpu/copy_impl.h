@@ -1,0 +1,39 @@
+/* engine/cpu/copy_impl.h — the copy and fill loops into one dtype, included
+ * by copy_kernels.c once per destination dtype with DS defined: copy_DS_SS
+ * from every source dtype SS (copy_pair_impl.h), their row copy_from_DS of
+ * the table, and fill_DS.
+ */
+#define DT TN_T(DS)
+
+#define SS f32
+#include "copy_pair_impl.h"
+#define SS f64
+#include "copy_pair_impl.h"
+#define SS i16
+#include "copy_pair_impl.h"
+#define SS i32
+#include "copy_pair_impl.h"
+#define SS i64
+#include "copy_pair_impl.h"
+#define SS b8
+#include "copy_pair_impl.h"
+
+#define COPY_AT(ID, CT, S) [ID] = TN_NAME(TN_NAME(copy, DS), S),
+static const tn_loop_fn TN_NAME(copy_from, DS)[TN_DTYPE_COUNT] = {TN_FOR_EACH_DTYPE(COPY_AT)};
+#undef COPY_AT
+
+/* every element = the fill value (a double, as DT) */
+static void TN_NAME(fill, DS)(void *ctx, int64_t n, char **p, const int64_t *s) {
+    DT v = TN_SCALAR(DT, *(const double *)ctx);
+    if (s[0] == sizeof(DT)) {
+        DT *o = (DT *)p[0];
+        for (int64_t i = 0; i < n; i++)
+            o[i] = v;
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            *(DT *)(p[0] + i * s[0]) = v;
+    }
+}
+
+#undef DT
+#undef DS

@@ -1,0 +1,76 @@
+/* engine/cpu/optim_impl.h — the optimiser update loops of one float dtype,
+ * included by optim_kernels.c once per dtype with SUF defined:
+ * tn__cpu_sgd_SUF and tn__cpu_adam_SUF (pointwise loops, cpu_backend.h).
+ */
+#define T TN_T(SUF)
+#define F(name) TN_NAME(name, SUF)
+
+/* p, g, buf are one row of n elements with byte strides s0, s1, s2:
+ *   d = g + wd p;  buf = first ? d : momentum buf + d;  p += -lr (buf or d).
+ * Called with constant strides for contiguous rows so it vectorises. */
+static inline void F(sgd_row)(const sgd_ctx *c, int64_t n, char *pp, const char *gp, char *bp,
+                              int64_t s0, int64_t s1, int64_t s2) {
+    const T neg_lr = (T)(-c->lr), mom = (T)c->momentum, wd = (T)c->wd;
+    const bool use_wd = c->wd != 0, use_buf = c->momentum != 0, first = c->first;
+    for (int64_t i = 0; i < n; i++) {
+        T *p = (T *)(pp + i * s0);
+        T g = *(const T *)(gp + i * s1);
+        T d = use_wd ? g + wd * *p : g;
+        if (use_buf) {
+            T *b = (T *)(bp + i * s2);
+            d = first ? d : *b * mom + d;
+            *b = d;
+        }
+        *p = *p + neg_lr * d;
+    }
+}
+void F(tn__cpu_sgd)(void *ctx, int64_t n, char **ptr, const int64_t *s) {
+    const sgd_ctx *c = ctx;
+    const int64_t e = (int64_t)sizeof(T);
+    bool use_buf = c->momentum != 0;
+    char *bp = use_buf ? ptr[2] : NULL;
+    int64_t s2 = use_buf ? s[2] : e;
+    if (s[0] == e && s[1] == e && s2 == e)
+        F(sgd_row)(c, n, ptr[0], ptr[1], bp, e, e, e);
+    else
+        F(sgd_row)(c, n, ptr[0], ptr[1], bp, s[0], s[1], s2);
+}
+
+/* p, g, m, v are one row of n elements with byte strides s[0..3]:
+ *   p *= decay (AdamW's decoupled decay, torch's param.mul_ first);
+ *   d = g + wd p;  m = beta1 m + (1-beta1) d;  v = beta2 v + (1-beta2) d d;
+ *   p += -lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps)
+ * in torch's operation order (mul_/add_, addcmul_, addcdiv_). Called with
+ * constant strides for contiguous rows so it vectorises (with GCC, only
+ * under -fno-math-errno: errno-setting sqrt blocks it). */
+static inline void F(adam_row)(const adam_ctx *c, int64_t n, char *pp, const char *gp, char *mp,
+                               char *vp, int64_t s0, int64_t s1, int64_t s2, int64_t s3) {
+    const T b1 = (T)c->beta1, b2 = (T)c->beta2, a1 = (T)c->one_minus_beta1;
+    const T a2 = (T)c->one_minus_beta2, wd = (T)c->wd, eps = (T)c->eps;
+    const T bc2s = (T)c->bc2_sqrt, neg_step = (T)c->neg_step_size;
+    const T decay = (T)c->decay;
+    const bool use_wd = c->wd != 0, use_decay = c->decay != 1;
+    for (int64_t i = 0; i < n; i++) {
+        T *p = (T *)(pp + i * s0), *m = (T *)(mp + i * s2), *v = (T *)(vp + i * s3);
+        T g = *(const T *)(gp + i * s1);
+        if (use_decay) *p = *p * decay;
+        T d = use_wd ? g + wd * *p : g;
+        T mi = *m * b1 + a1 * d;
+        T vi = *v * b2 + a2 * d * d;
+        *m = mi;
+        *v = vi;
+        T denom = TN_M(sqrt, vi) / bc2s + eps;
+        *p = *p + neg_step * mi / denom;
+    }
+}
+void F(tn__cpu_adam)(void *ctx, int64_t n, char **ptr, const int64_t *s) {
+    const int64_t e = (int64_t)sizeof(T);
+    if (s[0] == e && s[1] == e && s[2] == e && s[3] == e)
+        F(adam_row)(ctx, n, ptr[0], ptr[1], ptr[2], ptr[3], e, e, e, e);
+    else
+        F(adam_row)(ctx, n, ptr[0], ptr[1], ptr[2], ptr[3], s[0], s[1], s[2], s[3]);
+}
+
+#undef T
+#undef F
+#undef SUF
