@@ -1,9 +1,9 @@
 /* engine/cpu/copy_impl.h — the copy and fill loops into one dtype, included
- * by copy_kernels.c once per destination dtype with DS defined: copy_DS_SS
- * from every source dtype SS (copy_pair_impl.h), their row copy_from_DS of
- * the table, and fill_DS.
+ * by copy_kernels.c once per destination dtype with SUF defined: copy_SUF_SS
+ * from every source dtype SS (copy_pair_impl.h), their row copy_from_SUF of
+ * the table, and fill_SUF.
  */
-#define DT TN_T(DS)
+#define DT TN_T(SUF)
 
 #define SS f32
 #include "copy_pair_impl.h"
@@ -18,12 +18,12 @@
 #define SS b8
 #include "copy_pair_impl.h"
 
-#define COPY_AT(ID, CT, S) [ID] = TN_NAME(TN_NAME(copy, DS), S),
-static const tn_loop_fn TN_NAME(copy_from, DS)[TN_DTYPE_COUNT] = {TN_FOR_EACH_DTYPE(COPY_AT)};
+#define COPY_AT(ID, CT, S) [ID] = TN_NAME(TN_NAME(copy, SUF), S),
+static const tn_loop_fn TN_NAME(copy_from, SUF)[TN_DTYPE_COUNT] = {TN_FOR_EACH_DTYPE(COPY_AT)};
 #undef COPY_AT
 
 /* every element = the fill value (a double, as DT) */
-static void TN_NAME(fill, DS)(void *ctx, int64_t n, char **p, const int64_t *s) {
+static void TN_NAME(fill, SUF)(void *ctx, int64_t n, char **p, const int64_t *s) {
     DT v = TN_SCALAR(DT, *(const double *)ctx);
     if (s[0] == sizeof(DT)) {
         DT *o = (DT *)p[0];
@@ -36,4 +36,4 @@ static void TN_NAME(fill, DS)(void *ctx, int64_t n, char **p, const int64_t *s) 
 }
 
 #undef DT
-#undef DS
+#undef SUF

@@ -4,18 +4,9 @@
 #include "cpu_backend.h"
 #include "dtype_dispatch.h"
 
-#define DS f32
-#include "copy_impl.h"
-#define DS f64
-#include "copy_impl.h"
-#define DS i16
-#include "copy_impl.h"
-#define DS i32
-#include "copy_impl.h"
-#define DS i64
-#include "copy_impl.h"
-#define DS b8
-#include "copy_impl.h"
+#define TN_IMPL "copy_impl.h"
+#define TN_EACH TN_EACH_DTYPE
+#include "each_dtype.h"
 
 /* copy_loops[dst][src] */
 #define COPY_ROW(ID, CT, S) [ID] = copy_from_##S,

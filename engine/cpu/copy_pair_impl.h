@@ -1,11 +1,11 @@
-/* engine/cpu/copy_pair_impl.h — the copy loop from dtype SS to dtype DS,
+/* engine/cpu/copy_pair_impl.h — the copy loop from dtype SS to dtype SUF,
  * included by copy_impl.h once per source dtype with SS defined:
- * copy_DS_SS. dst is (N), src is (N) or broadcast (stride 0):
+ * copy_SUF_SS. dst is (N), src is (N) or broadcast (stride 0):
  * out[i] = (DT)src[i].
  */
 #define ST TN_T(SS)
 
-static void TN_NAME(TN_NAME(copy, DS), SS)(void *ctx, int64_t n, char **p, const int64_t *s) {
+static void TN_NAME(TN_NAME(copy, SUF), SS)(void *ctx, int64_t n, char **p, const int64_t *s) {
     (void)ctx;
     if (s[0] == sizeof(DT) && s[1] == sizeof(ST)) {
         DT *o = (DT *)p[0];

@@ -9,10 +9,9 @@
 #include "cpu_backend.h"
 #include "dtype_dispatch.h"
 
-#define SUF f32
-#include "cross_entropy_impl.h"
-#define SUF f64
-#include "cross_entropy_impl.h"
+#define TN_IMPL "cross_entropy_impl.h"
+#define TN_EACH TN_EACH_FLOAT
+#include "each_dtype.h"
 
 typedef struct ce_kernels {
     void (*fwd)(const void *x, int64_t n, int64_t c, const int64_t *t, int64_t ign, void *stats,

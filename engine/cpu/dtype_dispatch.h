@@ -25,9 +25,14 @@
 #define TN_FOR_EACH_NOBOOL(X) TN_FOR_EACH_NOBOOL_A(TN_DROP_, X)
 #define TN_FOR_EACH_DTYPE(X) TN_FOR_EACH_DTYPE_A(TN_DROP_, X)
 
+/* The kinds of each_dtype.h (TN_EACH). */
+#define TN_EACH_FLOAT 1
+#define TN_EACH_NOBOOL 2
+#define TN_EACH_DTYPE 3
+
 /* Kernels written once per dtype (docs/design.md, "Kernels per dtype"): a
  * kernel file includes its body header once per dtype with SUF (a suffix
- * above) defined; the body names its functions TN_NAME(name, SUF) (name_f32) and
+ * above) defined (each_dtype.h); the body names its functions TN_NAME(name, SUF) (name_f32) and
  * takes its types from the suffix: TN_T(SUF) the element type, TN_ACC(SUF)
  * the accumulator of sums (double for floats, int64 for integers and bool),
  * TN_IS_FLOAT(SUF) 1 for float dtypes and TN_IS_BOOL(SUF) 1 for bool

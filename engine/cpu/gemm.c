@@ -56,16 +56,9 @@ static int thread_num(void) { return 0; }
  * Floats, products big enough: packed, blocked kernels. ------------------- */
 #define DOT_LANES 16
 
-#define SUF f32
-#include "gemm_impl.h"
-#define SUF f64
-#include "gemm_impl.h"
-#define SUF i16
-#include "gemm_impl.h"
-#define SUF i32
-#include "gemm_impl.h"
-#define SUF i64
-#include "gemm_impl.h"
+#define TN_IMPL "gemm_impl.h"
+#define TN_EACH TN_EACH_NOBOOL
+#include "each_dtype.h"
 
 /* ---- dispatch -------------------------------------------------------------------- */
 

@@ -16,10 +16,9 @@
 
 enum { STATS_BLOCK = 1 << 15, STATS_MAX_BLOCKS = 64 };
 
-#define SUF f32
-#include "grad_stats_impl.h"
-#define SUF f64
-#include "grad_stats_impl.h"
+#define TN_IMPL "grad_stats_impl.h"
+#define TN_EACH TN_EACH_FLOAT
+#include "each_dtype.h"
 
 typedef void (*scan_fn)(const void *p, int64_t lo, int64_t n, double *sq, double *mx);
 #define SCAN(ID, CT, S) [ID] = scan_v_##S,

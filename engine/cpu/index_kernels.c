@@ -77,26 +77,11 @@ static inline line line_of(const tn_index_args *a, int64_t L) {
 /* ---- the kernels: ROWS_ADD and SCATTER_ADD of each dtype (index_impl.h),
  * GATHER of each element width (gather_impl.h) ---- */
 
-#define SUF f32
-#include "index_impl.h"
-#define SUF f64
-#include "index_impl.h"
-#define SUF i16
-#include "index_impl.h"
-#define SUF i32
-#include "index_impl.h"
-#define SUF i64
-#include "index_impl.h"
-#define SUF b8
-#include "index_impl.h"
-#define W 8
-#include "gather_impl.h"
-#define W 16
-#include "gather_impl.h"
-#define W 32
-#include "gather_impl.h"
-#define W 64
-#include "gather_impl.h"
+#define TN_IMPL "index_impl.h"
+#define TN_EACH TN_EACH_DTYPE
+#include "each_dtype.h"
+#define TN_IMPL "gather_impl.h"
+#include "each_width.h"
 
 typedef void (*rows_add_fn)(const tn_index_args *, int64_t, int64_t);
 typedef void (*line_fn)(const tn_index_args *, int64_t);

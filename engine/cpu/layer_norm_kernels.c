@@ -13,10 +13,9 @@
 #include "cpu_backend.h"
 #include "dtype_dispatch.h"
 
-#define SUF f32
-#include "layer_norm_impl.h"
-#define SUF f64
-#include "layer_norm_impl.h"
+#define TN_IMPL "layer_norm_impl.h"
+#define TN_EACH TN_EACH_FLOAT
+#include "each_dtype.h"
 
 typedef struct ln_kernels {
     void (*fwd_row)(const tn_ln_args *a, int64_t r);

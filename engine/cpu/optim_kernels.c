@@ -10,7 +10,6 @@
 typedef tn_sgd_ctx sgd_ctx;
 typedef tn_adam_ctx adam_ctx;
 
-#define SUF f32
-#include "optim_impl.h"
-#define SUF f64
-#include "optim_impl.h"
+#define TN_IMPL "optim_impl.h"
+#define TN_EACH TN_EACH_FLOAT
+#include "each_dtype.h"

@@ -6,18 +6,9 @@
 
 /* The loop bodies of each dtype (binary_loop_SUF, cmp_loop_SUF,
  * unary_loop_SUF) and the special loops (pw_special_impl.h). */
-#define SUF f32
-#include "pointwise_loop_impl.h"
-#define SUF f64
-#include "pointwise_loop_impl.h"
-#define SUF i16
-#include "pointwise_loop_impl.h"
-#define SUF i32
-#include "pointwise_loop_impl.h"
-#define SUF i64
-#include "pointwise_loop_impl.h"
-#define SUF b8
-#include "pointwise_loop_impl.h"
+#define TN_IMPL "pointwise_loop_impl.h"
+#define TN_EACH TN_EACH_DTYPE
+#include "each_dtype.h"
 
 /* Each kind extends the narrower one: FLOAT < NOBOOL (+ integers) < ALL (+
  * bool); comparisons: every input dtype, bool output. */
@@ -48,14 +39,8 @@ TN_PW_UNARY_OPS(UNARY)
 
 /* TN_PW_WHERE: a select moves bits, so one loop per element width serves
  * every dtype: where_8 ... where_64 (where_impl.h). */
-#define W 8
-#include "where_impl.h"
-#define W 16
-#include "where_impl.h"
-#define W 32
-#include "where_impl.h"
-#define W 64
-#include "where_impl.h"
+#define TN_IMPL "where_impl.h"
+#include "each_width.h"
 #define WHERE_AT(ID, T, S) [ID] = TN_NAME(where, TN_BITS(S)),
 
 /* Every code's loops by dtype, the special ones included (their other

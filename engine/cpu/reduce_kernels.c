@@ -110,18 +110,9 @@ static void run_blocks(int64_t nb, int nt, block_fn fn, const red_job *job) {
 
 /* ---- the kernels of each dtype: reduce_impl.h (sum), reduce_ext_impl.h (max, min) ---- */
 
-#define SUF f32
-#include "reduce_impl.h"
-#define SUF f64
-#include "reduce_impl.h"
-#define SUF i16
-#include "reduce_impl.h"
-#define SUF i32
-#include "reduce_impl.h"
-#define SUF i64
-#include "reduce_impl.h"
-#define SUF b8
-#include "reduce_impl.h"
+#define TN_IMPL "reduce_impl.h"
+#define TN_EACH TN_EACH_DTYPE
+#include "each_dtype.h"
 
 typedef void (*row_fn)(const red_ctx *c, const red_row *w, int nt);
 #define SUM_ROW(ID, CT, S) [ID] = row_sum_##S,

@@ -11,10 +11,9 @@
 
 #define CHUNK 256
 
-#define SUF f32
-#include "softmax_impl.h"
-#define SUF f64
-#include "softmax_impl.h"
+#define TN_IMPL "softmax_impl.h"
+#define TN_EACH TN_EACH_FLOAT
+#include "each_dtype.h"
 
 typedef void (*sm_row_fn)(int mode, const void *x, const void *y, void *out, int64_t dn,
                           int64_t inner, int64_t w);
