@@ -1,6 +1,7 @@
-/* engine/cpu/attention_impl.h — the tiled attention kernel for one dtype,
- * included by attention_kernels.c once per dtype with T (the element type),
- * SUF (the name suffix) and EXP (a vectorisable exp of T) defined.
+/* engine/cpu/attention_impl.h — the tiled attention kernel for one float
+ * dtype, included by attention_kernels.c once per dtype with SUF defined
+ * (each_dtype.h): T its element type, EXP (exp_SUF) a vectorisable exp of T,
+ * MR (MR_SUF) the register tile's rows.
  *
  * Tiles: BQ query rows x BK keys. A worker's scratch (struct ws) holds the
  * score tile s and dp (BQ x BK), the packed, transposed key tile kt (E x BK)
@@ -8,9 +9,10 @@
  * loop runs over BK (a compile-time constant) or a row of E/Ev contiguous
  * elements, and vectorises.
  */
-#define CAT_(a, b) a##_##b
-#define CAT(a, b) CAT_(a, b)
-#define F(name) CAT(name, SUF)
+#define T TN_T(SUF)
+#define F(name) TN_NAME(name, SUF)
+#define EXP TN_NAME(exp, SUF)
+#define MR TN_CAT(MR_, SUF)
 
 /* Packs rows [j0, j0+n) of a (row stride rs, cols d contiguous) transposed
  * into t (d x BK), zero past n. */
@@ -278,6 +280,21 @@ static void F(bwd_qblock)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, 
     }
 }
 
+/* The table's entries, untyped; delta is the call's (nb * L) scratch. */
+static void F(delta_v)(const tn_attn_args *a, int64_t b, void *delta) {
+    F(bwd_delta)(a, b, (T *)delta + b * a->L);
+}
+static void F(kblock_v)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, const void *delta,
+                        int64_t j0, bool qg) {
+    F(bwd_kblock)(a, sl, w, (const T *)delta + sl->b * a->L, j0, qg);
+}
+static void F(qblock_v)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, const void *delta,
+                        int64_t i0) {
+    F(bwd_qblock)(a, sl, w, (const T *)delta + sl->b * a->L, i0);
+}
+
+#undef T
 #undef F
-#undef CAT
-#undef CAT_
+#undef EXP
+#undef MR
+#undef SUF

@@ -27,6 +27,7 @@
 
 #include "../core/fast_exp.h"
 #include "cpu_backend.h"
+#include "dtype_dispatch.h"
 #include "gemm.h" /* FMADD */
 
 #define BQ 32 /* query rows per block */
@@ -63,24 +64,22 @@ static inline double exp_f64(double x) { return exp(x); }
 
 /* MR: rows of the register tile (MR x BK accumulators: 16 zmm registers for
  * float32, as gemm.c's; 16 for float64 with 4 rows). */
-#define T float
-#define SUF f32
-#define EXP exp_f32
-#define MR 8
-#include "attention_impl.h"
-#undef T
-#undef SUF
-#undef EXP
-#undef MR
-#define T double
-#define SUF f64
-#define EXP exp_f64
-#define MR 4
-#include "attention_impl.h"
-#undef T
-#undef SUF
-#undef EXP
-#undef MR
+#define MR_f32 8
+#define MR_f64 4
+#define TN_IMPL "attention_impl.h"
+#define TN_EACH TN_EACH_FLOAT
+#include "each_dtype.h"
+
+typedef struct attn_kernels {
+    void (*fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, int64_t i0);
+    void (*delta)(const tn_attn_args *a, int64_t b, void *delta);
+    void (*kblock)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, const void *delta,
+                   int64_t j0, bool qg);
+    void (*qblock)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, const void *delta,
+                   int64_t i0);
+} attn_kernels;
+#define ATTN_KERNELS(ID, CT, S) [ID] = {fwd_block_##S, delta_v_##S, kblock_v_##S, qblock_v_##S},
+static const attn_kernels kernels[TN_DTYPE_COUNT] = {TN_FOR_EACH_FLOAT(ATTN_KERNELS)};
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -116,6 +115,7 @@ static void *ws_alloc(const tn_attn_args *a, int nt, ws_t *ws) {
 
 static void run_fwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt) {
     int64_t nqb = cdiv(a->L, BQ), items = nb * nqb;
+    const attn_kernels *kr = &kernels[a->dtype];
     (void)nt; /* only read by OpenMP */
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
@@ -124,10 +124,7 @@ static void run_fwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt) {
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < items; it++) {
             attn_slice sl = slice_of(a, it / nqb);
-            if (a->dtype == TN_F32)
-                fwd_block_f32(a, &sl, w, it % nqb * BQ);
-            else
-                fwd_block_f64(a, &sl, w, it % nqb * BQ);
+            kr->fwd_block(a, &sl, w, it % nqb * BQ);
         }
     }
 }
@@ -140,19 +137,16 @@ static void zero_rows(void *p, int64_t first, int64_t n, size_t es) {
 static void run_bwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt, void *delta) {
     size_t es = tn__dtype_sizes[a->dtype];
     int64_t L = a->L, S = a->S, E = a->E, Ev = a->Ev, nqb = cdiv(L, BQ), nkb = cdiv(S, BK);
-    bool fused = nb >= FUSED_MIN_SLICES, f32 = a->dtype == TN_F32;
+    bool fused = nb >= FUSED_MIN_SLICES;
+    const attn_kernels *kr = &kernels[a->dtype];
     (void)nt; /* only read by OpenMP */
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         TN_OMP_SPAN("attention backward");
         ws_t *w = &ws[WORKER()];
 #pragma omp for schedule(static)
-        for (int64_t b = 0; b < nb; b++) {
-            if (f32)
-                bwd_delta_f32(a, b, (float *)delta + b * L);
-            else
-                bwd_delta_f64(a, b, (double *)delta + b * L);
-        }
+        for (int64_t b = 0; b < nb; b++)
+            kr->delta(a, b, delta);
         if (fused) {
 #pragma omp for schedule(dynamic, 1)
             for (int64_t b = 0; b < nb; b++) {
@@ -160,12 +154,8 @@ static void run_bwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt, void *d
                 zero_rows(a->dq, b * L * E, L * E, es);
                 zero_rows(a->dk, b * S * E, S * E, es);
                 zero_rows(a->dv, b * S * Ev, S * Ev, es);
-                for (int64_t j0 = 0; j0 < S; j0 += BK) {
-                    if (f32)
-                        bwd_kblock_f32(a, &sl, w, (const float *)delta + b * L, j0, true);
-                    else
-                        bwd_kblock_f64(a, &sl, w, (const double *)delta + b * L, j0, true);
-                }
+                for (int64_t j0 = 0; j0 < S; j0 += BK)
+                    kr->kblock(a, &sl, w, delta, j0, true);
             }
         } else {
 #pragma omp for schedule(dynamic, 1)
@@ -174,20 +164,14 @@ static void run_bwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt, void *d
                 attn_slice sl = slice_of(a, b);
                 zero_rows(a->dk, (b * S + j0) * E, n * E, es);
                 zero_rows(a->dv, (b * S + j0) * Ev, n * Ev, es);
-                if (f32)
-                    bwd_kblock_f32(a, &sl, w, (const float *)delta + b * L, j0, false);
-                else
-                    bwd_kblock_f64(a, &sl, w, (const double *)delta + b * L, j0, false);
+                kr->kblock(a, &sl, w, delta, j0, false);
             }
 #pragma omp for schedule(dynamic, 1)
             for (int64_t it = 0; it < nb * nqb; it++) {
                 int64_t b = it / nqb, i0 = it % nqb * BQ, m = L - i0 < BQ ? L - i0 : BQ;
                 attn_slice sl = slice_of(a, b);
                 zero_rows(a->dq, (b * L + i0) * E, m * E, es);
-                if (f32)
-                    bwd_qblock_f32(a, &sl, w, (const float *)delta + b * L, i0);
-                else
-                    bwd_qblock_f64(a, &sl, w, (const double *)delta + b * L, i0);
+                kr->qblock(a, &sl, w, delta, i0);
             }
         }
     }
@@ -195,7 +179,7 @@ static void run_bwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt, void *d
 
 tn_status tn__cpu_attention(int dev, const tn_attn_args *a) {
     (void)dev;
-    if (a->dtype != TN_F32 && a->dtype != TN_F64)
+    if ((unsigned)a->dtype >= TN_DTYPE_COUNT || !kernels[a->dtype].fwd_block)
         return tn__error(TN_ERR_DTYPE, "attention: no CPU kernel for %s", tn_dtype_name(a->dtype));
     int64_t nb = 1;
     for (int d = 0; d < a->bdim; d++)
