@@ -16,25 +16,14 @@
  * atomics. Simpler than the CPU's tiles: no shared-memory blocking yet.
  */
 #include "cuda_internal.h"
+#include "kernel_util.cuh"
+#include "rows.cuh"
 
 namespace tnc {
 
 namespace {
 
 constexpr int WARPS = 4;
-
-__device__ __forceinline__ float ex(float v) { return ::expf(v); }
-__device__ __forceinline__ double ex(double v) { return ::exp(v); }
-__device__ __forceinline__ float lg(float v) { return ::logf(v); }
-__device__ __forceinline__ double lg(double v) { return ::log(v); }
-
-/* The sum over the warp, every lane getting it (fixed tree). */
-template <typename T> __device__ __forceinline__ T warp_sum(T v) {
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, off);
-    return __shfl_sync(0xffffffffu, v, 0);
-}
 
 /* Offsets (elements) of slice b in q, k, v and the mask. */
 struct slice_off {
@@ -189,11 +178,9 @@ __global__ void __launch_bounds__(32 * WARPS) attn_rows(tn_attn_args a, int kind
 }
 
 template <typename T> tn_status launch(device_state *ds, const tn_attn_args *a, int64_t nb) {
-    const int64_t max_blocks = static_cast<int64_t>(ds->sm_count) * 16;
     auto run = [&](int kind, int64_t rows) {
-        int64_t blocks = ceil_div(rows, WARPS);
-        blocks = blocks < 1 ? 1 : blocks > max_blocks ? max_blocks : blocks;
-        attn_rows<T><<<static_cast<unsigned>(blocks), 32 * WARPS, 0, ds->stream>>>(*a, kind, rows);
+        attn_rows<T><<<grid_clamp(ds, ceil_div(rows, WARPS), 16), 32 * WARPS, 0, ds->stream>>>(
+            *a, kind, rows);
         return launch_check("attention");
     };
     if (a->mode == TN_ATTN_FWD) return run(K_FWD, nb * a->L);
@@ -210,11 +197,9 @@ extern "C" tn_status tn__cuda_attention(int dev, const tn_attn_args *a) {
     for (int d = 0; d < a->bdim; d++)
         nb *= a->bshape[d];
     if (nb == 0 || (a->mode == TN_ATTN_FWD && a->L == 0)) return TN_OK; /* L = 0: dK, dV are 0 */
-    device_state *ds;
-    st = device(dev, &ds);
-    if (st < 0) return st;
-    dev_guard guard(dev);
-    return a->dtype == TN_F32 ? launch<float>(ds, a, nb) : launch<double>(ds, a, nb);
+    return on_device_float(dev, a->dtype, [&](device_state *ds, auto t) {
+        return launch<decltype(t)>(ds, a, nb);
+    });
 }
 
 } // namespace tnc

@@ -95,10 +95,7 @@ template <typename T> tn_status run(int dev, device_state *ds, const tn_ce_args 
     p.g = static_cast<const T *>(a->g);
     p.count = a->count;
     p.gx = static_cast<T *>(a->gx);
-    const int64_t max_blocks = static_cast<int64_t>(ds->sm_count) * 8 * 4;
-    auto grid = [&](int64_t blocks) {
-        return static_cast<unsigned>(blocks < 1 ? 1 : blocks > max_blocks ? max_blocks : blocks);
-    };
+    auto grid = [&](int64_t blocks) { return grid_clamp(ds, blocks); };
     if (a->mode == TN_CE_BWD) {
         if (p.n * p.c > 0) ce_bwd<T><<<grid(ceil_div(p.n * p.c, 256)), 256, 0, ds->stream>>>(p);
         return launch_check("cross_entropy backward");
@@ -135,11 +132,8 @@ extern "C" tn_status tn__cuda_cross_entropy(int dev, const tn_ce_args *a) {
     if ((a->n > 0 && (!a->x || !a->target || !a->stats)) || (fwd && !a->loss) ||
         (!fwd && a->n * a->c > 0 && (!a->gx || !a->g)))
         return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA cross_entropy: a pointer is NULL");
-    device_state *ds;
-    st = device(dev, &ds);
-    if (st < 0) return st;
-    dev_guard guard(dev);
-    return a->dtype == TN_F32 ? run<float>(dev, ds, a) : run<double>(dev, ds, a);
+    return on_device_float(dev, a->dtype,
+                           [&](device_state *ds, auto t) { return run<decltype(t)>(dev, ds, a); });
 }
 
 } // namespace tnc

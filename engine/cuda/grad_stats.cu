@@ -15,6 +15,7 @@
  * the sum of squares then is NaN too.
  */
 #include "cuda_internal.h"
+#include "kernel_util.cuh"
 
 namespace tnc {
 
@@ -42,14 +43,15 @@ __device__ __forceinline__ gs_part combine(gs_part a, gs_part b) {
     return {a.sq + b.sq, max_nan(a.mx, b.mx)};
 }
 
+/* warp_fold's shuffle of a part */
+__device__ __forceinline__ gs_part shfl_down(gs_part v, int off) {
+    return {tnc::shfl_down(v.sq, off), tnc::shfl_down(v.mx, off)};
+}
+
 /* The block's parts folded in a fixed order (warps by shuffles, then thread 0 over the warps);
  * the result is thread 0's. Every thread of the block calls it. */
 __device__ gs_part block_fold(gs_part acc) {
-    for (int off = 16; off > 0; off /= 2) {
-        gs_part o = {__shfl_down_sync(0xffffffffu, acc.sq, off),
-                     __shfl_down_sync(0xffffffffu, acc.mx, off)};
-        acc = combine(acc, o);
-    }
+    acc = warp_fold(acc, [](gs_part a, gs_part b) { return combine(a, b); });
     __shared__ gs_part warp[GS_THREADS / 32];
     if (threadIdx.x % 32 == 0) warp[threadIdx.x / 32] = acc;
     __syncthreads();
@@ -118,22 +120,16 @@ extern "C" tn_status tn__cuda_grad_stats(int dev, tn_dtype dt, int count, const 
         nb = nb < 1 ? 1 : nb > GS_BLOCKS_PER ? GS_BLOCKS_PER : nb;
         b.first[i + 1] = b.first[i] + static_cast<int>(nb);
     }
-    device_state *ds;
-    tn_status st = device(dev, &ds);
-    if (st < 0) return st;
-    dev_guard guard(dev);
-    const int blocks = b.first[count];
-    scratch parts(dev, static_cast<size_t>(blocks) * sizeof(gs_part));
-    if (!parts.get()) return TN_ERR_OUT_OF_MEMORY; /* alloc set the message */
-    gs_part *pp = static_cast<gs_part *>(parts.get());
-    if (dt == TN_F32)
-        gs_partial_kernel<float><<<static_cast<unsigned>(blocks), GS_THREADS, 0, ds->stream>>>(b,
-                                                                                               pp);
-    else
-        gs_partial_kernel<double><<<static_cast<unsigned>(blocks), GS_THREADS, 0, ds->stream>>>(b,
-                                                                                                pp);
-    gs_final_kernel<<<static_cast<unsigned>(count), GS_THREADS, 0, ds->stream>>>(b, pp, out);
-    return launch_check("grad_stats");
+    return on_device_float(dev, dt, [&](device_state *ds, auto t) {
+        using T = decltype(t);
+        const int blocks = b.first[count];
+        scratch parts(dev, static_cast<size_t>(blocks) * sizeof(gs_part));
+        if (!parts.get()) return TN_ERR_OUT_OF_MEMORY; /* alloc set the message */
+        gs_part *pp = static_cast<gs_part *>(parts.get());
+        gs_partial_kernel<T><<<static_cast<unsigned>(blocks), GS_THREADS, 0, ds->stream>>>(b, pp);
+        gs_final_kernel<<<static_cast<unsigned>(count), GS_THREADS, 0, ds->stream>>>(b, pp, out);
+        return launch_check("grad_stats");
+    });
 }
 
 } // namespace tnc

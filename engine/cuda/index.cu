@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "cuda_internal.h"
+#include "kernel_util.cuh"
 
 namespace tnc {
 
@@ -173,12 +174,9 @@ template <typename T> __global__ void scatter_add_kernel(tn_index_args a, int64_
     }
 }
 
-/* Blocks per launch, at most: enough to fill every SM several times over. */
-int64_t max_blocks(const device_state *ds) { return static_cast<int64_t>(ds->sm_count) * 8 * 4; }
-
+/* Blocks for `work` threads' worth of elements (grid_clamp's bounds). */
 unsigned grid_for(const device_state *ds, int64_t work) {
-    const int64_t max_b = max_blocks(ds), b = ceil_div(work, IX_THREADS);
-    return static_cast<unsigned>(b < 1 ? 1 : b > max_b ? max_b : b);
+    return grid_clamp(ds, ceil_div(work, IX_THREADS));
 }
 
 /* The counting sort of ROWS_ADD, on the host: order (n) lists j by
@@ -251,9 +249,7 @@ constexpr int64_t ROWS_ADD_DEVICE_MAX = 32768;
 
 template <typename T> tn_status rows_add(int dev, device_state *ds, const tn_index_args *a) {
     if (a->n > ROWS_ADD_DEVICE_MAX) return rows_add_sorted<T>(dev, ds, a);
-    const int64_t cap = max_blocks(ds);
-    rows_add_kernel<T><<<static_cast<unsigned>(a->n < cap ? a->n : cap), IX_THREADS, 0,
-                         ds->stream>>>(*a);
+    rows_add_kernel<T><<<grid_clamp(ds, a->n), IX_THREADS, 0, ds->stream>>>(*a);
     return launch_check("index_add");
 }
 
@@ -288,27 +284,25 @@ extern "C" tn_status tn__cuda_index(int dev, const tn_index_args *a) {
     if (st < 0) return st;
     const bool rows = a->mode == TN_IX_ROWS || a->mode == TN_IX_ROWS_ADD;
     if (rows ? a->outer * a->n * a->inner == 0 : a->ndim < 1) return TN_OK;
-    device_state *ds;
-    st = device(dev, &ds);
-    if (st < 0) return st;
-    dev_guard guard(dev);
     const bool adds = a->mode == TN_IX_ROWS_ADD || a->mode == TN_IX_SCATTER_ADD;
-    switch (a->dtype) {
-    case TN_F32:
-        return adds ? run<float>(dev, ds, a) : run<uint32_t>(dev, ds, a);
-    case TN_F64:
-        return adds ? run<double>(dev, ds, a) : run<uint64_t>(dev, ds, a);
-    case TN_I16:
-        return run<int16_t>(dev, ds, a);
-    case TN_I32:
-        return run<int32_t>(dev, ds, a);
-    case TN_I64:
-        return run<int64_t>(dev, ds, a);
-    case TN_BOOL:
-        return run<uint8_t>(dev, ds, a);
-    default:
-        return tn__error(TN_ERR_DTYPE, "CUDA index: unknown dtype %d", (int)a->dtype);
-    }
+    return on_device(dev, [&](device_state *ds) {
+        switch (a->dtype) {
+        case TN_F32:
+            return adds ? run<float>(dev, ds, a) : run<uint32_t>(dev, ds, a);
+        case TN_F64:
+            return adds ? run<double>(dev, ds, a) : run<uint64_t>(dev, ds, a);
+        case TN_I16:
+            return run<int16_t>(dev, ds, a);
+        case TN_I32:
+            return run<int32_t>(dev, ds, a);
+        case TN_I64:
+            return run<int64_t>(dev, ds, a);
+        case TN_BOOL:
+            return run<uint8_t>(dev, ds, a);
+        default:
+            return tn__error(TN_ERR_DTYPE, "CUDA index: unknown dtype %d", (int)a->dtype);
+        }
+    });
 }
 
 } // namespace tnc

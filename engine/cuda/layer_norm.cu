@@ -10,6 +10,7 @@
  *  - dweight / dbias: a thread per column walks the rows in order.
  */
 #include "cuda_internal.h"
+#include "kernel_util.cuh"
 
 namespace tnc {
 
@@ -21,14 +22,6 @@ template <typename T> struct ln_params {
     const T *x, *w, *b, *dy;
     T *mean, *rstd, *y, *dx, *dw, *db;
 };
-
-/* the warp's sum, in every lane (fixed tree) */
-__device__ __forceinline__ double warp_sum(double v) {
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, off);
-    return __shfl_sync(0xffffffffu, v, 0);
-}
 
 constexpr int ROWS_PER_BLOCK = 8; /* warps of a 256-thread block */
 
@@ -119,17 +112,13 @@ template <typename T> tn_status launch(device_state *ds, const tn_ln_args *a) {
     p.dx = static_cast<T *>(a->dx);
     p.dw = static_cast<T *>(a->dweight);
     p.db = static_cast<T *>(a->dbias);
-    const int64_t max_blocks = static_cast<int64_t>(ds->sm_count) * 8 * 4;
-    auto grid = [&](int64_t blocks) {
-        return static_cast<unsigned>(blocks < 1 ? 1 : blocks > max_blocks ? max_blocks : blocks);
-    };
-    const unsigned row_grid = grid(ceil_div(a->rows, ROWS_PER_BLOCK));
+    const unsigned row_grid = grid_clamp(ds, ceil_div(a->rows, ROWS_PER_BLOCK));
     if (a->mode == TN_LN_FWD) {
         ln_fwd<T><<<row_grid, 256, 0, ds->stream>>>(p);
         return launch_check("layer_norm");
     }
     if (a->dweight || a->dbias) {
-        ln_params_grad<T><<<grid(ceil_div(a->cols, 256)), 256, 0, ds->stream>>>(p);
+        ln_params_grad<T><<<grid_clamp(ds, ceil_div(a->cols, 256)), 256, 0, ds->stream>>>(p);
         tn_status st = launch_check("layer_norm");
         if (st < 0) return st;
     }
@@ -148,11 +137,8 @@ extern "C" tn_status tn__cuda_layer_norm(int dev, const tn_ln_args *a) {
     const bool fwd = a->mode == TN_LN_FWD;
     if (!a->x || !a->mean || !a->rstd || (fwd && !a->y) || (!fwd && !a->dy))
         return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA layer_norm: NULL operand");
-    device_state *ds;
-    st = device(dev, &ds);
-    if (st < 0) return st;
-    dev_guard guard(dev);
-    return a->dtype == TN_F32 ? launch<float>(ds, a) : launch<double>(ds, a);
+    return on_device_float(dev, a->dtype,
+                           [&](device_state *ds, auto t) { return launch<decltype(t)>(ds, a); });
 }
 
 } // namespace tnc

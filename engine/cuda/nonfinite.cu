@@ -14,6 +14,7 @@
  * waits for them: that wait is the synchronisation point.
  */
 #include "cuda_internal.h"
+#include "kernel_util.cuh"
 
 namespace tnc {
 
@@ -116,19 +117,17 @@ extern "C" tn_status tn__cuda_nonfinite_check(int dev, int count, const tn_nf_it
 extern "C" tn_status tn__cuda_nonfinite_poll(int dev, uint64_t out[TN_NONFINITE_WORDS]) {
     for (int w = 0; w < TN_NONFINITE_WORDS; w++)
         out[w] = 0;
-    device_state *ds;
-    tn_status st = device(dev, &ds);
-    if (st < 0) return st;
-    dev_guard guard(dev);
-    unsigned long long words[TN_NONFINITE_WORDS];
-    cudaError_t e = cudaMemcpyAsync(words, ds->nf_words, sizeof words, cudaMemcpyDeviceToHost,
-                                    ds->stream);
-    if (e == cudaSuccess) e = cudaMemsetAsync(ds->nf_words, 0xff, sizeof words, ds->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(ds->stream);
-    if (e != cudaSuccess) return cuda_fail(e, "nonfinite poll");
-    for (int w = 0; w < TN_NONFINITE_WORDS; w++)
-        out[w] = words[w] == ~0ull ? 0 : words[w];
-    return TN_OK;
+    return on_device(dev, [&](device_state *ds) {
+        unsigned long long words[TN_NONFINITE_WORDS];
+        cudaError_t e = cudaMemcpyAsync(words, ds->nf_words, sizeof words,
+                                        cudaMemcpyDeviceToHost, ds->stream);
+        if (e == cudaSuccess) e = cudaMemsetAsync(ds->nf_words, 0xff, sizeof words, ds->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(ds->stream);
+        if (e != cudaSuccess) return cuda_fail(e, "nonfinite poll");
+        for (int w = 0; w < TN_NONFINITE_WORDS; w++)
+            out[w] = words[w] == ~0ull ? 0 : words[w];
+        return TN_OK;
+    });
 }
 
 } // namespace tnc

@@ -27,6 +27,7 @@
 #include <type_traits>
 
 #include "cuda_internal.h"
+#include "kernel_util.cuh"
 
 namespace tnc {
 
@@ -223,18 +224,9 @@ template <class F, int K> inline size_t host_size() {
     return K < F::NOPS ? sizeof(typename op_type<F, K>::type) : 1;
 }
 
-/* Runs functor f over the iterator on dev's stream. */
-template <class F> tn_status pw_launch(int dev, const F &f, const tn_iter *it, const char *what) {
-    if (it->nops != F::NOPS)
-        return tn__error(TN_ERR_INTERNAL, "CUDA %s: iterator has %d operands, the op takes %d",
-                         what, it->nops, F::NOPS);
-    if (it->ndim < 1 || it->ndim > TN_MAX_DIMS)
-        return tn__error(TN_ERR_INTERNAL, "CUDA %s: iterator has %d dimensions", what, it->ndim);
-    if (it->numel <= 0) return TN_OK;
-    device_state *ds;
-    tn_status st = device(dev, &ds);
-    if (st < 0) return st;
-    dev_guard g(dev);
+/* pw_launch's launches on the device made current. */
+template <class F>
+tn_status pw_run(device_state *ds, const F &f, const tn_iter *it, const char *what) {
     const size_t es[TN_ITER_MAX_OPS] = {host_size<F, 0>(), host_size<F, 1>(), host_size<F, 2>(),
                                         host_size<F, 3>()};
     constexpr int VEC = vec_of<F>();
@@ -293,6 +285,17 @@ template <class F> tn_status pw_launch(int dev, const F &f, const tn_iter *it, c
             <<<static_cast<unsigned>(blocks), PW_THREADS, 0, ds->stream>>>(f, sa);
     }
     return launch_check(what);
+}
+
+/* Runs functor f over the iterator on dev's stream. */
+template <class F> tn_status pw_launch(int dev, const F &f, const tn_iter *it, const char *what) {
+    if (it->nops != F::NOPS)
+        return tn__error(TN_ERR_INTERNAL, "CUDA %s: iterator has %d operands, the op takes %d",
+                         what, it->nops, F::NOPS);
+    if (it->ndim < 1 || it->ndim > TN_MAX_DIMS)
+        return tn__error(TN_ERR_INTERNAL, "CUDA %s: iterator has %d dimensions", what, it->ndim);
+    if (it->numel <= 0) return TN_OK;
+    return on_device(dev, [&](device_state *ds) { return pw_run(ds, f, it, what); });
 }
 
 } // namespace tnc

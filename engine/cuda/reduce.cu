@@ -29,6 +29,7 @@
  *   shape) whose partials a last kernel folds in chunk order.
  */
 #include "cuda_internal.h"
+#include "kernel_util.cuh"
 
 namespace tnc {
 
@@ -36,18 +37,6 @@ namespace {
 
 constexpr int RED_THREADS = 256;
 constexpr int ALL_MAX_BLOCKS = 1024;
-
-/* ---- shuffles of any element type ---- */
-
-template <typename T> __device__ __forceinline__ T shfl_down(T v, int off) {
-    if constexpr (sizeof(T) < 4) {
-        return static_cast<T>(__shfl_down_sync(0xffffffffu, static_cast<int>(v), off));
-    } else if constexpr (std::is_same<T, int64_t>::value) {
-        return static_cast<T>(__shfl_down_sync(0xffffffffu, static_cast<long long>(v), off));
-    } else {
-        return __shfl_down_sync(0xffffffffu, v, off);
-    }
-}
 
 /* ---- the three reductions: partial type, fold, combine, output ---- */
 
@@ -65,7 +54,6 @@ template <typename T> struct sum_red {
     }
     /* a holds the earlier elements */
     __device__ __forceinline__ static part combine(part a, part b) { return a + b; }
-    __device__ __forceinline__ static part shfl(part v, int off) { return shfl_down(v, off); }
     __device__ __forceinline__ static void finish(part p, void *vals, int64_t *, int64_t o,
                                                   double div) {
         if (!vals) return;
@@ -82,6 +70,11 @@ template <typename T> struct ext_part {
     T v;
     int64_t i; /* < 0: empty */
 };
+
+/* warp_fold's shuffle of a part */
+template <typename T> __device__ __forceinline__ ext_part<T> shfl_down(ext_part<T> p, int off) {
+    return ext_part<T>{tnc::shfl_down(p.v, off), tnc::shfl_down(p.i, off)};
+}
 
 /* Does (x, xi) replace the running extremum (m, mi)? The first index of the
  * extremum wins; a NaN beats every number; the first NaN wins. */
@@ -104,9 +97,6 @@ template <typename T, bool MAX> struct ext_red {
     __device__ __forceinline__ static part combine(part a, part b) {
         return beats<MAX>(b.v, b.i, a.v, a.i) ? b : a;
     }
-    __device__ __forceinline__ static part shfl(part v, int off) {
-        return part{shfl_down(v.v, off), shfl_down(v.i, off)};
-    }
     __device__ __forceinline__ static void finish(part p, void *vals, int64_t *idx, int64_t o,
                                                   double) {
         if (vals) static_cast<T *>(vals)[o] = p.v;
@@ -116,10 +106,8 @@ template <typename T, bool MAX> struct ext_red {
 
 /* Lane 0 gets the warp's total: lane l folds in lane l + off, a fixed tree. */
 template <class R> __device__ __forceinline__ typename R::part warp_reduce(typename R::part v) {
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1)
-        v = R::combine(v, R::shfl(v, off));
-    return v;
+    using part = typename R::part;
+    return warp_fold(v, [](part a, part b) { return R::combine(a, b); });
 }
 
 /* Thread 0 gets the block's total (RED_THREADS threads). */
@@ -467,27 +455,25 @@ extern "C" tn_status tn__cuda_reduce(int dev, const tn_red_args *a) {
     if (!a->in && reduced > 0)
         return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA reduce: input is NULL");
 
-    device_state *ds;
-    tn_status st = device(dev, &ds);
-    if (st < 0) return st;
-    dev_guard guard(dev);
-    switch (a->dtype) {
-    case TN_F32:
-        return run_typed<float>(dev, ds, a, all, n, g);
-    case TN_F64:
-        return run_typed<double>(dev, ds, a, all, n, g);
-    case TN_I16:
-        return run_typed<int16_t>(dev, ds, a, all, n, g);
-    case TN_I32:
-        return run_typed<int32_t>(dev, ds, a, all, n, g);
-    case TN_I64:
-        return run_typed<int64_t>(dev, ds, a, all, n, g);
-    case TN_BOOL:
-        return run_typed<uint8_t>(dev, ds, a, all, n, g);
-    default:
-        break;
-    }
-    return tn__error(TN_ERR_DTYPE, "CUDA reduce: unknown dtype %d", (int)a->dtype);
+    return on_device(dev, [&](device_state *ds) {
+        switch (a->dtype) {
+        case TN_F32:
+            return run_typed<float>(dev, ds, a, all, n, g);
+        case TN_F64:
+            return run_typed<double>(dev, ds, a, all, n, g);
+        case TN_I16:
+            return run_typed<int16_t>(dev, ds, a, all, n, g);
+        case TN_I32:
+            return run_typed<int32_t>(dev, ds, a, all, n, g);
+        case TN_I64:
+            return run_typed<int64_t>(dev, ds, a, all, n, g);
+        case TN_BOOL:
+            return run_typed<uint8_t>(dev, ds, a, all, n, g);
+        default:
+            break;
+        }
+        return tn__error(TN_ERR_DTYPE, "CUDA reduce: unknown dtype %d", (int)a->dtype);
+    });
 }
 
 } // namespace tnc

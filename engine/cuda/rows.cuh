@@ -1,9 +1,12 @@
 /* engine/cuda/rows.cuh — what the row kernels share (softmax.cu,
- * cross_entropy.cu): exp and log by element type, the CPU's NaN-winning
- * running max, and a group's all-reduce in a fixed order, so that kernels
+ * cross_entropy.cu, attention.cu): exp and log by element type, the CPU's
+ * NaN-winning running max, and a group's all-reduce in a fixed order
+ * (kernel_util.cuh's warp fold, then the warps in order), so that kernels
  * that fold a row the same way give the same bits. */
 #ifndef TN_CUDA_ROWS_CUH
 #define TN_CUDA_ROWS_CUH
+
+#include "kernel_util.cuh"
 
 namespace tnc {
 
@@ -21,9 +24,7 @@ template <typename T> __device__ __forceinline__ T max_nan(T m, T v) {
  * the final order are fixed. sh: GROUP / 32 slots (GROUP > 32 only). */
 template <int GROUP, typename T, class OP>
 __device__ __forceinline__ T group_allreduce(T v, OP op, T *sh) {
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1)
-        v = op(v, __shfl_down_sync(0xffffffffu, v, off));
+    v = warp_fold(v, op);
     if constexpr (GROUP == 32) {
         return __shfl_sync(0xffffffffu, v, 0);
     } else {
@@ -40,9 +41,6 @@ __device__ __forceinline__ T group_allreduce(T v, OP op, T *sh) {
 
 template <typename T> struct op_max {
     __device__ __forceinline__ T operator()(T a, T b) const { return max_nan(a, b); }
-};
-template <typename T> struct op_add {
-    __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
 };
 
 /* The layout of a row kernel over rows of d contiguous elements (softmax with

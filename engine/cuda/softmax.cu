@@ -114,10 +114,7 @@ template <typename T> tn_status launch(device_state *ds, const tn_sm_args *a) {
     p.x = static_cast<const T *>(a->x);
     p.y = static_cast<const T *>(a->y);
     p.out = static_cast<T *>(a->out);
-    const int64_t max_blocks = static_cast<int64_t>(ds->sm_count) * 8 * 4;
-    auto grid = [&](int64_t blocks) {
-        return static_cast<unsigned>(blocks < 1 ? 1 : blocks > max_blocks ? max_blocks : blocks);
-    };
+    auto grid = [&](int64_t blocks) { return grid_clamp(ds, blocks); };
     const row_layout layout = row_layout_for(a->d);
     if (a->inner > 1 || layout == ROWS_THREAD) {
         sm_thread_rows<T><<<grid(ceil_div(a->outer * a->inner, 256)), 256, 0, ds->stream>>>(p);
@@ -140,11 +137,8 @@ extern "C" tn_status tn__cuda_softmax(int dev, const tn_sm_args *a) {
     const bool bwd = a->mode == TN_SM_BWD || a->mode == TN_LSM_BWD;
     if (!a->x || !a->out || (bwd && !a->y))
         return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA softmax: NULL operand");
-    device_state *ds;
-    st = device(dev, &ds);
-    if (st < 0) return st;
-    dev_guard guard(dev);
-    return a->dtype == TN_F32 ? launch<float>(ds, a) : launch<double>(ds, a);
+    return on_device_float(dev, a->dtype,
+                           [&](device_state *ds, auto t) { return launch<decltype(t)>(ds, a); });
 }
 
 } // namespace tnc
