@@ -101,6 +101,15 @@ static void F(ln_partial)(const tn_ln_args *a, int64_t r, double *pw, double *pb
     }
 }
 
+/* Backward rows [r0, r1) of one block: each row's dx (when asked) and its
+ * terms of the block's partial sums pw, pb (NULL: none). */
+static void F(ln_bwd_rows)(const tn_ln_args *a, int64_t r0, int64_t r1, double *pw, double *pb) {
+    for (int64_t r = r0; r < r1; r++) {
+        if (a->dx) F(ln_dx_row)(a, r);
+        if (pw) F(ln_partial)(a, r, pw, pb);
+    }
+}
+
 #undef T
 #undef F
 #undef SUF

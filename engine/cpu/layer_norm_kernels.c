@@ -19,10 +19,9 @@
 
 typedef struct ln_kernels {
     void (*fwd_row)(const tn_ln_args *a, int64_t r);
-    void (*dx_row)(const tn_ln_args *a, int64_t r);
-    void (*partial)(const tn_ln_args *a, int64_t r, double *pw, double *pb);
+    void (*bwd_rows)(const tn_ln_args *a, int64_t r0, int64_t r1, double *pw, double *pb);
 } ln_kernels;
-#define LN_KERNELS(ID, CT, S) [ID] = {ln_fwd_row_##S, ln_dx_row_##S, ln_partial_##S},
+#define LN_KERNELS(ID, CT, S) [ID] = {ln_fwd_row_##S, ln_bwd_rows_##S},
 static const ln_kernels kernels[TN_DTYPE_COUNT] = {TN_FOR_EACH_FLOAT(LN_KERNELS)};
 
 /* The backward in one pass over blocks of TN_LN_ROW_BLOCK rows: each row's
@@ -45,10 +44,7 @@ static void ln_backward(const tn_ln_args *a, double *part) {
             double *pw = part ? part + 2 * k * n : NULL, *pb = pw ? pw + n : NULL;
             for (int64_t j = 0; pw && j < 2 * n; j++)
                 pw[j] = 0;
-            for (int64_t r = r0; r < r1; r++) {
-                if (a->dx) kr->dx_row(a, r);
-                if (pw) kr->partial(a, r, pw, pb);
-            }
+            kr->bwd_rows(a, r0, r1, pw, pb);
         }
     }
     if (!part) return;
