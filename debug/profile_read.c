@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/io/io_internal.h"
+#include "../engine/core/files.h"
 #include "profile_internal.h"
 #include "tenet/profile.h"
 

@@ -1,13 +1,16 @@
-/* Thread-local error state: status + message, PyTorch's wording; and the
- * report of a broken internal invariant (TN_ASSERT, debug builds). */
+/* Thread-local error state: status + message, PyTorch's wording; the
+ * report of a broken internal invariant (TN_ASSERT, debug builds); the text
+ * of an I/O error (files.h). */
+#define _POSIX_C_SOURCE 200809L /* the XSI strerror_r */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #if defined(__GLIBC__)
 #include <execinfo.h>
 #include <unistd.h>
 #endif
 
-#include "internal.h"
+#include "files.h"
 
 #define TN_ERRMSG_MAX 1024
 
@@ -101,4 +104,11 @@ _Noreturn void tn__assert_fail(const char *cond, const char *file, int line, con
 #endif
     fflush(stderr);
     abort();
+}
+
+tn_status tn__io_error(const char *what, const char *path, int err) {
+    char reason[128];
+    if (strerror_r(err, reason, sizeof reason) != 0)
+        snprintf(reason, sizeof reason, "error %d", err);
+    return tn__error(TN_ERR_IO, "%s '%.300s': %s", what, path, reason);
 }

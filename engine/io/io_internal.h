@@ -5,6 +5,7 @@
 #ifndef TN_IO_INTERNAL_H
 #define TN_IO_INTERNAL_H
 
+#include "../core/files.h" /* the JSON parser, tn__io_error */
 #include "../core/internal.h"
 
 /* The format's limits (safetensors' MAX_HEADER_SIZE; JSON numbers are read
@@ -47,16 +48,6 @@ bool tn__utf8_valid(const unsigned char *s, size_t n, size_t *bad);
 /* A name quoted for a message: 'name', cut at `max` bytes (on a character
  * boundary) with "..." when longer. */
 const char *tn__quote_name(char *buf, size_t size, const char *name);
-/* TN_ERR_IO: "<what> '<path>': <the system's reason for err>". */
-tn_status tn__io_error(const char *what, const char *path, int err);
-
-/* ---- json.c ---------------------------------------------------------------- */
-struct cJSON;
-/* Parses text[0..n) (text[n] must be '\0') as JSON with cJSON, under the
- * parse lock; *end gets the offset where parsing stopped (the error's place
- * on failure). NULL on failure: then *oom tells an allocation failed. */
-struct cJSON *tn__json_parse(const char *text, size_t n, size_t *end, bool *oom);
-void tn__json_free(struct cJSON *j);
 
 /* ---- safetensors dtypes (safetensors_dtype.c) -------------------------------- */
 /* The format's dtypes tenet reads; the enum order is the reference

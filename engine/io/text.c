@@ -1,7 +1,6 @@
 /* Text helpers of the I/O layer: UTF-8 validation (the format's header is
- * UTF-8, and names tenet writes must be), names quoted for messages, the
- * system's reason for an I/O error. */
-#define _POSIX_C_SOURCE 200809L /* the XSI strerror_r */
+ * UTF-8, and names tenet writes must be), names quoted for messages (the
+ * system's reason for an I/O error: tn__io_error, engine/core/error.c). */
 #include <stdio.h>
 
 #include "io_internal.h"
@@ -58,11 +57,4 @@ const char *tn__quote_name(char *buf, size_t size, const char *name) {
         max--; /* a boundary */
     snprintf(buf, size, "'%.*s...'", (int)max, name);
     return buf;
-}
-
-tn_status tn__io_error(const char *what, const char *path, int err) {
-    char reason[128];
-    if (strerror_r(err, reason, sizeof reason) != 0)
-        snprintf(reason, sizeof reason, "error %d", err);
-    return tn__error(TN_ERR_IO, "%s '%.300s': %s", what, path, reason);
 }

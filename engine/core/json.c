@@ -1,4 +1,6 @@
-/* The JSON parser: Debian's cJSON (libcjson), behind two adjustments.
+/* The JSON parser (files.h): Debian's cJSON (libcjson), behind two
+ * adjustments. In core because two layers read JSON, io/ (safetensors
+ * headers) and debug/ (trace files), and they must share the parse lock.
  *
  * Allocations: cJSON allocates through process-wide hooks. tenet installs
  * them from a constructor, at library load, as the C library's malloc and
@@ -20,7 +22,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "io_internal.h"
+#include "files.h"
 
 static _Thread_local bool t_json_oom;
 
