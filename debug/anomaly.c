@@ -30,7 +30,7 @@
 #include <stdlib.h>
 
 #include "../engine/autograd/autograd_internal.h"
-#include "anomaly_internal.h"
+#include "debug_internal.h"
 
 void tn_set_detect_anomaly(bool enabled, bool check_nan) {
     unsigned g = atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed);

@@ -30,7 +30,7 @@
 #include <stdio.h>
 
 #include "../engine/autograd/autograd_internal.h"
-#include "anomaly_internal.h"
+#include "debug_internal.h"
 
 #define TN_NF_RING 4096
 

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "anomaly_internal.h"
+#include "debug_internal.h"
 
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)

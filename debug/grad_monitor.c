@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "../engine/core/hooks.h"
-#include "anomaly_internal.h"
+#include "debug_internal.h"
 
 #define MON_NAME 64
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "../engine/autograd/autograd_internal.h"
-#include "anomaly_internal.h"
+#include "debug_internal.h"
 
 /* ---- pointer -> id map and work stack -------------------------------------------------- */
 

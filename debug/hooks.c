@@ -3,7 +3,7 @@
  * anomaly mode and the race detector only through them. */
 #include <stdlib.h>
 
-#include "anomaly_internal.h"
+#include "debug_internal.h"
 #include "race.h"
 
 static void storage_free(tn_storage *s) {

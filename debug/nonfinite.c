@@ -13,7 +13,7 @@
  */
 #include <string.h>
 
-#include "anomaly_internal.h"
+#include "debug_internal.h"
 #include "tensor_scan.h"
 
 #define EXP32 0x7f800000u

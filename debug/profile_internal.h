@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "anomaly_internal.h" /* TN_THREAD_NAME */
+#include "debug_internal.h" /* TN_THREAD_NAME */
 
 #define TN_PEV_NAME 40  /* op and node names are copied: a custom function's may not outlive it */
 #define TN_PEV_MAX_IN 3 /* input shapes recorded per op */

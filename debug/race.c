@@ -37,7 +37,7 @@
 #include <stdalign.h>
 #include <stdlib.h>
 
-#include "anomaly_internal.h"
+#include "debug_internal.h"
 #include "race.h"
 
 #define TN_RACE_SLOTS 16

@@ -20,7 +20,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "anomaly_internal.h"
+#include "debug_internal.h"
 
 #define REP_NAME 96
 #define REP_MAX_WRITES 64

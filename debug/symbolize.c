@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "anomaly_internal.h"
+#include "debug_internal.h"
 
 static _Atomic int sym_mode = TN_SYM_FULL; /* relaxed: a test switch */
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "debug/anomaly_internal.h"
+#include "debug/debug_internal.h"
 
 #define NOINLINE __attribute__((noinline))
 

@@ -1,4 +1,7 @@
-/* debug/anomaly_internal.h — anomaly mode inside the engine.
+/* debug/debug_internal.h — the debug folder's private header: what its
+ * files share (backtraces and thread identity, symbols, anomaly mode's write
+ * ring, reports and hook entries, check_nan's scan). Only debug/ and its
+ * tests include it; the engine reaches debug/ through engine/core/hooks.h.
  *
  * Capture is cheap and allocation-free beyond fixed-size records: program
  * counters only (unw_backtrace). Everything symbolic happens in report.c
@@ -6,6 +9,7 @@
  *
  *   anomaly.c     switches (relaxed atomic flags, TENET_DETECT_ANOMALY), the
  *                 per-storage write ring, the hooks the engine calls
+ *   anomaly_device.c check_nan on device tensors (batched checks, polls)
  *   backtrace.c   tn__bt_capture, the thread's identity (tn__thread_id,
  *                 tn__os_tid, tn__thread_name)
  *   symbolize.c   pc -> function, file:line (libdw), dladdr fallback
@@ -13,9 +17,11 @@
  *   nonfinite.c   check_nan's scan of a CPU tensor (tn__nonfinite_cpu)
  *   grad_monitor.c the gradient health monitor (its own hook entries)
  *   graph_dot.c   tn_graph_dot
+ *   race.c, profile*.c take backtraces and thread names from it (beside
+ *                 their own headers, race.h and profile_internal.h)
  */
-#ifndef TN_DEBUG_ANOMALY_INTERNAL_H
-#define TN_DEBUG_ANOMALY_INTERNAL_H
+#ifndef TN_DEBUG_DEBUG_INTERNAL_H
+#define TN_DEBUG_DEBUG_INTERNAL_H
 
 #include "../engine/autograd/autograd_internal.h"
 #include "tenet/debug.h"
