@@ -1,10 +1,11 @@
 /* Anomaly mode's NaN/Inf checks on device tensors, without a host sync or a
  * kernel launch per op. Each check takes a record (what was checked, where
  * it was called from) numbered by a process-wide sequence, and joins the
- * calling thread's batch; a batch goes to the device as one launch
- * (backend nonfinite_check) when it holds TN_NONFINITE_MAX checks, when a
- * check for another device comes, before a kernel writes a tensor it holds,
- * at the thread's synchronisation points and at its exit. The device keeps
+ * calling thread's batch; a batch goes to the device as one launch (core's
+ * tn__dev_nonfinite_check: the backend's nonfinite_check) when it holds
+ * TN_NONFINITE_MAX checks, when a check for another device comes, before a
+ * kernel writes a tensor it holds, at the thread's synchronisation points
+ * and at its exit. The device keeps
  * the smallest key found non-finite per word (forward, backward): the
  * earliest check, so the first producer of a non-finite value is the one
  * reported, as the values it read were checked before it. The host polls the
@@ -102,10 +103,7 @@ static bool take_checked(tn_device dev) {
  * order keeps their memory until the check ran. */
 static tn_status flush(nf_batch *b) {
     if (!b->count) return TN_OK;
-    const tn_backend *be = tn__backends[b->dev.type];
-    tn_status st = be && be->nonfinite_check
-                       ? be->nonfinite_check(b->dev.index, b->count, b->item)
-                       : tn__error(TN_ERR_INTERNAL, "no nonfinite check on this device");
+    tn_status st = tn__dev_nonfinite_check(b->dev, b->count, b->item);
     if (st == TN_OK) mark_checked(b->dev);
     for (int i = 0; i < b->count; i++)
         tn__storage_release(b->hold[i]);
@@ -266,8 +264,7 @@ static tn_status report(const uint64_t key[TN_NONFINITE_WORDS], bool in_backward
 }
 
 tn_status tn__anomaly_device_poll(tn_device dev, bool in_backward) {
-    const tn_backend *be = dev.type == TN_CPU ? NULL : tn__backends[dev.type];
-    if (!be || !be->nonfinite_poll) return TN_OK;
+    if (!tn__dev_has_nonfinite(dev)) return TN_OK;
     nf_batch *b = &tls_batch;
     /* check_nan switched off (by another thread) while some thread still
      * holds checks: only a thread with checks of its own polls */
@@ -275,7 +272,7 @@ tn_status tn__anomaly_device_poll(tn_device dev, bool in_backward) {
     tn_status st = b->count && tn__same_device(b->dev, dev) ? flush(b) : TN_OK;
     if (!take_checked(dev)) return st; /* no check ran there since the last poll */
     uint64_t key[TN_NONFINITE_WORDS];
-    tn_status ps = be->nonfinite_poll(dev.index, key);
+    tn_status ps = tn__dev_nonfinite_poll(dev, key);
     if (ps < 0) mark_checked(dev); /* unread: the next poll tries again */
     if (st == TN_OK) st = ps;
     tn_status rs = ps == TN_OK ? report(key, in_backward) : TN_OK;
@@ -285,8 +282,7 @@ tn_status tn__anomaly_device_poll(tn_device dev, bool in_backward) {
 tn_status tn__anomaly_poll_devices(bool in_backward) {
     tn_status st = TN_OK;
     /* CUDA not loaded: no device tensor to check, and no reason to load it */
-    const tn_backend *be = tn__backend_loaded(TN_CUDA);
-    for (int d = 0, n = be ? be->device_count() : 0; d < n; d++) {
+    for (int d = 0, n = tn__dev_count_loaded(TN_CUDA); d < n; d++) {
         tn_status s = tn__anomaly_device_poll(TN_DEVICE_CUDA(d), in_backward);
         if (st == TN_OK) st = s;
     }

@@ -9,20 +9,22 @@
  * watch list are process-wide.
  *
  * Measuring reads the gradient in place where it is one dense block (a
- * transpose's too; anything else through a contiguous copy): the backend's
- * grad_stats, the sum of squares and the largest |value| in float64 over a
- * partition fixed by the size, the same bits whatever the thread count; on
- * the CPU at once. Device gradients are measured on their device
- * without a host wait each (the backend's grad_stats): a pass gathers up to
- * TN_GRAD_STATS_MAX of them (held until measured) and enqueues one measure of
- * the lot. Where the device cannot, the gradient is copied to the host and
- * measured there.
+ * transpose's too; anything else through a contiguous copy) with core's
+ * tn__dev_grad_stats (engine/core/device.h; the backend's grad_stats): the
+ * sum of squares and the largest |value| in float64 over a partition fixed by
+ * the size, the same bits whatever the thread count; on the CPU at once.
+ * Device gradients are measured on their device without a host wait each: a
+ * pass gathers up to TN_GRAD_STATS_MAX of them (held until measured) and
+ * enqueues one measure of the lot into results of core's (tn_dev_results).
+ * Where the device cannot, the gradient is copied to the host and measured
+ * there.
  *
- * A pass with device measures does not wait for them either: its end
- * enqueues their read-back (readback_begin) and publishes the report as
- * pending; the pass returns while the device still runs it, and the host goes
- * on enqueueing (the optimiser, the next forward). The report is completed —
- * results read (readback_end waits for those copies only), entries judged in
+ * A pass with device measures does not wait for them either: each measure's
+ * read-back is enqueued behind it (tn__dev_results_readback_begin) and the
+ * pass's end publishes the report as pending; the pass returns while the
+ * device still runs it, and the host goes on enqueueing (the optimiser, the
+ * next forward). The report is completed — results read
+ * (tn__dev_results_read waits for those copies only), entries judged in
  * the order they were made, the alarm's warning printed — on this thread at
  * the first of: tn_last_grad_monitor, a synchronisation point (tn__sync_point:
  * tn_synchronize, a read of device data), the next monitored pass's start,
@@ -165,20 +167,21 @@ static tn_tensor *measurable(const tn_tensor *t) {
     return tn__dense_block(t, false, &n) ? tn__retain((tn_tensor *)t) : tn__copy_as(t, t->dtype);
 }
 
-/* Measures CPU gradient t for e with the CPU backend's grad_stats. */
+/* Measures CPU gradient t for e (grad_stats, at once). */
 static void measure_cpu(mon_entry *e, const tn_tensor *t) {
-    int64_t n = tn_numel(t);
     e->norm = e->max_abs = 0;
-    if (n == 0) return;
+    if (tn_numel(t) == 0) return;
     tn_tensor *c = measurable(t);
-    const void *ptr = c ? tn__ptr(c) : NULL;
-    double st[2];
-    if (!c || tn__backends[TN_CPU]->grad_stats(0, t->dtype, 1, &ptr, &n, st) < 0) {
+    double v[2];
+    tn_dev_results r;
+    if (!c || tn__dev_results_init(&r, TN_DEVICE_CPU, 2, v) < 0 ||
+        tn__dev_grad_stats(&r, 0, 1, (const tn_tensor *const *)&c) < 0) {
         mark_unread(e);
     } else {
-        e->norm = sqrt(st[0]);
-        e->max_abs = st[1];
+        e->norm = sqrt(v[0]);
+        e->max_abs = v[1];
     }
+    if (c) (void)tn__dev_results_read(&r, NULL); /* the CPU's: nothing to wait for */
     tn_release(c);
 }
 
@@ -194,14 +197,12 @@ static void measure_on_host(mon_entry *e, const tn_tensor *t) {
 
 /* ---- the pass's record ---------------------------------------------------------------- */
 
-/* Device measures enqueued and not yet read: out[2 k], out[2 k + 1] are
- * entry[k]'s sum of squares and max |value|. */
+/* Device measures enqueued and not yet read: results 2 k and 2 k + 1 are entry[k]'s sum of
+ * squares and max |value|. */
 typedef struct mon_batch {
     struct mon_batch *next;
-    const tn_backend *be;
-    int dev, count;
-    double *out;  /* device memory, 2 count doubles, until the read-back is enqueued */
-    void *ticket; /* the read-back (readback_begin); NULL: read out with a plain copy */
+    int count;
+    tn_dev_results res; /* core's; its read-back begun when it could be */
     int entry[TN_GRAD_STATS_MAX];
 } mon_batch;
 
@@ -269,31 +270,17 @@ static void judge(mon_pass *p, int i) {
 static void flush_held(mon_pass *p) {
     if (!p->n_held) return;
     tn_device d = tn__dev(p->held[0]);
-    const tn_backend *be = tn__backend_of(d);
-    mon_batch *b = be && be->grad_stats ? tn__calloc_quiet(1, sizeof *b) : NULL;
-    size_t bytes = 2 * (size_t)p->n_held * sizeof(double);
-    if (b && (b->out = be->alloc(d.index, bytes)) != NULL) {
-        const void *ptr[TN_GRAD_STATS_MAX];
-        int64_t n[TN_GRAD_STATS_MAX];
-        for (int k = 0; k < p->n_held; k++) {
-            ptr[k] = tn__ptr(p->held[k]);
-            n[k] = tn__numel(p->held[k]->ndim, p->held[k]->shape);
-        }
-        if (be->grad_stats(d.index, p->held[0]->dtype, p->n_held, ptr, n, b->out) != TN_OK) {
-            be->free(d.index, b->out, bytes);
-            b->out = NULL;
-        }
+    mon_batch *b = tn__dev_has_grad_stats(d) ? tn__calloc_quiet(1, sizeof *b) : NULL;
+    bool measured = false;
+    if (b && tn__dev_results_init(&b->res, d, 2 * p->n_held, NULL) == TN_OK) {
+        measured =
+            tn__dev_grad_stats(&b->res, 0, p->n_held, (const tn_tensor *const *)p->held) == TN_OK;
+        if (!measured) (void)tn__dev_results_read(&b->res, NULL);
     }
-    if (b && b->out) {
-        b->be = be, b->dev = d.index, b->count = p->n_held;
-        if (be->readback_begin && be->readback_end) {
-            if (be->readback_begin(d.index, b->out, bytes, &b->ticket) == TN_OK) {
-                be->free(d.index, b->out, bytes); /* stream order: after the copy */
-                b->out = NULL;
-            } else {
-                tn_clear_error(); /* read with a plain copy instead */
-            }
-        }
+    if (measured) {
+        b->count = p->n_held;
+        if (tn__dev_results_readback_begin(&b->res) < 0)
+            tn_clear_error(); /* read with a plain copy when the report completes */
         memcpy(b->entry, p->held_entry, (size_t)p->n_held * sizeof *b->entry);
         if (p->last_batch)
             p->last_batch->next = b;
@@ -319,14 +306,7 @@ static void read_batches(mon_pass *p, bool keep) {
     for (mon_batch *b = p->batches, *next; b; b = next) {
         next = b->next;
         double v[2 * TN_GRAD_STATS_MAX];
-        size_t bytes = 2 * (size_t)b->count * sizeof(double);
-        bool ok;
-        if (b->ticket) {
-            ok = b->be->readback_end(b->ticket, keep ? v : NULL) == TN_OK;
-        } else {
-            ok = !keep || b->be->memcpy(b->dev, v, b->out, bytes, TN_COPY_D2H) == TN_OK;
-            b->be->free(b->dev, b->out, bytes);
-        }
+        bool ok = tn__dev_results_read(&b->res, keep ? v : NULL) == TN_OK;
         if (!ok) tn_clear_error();
         for (int k = 0; keep && k < b->count; k++) {
             mon_entry *e = &p->rep.e[b->entry[k]];

@@ -345,6 +345,48 @@ static void race_detector_matmul_hook(void **state) {
     tn_release(m.c);
 }
 
+/* The gradients' measure (clip_grad_norm_, the gradient monitor: core's tn__dev_grad_stats):
+ * every tensor is registered as read, past the TN_RACE_MAX_OPS operands of one bracket, and the
+ * results are the same with the detector on. */
+typedef struct stats_args {
+    tn_tensor *t[6];
+    double out[12];
+} stats_args;
+
+static void measure_all(void *p) {
+    stats_args *s = p;
+    tn_dev_results r;
+    assert_int_equal(tn__dev_results_init(&r, TN_DEVICE_CPU, 12, s->out), TN_OK);
+    assert_int_equal(tn__dev_grad_stats(&r, 0, 6, (const tn_tensor *const *)s->t), TN_OK);
+    assert_int_equal(tn__dev_results_read(&r, s->out), TN_OK);
+}
+
+static void race_detector_grad_stats_hook(void **state) {
+    int64_t shape[] = {8};
+    stats_args s;
+    for (int i = 0; i < 6; i++)
+        s.t[i] = tn_full(1, shape, TN_F32, -(i + 1.0));
+    tn_set_race_report_stream(NULL);
+    tn_set_detect_races(true);
+    char rep[8192];
+    assert_int_equal(overlap(s.t[5], true, measure_all, &s, rep, sizeof rep), 1); /* the 6th */
+    assert_non_null(strstr(rep, "[grad_stats kernel]"));
+    assert_int_equal(overlap(s.t[0], false, measure_all, &s, rep, sizeof rep), 0); /* both read */
+    tn_set_detect_races(false);
+    tn_set_race_report_stream(stderr);
+    tn_race_reports_reset();
+    for (int i = 0; i < 6; i++) {
+        assert_true(s.out[2 * i] == 8 * (i + 1.0) * (i + 1.0));
+        assert_true(s.out[2 * i + 1] == i + 1.0);
+    }
+    measure_all(&s); /* off: one launch, the same bits */
+    for (int i = 0; i < 6; i++) {
+        assert_true(s.out[2 * i] == 8 * (i + 1.0) * (i + 1.0));
+        assert_true(s.out[2 * i + 1] == i + 1.0);
+        tn_release(s.t[i]);
+    }
+}
+
 /* ---- parallel backward: identical to serial, errors reach the caller ---------- */
 
 /* loss = sum_i sum(sin(x * (i+1)) * w_i): 12 independent branches meeting at
@@ -419,6 +461,7 @@ int main(void) {
         TT_TEST(race_detector_catches_planted_overlap),
         TT_TEST(race_detector_silent_without_overlap),
         TT_TEST(race_detector_matmul_hook),
+        TT_TEST(race_detector_grad_stats_hook),
         TT_TEST(parallel_backward_matches_serial),
         TT_TEST(parallel_backward_reports_errors),
     };

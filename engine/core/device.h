@@ -1,13 +1,16 @@
 /* engine/core/device.h — where a tensor lives and how an op reaches the
- * kernels of that device (engine/core/device.c, copy.c, iter.c, reduce.c).
+ * kernels of that device (engine/core/device.c, copy.c, iter.c, reduce.c,
+ * measure.c).
  *
  * Ops are written once: they validate, pick the result device with
  * tn__result_device, allocate there (tn__empty_on) and run kernels through
  * the tn__dev_* dispatchers, which build the kernel's arguments and call the
  * entry of the device type's backend table (engine/core/backend.h), the
  * CPU's included. The dispatchers are also where the race detector sees
- * every kernel's operands (hooks.h). Autograd, versions and every check stay
- * on the host, so they behave the same on every device.
+ * every kernel's operands (hooks.h). They are the only way into a back end:
+ * the layers above core (optim/ and debug/ included) never call the table.
+ * Autograd, versions and every check stay on the host, so they behave the
+ * same on every device.
  */
 #ifndef TN_CORE_DEVICE_H
 #define TN_CORE_DEVICE_H
@@ -112,5 +115,52 @@ tn_status tn__dev_transfer(tn_tensor *dst, const tn_tensor *src);
 /* Indexing kernel (tn_index_args, kernel_args.h; its indices checked by the
  * caller). ops for the race detector: {out (written), src, idx}. */
 tn_status tn__dev_index(const tn_index_args *a, tn_device dev, const tn_tensor *const ops[3]);
+
+/* ---- measures for optim/ and debug/ (engine/core/measure.c) ------------------------------- */
+/* The gradient monitor and clip_grad_norm_ reach the backends' grad_stats and read-back only
+ * here, anomaly mode its NaN/Inf checks: the layers above the ops never call the table. */
+
+/* Float64 results of measures enqueued on a device, read back to the host once. The caller
+ * holds the struct; core owns the memory behind it (scratch memory on the device, then the
+ * read-back's) from a successful tn__dev_results_init until tn__dev_results_read, which must
+ * follow it once. On the CPU the kernels write straight into the caller's array. */
+typedef struct tn_dev_results {
+    tn_device dev;
+    size_t bytes;
+    double *mem;  /* where the measures land: device scratch memory, or the CPU caller's array */
+    void *ticket; /* a read-back begun (tn__dev_results_readback_begin); NULL: none */
+} tn_dev_results;
+
+/* Whether dev's backend measures gradients (grad_stats). Never fails. */
+bool tn__dev_has_grad_stats(tn_device dev);
+/* Room for n doubles of results on dev: `host` itself (the caller's, n doubles) on the CPU,
+ * else core's scratch memory on the device. Error: nothing held. */
+tn_status tn__dev_results_init(tn_dev_results *r, tn_device dev, int n, double *host);
+/* Enqueues the measure (backend.h's grad_stats) of count (1 .. TN_GRAD_STATS_MAX) non-empty
+ * tensors of one float dtype on r's device, each one dense block (tn__dense_block): tensor i's
+ * sum of squares and largest |value| are results 2 (first + i) and 2 (first + i) + 1. No wait;
+ * on the CPU they are there when it returns. Bracketed for the race detector (every tensor
+ * read); while the detector is on, in launches of TN_RACE_MAX_OPS tensors (the same bits). */
+tn_status tn__dev_grad_stats(tn_dev_results *r, int first, int count, const tn_tensor *const *ts);
+/* Starts reading r back without waiting for the device (backend.h's readback_begin: at most
+ * TN_READBACK_MAX bytes); r's scratch memory goes (stream order keeps it until the copy).
+ * Where the device has no such read-back (and on the CPU) nothing starts; on an error r is
+ * unchanged. Either way tn__dev_results_read then copies plainly. */
+tn_status tn__dev_results_readback_begin(tn_dev_results *r);
+/* Copies r's results to host (NULL: drops them): waits for the read-back's copy only when one
+ * was begun, else for the device's stream. Not a synchronisation point (tn__sync_point: the
+ * caller says when it is one). Releases what r held, whatever it returns. */
+tn_status tn__dev_results_read(tn_dev_results *r, double *host);
+
+/* The devices of `type` when its back end is loaded already, else 0 (then no tensor was ever
+ * on one); never loads it, never sets an error: for anomaly mode's polls of every device. */
+int tn__dev_count_loaded(tn_device_type type);
+/* Whether dev has anomaly mode's batched NaN/Inf check (backend.h's nonfinite_check and
+ * nonfinite_poll; never the CPU, whose data the host scans). Never fails. */
+bool tn__dev_has_nonfinite(tn_device dev);
+/* backend.h's nonfinite_check of count items on dev (enqueued, one launch). */
+tn_status tn__dev_nonfinite_check(tn_device dev, int count, const tn_nf_item *items);
+/* backend.h's nonfinite_poll (waits for dev's stream); out all 0 where dev has no check. */
+tn_status tn__dev_nonfinite_poll(tn_device dev, uint64_t out[TN_NONFINITE_WORDS]);
 
 #endif

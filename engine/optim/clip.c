@@ -9,11 +9,11 @@
  * whenever the two norms round to the same float.
  *
  * The 2-norm and the inf-norm, when every gradient is one dense block on one
- * device (the usual case), are measured in place by the backend's grad_stats
- * (engine/core/backend.h), up to TN_GRAD_STATS_MAX gradients a launch, into
- * one buffer read once: on a GPU one wait per call, not one per gradient,
- * and no float64 temporaries. Other norms and layouts take every gradient
- * through float64 ops, one read each. */
+ * device (the usual case), are measured in place by core's tn__dev_grad_stats
+ * (engine/core/device.h; the backend's grad_stats), up to TN_GRAD_STATS_MAX
+ * gradients a launch, into one buffer of core's read once: on a GPU one wait
+ * per call, not one per gradient, and no float64 temporaries. Other norms and
+ * layouts take every gradient through float64 ops, one read each. */
 #include <math.h>
 
 #include "optim_internal.h"
@@ -69,63 +69,53 @@ static double fold(double acc, double part, double p) {
     return isinf(p) ? (part > acc || isnan(part) ? part : acc) : acc + part;
 }
 
-/* The backend of the device every gradient is on, when that device measures (grad_stats) and
- * each gradient is empty or one dense block of a float dtype; else NULL. */
-static const tn_backend *stats_backend(int n, tn_tensor *const *grads, tn_device *dev) {
+/* Whether the device every gradient is on measures (grad_stats) and each gradient is empty or
+ * one dense block of a float dtype; *dev gets that device. */
+static bool stats_device(int n, tn_tensor *const *grads, tn_device *dev) {
     bool any = false;
     for (int i = 0; i < n; i++) {
         const tn_tensor *g = grads[i];
         int64_t cnt;
         if (!g) continue;
-        if (any && !tn__same_device(*dev, tn__dev(g))) return NULL;
+        if (any && !tn__same_device(*dev, tn__dev(g))) return false;
         *dev = tn__dev(g), any = true;
         if (!tn__is_float(g->dtype) || (tn_numel(g) > 0 && !tn__dense_block(g, false, &cnt)))
-            return NULL;
+            return false;
     }
-    const tn_backend *be = any ? tn__backend_of(*dev) : NULL;
-    if (!be) tn_clear_error(); /* fall back */
-    return be && be->grad_stats ? be : NULL;
+    return any && tn__dev_has_grad_stats(*dev);
 }
 
 /* The parts for p = 2 (sums of squares) or inf (max |g|) by grad_stats, folded in the
- * gradients' order: into *acc, *done = true; *done = false where it cannot (stats_backend). */
+ * gradients' order: into *acc, *done = true; *done = false where it cannot (stats_device). */
 static tn_status stats_parts(int n, tn_tensor *const *grads, double p, double *acc, bool *done) {
     tn_device dev = TN_DEVICE_CPU;
-    const tn_backend *be = stats_backend(n, grads, &dev);
-    *done = be != NULL;
+    *done = stats_device(n, grads, &dev);
     int m = 0; /* the gradients with elements, in order */
-    for (int i = 0; be && i < n; i++)
+    for (int i = 0; *done && i < n; i++)
         m += grads[i] && tn_numel(grads[i]) > 0;
-    if (!be || m == 0) return TN_OK;
-    const size_t bytes = 2 * (size_t)m * sizeof(double);
-    double *host = tn__alloc(bytes);
-    double *out = dev.type == TN_CPU || !host ? host : be->alloc(dev.index, bytes);
-    if (!out) {
+    if (!*done || m == 0) return TN_OK;
+    double *host = tn__alloc(2 * (size_t)m * sizeof(double));
+    tn_dev_results res;
+    if (!host || tn__dev_results_init(&res, dev, 2 * m, host) < 0) {
         tn__free(host);
         return tn_last_status();
     }
     tn_status st = TN_OK;
     for (int i = 0, k = 0; i < n && st == TN_OK;) { /* batches of one dtype, k: results so far */
-        const void *ptr[TN_GRAD_STATS_MAX];
-        int64_t cnt[TN_GRAD_STATS_MAX];
+        const tn_tensor *batch[TN_GRAD_STATS_MAX];
         int b = 0;
-        tn_dtype dt = TN_F32;
         for (; i < n && b < TN_GRAD_STATS_MAX; i++) {
             const tn_tensor *g = grads[i];
             if (!g || tn_numel(g) == 0) continue;
-            if (b > 0 && g->dtype != dt) break;
-            dt = g->dtype;
-            ptr[b] = tn__ptr(g);
-            cnt[b++] = tn_numel(g); /* a dense block (stats_backend) holds all of them */
+            if (b > 0 && g->dtype != batch[0]->dtype) break;
+            batch[b++] = g;
         }
-        st = be->grad_stats(dev.index, dt, b, ptr, cnt, out + 2 * k);
+        st = tn__dev_grad_stats(&res, k, b, batch);
         k += b;
     }
-    if (out != host) {
-        if (st == TN_OK) st = be->memcpy(dev.index, host, out, bytes, TN_COPY_D2H);
-        st = tn__sync_point(dev, st); /* a read of device data, as tn_item */
-        be->free(dev.index, out, bytes);
-    }
+    tn_status rs = tn__dev_results_read(&res, st == TN_OK ? host : NULL); /* the one wait */
+    if (st == TN_OK) st = rs;
+    if (dev.type != TN_CPU) st = tn__sync_point(dev, st); /* a read of device data, as tn_item */
     for (int k = 0; k < m && st == TN_OK; k++)
         *acc = fold(*acc, host[2 * k + (isinf(p) ? 1 : 0)], p);
     tn__free(host);

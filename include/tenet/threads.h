@@ -22,7 +22,8 @@
  *
  * Race detector (debug): while on, every CPU kernel (pointwise ops, copies,
  * fills, in-place ops, optimiser steps, matrix products, reductions,
- * softmax, the fused cross-entropy) registers its access (storage, byte
+ * softmax, the fused cross-entropy, the gradients' measures of
+ * clip_grad_norm_ and the gradient monitor) registers its access (storage, byte
  * range, read or write) for the time the kernel runs. A write that
  * overlaps another thread's in-flight read or write of the same bytes, or a
  * read that overlaps another thread's in-flight write, is reported once: a
