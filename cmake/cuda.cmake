@@ -149,5 +149,6 @@ if(TENET_HAVE_CUDA)
   # The static library: the same objects, registered from a constructor.
   list(APPEND TENET_STATIC_OBJECTS $<TARGET_OBJECTS:tenet_cuda_obj>
     $<TARGET_OBJECTS:tenet_cuda_register>)
+  list(APPEND TENET_STATIC_TARGETS tenet_cuda_obj tenet_cuda_register)
   list(APPEND TENET_STATIC_LINK ${TENET_CUDA_LINK})
 endif()
