@@ -264,6 +264,27 @@ OPS["ipv_masked_fill_"] = _inplace_view_direct("masked_fill_")
 
 
 
+def _conv(x, p, sd, mode):
+    """conv1d / conv2d; params: stride (conv2d: 10 sh + sw when at least 10), padding h and w
+    (conv1d: padding; the _mode ops: 1 'valid', 2 'same'), dilation, groups, has bias; inputs
+    x, weight[, bias] (tests/ops/rows_conv.c)."""
+    s = int(p[0])
+    stride = (s // 10, s % 10) if sd == 2 and s >= 10 else s
+    if mode:
+        padding = "valid" if int(p[1]) == 1 else "same"
+    else:
+        padding = (int(p[1]), int(p[2])) if sd == 2 else int(p[1])
+    f = F.conv2d if sd == 2 else F.conv1d
+    return f(x[0], x[1], x[2] if p[5] else None, stride=stride, padding=padding,
+             dilation=int(p[3]), groups=int(p[4]))
+
+
+OPS["conv2d"] = lambda x, p: _conv(x, p, 2, False)
+OPS["conv2d_mode"] = lambda x, p: _conv(x, p, 2, True)
+OPS["conv1d"] = lambda x, p: _conv(x, p, 1, False)
+OPS["conv1d_mode"] = lambda x, p: _conv(x, p, 1, True)
+
+
 def _sdpa(x, p):
     """scaled_dot_product_attention: PyTorch 1.13 has no public SDPA, so the reference is
     the composed math of PyTorch 2.x's definition: softmax(q k^T / sqrt(E) + mask) v, with
@@ -597,6 +618,26 @@ case("sdpa_s1", "sdpa", [T(_SQ, 0, "small"), T((2, 3, 1, 4), 1, "small"),
                          T((2, 3, 1, 3), 2)], [1, 0])
 case("sdpa_2d_transposed", "sdpa", [T((5, 4), 0, "small", layout="t"), T((7, 4), 1, "small"),
                                     T((7, 3), 2)], [0, 0])
+
+# conv: params stride, pad h, pad w (or mode), dilation, groups, has bias
+case("conv2d_basic", "conv2d", [T((2, 3, 5, 6), 0), T((4, 3, 3, 3), 1), T((4,), 2)],
+     [1, 0, 0, 1, 1, 1])
+case("conv2d_stride_pad_dil_groups", "conv2d", [T((2, 4, 7, 8), 0), T((6, 2, 3, 2), 1)],
+     [21, 1, 2, 2, 2, 0])
+case("conv2d_depthwise", "conv2d", [T((1, 3, 6, 6), 0), T((3, 1, 3, 3), 1), T((3,), 2)],
+     [2, 1, 1, 1, 3, 1])
+case("conv2d_unbatched", "conv2d", [T((3, 5, 5), 0), T((2, 3, 2, 2), 1), T((2,), 2)],
+     [1, 0, 1, 1, 1, 1])
+case("conv2d_mode_same_even", "conv2d_mode", [T((1, 2, 5, 6), 0), T((3, 2, 2, 4), 1),
+                                              T((3,), 2)], [1, 2, 0, 1, 1, 1])
+case("conv2d_mode_valid", "conv2d_mode", [T((2, 2, 6, 7), 0), T((3, 2, 3, 3), 1)],
+     [2, 1, 0, 1, 1, 0])
+case("conv1d_basic", "conv1d", [T((2, 3, 8), 0), T((4, 3, 3), 1), T((4,), 2)], [1, 0, 0, 1, 1, 1])
+case("conv1d_stride_dil_groups", "conv1d", [T((2, 4, 11), 0), T((6, 2, 3), 1), T((6,), 2)],
+     [2, 2, 0, 2, 2, 1])
+case("conv1d_unbatched", "conv1d", [T((3, 7), 0), T((2, 3, 2), 1)], [1, 1, 0, 1, 1, 0])
+case("conv1d_mode_same_even", "conv1d_mode", [T((2, 3, 7), 0), T((2, 3, 4), 1), T((2,), 2)],
+     [1, 2, 0, 1, 1, 1])
 
 # ---- writing -----------------------------------------------------------------------
 

@@ -263,6 +263,31 @@ BIN(logsumexp, tn_logsumexp(x[0], (int)p[0], p[1] != 0))
 BIN(var_dim, tn_var_dim(x[0], (int)p[0], p[1], p[2] != 0))
 BIN(std_dim, tn_std_dim(x[0], (int)p[0], p[1], p[2] != 0))
 
+/* conv: p = stride (conv2d: 10 sh + sw when at least 10), pad h, pad w (conv1d: padding; the
+ * _mode ops: the tn_conv_padding), dilation, groups, has bias (tests/ops/rows_conv.c) */
+static void conv_stride(const double *p, int64_t st[2]) {
+    int64_t s = (int64_t)p[0];
+    st[0] = s >= 10 ? s / 10 : s;
+    st[1] = s >= 10 ? s % 10 : s;
+}
+static tn_tensor *g_conv2d(tn_tensor **x, int n, const double *p, int np) {
+    int64_t st[2], pad[2] = {(int64_t)p[1], (int64_t)p[2]}, dil[2] = {(int64_t)p[3], (int64_t)p[3]};
+    (void)np;
+    conv_stride(p, st);
+    return tn_conv2d(x[0], x[1], n > 2 ? x[2] : NULL, st, pad, dil, (int64_t)p[4]);
+}
+static tn_tensor *g_conv2d_mode(tn_tensor **x, int n, const double *p, int np) {
+    int64_t st[2], dil[2] = {(int64_t)p[3], (int64_t)p[3]};
+    (void)np;
+    conv_stride(p, st);
+    return tn_conv2d_mode(x[0], x[1], n > 2 ? x[2] : NULL, st, (tn_conv_padding)p[1], dil,
+                          (int64_t)p[4]);
+}
+BIN(conv1d, tn_conv1d(x[0], x[1], n > 2 ? x[2] : NULL, (int64_t)p[0], (int64_t)p[1], (int64_t)p[3],
+                      (int64_t)p[4]))
+BIN(conv1d_mode, tn_conv1d_mode(x[0], x[1], n > 2 ? x[2] : NULL, (int64_t)p[0],
+                                (tn_conv_padding)p[1], (int64_t)p[3], (int64_t)p[4]))
+
 BIN(sdpa, tn_scaled_dot_product_attention(x[0], x[1], x[2], n > 3 ? x[3] : NULL, p[1], p[0] != 0))
 
 static tn_tensor *g_permute(tn_tensor **x, int n, const double *p, int np) {
@@ -408,6 +433,10 @@ static const struct {
     E(var_dim),
     E(std_dim),
     E(sdpa),
+    E(conv2d),
+    E(conv2d_mode),
+    E(conv1d),
+    E(conv1d_mode),
 #undef E
 };
 

@@ -114,6 +114,8 @@ typedef struct tn_backend {
     tn_status (*index)(int dev, const tn_index_args *a);
     /* Layer norm, forward and backward (tn_ln_args). */
     tn_status (*layer_norm)(int dev, const tn_ln_args *a);
+    /* Convolution's im2col / col2im (tn_conv_args); the products are gemm's. */
+    tn_status (*conv)(int dev, const tn_conv_args *a);
     /* Fused scaled dot-product attention (tn_attn_args). Deterministic. */
     tn_status (*attention)(int dev, const tn_attn_args *a);
     /* The measure of the gradient monitor and clip_grad_norm_, over `count` (<=

@@ -174,6 +174,20 @@ tn_status tn__dev_attention(const tn_attn_args *a, tn_device dev, int nops, int 
     return st;
 }
 
+tn_status tn__dev_conv(const tn_conv_args *a, tn_device dev, const tn_tensor *const ops[2]) {
+    int64_t nim = a->nb * a->c * a->h * a->w, ncol = a->nb * a->c * a->kh * a->kw * a->oh * a->ow;
+    if ((a->mode == TN_CONV_IM2COL ? ncol : nim) == 0) return TN_OK; /* nothing to write */
+    const tn_backend *be = tn__table_of(dev);
+    if (!be) return tn_last_status();
+    if (!be->conv) return tn__error(TN_ERR_INTERNAL, "no convolution kernel");
+    tn_race_access ra;
+    tn__race_begin(&ra, 2, ops, 1u, a->mode == TN_CONV_IM2COL ? "im2col" : "col2im");
+    tn_status st = be->conv(dev.index, a);
+    tn__race_end(&ra);
+    if (st == TN_OK) tn__storage_wrote(ops[0]->storage);
+    return st;
+}
+
 tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n) {
     if (tn__on_cpu(t)) {
         memcpy(host, tn__ptr(t), n);

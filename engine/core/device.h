@@ -105,6 +105,9 @@ tn_status tn__dev_layer_norm(const tn_ln_args *a, tn_device dev, int nops,
  * first n_out are written, the others read. */
 tn_status tn__dev_attention(const tn_attn_args *a, tn_device dev, int nops, int n_out,
                             const tn_tensor *const *ops);
+/* Convolution's im2col / col2im (tn_conv_args) on dev; ops for the race
+ * detector: {written, read} (the columns and the image, by mode). */
+tn_status tn__dev_conv(const tn_conv_args *a, tn_device dev, const tn_tensor *const ops[2]);
 /* Host copy of n bytes of t's data from its first element (t contiguous). */
 tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n);
 /* Writes n bytes from host to t's data at its first element (t contiguous). */

@@ -259,6 +259,29 @@ typedef struct tn_ln_args {
     const void *dy;             /* LN_BWD */
     void *dx, *dweight, *dbias; /* LN_BWD */
 } tn_ln_args;
+/* ---- convolution: image <-> columns ------------------------------------------------ */
+
+enum { TN_CONV_IM2COL, TN_CONV_COL2IM };
+
+/* nb images, each contiguous (c, h, w), image b at im + b*ims elements; the
+ * columns of image b contiguous (c*kh*kw, oh*ow) at col + b*cols. Column row
+ * (ci, i, j), column (y, x) holds the image's (ci, y*sh - ph + i*dh,
+ * x*sw - pw + j*dw), 0 outside the image (ph, pw: the top and left
+ * padding; bottom and right padding follow from oh, ow).
+ *   IM2COL: writes col from im.
+ *   COL2IM: writes im = the sum over the columns that read each image
+ *           element (0 for one no column reads), in a fixed order: the
+ *           same bits for any thread count. */
+typedef struct tn_conv_args {
+    int mode;
+    tn_dtype dtype; /* float32 or float64 */
+    int64_t nb, c, h, w;
+    int64_t kh, kw, oh, ow;
+    int64_t sh, sw, ph, pw, dh, dw;
+    int64_t ims, cols;
+    void *im, *col; /* IM2COL: im read, col written; COL2IM: the reverse */
+} tn_conv_args;
+
 /* ---- fused scaled dot-product attention ---------------------------------------------- */
 
 enum { TN_ATTN_FWD, TN_ATTN_BWD };

@@ -42,6 +42,7 @@ static const tn_backend cpu_backend = {
     .index = tn__cpu_index,
     .layer_norm = tn__cpu_layer_norm,
     .attention = tn__cpu_attention,
+    .conv = tn__cpu_conv,
     .grad_stats = tn__cpu_grad_stats,
 };
 

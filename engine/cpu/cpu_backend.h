@@ -26,6 +26,7 @@ tn_status tn__cpu_cross_entropy(int dev, const tn_ce_args *a);   /* cross_entrop
 tn_status tn__cpu_index(int dev, const tn_index_args *a);        /* index_kernels.c */
 tn_status tn__cpu_layer_norm(int dev, const tn_ln_args *a);      /* layer_norm_kernels.c */
 tn_status tn__cpu_attention(int dev, const tn_attn_args *a);     /* attention_kernels.c */
+tn_status tn__cpu_conv(int dev, const tn_conv_args *a);          /* conv_kernels.c */
 tn_status tn__cpu_grad_stats(int dev, tn_dtype dt, int count, const void *const *p,
                              const int64_t *n, double *out); /* grad_stats_kernels.c */
 

@@ -103,10 +103,8 @@ static tn_status ce_check(const tn_tensor *logits, const tn_tensor *targets) {
                          "\"log_softmax_lastdim_kernel_impl\" not implemented for '%s'",
                          tn_dtype_name(logits->dtype));
     if (targets->dtype != TN_I64) {
-        static const char *const names[TN_DTYPE_COUNT] = {"Float", "Double", "Short",
-                                                          "Int",   "Long",   "Bool"};
         return tn__error(TN_ERR_DTYPE, "expected scalar type Long but found %s",
-                         names[targets->dtype]);
+                         tn__torch_scalar_name(targets->dtype));
     }
     if (targets->ndim > 1)
         return tn__error(TN_ERR_SHAPE,

@@ -30,19 +30,6 @@ static mm_kind kind_of(int na, int nb) {
     return K_BATCHED;
 }
 
-/* PyTorch's names in its dtype messages: "Float" (ScalarType) and "float"
- * (the C++ type). */
-static const char *scalar_name(tn_dtype d) {
-    static const char *const n[TN_DTYPE_COUNT] = {"Float", "Double", "Short",
-                                                  "Int",   "Long",   "Bool"};
-    return n[d];
-}
-static const char *cpp_name(tn_dtype d) {
-    static const char *const n[TN_DTYPE_COUNT] = {"float", "double",   "short int",
-                                                  "int",   "long int", "bool"};
-    return n[d];
-}
-
 /* ---- the product ---------------------------------------------------------------- */
 
 /* Strides (elements) of operand t's batch dims right-aligned to an output
@@ -162,13 +149,13 @@ static tn_status check_dtypes(mm_kind kind, const tn_tensor *a, const tn_tensor 
     if (kind == K_DOT)
         return tn__error(TN_ERR_DTYPE,
                          "dot : expected both vectors to have same dtype, but found %s and %s",
-                         scalar_name(a->dtype), scalar_name(b->dtype));
+                         tn__torch_scalar_name(a->dtype), tn__torch_scalar_name(b->dtype));
     if (kind == K_MM || kind == K_VM || (kind == K_BATCHED && b->ndim == 2))
         return tn__error(TN_ERR_DTYPE,
                          "expected m1 and m2 to have the same dtype, but got: %s != %s",
-                         cpp_name(a->dtype), cpp_name(b->dtype));
-    return tn__error(TN_ERR_DTYPE, "expected scalar type %s but found %s", scalar_name(a->dtype),
-                     scalar_name(b->dtype));
+                         tn__torch_cpp_name(a->dtype), tn__torch_cpp_name(b->dtype));
+    return tn__error(TN_ERR_DTYPE, "expected scalar type %s but found %s",
+                     tn__torch_scalar_name(a->dtype), tn__torch_scalar_name(b->dtype));
 }
 
 /* Inner sizes must agree; the message is the one of the ATen op matmul
@@ -416,10 +403,10 @@ static tn_status linear_check(const tn_tensor *x, const tn_tensor *w, const tn_t
                          tn_dtype_name(w->dtype));
     if (x->dtype != w->dtype)
         return tn__error(TN_ERR_DTYPE, "mat1 and mat2 must have the same dtype, but got %s and %s",
-                         scalar_name(x->dtype), scalar_name(w->dtype));
+                         tn__torch_scalar_name(x->dtype), tn__torch_scalar_name(w->dtype));
     if (bias && bias->dtype != w->dtype)
         return tn__error(TN_ERR_DTYPE, "self and mat2 must have the same dtype, but got %s and %s",
-                         scalar_name(bias->dtype), scalar_name(w->dtype));
+                         tn__torch_scalar_name(bias->dtype), tn__torch_scalar_name(w->dtype));
     int64_t in = x->shape[x->ndim - 1], rows = tn__numel(x->ndim - 1, x->shape);
     if (in != w->shape[1])
         return tn__error(

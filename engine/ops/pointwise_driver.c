@@ -129,3 +129,15 @@ tn_status tn__inplace_prepare(const char *op, tn_tensor *self, const tn_tensor *
     (void)op;
     return src ? tn__check_broadcast_into(self, src->ndim, src->shape) : TN_OK;
 }
+
+const char *tn__torch_scalar_name(tn_dtype d) {
+    static const char *const n[TN_DTYPE_COUNT] = {"Float", "Double", "Short",
+                                                  "Int",   "Long",   "Bool"};
+    return n[d];
+}
+
+const char *tn__torch_cpp_name(tn_dtype d) {
+    static const char *const n[TN_DTYPE_COUNT] = {"float", "double",   "short int",
+                                                  "int",   "long int", "bool"};
+    return n[d];
+}

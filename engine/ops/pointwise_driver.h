@@ -20,6 +20,9 @@ tn_tensor *tn__pw_unary(const char *op, tn_pw_code code, const tn_tensor *a,
                         tn_dtype compute, const tn_pw_ctx *ctx);
 tn_status tn__pw_unary_into(const char *op, tn_pw_code code, tn_tensor *out,
                             const tn_tensor *a, const tn_pw_ctx *ctx);
+/* PyTorch's names in its dtype messages: "Float" (ScalarType) and "float" (the C++ type). */
+const char *tn__torch_scalar_name(tn_dtype d);
+const char *tn__torch_cpp_name(tn_dtype d);
 /* "<op>" not implemented for '<dtype>' unless the code has that dtype. */
 tn_status tn__pw_check_dtype(const char *op, tn_pw_code code, tn_dtype dt);
 /* Common in-place checks: NULL, leaf rules, self overlap (expanded dims),

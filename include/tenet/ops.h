@@ -204,6 +204,49 @@ tn_tensor *tn_logsumexp(const tn_tensor *x, int dim, bool keepdim);
  * is 0 where std is 0). */
 tn_tensor *tn_var_dim(const tn_tensor *x, int dim, double correction, bool keepdim);
 tn_tensor *tn_std_dim(const tn_tensor *x, int dim, double correction, bool keepdim);
+/* ---- convolution ------------------------------------------------------------ */
+/* PyTorch's padding='valid' / 'same' for tn_conv2d_mode and tn_conv1d_mode:
+ * EXPLICIT is no padding there (the explicit entries take sizes); VALID is
+ * no padding; SAME pads so that the output has the input's size, the odd
+ * unit of an even extent dilation*(k-1) after (bottom / right), as PyTorch;
+ * stride 1 only ("padding='same' is not supported for strided
+ * convolutions"). */
+typedef enum tn_conv_padding {
+    TN_CONV_PAD_EXPLICIT = 0,
+    TN_CONV_PAD_VALID,
+    TN_CONV_PAD_SAME
+} tn_conv_padding;
+/* torch.nn.functional.conv2d: input (N, C, H, W) or unbatched (C, H, W),
+ * weight (OC, C / groups, KH, KW), bias (OC) or NULL; the result is (N, OC,
+ * OH, OW) (unbatched: (OC, OH, OW)) with OH = (H + 2 padding[0] -
+ * dilation[0] (KH - 1) - 1) / stride[0] + 1, likewise OW. stride and
+ * dilation NULL: 1; padding NULL: 0. float32 / float64, the three of one
+ * dtype and one device. Errors (NULL, PyTorch's texts, nothing changed):
+ * the input's rank ("Expected 3D (unbatched) or 4D (batched) input to
+ * conv2d, but got input of size: [2, 3]"), the weight's, channels ("Given
+ * groups=1, weight of size [2, 3, 3, 3], expected input[1, 4, 5, 5] to have
+ * 3 channels, but got 4 channels instead"), groups, bias, a kernel larger
+ * than the padded input, negative padding, stride or dilation below 1,
+ * integer dtypes ("\"slow_conv2d_cpu\" not implemented for 'Long'"). grad_fn
+ * ConvolutionBackward0; the gradients of input, weight and bias, and of any
+ * order under create_graph (ConvolutionBackwardBackward0 nodes). */
+tn_tensor *tn_conv2d(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
+                     const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
+                     int64_t groups);
+/* conv2d with padding='valid' or 'same' (tn_conv_padding). */
+tn_tensor *tn_conv2d_mode(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
+                          const int64_t stride[2], tn_conv_padding padding,
+                          const int64_t dilation[2], int64_t groups);
+/* torch.nn.functional.conv1d: input (N, C, L) or unbatched (C, L), weight
+ * (OC, C / groups, K), bias (OC) or NULL; as tn_conv2d over one spatial
+ * dim ("Expected 2D (unbatched) or 3D (batched) input to conv1d, ...").
+ * grad_fn ConvolutionBackward0. */
+tn_tensor *tn_conv1d(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
+                     int64_t stride, int64_t padding, int64_t dilation, int64_t groups);
+/* conv1d with padding='valid' or 'same' (tn_conv_padding). */
+tn_tensor *tn_conv1d_mode(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
+                          int64_t stride, tn_conv_padding padding, int64_t dilation,
+                          int64_t groups);
 /* ---- attention ------------------------------------------------------------- */
 /* torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x semantics):
  * softmax(q k^T / sqrt(E) + mask) v with q (*, L, E), k (*, S, E), v (*, S,

@@ -1,0 +1,570 @@
+/* conv1d and conv2d (PyTorch's torch.nn.functional.conv1d / conv2d),
+ * forward and backward. Everything runs on one canonical (N, C, H, W)
+ * geometry: conv1d is conv2d with H = 1, an unbatched input has N = 1; the
+ * tensors keep their own shapes and only the kernels see the geometry.
+ *
+ * Three bilinear primitives, each im2col / col2im (the backend's `conv`
+ * entry, tn_conv_args) around products (its `gemm` entry), batched over
+ * (images of a chunk, groups), the columns made for at most COL_BUDGET
+ * elements at a time:
+ *   FWD (x, w) -> y       y = conv(x, w)
+ *   DX  (g, w) -> x-like  the input gradient: col2im(w^T g)
+ *   DW  (g, x) -> w-like  the weight gradient: sum over images of g col(x)^T
+ * The gradient of each is made of the others (<DX(g, w), z> = <g, FWD(z, w)>
+ * and <DW(g, x), z> = <g, FWD(x, z)>), and each records a node when its
+ * inputs need grad, so a create_graph backward records primitives in turn
+ * and derivatives of any order are exact.
+ *
+ * Node layout: ConvolutionBackward0 (FWD, the public op): inputs {x, w, b}
+ * (b may be NULL), saved {0: x, 1: w}; ConvolutionBackwardBackward0 (DX,
+ * DW): inputs {g, w} / {g, x}, saved the same two. Parameters conv_params:
+ * the primitive and the geometry.
+ */
+#include "pointwise_driver.h"
+
+enum { CONV_FWD, CONV_DX, CONV_DW };
+
+/* Elements of the column buffer per chunk of images (at least one image). */
+#define COL_BUDGET ((int64_t)1 << 21)
+
+typedef struct conv_geom {
+    int64_t n, c, h, w;                     /* x */
+    int64_t oc, kh, kw;                     /* w: (oc, c / groups, kh, kw) */
+    int64_t oh, ow;                         /* y: (n, oc, oh, ow) */
+    int64_t sh, sw, ph, pw, dh, dw, groups; /* ph, pw: top and left padding */
+} conv_geom;
+
+#define CONV_NFIELDS 16
+/* The geometry in a node, each field checked to fit 32 bits at the op. */
+typedef struct conv_params {
+    int32_t kind;
+    int32_t g[CONV_NFIELDS];
+} conv_params;
+TN_NODE_PARAMS(conv_params, conv_p)
+
+static void geom_pack(conv_params *p, int kind, const conv_geom *g) {
+    const int64_t *f = &g->n;
+    p->kind = kind;
+    for (int i = 0; i < CONV_NFIELDS; i++)
+        p->g[i] = (int32_t)f[i];
+}
+
+static void geom_unpack(const conv_params *p, conv_geom *g) {
+    int64_t *f = &g->n;
+    for (int i = 0; i < CONV_NFIELDS; i++)
+        f[i] = p->g[i];
+}
+_Static_assert(sizeof(conv_geom) == CONV_NFIELDS * sizeof(int64_t), "conv_geom is its fields");
+
+/* ---- the primitives' kernels (no autograd) ------------------------------------------- */
+
+/* Column-buffer chunk and the shared im2col description. */
+static int64_t chunk_images(const conv_geom *g) {
+    int64_t per = g->c * g->kh * g->kw * g->oh * g->ow;
+    int64_t nb = per ? COL_BUDGET / per : g->n;
+    return nb < 1 ? 1 : nb > g->n ? g->n : nb;
+}
+
+static tn_conv_args im_args(const conv_geom *g, tn_dtype dt, int mode) {
+    return (tn_conv_args){.mode = mode,
+                          .dtype = dt,
+                          .c = g->c,
+                          .h = g->h,
+                          .w = g->w,
+                          .kh = g->kh,
+                          .kw = g->kw,
+                          .oh = g->oh,
+                          .ow = g->ow,
+                          .sh = g->sh,
+                          .sw = g->sw,
+                          .ph = g->ph,
+                          .pw = g->pw,
+                          .dh = g->dh,
+                          .dw = g->dw,
+                          .ims = g->c * g->h * g->w,
+                          .cols = g->c * g->kh * g->kw * g->oh * g->ow};
+}
+
+/* col of images [n0, n0 + nb) of x (contiguous). */
+static tn_status im2col(const conv_geom *g, tn_tensor *x, int64_t n0, int64_t nb, tn_tensor *col) {
+    tn_conv_args a = im_args(g, x->dtype, TN_CONV_IM2COL);
+    a.nb = nb;
+    a.im = tn__ptr(x) + (size_t)(n0 * a.ims) * tn_dtype_size(x->dtype);
+    a.col = tn__ptr(col);
+    return tn__dev_conv(&a, tn__dev(x), (const tn_tensor *[]){col, x});
+}
+
+/* y[n0 .. n0+nb) = w · col, or dcol = w^T · g[n0 .. n0+nb): one product per
+ * (image, group). */
+static tn_status gemm_chunk(const conv_geom *g, bool to_col, tn_tensor *w, tn_tensor *col,
+                            tn_tensor *y, int64_t n0, int64_t nb) {
+    int64_t G = g->groups, ocg = g->oc / G, kc = g->c / G * g->kh * g->kw, L = g->oh * g->ow;
+    size_t es = tn_dtype_size(w->dtype);
+    char *yp = tn__ptr(y) + (size_t)(n0 * g->oc * L) * es;
+    tn_gemm_batch b = {.ndim = 2, .shape = {nb, G}};
+    tn_gemm m;
+    if (!to_col) { /* y (ocg, L) = w (ocg, kc) · col (kc, L) */
+        m = (tn_gemm){.m = ocg,
+                      .n = L,
+                      .k = kc,
+                      .a = tn__ptr(w),
+                      .rsa = kc,
+                      .csa = 1,
+                      .b = tn__ptr(col),
+                      .rsb = L,
+                      .csb = 1,
+                      .c = yp,
+                      .rsc = L};
+        b.bsa[1] = ocg * kc, b.bsb[0] = g->c * g->kh * g->kw * L, b.bsb[1] = kc * L;
+        b.bsc[0] = g->oc * L, b.bsc[1] = ocg * L;
+        return tn__dev_gemm(w->dtype, &m, &b, tn__dev(w), 3, (const tn_tensor *[]){y, w, col});
+    }
+    /* dcol (kc, L) = w^T (kc, ocg) · g (ocg, L) */
+    m = (tn_gemm){.m = kc,
+                  .n = L,
+                  .k = ocg,
+                  .a = tn__ptr(w),
+                  .rsa = 1,
+                  .csa = kc,
+                  .b = yp,
+                  .rsb = L,
+                  .csb = 1,
+                  .c = tn__ptr(col),
+                  .rsc = L};
+    b.bsa[1] = ocg * kc, b.bsb[0] = g->oc * L, b.bsb[1] = ocg * L;
+    b.bsc[0] = g->c * g->kh * g->kw * L, b.bsc[1] = kc * L;
+    return tn__dev_gemm(w->dtype, &m, &b, tn__dev(w), 3, (const tn_tensor *[]){col, w, y});
+}
+
+/* dw (+)= g[img] · col(x[img])^T, one product per group. */
+static tn_status gemm_dw(const conv_geom *g, tn_tensor *gy, tn_tensor *col, int64_t img, int64_t ci,
+                         tn_tensor *dw) {
+    int64_t G = g->groups, ocg = g->oc / G, kc = g->c / G * g->kh * g->kw, L = g->oh * g->ow;
+    size_t es = tn_dtype_size(dw->dtype);
+    tn_gemm m = {.m = ocg,
+                 .n = kc,
+                 .k = L,
+                 .a = tn__ptr(gy) + (size_t)(img * g->oc * L) * es,
+                 .rsa = L,
+                 .csa = 1,
+                 .b = tn__ptr(col) + (size_t)(ci * g->c * g->kh * g->kw * L) * es,
+                 .rsb = 1,
+                 .csb = L,
+                 .c = tn__ptr(dw),
+                 .rsc = kc,
+                 .accumulate = img > 0};
+    tn_gemm_batch b = {
+        .ndim = 1, .shape = {G}, .bsa = {ocg * L}, .bsb = {kc * L}, .bsc = {ocg * kc}};
+    return tn__dev_gemm(dw->dtype, &m, &b, tn__dev(dw), 3, (const tn_tensor *[]){dw, gy, col});
+}
+
+/* The primitive `kind` on contiguous a, b (FWD: x, w; DX: g, w; DW: g, x);
+ * out has the result's numel. */
+static tn_status run_kernels(int kind, const conv_geom *g, tn_tensor *a, tn_tensor *b,
+                             tn_tensor *out) {
+    int64_t nb = chunk_images(g);
+    int64_t cshape = nb * g->c * g->kh * g->kw * g->oh * g->ow;
+    tn_tensor *col = tn__empty_on(1, &cshape, a->dtype, tn__dev(a));
+    tn_status st = col ? TN_OK : tn_last_status();
+    for (int64_t n0 = 0; st == TN_OK && n0 < g->n; n0 += nb) {
+        int64_t k = g->n - n0 < nb ? g->n - n0 : nb;
+        if (kind == CONV_FWD) {
+            st = im2col(g, a, n0, k, col);
+            if (st == TN_OK) st = gemm_chunk(g, false, b, col, out, n0, k);
+        } else if (kind == CONV_DX) {
+            st = gemm_chunk(g, true, b, col, a, n0, k);
+            tn_conv_args c = im_args(g, a->dtype, TN_CONV_COL2IM);
+            c.nb = k;
+            c.im = tn__ptr(out) + (size_t)(n0 * c.ims) * tn_dtype_size(a->dtype);
+            c.col = tn__ptr(col);
+            if (st == TN_OK) st = tn__dev_conv(&c, tn__dev(out), (const tn_tensor *[]){out, col});
+        } else {
+            st = im2col(g, b, n0, k, col);
+            for (int64_t i = 0; st == TN_OK && i < k; i++)
+                st = gemm_dw(g, a, col, n0 + i, i, out);
+        }
+    }
+    tn_release(col);
+    return st;
+}
+
+/* The result of primitive `kind` (shape: out_ndim, out_shape), no autograd. */
+static tn_tensor *run_prim(int kind, const conv_geom *g, const tn_tensor *a, const tn_tensor *b,
+                           int out_ndim, const int64_t *out_shape) {
+    tn_device dev = tn__dev(a);
+    int64_t L = g->oh * g->ow, kc = g->c / g->groups * g->kh * g->kw;
+    /* nothing to sum (an empty product or no image): zeros, or an empty result */
+    bool zero = kc == 0 || (kind == CONV_DW && (g->n == 0 || L == 0)) ||
+                (kind == CONV_DX && (L == 0 || g->oc == 0));
+    tn_tensor *out = (zero ? tn__zeros_on : tn__empty_on)(out_ndim, out_shape, a->dtype, dev);
+    if (!out || zero || tn__numel(out_ndim, out_shape) == 0) return out;
+    tn_tensor *ac = tn__contiguous_on(a, dev), *bc = ac ? tn__contiguous_on(b, dev) : NULL;
+    tn_status st = bc ? run_kernels(kind, g, ac, bc, out) : tn_last_status();
+    tn_release(ac);
+    tn_release(bc);
+    if (st < 0) {
+        tn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* ---- recorded primitives and their backward ------------------------------------------ */
+
+static tn_tensor *prim(int kind, const conv_geom *g, tn_tensor *a, tn_tensor *b,
+                       const tn_tensor *bias, int out_ndim, const int64_t *out_shape);
+
+/* Gradients of primitive `kind` with result gradient gz into gi[0..1]. */
+static tn_status prim_grads(tn_node *n, const conv_geom *g, tn_tensor *a, tn_tensor *b,
+                            tn_tensor *gz, tn_tensor **gi) {
+    int kind = conv_p(n)->kind;
+    /* the primitive that gives each input's gradient, and its operands */
+    static const int ka[3] = {CONV_DX, CONV_FWD, CONV_FWD}, kb[3] = {CONV_DW, CONV_DW, CONV_DX};
+    tn_tensor *oa[3][2] = {{gz, b}, {gz, b}, {b, gz}}, *ob[3][2] = {{gz, a}, {a, gz}, {a, gz}};
+    for (int k = 0; k < 2; k++) {
+        if (!tn__edge_valid(&n->edges[k])) continue;
+        const tn_input_meta *m = &n->in_meta[k];
+        tn_tensor **o = k == 0 ? oa[kind] : ob[kind];
+        gi[k] = prim(k == 0 ? ka[kind] : kb[kind], g, o[0], o[1], NULL, m->ndim, m->shape);
+        if (!gi[k]) return tn_last_status();
+    }
+    return TN_OK;
+}
+
+/* The bias gradient: gz summed over images and positions. */
+static tn_tensor *bias_grad(const conv_geom *g, tn_tensor *gz) {
+    tn_tensor *r = tn_reshape(gz, 3, (int64_t[]){g->n, g->oc, g->oh * g->ow});
+    tn_tensor *s = r ? tn_sum_dim(r, 2, false) : NULL;
+    tn_tensor *out = s ? tn_sum_dim(s, 0, false) : NULL;
+    tn_release(r);
+    tn_release(s);
+    return out;
+}
+
+static tn_status conv_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
+    conv_geom g;
+    geom_unpack(conv_p(n), &g);
+    tn_tensor *a = tn__node_unpack(n, 0), *b = a ? tn__node_unpack(n, 1) : NULL;
+    tn_status st = b ? prim_grads(n, &g, a, b, go[0], gi) : tn_last_status();
+    if (st == TN_OK && n->n_in == 3 && tn__edge_valid(&n->edges[2]) &&
+        !(gi[2] = bias_grad(&g, go[0])))
+        st = tn_last_status();
+    tn_release(a);
+    tn_release(b);
+    return st; /* the engine releases gi[] on failure */
+}
+static const tn_fn_info conv_fn = {"ConvolutionBackward0", conv_bw};
+static const tn_fn_info conv_bw_fn = {"ConvolutionBackwardBackward0", conv_bw};
+
+/* y += bias over (n, oc, positions), outside autograd; engine code, so that the public ops'
+ * results stay out of the caller's scope. */
+static tn_status add_bias(const conv_geom *g, tn_tensor *y, const tn_tensor *bias) {
+    tn__internal_enter();
+    tn_tensor *bd = tn_detach((tn_tensor *)bias);
+    tn_tensor *b3 = bd ? tn_reshape(bd, 3, (int64_t[]){1, g->oc, 1}) : NULL;
+    tn_tensor *y3 = b3 ? tn_reshape(y, 3, (int64_t[]){g->n, g->oc, g->oh * g->ow}) : NULL;
+    tn_status st = y3 ? tn_add_(y3, b3) : tn_last_status();
+    tn_release(bd);
+    tn_release(b3);
+    tn_release(y3);
+    tn__internal_leave();
+    return st;
+}
+
+/* Runs primitive `kind` (bias: FWD only, may be NULL) and records its node
+ * when an input needs grad. */
+static tn_tensor *prim(int kind, const conv_geom *g, tn_tensor *a, tn_tensor *b,
+                       const tn_tensor *bias, int out_ndim, const int64_t *out_shape) {
+    tn_tensor *out = run_prim(kind, g, a, b, out_ndim, out_shape);
+    if (!out) return NULL;
+    tn_status st = bias ? add_bias(g, out, bias) : TN_OK;
+    int nin = kind == CONV_FWD ? 3 : 2;
+    const tn_tensor *in[3] = {a, b, bias};
+    if (st == TN_OK && tn__needs_grad(nin, in)) {
+        tn_node *n = tn__node_new(kind == CONV_FWD ? &conv_fn : &conv_bw_fn, nin, in, 2, 1);
+        st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
+        if (st == TN_OK) {
+            geom_pack(conv_p(n), kind, g);
+            st = tn__node_save(n, 0, a, false);
+        }
+        if (st == TN_OK) st = tn__node_save(n, 1, b, false);
+        tn__node_release(n);
+    }
+    if (st < 0) {
+        tn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* ---- checks (PyTorch's texts) and the public ops --------------------------------------- */
+
+typedef struct conv_call {
+    const char *name; /* "conv1d" / "conv2d" */
+    int sd;           /* spatial dims: 1 or 2 */
+    const int64_t *stride, *dilation;
+    int64_t pad_lo[2], pad_hi[2]; /* per spatial dim */
+    bool same;
+    int64_t groups;
+} conv_call;
+
+/* The input as PyTorch's batched (N, C, [H,] W) in xb; the input's rank. */
+static tn_status check_input(const conv_call *c, const tn_tensor *x, int64_t *xb) {
+    if (x->ndim != c->sd + 1 && x->ndim != c->sd + 2) {
+        char s[160];
+        tn__format_shape(s, sizeof s, x->ndim, x->shape);
+        return tn__error(TN_ERR_SHAPE,
+                         "Expected %dD (unbatched) or %dD (batched) input to %s, but got input "
+                         "of size: %s",
+                         c->sd + 1, c->sd + 2, c->name, s);
+    }
+    bool batched = x->ndim == c->sd + 2;
+    xb[0] = batched ? x->shape[0] : 1;
+    for (int i = batched; i < x->ndim; i++)
+        xb[i + !batched] = x->shape[i];
+    return TN_OK;
+}
+
+/* The weight's rank against the input's: conv2d's two strides cannot expand to another
+ * rank (PyTorch's stride text); conv1d's single values can, and 'same' checks first. */
+static tn_status check_weight_rank(const conv_call *c, const tn_tensor *w, const int64_t *xb,
+                                   bool same_check) {
+    int xd = c->sd + 2;
+    if (w->ndim == xd) return TN_OK;
+    char ws[160], xs[160];
+    tn__format_shape(ws, sizeof ws, w->ndim, w->shape);
+    tn__format_shape(xs, sizeof xs, xd, xb);
+    if (same_check)
+        return tn__error(TN_ERR_SHAPE,
+                         "Expected %d-dimensional input for %d-dimensional weight%s, but got "
+                         "%d-dimensional input of size %s instead",
+                         w->ndim, w->ndim, ws, xd, xs);
+    if (c->sd == 2)
+        return tn__error(TN_ERR_SHAPE,
+                         "expected stride to be a single integer value or a list of %d values to "
+                         "match the convolution dimensions, but got stride=[%lld, %lld]",
+                         w->ndim - 2, (long long)c->stride[0], (long long)c->stride[1]);
+    return tn__error(TN_ERR_SHAPE,
+                     "Expected %d-dimensional input for %d-dimensional weight %s, but got "
+                     "%d-dimensional input of size %s instead",
+                     w->ndim, w->ndim, ws, xd, xs);
+}
+
+static tn_status check_params(const conv_call *c) {
+    for (int i = 0; i < c->sd; i++) {
+        if (c->pad_lo[i] < 0 || c->pad_hi[i] < 0)
+            return tn__error(TN_ERR_INVALID_ARGUMENT, "negative padding is not supported");
+    }
+    for (int i = 0; i < c->sd; i++)
+        if (c->stride[i] <= 0)
+            return tn__error(TN_ERR_INVALID_ARGUMENT, "non-positive stride is not supported");
+    for (int i = 0; i < c->sd; i++)
+        if (c->dilation[i] <= 0) /* conv1d runs as conv2d with a leading dilation 1 */
+            return tn__error(TN_ERR_INVALID_ARGUMENT,
+                             "dilation should be greater than zero, but got [%lld, %lld]",
+                             (long long)(c->sd == 2 ? c->dilation[0] : 1),
+                             (long long)c->dilation[c->sd - 1]);
+    return TN_OK;
+}
+
+static tn_status check_channels(const conv_call *c, const tn_tensor *w, const tn_tensor *b,
+                                const int64_t *xb) {
+    char ws[160], xs[160], bs[160];
+    int64_t G = c->groups;
+    tn__format_shape(ws, sizeof ws, w->ndim, w->shape);
+    tn__format_shape(xs, sizeof xs, c->sd + 2, xb);
+    if (w->shape[0] < G)
+        return tn__error(TN_ERR_SHAPE,
+                         "Given groups=%lld, expected weight to be at least %lld at dimension 0, "
+                         "but got weight of size %s instead",
+                         (long long)G, (long long)G, ws);
+    if (w->shape[0] % G)
+        return tn__error(TN_ERR_SHAPE,
+                         "Given groups=%lld, expected weight to be divisible by %lld at dimension "
+                         "0, but got weight of size [%s] instead",
+                         (long long)G, (long long)G, ws);
+    if (xb[1] != w->shape[1] * G)
+        return tn__error(TN_ERR_SHAPE,
+                         "Given groups=%lld, weight of size %s, expected input%s to have %lld "
+                         "channels, but got %lld channels instead",
+                         (long long)G, ws, xs, (long long)(w->shape[1] * G), (long long)xb[1]);
+    if (b && (b->ndim != 1 || b->shape[0] != w->shape[0])) {
+        tn__format_shape(bs, sizeof bs, b->ndim, b->shape);
+        return tn__error(TN_ERR_SHAPE,
+                         "Given weight of size %s, expected bias to be 1-dimensional with %lld "
+                         "elements, but got bias of size %s instead",
+                         ws, (long long)w->shape[0], bs);
+    }
+    return TN_OK;
+}
+
+/* Kernel extent against the padded input, as PyTorch ("5 x 5"). */
+static tn_status check_extent(const conv_call *c, const tn_tensor *w, const int64_t *xb) {
+    char in[80] = "", k[80] = "";
+    bool ok = true;
+    for (int i = 0; i < c->sd; i++) {
+        int64_t size = xb[2 + i] + c->pad_lo[i] + c->pad_hi[i];
+        int64_t ext = c->dilation[i] * (w->shape[2 + i] - 1) + 1;
+        ok &= size >= ext;
+        size_t li = strlen(in), lk = strlen(k);
+        snprintf(in + li, sizeof in - li, "%s%lld", i ? " x " : "", (long long)size);
+        snprintf(k + lk, sizeof k - lk, "%s%lld", i ? " x " : "", (long long)ext);
+    }
+    if (ok) return TN_OK;
+    return tn__error(TN_ERR_SHAPE,
+                     "Calculated padded input size per channel: (%s). Kernel size: (%s). Kernel "
+                     "size can't be greater than actual input size",
+                     in, k);
+}
+
+/* PyTorch checks the bias's dtype before the shapes, the weight's and the kernel's after. */
+static tn_status check_bias_type(const tn_tensor *x, const tn_tensor *b) {
+    if (!b || b->dtype == x->dtype) return TN_OK;
+    return tn__error(TN_ERR_DTYPE, "Input type (%s) and bias type (%s) should be the same",
+                     tn__torch_cpp_name(x->dtype), tn__torch_cpp_name(b->dtype));
+}
+
+static tn_status check_types(const tn_tensor *x, const tn_tensor *w, const tn_tensor *b,
+                             const int64_t *xb, int xd) {
+    for (int i = 2; i < xd; i++)
+        if (xb[i] == 0) {
+            char s[160];
+            tn__format_shape(s, sizeof s, xd, xb);
+            return tn__error(TN_ERR_SHAPE,
+                             "Only zero batch or zero channel inputs are supported, but got "
+                             "input shape: %s",
+                             s);
+        }
+    if (w->dtype != x->dtype)
+        return tn__error(TN_ERR_DTYPE, "expected scalar type %s but found %s",
+                         tn__torch_scalar_name(x->dtype), tn__torch_scalar_name(w->dtype));
+    if (!tn__is_float(x->dtype)) /* PyTorch's CPU computes these; tenet has no integer kernel */
+        return tn__error(TN_ERR_DTYPE, "\"slow_conv2d_cpu\" not implemented for '%s'",
+                         tn__torch_scalar_name(x->dtype));
+    tn_device dev;
+    return tn__result_device(3, (const tn_tensor *[]){x, w, b}, &dev);
+}
+
+/* Every size the node keeps must fit its 32-bit fields. */
+static tn_status check_fits(const conv_geom *g) {
+    const int64_t *f = &g->n;
+    for (int i = 0; i < CONV_NFIELDS; i++)
+        if (f[i] > INT32_MAX)
+            return tn__error(TN_ERR_INVALID_ARGUMENT,
+                             "conv: sizes, strides, paddings and dilations must "
+                             "be below 2^31");
+    return TN_OK;
+}
+
+/* The checks in PyTorch's order, then the canonical geometry. */
+static tn_status make_geom(const conv_call *c, const tn_tensor *x, const tn_tensor *w,
+                           const tn_tensor *b, conv_geom *g) {
+    int64_t xb[4];
+    tn_status st = check_input(c, x, xb);
+    if (st == TN_OK && w->ndim < 3)
+        return tn__error(TN_ERR_SHAPE, "weight should have at least three dimensions");
+    if (st == TN_OK && c->same) {
+        st = check_weight_rank(c, w, xb, true);
+        for (int i = 0; st == TN_OK && i < c->sd; i++)
+            if (c->stride[i] != 1)
+                return tn__error(TN_ERR_INVALID_ARGUMENT,
+                                 "padding='same' is not supported for strided convolutions");
+    }
+    if (st == TN_OK && c->groups <= 0)
+        return tn__error(TN_ERR_INVALID_ARGUMENT, "non-positive groups is not supported");
+    if (st == TN_OK) st = check_weight_rank(c, w, xb, false);
+    if (st == TN_OK) st = check_params(c);
+    if (st == TN_OK) st = check_bias_type(x, b);
+    if (st == TN_OK) st = check_channels(c, w, b, xb);
+    if (st == TN_OK) st = check_extent(c, w, xb);
+    if (st == TN_OK) st = check_types(x, w, b, xb, c->sd + 2);
+    if (st < 0) return st;
+    int o = 2 - c->sd; /* conv1d: the H parameters are the identity's */
+    *g = (conv_geom){.n = xb[0],
+                     .c = xb[1],
+                     .h = o ? 1 : xb[2],
+                     .w = xb[3 - o],
+                     .oc = w->shape[0],
+                     .kh = o ? 1 : w->shape[2],
+                     .kw = w->shape[w->ndim - 1],
+                     .sh = o ? 1 : c->stride[0],
+                     .sw = c->stride[c->sd - 1],
+                     .ph = o ? 0 : c->pad_lo[0],
+                     .pw = c->pad_lo[c->sd - 1],
+                     .dh = o ? 1 : c->dilation[0],
+                     .dw = c->dilation[c->sd - 1],
+                     .groups = c->groups};
+    int64_t eh = g->dh * (g->kh - 1) + 1, ew = g->dw * (g->kw - 1) + 1;
+    g->oh = (g->h + g->ph + (o ? 0 : c->pad_hi[0]) - eh) / g->sh + 1;
+    g->ow = (g->w + g->pw + c->pad_hi[c->sd - 1] - ew) / g->sw + 1;
+    return check_fits(g);
+}
+
+static tn_tensor *conv_op(conv_call *c, const tn_tensor *x, const tn_tensor *w,
+                          const tn_tensor *b) {
+    double t0 = tn__prof_start();
+    TN_CHECK_NULL_ARG(x, "input");
+    TN_CHECK_NULL_ARG(w, "weight");
+    static const int64_t ones[2] = {1, 1};
+    if (!c->stride) c->stride = ones;
+    if (!c->dilation) c->dilation = ones;
+    if (c->same) { /* PyTorch: the odd unit of an even extent goes after */
+        for (int i = 0; i < c->sd && w->ndim == c->sd + 2; i++) {
+            int64_t d = c->dilation[i] > 0 ? c->dilation[i] : 1; /* else refused below */
+            int64_t total = d * (w->shape[2 + i] - 1);
+            c->pad_lo[i] = total / 2, c->pad_hi[i] = total - total / 2;
+        }
+    }
+    conv_geom g;
+    if (make_geom(c, x, w, b, &g) < 0) return NULL;
+    int64_t shape[4];
+    int nd = x->ndim, batched = nd == c->sd + 2;
+    if (batched) shape[0] = g.n;
+    shape[batched] = g.oc;
+    if (c->sd == 2) shape[batched + 1] = g.oh;
+    shape[nd - 1] = g.ow;
+    tn_tensor *out = prim(CONV_FWD, &g, (tn_tensor *)x, (tn_tensor *)w, b, nd, shape);
+    tn__op_done(c->name, t0, out, 3, (const tn_tensor *[]){x, w, b});
+    return tn__ret(out);
+}
+
+static void set_padding(conv_call *c, const int64_t *padding, tn_conv_padding mode) {
+    for (int i = 0; i < c->sd; i++)
+        c->pad_lo[i] = c->pad_hi[i] = mode == TN_CONV_PAD_EXPLICIT && padding ? padding[i] : 0;
+    c->same = mode == TN_CONV_PAD_SAME;
+}
+
+tn_tensor *tn_conv2d(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
+                     const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
+                     int64_t groups) {
+    conv_call c = {
+        .name = "conv2d", .sd = 2, .stride = stride, .dilation = dilation, .groups = groups};
+    set_padding(&c, padding, TN_CONV_PAD_EXPLICIT);
+    return conv_op(&c, input, weight, bias);
+}
+
+tn_tensor *tn_conv2d_mode(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
+                          const int64_t stride[2], tn_conv_padding padding,
+                          const int64_t dilation[2], int64_t groups) {
+    conv_call c = {
+        .name = "conv2d", .sd = 2, .stride = stride, .dilation = dilation, .groups = groups};
+    set_padding(&c, NULL, padding);
+    return conv_op(&c, input, weight, bias);
+}
+
+tn_tensor *tn_conv1d(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
+                     int64_t stride, int64_t padding, int64_t dilation, int64_t groups) {
+    conv_call c = {
+        .name = "conv1d", .sd = 1, .stride = &stride, .dilation = &dilation, .groups = groups};
+    set_padding(&c, &padding, TN_CONV_PAD_EXPLICIT);
+    return conv_op(&c, input, weight, bias);
+}
+
+tn_tensor *tn_conv1d_mode(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
+                          int64_t stride, tn_conv_padding padding, int64_t dilation,
+                          int64_t groups) {
+    conv_call c = {
+        .name = "conv1d", .sd = 1, .stride = &stride, .dilation = &dilation, .groups = groups};
+    set_padding(&c, NULL, padding);
+    return conv_op(&c, input, weight, bias);
+}

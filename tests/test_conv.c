@@ -1,0 +1,222 @@
+/* tests/test_conv.c — conv2d and conv1d beyond the op table (tests/ops/rows_conv.c, which checks
+ * values, gradients and the CUDA column): PyTorch 1.13's error texts for every refusal (from
+ * /usr/bin/python3 with torch 1.13), nothing leaked and the operands unchanged after one; the
+ * grad_fn names; second derivatives against finite differences of the first; float32 against
+ * float64 on a larger case that takes several column chunks. */
+#include "util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static tn_tensor *filled(int ndim, const int64_t *shape, tn_dtype dt, int k, bool rg) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= shape[i];
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    assert_non_null(v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = sin(0.37 * (double)i + k);
+    tn_tensor *t = tt_f64(ndim, shape, v, false);
+    free(v);
+    tn_tensor *r = tn_to(t, dt, TN_DEVICE_CPU);
+    assert_non_null(r);
+    if (rg) assert_int_equal(tn_requires_grad_(r, true), TN_OK);
+    return r;
+}
+#define T(dt, rg, k, ...)                                                                          \
+    filled(sizeof((int64_t[]){__VA_ARGS__}) / 8, (int64_t[]){__VA_ARGS__}, dt, k, rg)
+
+/* The call failed with exactly `want`, and status st. */
+static void assert_refused(tn_tensor *r, tn_status st, const char *want) {
+    assert_null(r);
+    assert_int_equal(tn_last_status(), st);
+    if (strcmp(tn_last_error(), want)) {
+        print_error("got:  %s\nwant: %s\n", tn_last_error(), want);
+        fail();
+    }
+}
+
+static void errors_conv2d(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *x = T(TN_F32, true, 0, 1, 3, 5, 5), *w = T(TN_F32, true, 1, 2, 3, 3, 3);
+    int64_t one[2] = {1, 1}, zero[2] = {0, 0}, s2[2] = {2, 2};
+    int64_t v0 = tn_version(x), v1 = tn_version(w);
+    assert_refused(
+        tn_conv2d(T(TN_F32, 0, 0, 2, 3), w, NULL, one, zero, one, 1), TN_ERR_SHAPE,
+        "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
+        "[2, 3]");
+    assert_refused(tn_conv2d(x, T(TN_F32, 0, 0, 2, 3), NULL, one, zero, one, 1), TN_ERR_SHAPE,
+                   "weight should have at least three dimensions");
+    assert_refused(tn_conv2d(x, T(TN_F32, 0, 0, 2, 3, 3), NULL, one, zero, one, 1), TN_ERR_SHAPE,
+                   "expected stride to be a single integer value or a list of 1 values to match "
+                   "the convolution dimensions, but got stride=[1, 1]");
+    assert_refused(tn_conv2d_mode(x, T(TN_F32, 0, 0, 2, 3, 3), NULL, s2, TN_CONV_PAD_SAME, one, 1),
+                   TN_ERR_SHAPE,
+                   "Expected 3-dimensional input for 3-dimensional weight[2, 3, 3], but got "
+                   "4-dimensional input of size [1, 3, 5, 5] instead");
+    assert_refused(tn_conv2d(T(TN_F32, 0, 0, 1, 4, 5, 5), w, NULL, one, zero, one, 1), TN_ERR_SHAPE,
+                   "Given groups=1, weight of size [2, 3, 3, 3], expected input[1, 4, 5, 5] to "
+                   "have 3 channels, but got 4 channels instead");
+    assert_refused(tn_conv2d(T(TN_F32, 0, 0, 4, 5, 5), w, NULL, one, zero, one, 1), TN_ERR_SHAPE,
+                   "Given groups=1, weight of size [2, 3, 3, 3], expected input[1, 4, 5, 5] to "
+                   "have 3 channels, but got 4 channels instead");
+    tn_tensor *x4 = T(TN_F32, 0, 0, 1, 4, 5, 5);
+    assert_refused(tn_conv2d(x4, T(TN_F32, 0, 0, 3, 2, 3, 3), NULL, one, zero, one, 2),
+                   TN_ERR_SHAPE,
+                   "Given groups=2, expected weight to be divisible by 2 at dimension 0, but got "
+                   "weight of size [[3, 2, 3, 3]] instead");
+    assert_refused(tn_conv2d(x4, T(TN_F32, 0, 0, 1, 1, 3, 3), NULL, one, zero, one, 4),
+                   TN_ERR_SHAPE,
+                   "Given groups=4, expected weight to be at least 4 at dimension 0, but got "
+                   "weight of size [1, 1, 3, 3] instead");
+    assert_refused(tn_conv2d(x, w, NULL, one, zero, one, 0), TN_ERR_INVALID_ARGUMENT,
+                   "non-positive groups is not supported");
+    assert_refused(tn_conv2d(T(TN_F32, 0, 0, 1, 3, 2, 5), w, NULL, one, zero, one, 1), TN_ERR_SHAPE,
+                   "Calculated padded input size per channel: (2 x 5). Kernel size: (3 x 3). "
+                   "Kernel size can't be greater than actual input size");
+    assert_refused(tn_conv2d(x, w, NULL, (int64_t[]){1, 0}, zero, one, 1), TN_ERR_INVALID_ARGUMENT,
+                   "non-positive stride is not supported");
+    assert_refused(tn_conv2d(x, w, NULL, one, (int64_t[]){0, -1}, one, 1), TN_ERR_INVALID_ARGUMENT,
+                   "negative padding is not supported");
+    assert_refused(tn_conv2d(x, w, NULL, one, zero, zero, 1), TN_ERR_INVALID_ARGUMENT,
+                   "dilation should be greater than zero, but got [0, 0]");
+    assert_refused(tn_conv2d_mode(x, w, NULL, s2, TN_CONV_PAD_SAME, one, 1),
+                   TN_ERR_INVALID_ARGUMENT,
+                   "padding='same' is not supported for strided convolutions");
+    assert_refused(tn_conv2d(x, w, T(TN_F32, 0, 0, 3), one, zero, one, 1), TN_ERR_SHAPE,
+                   "Given weight of size [2, 3, 3, 3], expected bias to be 1-dimensional with 2 "
+                   "elements, but got bias of size [3] instead");
+    assert_refused(tn_conv2d(x, w, T(TN_F64, 0, 0, 2), one, zero, one, 1), TN_ERR_DTYPE,
+                   "Input type (float) and bias type (double) should be the same");
+    assert_refused(tn_conv2d(x, T(TN_F64, 0, 0, 2, 3, 3, 3), NULL, one, zero, one, 1), TN_ERR_DTYPE,
+                   "expected scalar type Float but found Double");
+    assert_refused(tn_conv2d(T(TN_F32, 0, 0, 1, 3, 0, 5), w, NULL, one, (int64_t[]){2, 2}, one, 1),
+                   TN_ERR_SHAPE,
+                   "Only zero batch or zero channel inputs are supported, but got input shape: "
+                   "[1, 3, 0, 5]");
+    assert_refused(tn_conv2d(tn_to(x, TN_I64, TN_DEVICE_CPU), tn_to(w, TN_I64, TN_DEVICE_CPU), NULL,
+                             one, zero, one, 1),
+                   TN_ERR_DTYPE, "\"slow_conv2d_cpu\" not implemented for 'Long'");
+    assert_null(tn_conv2d(NULL, w, NULL, one, zero, one, 1));
+    assert_int_equal(tn_last_status(), TN_ERR_INVALID_ARGUMENT);
+    /* the operands are unchanged and nothing was left behind */
+    assert_int_equal(tn_version(x), v0);
+    assert_int_equal(tn_version(w), v1);
+    assert_null(tn_grad_fn_name(x));
+    tn_scope_end();
+}
+
+static void errors_conv1d(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *x = T(TN_F64, false, 0, 1, 3, 5), *w = T(TN_F64, false, 1, 2, 3, 3);
+    assert_refused(
+        tn_conv1d(T(TN_F64, 0, 0, 3), w, NULL, 1, 0, 1, 1), TN_ERR_SHAPE,
+        "Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: "
+        "[3]");
+    assert_refused(tn_conv1d(T(TN_F64, 0, 0, 4, 5), w, NULL, 1, 0, 1, 1), TN_ERR_SHAPE,
+                   "Given groups=1, weight of size [2, 3, 3], expected input[1, 4, 5] to have 3 "
+                   "channels, but got 4 channels instead");
+    assert_refused(tn_conv1d(T(TN_F64, 0, 0, 1, 3, 2), w, NULL, 1, 0, 1, 1), TN_ERR_SHAPE,
+                   "Calculated padded input size per channel: (2). Kernel size: (3). Kernel size "
+                   "can't be greater than actual input size");
+    assert_refused(tn_conv1d(x, T(TN_F64, 0, 0, 2, 3, 3, 3), NULL, 1, 0, 1, 1), TN_ERR_SHAPE,
+                   "Expected 4-dimensional input for 4-dimensional weight [2, 3, 3, 3], but got "
+                   "3-dimensional input of size [1, 3, 5] instead");
+    assert_refused(tn_conv1d(x, w, NULL, 1, 0, 0, 1), TN_ERR_INVALID_ARGUMENT,
+                   "dilation should be greater than zero, but got [1, 0]");
+    assert_refused(tn_conv1d_mode(x, w, NULL, 2, TN_CONV_PAD_SAME, 1, 1), TN_ERR_INVALID_ARGUMENT,
+                   "padding='same' is not supported for strided convolutions");
+    assert_refused(tn_conv1d(x, w, NULL, 0, 0, 1, 1), TN_ERR_INVALID_ARGUMENT,
+                   "non-positive stride is not supported");
+    assert_refused(tn_conv1d(x, w, NULL, 1, -2, 1, 1), TN_ERR_INVALID_ARGUMENT,
+                   "negative padding is not supported");
+    tn_scope_end();
+}
+
+static void grad_fn_names(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *x = T(TN_F64, true, 0, 2, 3, 5, 5), *w = T(TN_F64, true, 1, 2, 3, 3, 3);
+    tt_assert_grad_fn(tn_conv2d(x, w, NULL, NULL, NULL, NULL, 1), "ConvolutionBackward0");
+    tt_assert_grad_fn(
+        tn_conv1d(T(TN_F64, true, 0, 2, 3, 5), T(TN_F64, false, 1, 2, 3, 3), NULL, 1, 0, 1, 1),
+        "ConvolutionBackward0");
+    tt_assert_grad_fn(tn_conv2d(T(TN_F64, false, 0, 2, 3, 5, 5), T(TN_F64, false, 1, 2, 3, 3, 3),
+                                NULL, NULL, NULL, NULL, 1),
+                      NULL);
+    /* create_graph: the input gradient has a history of its own */
+    tn_tensor *y = tn_sum(tn_conv2d(x, w, NULL, NULL, NULL, NULL, 1));
+    tn_tensor *gx = NULL;
+    assert_int_equal(tn_autograd_grad(1, &y, NULL, 1, &x, &gx, false, true), TN_OK);
+    tt_assert_grad_fn(gx, "ConvolutionBackwardBackward0");
+    tn_scope_end();
+}
+
+/* d/dw of sum(dL/dx * v) by central differences against double backward, for
+ * L = sum(conv(x, w) * u): a second derivative that crosses the primitives. */
+static double mixed(tn_tensor *x, tn_tensor *w, tn_tensor *u, tn_tensor *v) {
+    tn_tensor *y = tn_sum(tn_mul(
+        tn_conv2d(x, w, NULL, (int64_t[]){2, 1}, (int64_t[]){1, 0}, (int64_t[]){1, 2}, 1), u));
+    tn_tensor *gx = NULL;
+    assert_int_equal(tn_autograd_grad(1, &y, NULL, 1, &x, &gx, false, true), TN_OK);
+    double r = 0;
+    assert_int_equal(tn_item(tn_sum(tn_mul(gx, v)), &r), TN_OK);
+    return r;
+}
+
+static void double_backward(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *x = T(TN_F64, true, 0, 2, 2, 5, 6), *w = T(TN_F64, true, 1, 3, 2, 3, 2);
+    tn_tensor *y0 =
+        tn_conv2d(x, w, NULL, (int64_t[]){2, 1}, (int64_t[]){1, 0}, (int64_t[]){1, 2}, 1);
+    tn_tensor *u = tn_detach(tn_sin(y0)), *v = T(TN_F64, false, 3, 2, 2, 5, 6);
+    tn_tensor *y = tn_sum(tn_mul(y0, u));
+    tn_tensor *gx = NULL, *gw = NULL;
+    assert_int_equal(tn_autograd_grad(1, &y, NULL, 1, &x, &gx, false, true), TN_OK);
+    tn_tensor *s = tn_sum(tn_mul(gx, v));
+    assert_int_equal(tn_autograd_grad(1, &s, NULL, 1, &w, &gw, false, false), TN_OK);
+    double *g = malloc(36 * sizeof *g);
+    assert_int_equal(tn_copy_to_f64(gw, g, 36), TN_OK);
+    double *wd = tn_data_ptr(w), h = 1e-6;
+    for (int i = 0; i < 36; i++) {
+        double keep = wd[i];
+        wd[i] = keep + h;
+        double a = mixed(x, w, u, v);
+        wd[i] = keep - h;
+        double b = mixed(x, w, u, v);
+        wd[i] = keep;
+        assert_true(fabs((a - b) / (2 * h) - g[i]) < 1e-6);
+    }
+    free(g);
+    tn_scope_end();
+}
+
+/* float32 against float64 on a case of several column chunks (2^21 elements each). */
+static void f32_chunks(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *x = T(TN_F64, false, 0, 5, 8, 40, 40), *w = T(TN_F64, false, 1, 6, 4, 3, 3);
+    tn_tensor *b = T(TN_F64, false, 2, 6);
+    int64_t one[2] = {1, 1};
+    tn_tensor *y64 = tn_conv2d(x, w, b, one, one, one, 2);
+    tn_tensor *y32 = tn_conv2d(tn_to(x, TN_F32, TN_DEVICE_CPU), tn_to(w, TN_F32, TN_DEVICE_CPU),
+                               tn_to(b, TN_F32, TN_DEVICE_CPU), one, one, one, 2);
+    assert_non_null(y64);
+    assert_non_null(y32);
+    int64_t n = tn_numel(y64);
+    double *a = malloc((size_t)n * sizeof *a), *e = malloc((size_t)n * sizeof *e);
+    assert_int_equal(tn_copy_to_f64(y32, a, n), TN_OK);
+    assert_int_equal(tn_copy_to_f64(y64, e, n), TN_OK);
+    for (int64_t i = 0; i < n; i++)
+        assert_true(fabs(a[i] - e[i]) < 1e-4);
+    free(a);
+    free(e);
+    tn_scope_end();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        TT_TEST(errors_conv2d),   TT_TEST(errors_conv1d), TT_TEST(grad_fn_names),
+        TT_TEST(double_backward), TT_TEST(f32_chunks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
