@@ -9,25 +9,39 @@
 
 #include "cpu_backend.h"
 
+/* The output columns x in [*lo, *hi) whose input column x0 + x*s lies in [0, w). */
+static inline void in_range(int64_t x0, int64_t s, int64_t w, int64_t ow, int64_t *lo,
+                            int64_t *hi) {
+    int64_t a = x0 >= 0 ? 0 : (-x0 + s - 1) / s;    /* first x with x0 + x s >= 0 */
+    int64_t b = x0 >= w ? 0 : (w - 1 - x0) / s + 1; /* first x with x0 + x s >= w */
+    *lo = a < ow ? a : ow;
+    *hi = b < *lo ? *lo : b < ow ? b : ow;
+}
+
 /* Column row r = (ci, i, j) of image b: col (oh, ow) reads im channel ci at
- * (y*sh - ph + i*dh, x*sw - pw + j*dw), 0 outside. */
+ * (y*sh - ph + i*dh, x*sw - pw + j*dw), 0 outside. The in-image span of a row
+ * is a plain copy (stride 1: contiguous), the rest zeros. */
 #define DEFINE_IM2COL_ROW(SUF, T)                                                                  \
     static void im2col_row_##SUF(const tn_conv_args *a, int64_t b, int64_t r) {                    \
         int64_t kk = a->kh * a->kw, ci = r / kk, i = r % kk / a->kw, j = r % a->kw;                \
         const T *im = (const T *)a->im + b * a->ims + ci * a->h * a->w;                            \
         T *col = (T *)a->col + b * a->cols + r * a->oh * a->ow;                                    \
+        int64_t x0 = j * a->dw - a->pw, lo, hi;                                                    \
+        in_range(x0, a->sw, a->w, a->ow, &lo, &hi);                                                \
         for (int64_t y = 0; y < a->oh; y++, col += a->ow) {                                        \
             int64_t iy = y * a->sh - a->ph + i * a->dh;                                            \
-            if (iy < 0 || iy >= a->h) {                                                            \
+            if (iy < 0 || iy >= a->h || lo == hi) {                                                \
                 memset(col, 0, (size_t)a->ow * sizeof(T));                                         \
                 continue;                                                                          \
             }                                                                                      \
             const T *row = im + iy * a->w;                                                         \
-            int64_t x0 = j * a->dw - a->pw;                                                        \
-            for (int64_t x = 0; x < a->ow; x++) {                                                  \
-                int64_t ix = x0 + x * a->sw;                                                       \
-                col[x] = ix >= 0 && ix < a->w ? row[ix] : (T)0;                                    \
-            }                                                                                      \
+            memset(col, 0, (size_t)lo * sizeof(T));                                                \
+            if (a->sw == 1)                                                                        \
+                memcpy(col + lo, row + x0 + lo, (size_t)(hi - lo) * sizeof(T));                    \
+            else                                                                                   \
+                for (int64_t x = lo; x < hi; x++)                                                  \
+                    col[x] = row[x0 + x * a->sw];                                                  \
+            memset(col + hi, 0, (size_t)(a->ow - hi) * sizeof(T));                                 \
         }                                                                                          \
     }
 
@@ -38,17 +52,15 @@
         memset(im, 0, (size_t)(a->h * a->w) * sizeof(T));                                          \
         int64_t kk = a->kh * a->kw;                                                                \
         for (int64_t k = 0; k < kk; k++) {                                                         \
-            int64_t i = k / a->kw, j = k % a->kw;                                                  \
+            int64_t i = k / a->kw, j = k % a->kw, x0 = j * a->dw - a->pw, lo, hi;                  \
+            in_range(x0, a->sw, a->w, a->ow, &lo, &hi);                                            \
             const T *col = (const T *)a->col + b * a->cols + (ci * kk + k) * a->oh * a->ow;        \
             for (int64_t y = 0; y < a->oh; y++, col += a->ow) {                                    \
                 int64_t iy = y * a->sh - a->ph + i * a->dh;                                        \
                 if (iy < 0 || iy >= a->h) continue;                                                \
                 T *row = im + iy * a->w;                                                           \
-                int64_t x0 = j * a->dw - a->pw;                                                    \
-                for (int64_t x = 0; x < a->ow; x++) {                                              \
-                    int64_t ix = x0 + x * a->sw;                                                   \
-                    if (ix >= 0 && ix < a->w) row[ix] += col[x];                                   \
-                }                                                                                  \
+                for (int64_t x = lo; x < hi; x++)                                                  \
+                    row[x0 + x * a->sw] += col[x];                                                 \
             }                                                                                      \
         }                                                                                          \
     }
