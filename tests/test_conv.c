@@ -131,6 +131,8 @@ static void errors_conv1d(void **state) {
                    "non-positive stride is not supported");
     assert_refused(tn_conv1d(x, w, NULL, 1, -2, 1, 1), TN_ERR_INVALID_ARGUMENT,
                    "negative padding is not supported");
+    assert_refused(tn_conv1d_mode(x, w, NULL, 1, (tn_conv_padding)7, 1, 1), TN_ERR_INVALID_ARGUMENT,
+                   "Invalid padding: conv1d takes TN_CONV_PAD_VALID or TN_CONV_PAD_SAME");
     tn_scope_end();
 }
 

@@ -305,6 +305,7 @@ typedef struct conv_call {
     const int64_t *stride, *dilation;
     int64_t pad_lo[2], pad_hi[2]; /* per spatial dim */
     bool same;
+    bool bad_mode; /* a tn_conv_padding value outside the enum */
     int64_t groups;
 } conv_call;
 
@@ -505,6 +506,11 @@ static tn_tensor *conv_op(conv_call *c, const tn_tensor *x, const tn_tensor *w,
     double t0 = tn__prof_start();
     TN_CHECK_NULL_ARG(x, "input");
     TN_CHECK_NULL_ARG(w, "weight");
+    if (c->bad_mode) { /* PyTorch's text names the string; the C API has an enum */
+        tn__error(TN_ERR_INVALID_ARGUMENT,
+                  "Invalid padding: %s takes TN_CONV_PAD_VALID or TN_CONV_PAD_SAME", c->name);
+        return NULL;
+    }
     static const int64_t ones[2] = {1, 1};
     if (!c->stride) c->stride = ones;
     if (!c->dilation) c->dilation = ones;
@@ -532,6 +538,7 @@ static void set_padding(conv_call *c, const int64_t *padding, tn_conv_padding mo
     for (int i = 0; i < c->sd; i++)
         c->pad_lo[i] = c->pad_hi[i] = mode == TN_CONV_PAD_EXPLICIT && padding ? padding[i] : 0;
     c->same = mode == TN_CONV_PAD_SAME;
+    c->bad_mode = mode != TN_CONV_PAD_EXPLICIT && mode != TN_CONV_PAD_VALID && !c->same;
 }
 
 tn_tensor *tn_conv2d(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
