@@ -2,7 +2,8 @@
  * values, gradients and the CUDA column): PyTorch 1.13's error texts for every refusal (from
  * /usr/bin/python3 with torch 1.13), nothing leaked and the operands unchanged after one; the
  * grad_fn names; second derivatives against finite differences of the first; float32 against
- * float64 on a larger case that takes several column chunks. */
+ * float64 on a larger case that takes several column chunks; the same bits for any thread
+ * count. */
 #include "util.h"
 
 #include <math.h>
@@ -215,10 +216,45 @@ static void f32_chunks(void **state) {
     tn_scope_end();
 }
 
+/* out, dx, dw and db of one conv with nt op threads, as float64 values (n of them). */
+static double *run_with_threads(int nt, int64_t *n) {
+    tn_set_num_threads(nt);
+    tn_tensor *x = T(TN_F32, true, 0, 4, 6, 40, 40), *w = T(TN_F32, true, 1, 8, 3, 3, 3);
+    tn_tensor *b = T(TN_F32, true, 2, 8);
+    tn_tensor *y = tn_conv2d(x, w, b, (int64_t[]){1, 2}, (int64_t[]){1, 1}, NULL, 2);
+    tn_tensor *g = tn_sin(y), *gi[3] = {0};
+    assert_int_equal(tn_autograd_grad(1, &y, &g, 3, (tn_tensor *[]){x, w, b}, gi, false, false),
+                     TN_OK);
+    tn_tensor *all[4] = {y, gi[0], gi[1], gi[2]};
+    *n = 0;
+    for (int i = 0; i < 4; i++)
+        *n += tn_numel(all[i]);
+    double *v = malloc((size_t)*n * sizeof *v), *p = v;
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(tn_copy_to_f64(all[i], p, tn_numel(all[i])), TN_OK);
+        p += tn_numel(all[i]);
+    }
+    return v;
+}
+
+/* The values and every gradient do not depend on the thread count. */
+static void same_bits_any_thread_count(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    int keep = tn_get_num_threads();
+    int64_t n1, n4;
+    double *a = run_with_threads(1, &n1), *b = run_with_threads(4, &n4);
+    tn_set_num_threads(keep);
+    assert_int_equal(n1, n4);
+    assert_memory_equal(a, b, (size_t)n1 * sizeof *a);
+    free(a);
+    free(b);
+    tn_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(errors_conv2d),   TT_TEST(errors_conv1d), TT_TEST(grad_fn_names),
-        TT_TEST(double_backward), TT_TEST(f32_chunks),
+        TT_TEST(double_backward), TT_TEST(f32_chunks),    TT_TEST(same_bits_any_thread_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
