@@ -193,7 +193,7 @@ const tn_backend g_backend = {
     tn__cuda_cross_entropy,
     tn__cuda_index,
     tn__cuda_layer_norm,
-    nullptr, /* conv: none yet */
+    tn__cuda_conv,
     tn__cuda_attention,
     tn__cuda_grad_stats,
     tn__cuda_readback_begin,

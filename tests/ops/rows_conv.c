@@ -232,7 +232,7 @@ static const tt_case conv1d_mode_cases[] = {
 #define CONV_ROW(NAME, TORCH, CASES, CALL, REF, GOLDEN)                                            \
     {                                                                                              \
         .name = NAME, .torch = TORCH, .arity = 3, .diff = 7, .dtypes = TT_FLOATS,                  \
-        .backends = TT_CPU, TT_CASES(CASES), .call = CALL, .ref = REF, .golden = GOLDEN,  \
+        .backends = TT_ALL_BACKENDS, TT_CASES(CASES), .call = CALL, .ref = REF, .golden = GOLDEN,  \
         .tol = 8, .flags = 0                                                                       \
     }
 
