@@ -172,7 +172,7 @@ const tn_backend *tn__backend_loaded(tn_device_type type);
  * libtenet: every core function its files call goes through the host. */
 /* Bumped whenever tn_backend, the kernel argument structs (kernel_args.h) or
  * tn_plugin_host change. */
-#define TN_PLUGIN_ABI 1u
+#define TN_PLUGIN_ABI 2u
 /* from tenet.h, which the files that use it include */
 #define TN_PLUGIN_VERSION                                                                          \
     ((uint32_t)TENET_VERSION_MAJOR * 10000u + TENET_VERSION_MINOR * 100u + TENET_VERSION_PATCH)

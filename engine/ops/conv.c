@@ -301,6 +301,7 @@ static tn_tensor *prim(int kind, const conv_geom *g, tn_tensor *a, tn_tensor *b,
 
 typedef struct conv_call {
     const char *name; /* "conv1d" / "conv2d" */
+    const char *fn;   /* the public entry, for NULL-argument messages */
     int sd;           /* spatial dims: 1 or 2 */
     const int64_t *stride, *dilation;
     int64_t pad_lo[2], pad_hi[2]; /* per spatial dim */
@@ -504,8 +505,8 @@ static tn_status make_geom(const conv_call *c, const tn_tensor *x, const tn_tens
 static tn_tensor *conv_op(conv_call *c, const tn_tensor *x, const tn_tensor *w,
                           const tn_tensor *b) {
     double t0 = tn__prof_start();
-    TN_CHECK_NULL_ARG(x, "input");
-    TN_CHECK_NULL_ARG(w, "weight");
+    TN_CHECK_NULL_ARG_IN(c->fn, x, "input");
+    TN_CHECK_NULL_ARG_IN(c->fn, w, "weight");
     if (c->bad_mode) { /* PyTorch's text names the string; the C API has an enum */
         tn__error(TN_ERR_INVALID_ARGUMENT,
                   "Invalid padding: %s takes TN_CONV_PAD_VALID or TN_CONV_PAD_SAME", c->name);
@@ -544,8 +545,12 @@ static void set_padding(conv_call *c, const int64_t *padding, tn_conv_padding mo
 tn_tensor *tn_conv2d(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
                      const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
                      int64_t groups) {
-    conv_call c = {
-        .name = "conv2d", .sd = 2, .stride = stride, .dilation = dilation, .groups = groups};
+    conv_call c = {.name = "conv2d",
+                   .fn = __func__,
+                   .sd = 2,
+                   .stride = stride,
+                   .dilation = dilation,
+                   .groups = groups};
     set_padding(&c, padding, TN_CONV_PAD_EXPLICIT);
     return conv_op(&c, input, weight, bias);
 }
@@ -553,16 +558,24 @@ tn_tensor *tn_conv2d(const tn_tensor *input, const tn_tensor *weight, const tn_t
 tn_tensor *tn_conv2d_mode(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
                           const int64_t stride[2], tn_conv_padding padding,
                           const int64_t dilation[2], int64_t groups) {
-    conv_call c = {
-        .name = "conv2d", .sd = 2, .stride = stride, .dilation = dilation, .groups = groups};
+    conv_call c = {.name = "conv2d",
+                   .fn = __func__,
+                   .sd = 2,
+                   .stride = stride,
+                   .dilation = dilation,
+                   .groups = groups};
     set_padding(&c, NULL, padding);
     return conv_op(&c, input, weight, bias);
 }
 
 tn_tensor *tn_conv1d(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
                      int64_t stride, int64_t padding, int64_t dilation, int64_t groups) {
-    conv_call c = {
-        .name = "conv1d", .sd = 1, .stride = &stride, .dilation = &dilation, .groups = groups};
+    conv_call c = {.name = "conv1d",
+                   .fn = __func__,
+                   .sd = 1,
+                   .stride = &stride,
+                   .dilation = &dilation,
+                   .groups = groups};
     set_padding(&c, &padding, TN_CONV_PAD_EXPLICIT);
     return conv_op(&c, input, weight, bias);
 }
@@ -570,8 +583,12 @@ tn_tensor *tn_conv1d(const tn_tensor *input, const tn_tensor *weight, const tn_t
 tn_tensor *tn_conv1d_mode(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
                           int64_t stride, tn_conv_padding padding, int64_t dilation,
                           int64_t groups) {
-    conv_call c = {
-        .name = "conv1d", .sd = 1, .stride = &stride, .dilation = &dilation, .groups = groups};
+    conv_call c = {.name = "conv1d",
+                   .fn = __func__,
+                   .sd = 1,
+                   .stride = &stride,
+                   .dilation = &dilation,
+                   .groups = groups};
     set_padding(&c, NULL, padding);
     return conv_op(&c, input, weight, bias);
 }
