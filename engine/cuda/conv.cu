@@ -7,6 +7,7 @@
  *    in order (i, j), so the sum is the CPU's, in the CPU's order: the same bits, no atomics.
  */
 #include "cuda_internal.h"
+#include "kernel_util.cuh"
 
 namespace tnc {
 
@@ -64,9 +65,7 @@ template <typename T> tn_status launch(device_state *ds, const tn_conv_args *a) 
     const int64_t n =
         fwd ? a->nb * a->c * a->kh * a->kw * a->oh * a->ow : a->nb * a->c * a->h * a->w;
     if (n == 0) return TN_OK;
-    const int64_t max_blocks = static_cast<int64_t>(ds->sm_count) * 8 * 4;
-    const int64_t blocks = ceil_div(n, 256);
-    const unsigned grid = static_cast<unsigned>(blocks > max_blocks ? max_blocks : blocks);
+    const unsigned grid = grid_clamp(ds, ceil_div(n, 256));
     if (fwd)
         im2col<T><<<grid, 256, 0, ds->stream>>>(*a);
     else
@@ -80,11 +79,8 @@ extern "C" tn_status tn__cuda_conv(int dev, const tn_conv_args *a) {
     tn_status st = check_float_args("conv", a, TN_CONV_COL2IM + 1);
     if (st < 0) return st;
     if (!a->im || !a->col) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA conv: NULL operand");
-    device_state *ds;
-    st = device(dev, &ds);
-    if (st < 0) return st;
-    dev_guard guard(dev);
-    return a->dtype == TN_F32 ? launch<float>(ds, a) : launch<double>(ds, a);
+    return on_device_float(dev, a->dtype,
+                           [&](device_state *ds, auto t) { return launch<decltype(t)>(ds, a); });
 }
 
 } // namespace tnc
