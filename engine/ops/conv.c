@@ -535,60 +535,46 @@ static tn_tensor *conv_op(conv_call *c, const tn_tensor *x, const tn_tensor *w,
     return tn__ret(out);
 }
 
-static void set_padding(conv_call *c, const int64_t *padding, tn_conv_padding mode) {
-    for (int i = 0; i < c->sd; i++)
-        c->pad_lo[i] = c->pad_hi[i] = mode == TN_CONV_PAD_EXPLICIT && padding ? padding[i] : 0;
-    c->same = mode == TN_CONV_PAD_SAME;
-    c->bad_mode = mode != TN_CONV_PAD_EXPLICIT && mode != TN_CONV_PAD_VALID && !c->same;
+/* The four public entries: padding (explicit values, NULL for 0) applies in mode
+ * TN_CONV_PAD_EXPLICIT; the other modes compute it ('valid': 0; 'same': in conv_op). */
+static tn_tensor *conv_entry(const char *fn, int sd, const tn_tensor *input,
+                             const tn_tensor *weight, const tn_tensor *bias, const int64_t *stride,
+                             const int64_t *padding, tn_conv_padding mode,
+                             const int64_t *dilation, int64_t groups) {
+    conv_call c = {.name = sd == 2 ? "conv2d" : "conv1d",
+                   .fn = fn,
+                   .sd = sd,
+                   .stride = stride,
+                   .dilation = dilation,
+                   .groups = groups};
+    for (int i = 0; i < sd; i++)
+        c.pad_lo[i] = c.pad_hi[i] = mode == TN_CONV_PAD_EXPLICIT && padding ? padding[i] : 0;
+    c.same = mode == TN_CONV_PAD_SAME;
+    c.bad_mode = mode != TN_CONV_PAD_EXPLICIT && mode != TN_CONV_PAD_VALID && !c.same;
+    return conv_op(&c, input, weight, bias);
 }
 
 tn_tensor *tn_conv2d(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
                      const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
                      int64_t groups) {
-    conv_call c = {.name = "conv2d",
-                   .fn = __func__,
-                   .sd = 2,
-                   .stride = stride,
-                   .dilation = dilation,
-                   .groups = groups};
-    set_padding(&c, padding, TN_CONV_PAD_EXPLICIT);
-    return conv_op(&c, input, weight, bias);
+    return conv_entry(__func__, 2, input, weight, bias, stride, padding, TN_CONV_PAD_EXPLICIT,
+                      dilation, groups);
 }
 
 tn_tensor *tn_conv2d_mode(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
                           const int64_t stride[2], tn_conv_padding padding,
                           const int64_t dilation[2], int64_t groups) {
-    conv_call c = {.name = "conv2d",
-                   .fn = __func__,
-                   .sd = 2,
-                   .stride = stride,
-                   .dilation = dilation,
-                   .groups = groups};
-    set_padding(&c, NULL, padding);
-    return conv_op(&c, input, weight, bias);
+    return conv_entry(__func__, 2, input, weight, bias, stride, NULL, padding, dilation, groups);
 }
 
 tn_tensor *tn_conv1d(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
                      int64_t stride, int64_t padding, int64_t dilation, int64_t groups) {
-    conv_call c = {.name = "conv1d",
-                   .fn = __func__,
-                   .sd = 1,
-                   .stride = &stride,
-                   .dilation = &dilation,
-                   .groups = groups};
-    set_padding(&c, &padding, TN_CONV_PAD_EXPLICIT);
-    return conv_op(&c, input, weight, bias);
+    return conv_entry(__func__, 1, input, weight, bias, &stride, &padding, TN_CONV_PAD_EXPLICIT,
+                      &dilation, groups);
 }
 
 tn_tensor *tn_conv1d_mode(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
                           int64_t stride, tn_conv_padding padding, int64_t dilation,
                           int64_t groups) {
-    conv_call c = {.name = "conv1d",
-                   .fn = __func__,
-                   .sd = 1,
-                   .stride = &stride,
-                   .dilation = &dilation,
-                   .groups = groups};
-    set_padding(&c, NULL, padding);
-    return conv_op(&c, input, weight, bias);
+    return conv_entry(__func__, 1, input, weight, bias, &stride, NULL, padding, &dilation, groups);
 }
