@@ -18,6 +18,8 @@
 
 #define EXP32 0x7f800000u
 #define EXP64 0x7ff0000000000000ull
+#define EXPBF16 0x7f80u
+#define EXPF16 0x7c00u
 
 /* 1 when one of the n elements at p (byte stride s) has an all-ones exponent */
 #define ROW_SCAN(NAME, U, EXP)                                                                     \
@@ -40,12 +42,20 @@
     }
 ROW_SCAN(row_bad_f32, uint32_t, EXP32)
 ROW_SCAN(row_bad_f64, uint64_t, EXP64)
+ROW_SCAN(row_bad_bf16, uint16_t, EXPBF16)
+ROW_SCAN(row_bad_f16, uint16_t, EXPF16)
+
+typedef unsigned (*row_scan_fn)(const char *p, int64_t n, int64_t s);
+static row_scan_fn row_scan_of(tn_dtype dt) {
+    return dt == TN_F32 ? row_bad_f32 : dt == TN_F64 ? row_bad_f64 : dt == TN_BF16 ? row_bad_bf16
+                                                                                   : row_bad_f16;
+}
 
 static bool any_nonfinite(const tn_tensor *t) {
     tn_scan_plan sp;
     if (!tn__scan_plan(&sp, t)) return false;
     const int64_t step = sp.step * sp.es;
-    const bool f32 = t->dtype == TN_F32;
+    const row_scan_fn row_bad = row_scan_of(t->dtype);
     const int nt = tn__threads_for(sp.n);
     (void)nt; /* without OpenMP the pragma below is all that reads it */
     unsigned bad = 0;
@@ -56,7 +66,7 @@ static bool any_nonfinite(const tn_tensor *t) {
         for (int64_t u = 0; u < sp.units; u++) {
             int64_t len;
             const char *p = tn__scan_unit(&sp, u, &len);
-            bad |= f32 ? row_bad_f32(p, len, step) : row_bad_f64(p, len, step);
+            bad |= row_bad(p, len, step);
         }
     }
     return bad != 0;
@@ -68,7 +78,7 @@ static int classify(const tn_tensor *t) {
     const char *p = tn__ptr(t);
     int res = 0;
     for (int64_t i = 0; i < n && res != 1; i++) {
-        double v = t->dtype == TN_F32 ? ((const float *)p)[off] : ((const double *)p)[off];
+        double v = tn__load(p + off * (int64_t)tn__dtype_sizes[t->dtype], t->dtype);
         if (v != v)
             res = 1;
         else if (v - v != 0)
@@ -84,6 +94,6 @@ static int classify(const tn_tensor *t) {
 }
 
 int tn__nonfinite_cpu(const tn_tensor *t) {
-    if (t->dtype != TN_F32 && t->dtype != TN_F64) return 0;
+    if (!tn__is_float(t->dtype)) return 0;
     return any_nonfinite(t) ? classify(t) : 0;
 }

@@ -43,7 +43,8 @@ static struct { int combos, cases, grads, fails, row_fails; } tally;
 
 /* ---- inputs ------------------------------------------------------------------------------- */
 
-static bool is_float(tn_dtype dt) { return dt == TN_F32 || dt == TN_F64; }
+static bool is_half(tn_dtype dt) { return dt == TN_BF16 || dt == TN_F16; }
+static bool is_float(tn_dtype dt) { return dt == TN_F32 || dt == TN_F64 || is_half(dt); }
 
 /* The value of element i of input k: scripts/gen_golden.py's formulas, rounded for integers. */
 static double input_value(tt_domain dom, int64_t i, int k, const tt_case *c, bool integer) {
@@ -153,9 +154,17 @@ static bool make_inputs(run *r, int layout, int k, int64_t j, double d) {
     return true;
 }
 
+/* Relative tolerances (with an absolute part: |got - want| <= tol (1 + |want|)), per output
+ * dtype (docs/design.md, "The op table"): float64 1e-9; float32 2e-5 times the row's factor;
+ * the halves about two units in their last place (bfloat16 2^-8 relative, float16 2^-11) for
+ * an op computed in float32 and rounded once, times the row's factor up to 4 (an op made of
+ * several rounded ops); integers and bool exact. */
 static double tol_for(const run *r, tn_dtype out) {
+    double f = r->op->tol > 0 ? r->op->tol : 1;
     if (out == TN_F64) return 1e-9;
-    if (out == TN_F32) return 2e-5 * (r->op->tol > 0 ? r->op->tol : 1);
+    if (out == TN_F32) return 2e-5 * f;
+    if (out == TN_BF16) return 8e-3 * fmin(f, 4);
+    if (out == TN_F16) return 1e-3 * fmin(f, 4);
     return 0;
 }
 
@@ -279,8 +288,9 @@ static void gradcheck(run *r, tn_tensor *out) {
     }
 }
 
-/* Float32: the analytic gradients against float64's on the CPU (the same input values),
- * within ten times the row's float32 tolerance (a backward is several rounded steps). */
+/* Float32 and the halves: the analytic gradients against float64's on the CPU (the same input
+ * values), within ten times the row's tolerance for the dtype (a backward is several rounded
+ * steps; three times for the halves, whose tolerance is already a few units). */
 static void grad_vs_f64(run *r, tn_tensor *out) {
     int ks[TT_MAX_IN];
     double g32[TT_MAX_IN][MAX_EL], g64[TT_MAX_IN][MAX_EL];
@@ -295,7 +305,7 @@ static void grad_vs_f64(run *r, tn_tensor *out) {
         char what[64];
         snprintf(what, sizeof what, "gradient of input %d vs float64's", ks[i]);
         compare(r, what, g32[i], g64[i], tt_numel(r->c->ndim[ks[i]], r->c->shape[ks[i]]),
-                10 * tol_for(r, TN_F32));
+                (is_half(r->dt) ? 3 : 10) * tol_for(r, r->dt));
     }
 }
 
@@ -331,7 +341,7 @@ static void check_one(run *r) {
             }
         }
         if (out && r->dt == TN_F64) gradcheck(r, out);
-        if (out && r->dt == TN_F32) grad_vs_f64(r, out);
+        if (out && (r->dt == TN_F32 || is_half(r->dt))) grad_vs_f64(r, out);
     }
     tn_scope_end();
 }

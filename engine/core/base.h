@@ -109,7 +109,11 @@ void *tn__aligned_quiet(size_t align, size_t bytes); /* not zeroed */
 void tn__mfree(void *p);
 /* ---- dtype ----------------------------------------------------------------- */
 extern const size_t tn__dtype_sizes[TN_DTYPE_COUNT];
-static inline bool tn__is_float(tn_dtype d) { return d == TN_F32 || d == TN_F64; }
+static inline bool tn__is_float(tn_dtype d) {
+    return d == TN_F32 || d == TN_F64 || d == TN_BF16 || d == TN_F16;
+}
+/* bfloat16 or float16: the 16-bit storage types computed in float32. */
+static inline bool tn__is_half(tn_dtype d) { return d == TN_BF16 || d == TN_F16; }
 static inline bool tn__valid_dtype(tn_dtype d) { return d >= 0 && d < TN_DTYPE_COUNT; }
 double tn__load(const void *p, tn_dtype dt);
 /* Stores v as dt; integers through int64, wrapped (engine/core/convert.h). */

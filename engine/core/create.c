@@ -64,7 +64,8 @@ static tn_tensor *random_fill(int ndim, const int64_t *shape, tn_dtype dtype, bo
     for (int64_t i = 0; i < n; i++) {
         double v = normal ? tn__rand_normal() : tn__rand_uniform();
         if (dtype == TN_F32) ((float *)t->storage->data)[i] = (float)v;
-        else ((double *)t->storage->data)[i] = v;
+        else if (dtype == TN_F64) ((double *)t->storage->data)[i] = v;
+        else tn__store((char *)t->storage->data + i * 2, dtype, v); /* the halves */
     }
     return tn__ret(t);
 }

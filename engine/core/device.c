@@ -5,6 +5,7 @@
 
 #include "device.h"
 #include "hooks.h"
+#include "widen.h"
 
 /* relaxed: a plain setting, read when a product is enqueued. */
 static _Atomic bool g_allow_tf32 = false;
@@ -84,6 +85,20 @@ tn_tensor *tn__on_device(const tn_tensor *t, tn_device d) {
     return tn__copy_to_device(t, t->dtype, d);
 }
 
+/* A fused family's call with half operands: the float32 kernel on float32
+ * copies (widen.h). F is the family's arguments, copied, with dtype set to
+ * float32; the variadic list names its pointer arguments; CALL runs on the
+ * copies' operands, w.ops. */
+#define WIDEN_CALL(NOPS, OPS, WRITTEN, CALL, ...)                                               \
+    do {                                                                                           \
+        void *const fields[] = {__VA_ARGS__};                                                      \
+        tn_widen w;                                                                                \
+        tn_status wst = tn__widen_begin(&w, NOPS, OPS, WRITTEN, fields,                            \
+                                        (int)(sizeof fields / sizeof *fields));                    \
+        if (wst == TN_OK) wst = (CALL);                                                            \
+        return tn__widen_end(&w, wst);                                                             \
+    } while (0)
+
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
 tn_status tn__dev_pointwise(tn_pw_code code, tn_dtype dt, int nops, tn_tensor *const *ops,
@@ -104,6 +119,11 @@ tn_status tn__dev_pointwise(tn_pw_code code, tn_dtype dt, int nops, tn_tensor *c
 
 tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn_device dev,
                        int nops, const tn_tensor *const *ops) {
+    if (tn__is_half(dt)) {
+        tn_gemm f = *g;
+        WIDEN_CALL(nops, ops, 1u, tn__dev_gemm(TN_F32, &f, b, dev, nops, w.ops), &f.a, &f.b,
+                   &f.c);
+    }
     const tn_backend *be = tn__table_of(dev);
     if (!be) return tn_last_status();
     tn_race_access ra; /* C written, A and B read */
@@ -116,6 +136,11 @@ tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn
 tn_status tn__dev_softmax(const tn_sm_args *a, tn_device dev, int nops,
                           const tn_tensor *const *ops) {
     if (a->outer == 0 || a->d == 0 || a->inner == 0) return TN_OK; /* empty */
+    if (tn__is_half(a->dtype)) {
+        tn_sm_args f = *a;
+        f.dtype = TN_F32;
+        WIDEN_CALL(nops, ops, 1u, tn__dev_softmax(&f, dev, nops, w.ops), &f.x, &f.y, &f.out);
+    }
     const tn_backend *be = tn__table_of(dev);
     if (!be) return tn_last_status();
     tn_race_access ra; /* out written, x and y read */
@@ -133,10 +158,16 @@ bool tn__dev_has_cross_entropy(tn_device dev) {
 
 tn_status tn__dev_cross_entropy(const tn_ce_args *a, tn_device dev, int nops,
                                 const tn_tensor *const *ops) {
+    bool fwd = a->mode == TN_CE_FWD;
+    if (tn__is_half(a->dtype)) {
+        tn_ce_args f = *a;
+        f.dtype = TN_F32;
+        WIDEN_CALL(nops, ops, fwd ? 3u : 1u, tn__dev_cross_entropy(&f, dev, nops, w.ops), &f.x,
+                   &f.stats, &f.loss, &f.g, &f.gx);
+    }
     const tn_backend *be = tn__table_of(dev);
     if (!be) return tn_last_status();
     if (!be->cross_entropy) return tn__error(TN_ERR_INTERNAL, "no fused cross_entropy kernel");
-    bool fwd = a->mode == TN_CE_FWD;
     tn_race_access ra; /* forward: loss and stats written; backward: gx */
     tn__race_begin(&ra, nops, ops, fwd ? 3u : 1u, "cross_entropy");
     tn_status st = be->cross_entropy(dev.index, a);
@@ -149,6 +180,13 @@ tn_status tn__dev_cross_entropy(const tn_ce_args *a, tn_device dev, int nops,
 tn_status tn__dev_layer_norm(const tn_ln_args *a, tn_device dev, int nops,
                              const tn_tensor *const *ops, unsigned written) {
     if (a->rows == 0 || a->cols == 0) return TN_OK; /* empty: the op fills what it needs */
+    if (tn__is_half(a->dtype)) {
+        tn_ln_args f = *a;
+        f.dtype = TN_F32;
+        WIDEN_CALL(nops, ops, written, tn__dev_layer_norm(&f, dev, nops, w.ops, written), &f.x,
+                   &f.weight, &f.bias, &f.mean, &f.rstd, &f.y, &f.dy, &f.dx, &f.dweight,
+                   &f.dbias);
+    }
     const tn_backend *be = tn__table_of(dev);
     if (!be) return tn_last_status();
     if (!be->layer_norm) return tn__error(TN_ERR_INTERNAL, "no layer_norm kernel");
@@ -163,6 +201,12 @@ tn_status tn__dev_layer_norm(const tn_ln_args *a, tn_device dev, int nops,
 
 tn_status tn__dev_attention(const tn_attn_args *a, tn_device dev, int nops, int n_out,
                             const tn_tensor *const *ops) {
+    if (tn__is_half(a->dtype)) {
+        tn_attn_args f = *a;
+        f.dtype = TN_F32;
+        WIDEN_CALL(nops, ops, (1u << n_out) - 1u, tn__dev_attention(&f, dev, nops, n_out, w.ops),
+                   &f.q, &f.k, &f.v, &f.mask, &f.o, &f.lse, &f.dout, &f.dq, &f.dk, &f.dv);
+    }
     const tn_backend *be = tn__table_of(dev);
     if (!be) return tn_last_status();
     if (!be->attention) return tn__error(TN_ERR_INTERNAL, "no fused attention kernel");
@@ -177,6 +221,11 @@ tn_status tn__dev_attention(const tn_attn_args *a, tn_device dev, int nops, int 
 tn_status tn__dev_conv(const tn_conv_args *a, tn_device dev, const tn_tensor *const ops[2]) {
     int64_t nim = a->nb * a->c * a->h * a->w, ncol = a->nb * a->c * a->kh * a->kw * a->oh * a->ow;
     if ((a->mode == TN_CONV_IM2COL ? ncol : nim) == 0) return TN_OK; /* nothing to write */
+    if (tn__is_half(a->dtype)) {
+        tn_conv_args f = *a;
+        f.dtype = TN_F32;
+        WIDEN_CALL(2, ops, 1u, tn__dev_conv(&f, dev, w.ops), &f.im, &f.col);
+    }
     const tn_backend *be = tn__table_of(dev);
     if (!be) return tn_last_status();
     if (!be->conv) return tn__error(TN_ERR_INTERNAL, "no convolution kernel");

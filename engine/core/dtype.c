@@ -3,11 +3,12 @@
 #include <math.h>
 
 #include "convert.h"
+#include "half.h"
 #include "internal.h"
 
-const size_t tn__dtype_sizes[TN_DTYPE_COUNT] = {4, 8, 2, 4, 8, 1};
-static const char *const dtype_names[TN_DTYPE_COUNT] = {"float32", "float64", "int16",
-                                                        "int32",   "int64",   "bool"};
+const size_t tn__dtype_sizes[TN_DTYPE_COUNT] = {4, 8, 2, 4, 8, 1, 2, 2};
+static const char *const dtype_names[TN_DTYPE_COUNT] = {
+    "float32", "float64", "int16", "int32", "int64", "bool", "bfloat16", "float16"};
 
 const char *tn_dtype_name(tn_dtype dt) {
     return tn__valid_dtype(dt) ? dtype_names[dt] : "invalid";
@@ -23,6 +24,8 @@ double tn__load(const void *p, tn_dtype dt) {
     case TN_I32: return *(const int32_t *)p;
     case TN_I64: return (double)*(const int64_t *)p;
     case TN_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
+    case TN_BF16: return tn_bf16_to_f32(*(const tn_bf16 *)p);
+    case TN_F16: return tn_f16_to_f32(*(const tn_f16 *)p);
     default: return 0;
     }
 }
@@ -36,6 +39,9 @@ void tn__store(void *p, tn_dtype dt, double v) {
     case TN_I32: *(int32_t *)p = (int32_t)(uint64_t)tn_scalar_to_i64(v); break;
     case TN_I64: *(int64_t *)p = tn_scalar_to_i64(v); break;
     case TN_BOOL: *(uint8_t *)p = v != 0; break;
+    /* halves: through float32, as PyTorch's Half(float) and BFloat16(float) */
+    case TN_BF16: *(tn_bf16 *)p = tn_f32_to_bf16((float)v); break;
+    case TN_F16: *(tn_f16 *)p = tn_f32_to_f16((float)v); break;
     default: break;
     }
 }
@@ -44,6 +50,8 @@ tn_status tn__check_scalar(double v, tn_dtype dt) {
     const char *type = NULL;
     switch (dt) { /* PyTorch's names, in its message */
     case TN_F32: type = isfinite(v) && fabs(v) > FLT_MAX ? "float" : NULL; break;
+    case TN_F16: type = isfinite(v) && fabs(v) > 65504.0 ? "at::Half" : NULL; break;
+    case TN_BF16: type = isfinite(v) && fabs(v) > 3.38953138925153547590e38 ? "at::BFloat16" : NULL; break;
     case TN_I16: type = v > -32769.0 && v < 32768.0 ? NULL : "int16_t"; break;
     case TN_I32: type = v > -TN_TWO_31 - 1.0 && v < TN_TWO_31 ? NULL : "int"; break;
     case TN_I64: type = v >= -TN_TWO_63 && v < TN_TWO_63 ? NULL : "int64_t"; break;
@@ -57,14 +65,18 @@ tn_status tn__check_scalar(double v, tn_dtype dt) {
 /* Category: bool < integer < floating. */
 static int category(tn_dtype d) { return d == TN_BOOL ? 0 : tn__is_float(d) ? 2 : 1; }
 static int rank(tn_dtype d) {
-    static const int r[TN_DTYPE_COUNT] = {10, 11, 2, 3, 4, 0};
+    static const int r[TN_DTYPE_COUNT] = {10, 11, 2, 3, 4, 0, 9, 9};
     return r[d];
 }
 
+/* torch.promote_types (docs/semantics.md, "Type promotion"): the higher
+ * category wins, then the wider type; bfloat16 and float16 are of equal rank
+ * and neither holds the other, so together they give float32. */
 tn_dtype tn__promote_types(tn_dtype a, tn_dtype b) {
     if (a == b) return a;
     int ca = category(a), cb = category(b);
     if (ca != cb) return ca > cb ? a : b;
+    if (rank(a) == rank(b)) return TN_F32; /* bfloat16 with float16 */
     return rank(a) > rank(b) ? a : b;
 }
 

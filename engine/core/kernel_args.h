@@ -81,6 +81,7 @@ static inline bool tn_pw_supports(tn_pw_code c, tn_dtype dt) {
     if ((int)c < 0 || c >= TN_PW_COUNT || (int)dt < 0 || dt >= TN_DTYPE_COUNT) return false;
     int k = tn_pw_kind(c);
     if (k == TN_PW_KIND_ALL || k == TN_PW_KIND_CMP || dt == TN_F32 || dt == TN_F64) return true;
+    if (dt == TN_BF16 || dt == TN_F16) return true; /* the halves are float dtypes */
     return k == TN_PW_KIND_NOBOOL && dt != TN_BOOL;
 }
 

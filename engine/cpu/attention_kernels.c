@@ -67,7 +67,7 @@ static inline double exp_f64(double x) { return exp(x); }
 #define MR_f32 8
 #define MR_f64 4
 #define TN_IMPL "attention_impl.h"
-#define TN_EACH TN_EACH_FLOAT
+#define TN_EACH TN_EACH_WIDE
 #include "each_dtype.h"
 
 typedef struct attn_kernels {
@@ -79,7 +79,7 @@ typedef struct attn_kernels {
                    int64_t i0);
 } attn_kernels;
 #define ATTN_KERNELS(ID, CT, S) [ID] = {fwd_block_##S, delta_v_##S, kblock_v_##S, qblock_v_##S},
-static const attn_kernels kernels[TN_DTYPE_COUNT] = {TN_FOR_EACH_FLOAT(ATTN_KERNELS)};
+static const attn_kernels kernels[TN_DTYPE_COUNT] = {TN_FOR_EACH_WIDE(ATTN_KERNELS)};
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

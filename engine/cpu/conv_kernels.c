@@ -21,7 +21,7 @@ static inline void in_range(int64_t x0, int64_t s, int64_t w, int64_t ow, int64_
 }
 
 #define TN_IMPL "conv_impl.h"
-#define TN_EACH TN_EACH_FLOAT
+#define TN_EACH TN_EACH_WIDE
 #include "each_dtype.h"
 
 typedef struct conv_kernels {
@@ -29,7 +29,7 @@ typedef struct conv_kernels {
     void (*col2im_channel)(const tn_conv_args *a, int64_t b, int64_t ci);
 } conv_kernels;
 #define CONV_KERNELS(ID, CT, S) [ID] = {im2col_row_##S, col2im_channel_##S},
-static const conv_kernels kernels[TN_DTYPE_COUNT] = {TN_FOR_EACH_FLOAT(CONV_KERNELS)};
+static const conv_kernels kernels[TN_DTYPE_COUNT] = {TN_FOR_EACH_WIDE(CONV_KERNELS)};
 
 tn_status tn__cpu_conv(int dev, const tn_conv_args *a) {
     (void)dev;

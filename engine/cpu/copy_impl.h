@@ -9,6 +9,10 @@
 #include "copy_pair_impl.h"
 #define SS f64
 #include "copy_pair_impl.h"
+#define SS bf16
+#include "copy_pair_impl.h"
+#define SS f16
+#include "copy_pair_impl.h"
 #define SS i16
 #include "copy_pair_impl.h"
 #define SS i32
@@ -24,7 +28,7 @@ static const tn_loop_fn TN_NAME(copy_from, SUF)[TN_DTYPE_COUNT] = {TN_FOR_EACH_D
 
 /* every element = the fill value (a double, as DT) */
 static void TN_NAME(fill, SUF)(void *ctx, int64_t n, char **p, const int64_t *s) {
-    DT v = TN_SCALAR(DT, *(const double *)ctx);
+    DT v = TN_SCALAR_TO(SUF, *(const double *)ctx);
     if (s[0] == sizeof(DT)) {
         DT *o = (DT *)p[0];
         for (int64_t i = 0; i < n; i++)

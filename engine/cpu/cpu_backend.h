@@ -7,14 +7,16 @@
 
 #include "../core/backend.h"
 #include "../core/base.h"
+#include "dtype_dispatch.h"
 #include "iter.h"
 
 /* The optimisers' row loops (optim_kernels.c), entries of tn__pw_loops
  * (pw_kernels.c) for TN_PW_SGD and TN_PW_ADAM. */
-void tn__cpu_sgd_f32(void *ctx, int64_t n, char **ptr, const int64_t *s);
-void tn__cpu_sgd_f64(void *ctx, int64_t n, char **ptr, const int64_t *s);
-void tn__cpu_adam_f32(void *ctx, int64_t n, char **ptr, const int64_t *s);
-void tn__cpu_adam_f64(void *ctx, int64_t n, char **ptr, const int64_t *s);
+#define TN_OPTIM_DECL(ID, CT, S)                                                                   \
+    void tn__cpu_sgd_##S(void *ctx, int64_t n, char **ptr, const int64_t *s);                      \
+    void tn__cpu_adam_##S(void *ctx, int64_t n, char **ptr, const int64_t *s);
+TN_FOR_EACH_FLOAT(TN_OPTIM_DECL)
+#undef TN_OPTIM_DECL
 
 /* copy_kernels.c */
 tn_status tn__cpu_copy(int dev, tn_dtype dst, tn_dtype src, const tn_iter *it);

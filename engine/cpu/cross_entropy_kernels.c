@@ -10,7 +10,7 @@
 #include "dtype_dispatch.h"
 
 #define TN_IMPL "cross_entropy_impl.h"
-#define TN_EACH TN_EACH_FLOAT
+#define TN_EACH TN_EACH_WIDE
 #include "each_dtype.h"
 
 typedef struct ce_kernels {
@@ -20,7 +20,7 @@ typedef struct ce_kernels {
                 const void *stats, double scale, void *gx);
 } ce_kernels;
 #define CE_KERNELS(ID, CT, S) [ID] = {ce_fwd_##S, ce_bwd_##S},
-static const ce_kernels kernels[TN_DTYPE_COUNT] = {TN_FOR_EACH_FLOAT(CE_KERNELS)};
+static const ce_kernels kernels[TN_DTYPE_COUNT] = {TN_FOR_EACH_WIDE(CE_KERNELS)};
 
 /* The forward: row statistics and per-row terms, then the loss. */
 static tn_status ce_forward(const tn_ce_args *a) {

@@ -56,8 +56,9 @@ static int thread_num(void) { return 0; }
  * Floats, products big enough: packed, blocked kernels. ------------------- */
 #define DOT_LANES 16
 
+/* bfloat16 and float16 products reach the CPU as float32 (engine/core/widen.h) */
 #define TN_IMPL "gemm_impl.h"
-#define TN_EACH TN_EACH_NOBOOL
+#define TN_EACH (TN_EACH_WIDE | TN_EACH_INTS)
 #include "each_dtype.h"
 
 /* ---- dispatch -------------------------------------------------------------------- */
@@ -72,7 +73,7 @@ typedef struct kernel {
 
 #define FLOAT_KERNEL(ID, CT, S) [ID] = {MR_##S, NR_##S, sizeof(CT), direct_##S, blocked_v_##S},
 #define INT_KERNEL(ID, CT, S) [ID] = {1, 1, sizeof(CT), direct_##S, NULL},
-static const kernel kernels[TN_DTYPE_COUNT] = {TN_FOR_EACH_FLOAT(FLOAT_KERNEL)
+static const kernel kernels[TN_DTYPE_COUNT] = {TN_FOR_EACH_WIDE(FLOAT_KERNEL)
                                                    TN_FOR_EACH_INT(INT_KERNEL)};
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }

@@ -11,10 +11,10 @@ static void F(scan)(const T *p, int64_t n, double *sq, double *mx) {
     int nan = 0;
 #pragma omp simd reduction(+ : a) reduction(max : m) reduction(| : nan)
     for (int64_t i = 0; i < n; i++) {
-        double d = (double)p[i], av = d < 0 ? -d : d;
+        double d = (double)TN_LD(SUF, p[i]), av = d < 0 ? -d : d;
         a += d * d;
         m = av > m ? av : m;
-        nan |= p[i] != p[i];
+        nan |= d != d;
     }
     *sq = a;
     *mx = nan ? (double)NAN : m;

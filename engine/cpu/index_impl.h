@@ -1,13 +1,16 @@
 /* engine/cpu/index_impl.h — the adding index kernels of one dtype, included
  * by index_kernels.c once per dtype with SUF defined: rows_add_SUF and
- * scatter_add_SUF. ADD is + (bool: |, so that true + true stays true).
+ * scatter_add_SUF. ADD is + as T (bool: |, so that true + true stays true;
+ * the halves: in float32, rounded at each add, as PyTorch's).
  */
 #define T TN_T(SUF)
 #define F(name) TN_NAME(name, SUF)
 #if TN_IS_BOOL(SUF)
-#define ADD(d, s) ((d) | (s))
+#define ADD(d, s) ((T)((d) | (s)))
+#elif TN_IS_HALF(SUF)
+#define ADD(d, s) TN_ST(SUF, TN_LD(SUF, d) + TN_LD(SUF, s))
 #else
-#define ADD(d, s) ((d) + (s))
+#define ADD(d, s) ((T)((d) + (s)))
 #endif
 
 /* ROWS_ADD, out (outer, size, inner)[o, idx[j]] += src (outer, n, inner)[o, j]:
@@ -25,7 +28,7 @@ static void F(rows_add)(const tn_index_args *a, int64_t r0, int64_t r1) {
             T *restrict d = out + (o * a->size + r) * in;
             const T *restrict s = src + (o * a->n + j) * in;
             for (int64_t i = 0; i < in; i++)
-                d[i] = (T)ADD(d[i], s[i]);
+                d[i] = ADD(d[i], s[i]);
         }
     }
 }
@@ -38,7 +41,7 @@ static void F(scatter_add)(const tn_index_args *a, int64_t L) {
     T *o = (T *)a->out + l.oo;
     for (int64_t j = 0; j < l.m; j++) {
         T *d = o + l.ix[j * l.is] * l.os;
-        *d = (T)ADD(*d, s[j * l.ss]);
+        *d = ADD(*d, s[j * l.ss]);
     }
 }
 

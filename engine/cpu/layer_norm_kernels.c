@@ -14,7 +14,7 @@
 #include "dtype_dispatch.h"
 
 #define TN_IMPL "layer_norm_impl.h"
-#define TN_EACH TN_EACH_FLOAT
+#define TN_EACH TN_EACH_WIDE
 #include "each_dtype.h"
 
 typedef struct ln_kernels {
@@ -22,7 +22,7 @@ typedef struct ln_kernels {
     void (*bwd_rows)(const tn_ln_args *a, int64_t r0, int64_t r1, double *pw, double *pb);
 } ln_kernels;
 #define LN_KERNELS(ID, CT, S) [ID] = {ln_fwd_row_##S, ln_bwd_rows_##S},
-static const ln_kernels kernels[TN_DTYPE_COUNT] = {TN_FOR_EACH_FLOAT(LN_KERNELS)};
+static const ln_kernels kernels[TN_DTYPE_COUNT] = {TN_FOR_EACH_WIDE(LN_KERNELS)};
 
 /* The backward in one pass over blocks of TN_LN_ROW_BLOCK rows: each row's
  * dx, and the block's partial sums of dweight and dbias (part: 2 cols

@@ -3,25 +3,36 @@
  * tn__cpu_sgd_SUF and tn__cpu_adam_SUF (pointwise loops, cpu_backend.h).
  */
 #define T TN_T(SUF)
+#define C TN_CT(SUF)
 #define F(name) TN_NAME(name, SUF)
+/* R: a value rounded to the parameter's dtype where torch's update ends one
+ * op (mul_, add_, addcmul_, ...): the identity but for the halves, whose
+ * state and parameters are computed in float32 op by op. */
+#if TN_IS_HALF(SUF)
+#define R(x) TN_LD(SUF, TN_ST(SUF, x))
+#else
+#define R(x) (x)
+#endif
+#define LD(x) TN_LD(SUF, x)
+#define ST(x) TN_ST(SUF, x)
 
 /* p, g, buf are one row of n elements with byte strides s0, s1, s2:
  *   d = g + wd p;  buf = first ? d : momentum buf + d;  p += -lr (buf or d).
  * Called with constant strides for contiguous rows so it vectorises. */
 static inline void F(sgd_row)(const sgd_ctx *c, int64_t n, char *pp, const char *gp, char *bp,
                               int64_t s0, int64_t s1, int64_t s2) {
-    const T neg_lr = (T)(-c->lr), mom = (T)c->momentum, wd = (T)c->wd;
+    const C neg_lr = (C)(-c->lr), mom = (C)c->momentum, wd = (C)c->wd;
     const bool use_wd = c->wd != 0, use_buf = c->momentum != 0, first = c->first;
     for (int64_t i = 0; i < n; i++) {
         T *p = (T *)(pp + i * s0);
-        T g = *(const T *)(gp + i * s1);
-        T d = use_wd ? g + wd * *p : g;
+        C g = LD(*(const T *)(gp + i * s1)), pv = LD(*p);
+        C d = use_wd ? R(g + wd * pv) : g;
         if (use_buf) {
             T *b = (T *)(bp + i * s2);
-            d = first ? d : *b * mom + d;
-            *b = d;
+            d = first ? d : R(R(LD(*b) * mom) + d);
+            *b = ST(d);
         }
-        *p = *p + neg_lr * d;
+        *p = ST(pv + neg_lr * d);
     }
 }
 void F(tn__cpu_sgd)(void *ctx, int64_t n, char **ptr, const int64_t *s) {
@@ -45,22 +56,22 @@ void F(tn__cpu_sgd)(void *ctx, int64_t n, char **ptr, const int64_t *s) {
  * under -fno-math-errno: errno-setting sqrt blocks it). */
 static inline void F(adam_row)(const adam_ctx *c, int64_t n, char *pp, const char *gp, char *mp,
                                char *vp, int64_t s0, int64_t s1, int64_t s2, int64_t s3) {
-    const T b1 = (T)c->beta1, b2 = (T)c->beta2, a1 = (T)c->one_minus_beta1;
-    const T a2 = (T)c->one_minus_beta2, wd = (T)c->wd, eps = (T)c->eps;
-    const T bc2s = (T)c->bc2_sqrt, neg_step = (T)c->neg_step_size;
-    const T decay = (T)c->decay;
+    const C b1 = (C)c->beta1, b2 = (C)c->beta2, a1 = (C)c->one_minus_beta1;
+    const C a2 = (C)c->one_minus_beta2, wd = (C)c->wd, eps = (C)c->eps;
+    const C bc2s = (C)c->bc2_sqrt, neg_step = (C)c->neg_step_size;
+    const C decay = (C)c->decay;
     const bool use_wd = c->wd != 0, use_decay = c->decay != 1;
     for (int64_t i = 0; i < n; i++) {
         T *p = (T *)(pp + i * s0), *m = (T *)(mp + i * s2), *v = (T *)(vp + i * s3);
-        T g = *(const T *)(gp + i * s1);
-        if (use_decay) *p = *p * decay;
-        T d = use_wd ? g + wd * *p : g;
-        T mi = *m * b1 + a1 * d;
-        T vi = *v * b2 + a2 * d * d;
-        *m = mi;
-        *v = vi;
-        T denom = TN_M(sqrt, vi) / bc2s + eps;
-        *p = *p + neg_step * mi / denom;
+        C g = LD(*(const T *)(gp + i * s1)), pv = LD(*p);
+        if (use_decay) pv = R(pv * decay);
+        C d = use_wd ? R(g + wd * pv) : g;
+        C mi = R(R(LD(*m) * b1) + a1 * d);
+        C vi = R(R(LD(*v) * b2) + a2 * d * d);
+        *m = ST(mi);
+        *v = ST(vi);
+        C denom = R(R(R(TN_M(sqrt, vi)) / bc2s) + eps);
+        *p = ST(pv + neg_step * mi / denom);
     }
 }
 void F(tn__cpu_adam)(void *ctx, int64_t n, char **ptr, const int64_t *s) {
@@ -72,5 +83,9 @@ void F(tn__cpu_adam)(void *ctx, int64_t n, char **ptr, const int64_t *s) {
 }
 
 #undef T
+#undef C
+#undef R
+#undef LD
+#undef ST
 #undef F
 #undef SUF

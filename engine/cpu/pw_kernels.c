@@ -12,9 +12,11 @@
 
 /* Each kind extends the narrower one: FLOAT < NOBOOL (+ integers) < ALL (+
  * bool); comparisons: every input dtype, bool output. */
-#define BIN(ID, T, S, N, EXPR) TN_DEFINE_BINARY_LOOP(N##_##S, T, T, binary_loop_##S, EXPR)
-#define CMP(ID, T, S, N, EXPR) TN_DEFINE_BINARY_LOOP(N##_##S, T, uint8_t, cmp_loop_##S, EXPR)
-#define UN(ID, T, S, N, EXPR) TN_DEFINE_UNARY_LOOP(N##_##S, T, unary_loop_##S, EXPR)
+/* the element functions compute in TN_CT (float32 for the halves) */
+#define BIN(ID, T, S, N, EXPR)                                                                     \
+    TN_DEFINE_BINARY_LOOP(N##_##S, TN_CT(S), TN_CT(S), binary_loop_##S, EXPR)
+#define CMP(ID, T, S, N, EXPR) TN_DEFINE_BINARY_LOOP(N##_##S, TN_CT(S), uint8_t, cmp_loop_##S, EXPR)
+#define UN(ID, T, S, N, EXPR) TN_DEFINE_UNARY_LOOP(N##_##S, TN_CT(S), unary_loop_##S, EXPR)
 #define LOOPS_FLOAT(N, EXPR) TN_FOR_EACH_FLOAT_A(BIN, N, EXPR)
 #define LOOPS_NOBOOL(N, EXPR) TN_FOR_EACH_NOBOOL_A(BIN, N, EXPR)
 #define LOOPS_ALL(N, EXPR) TN_FOR_EACH_DTYPE_A(BIN, N, EXPR)

@@ -3,14 +3,14 @@
  * defined: the sum kernels here, then max and min from reduce_ext_impl.h.
  * Input T, accumulator A (float: double, integers and bool: int64), output
  * O; FIN(total, div) is the output value (float: divided by div, for the
- * mean). Defines row_sum_SUF, row_ext_max_SUF and row_ext_min_SUF.
+ * mean, rounded once to T). Elements are read through TN_LD. Defines row_sum_SUF, row_ext_max_SUF and row_ext_min_SUF.
  */
 #define T TN_T(SUF)
 #define A TN_ACC(SUF)
 #define F(name) TN_NAME(name, SUF)
 #if TN_IS_FLOAT(SUF)
 #define O T
-#define FIN(x, div) ((T)((x) / (div)))
+#define FIN(x, div) TN_ST(SUF, (x) / (div))
 #else
 #define O A
 #define FIN(x, div) (x)
@@ -24,14 +24,14 @@ static A F(blk_sum)(const char *p, int64_t n, int64_t sb) {
         const T *x = (const T *)p;
         for (; i + 8 <= n; i += 8)
             for (int k = 0; k < 8; k++)
-                acc[k] += (A)x[i + k];
+                acc[k] += (A)TN_LD(SUF, x[i + k]);
     } else {
         for (; i + 8 <= n; i += 8)
             for (int k = 0; k < 8; k++)
-                acc[k] += (A) * (const T *)(p + (i + k) * sb);
+                acc[k] += (A)TN_LD(SUF, *(const T *)(p + (i + k) * sb));
     }
     for (int k = 0; i < n; i++, k++)
-        acc[k] += (A) * (const T *)(p + i * sb);
+        acc[k] += (A)TN_LD(SUF, *(const T *)(p + i * sb));
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 static void F(slice_blk_sum)(const red_job *jb, int64_t b) {
@@ -69,12 +69,12 @@ static void F(cols_sum)(A *acc, const char *p, int64_t n, int64_t si, int64_t r0
         for (int64_t r = r0; r < r1; r++) {
             const T *x = (const T *)(p + r * sr);
             for (int64_t j = 0; j < n; j++)
-                acc[j] += (A)x[j];
+                acc[j] += (A)TN_LD(SUF, x[j]);
         }
     } else {
         for (int64_t r = r0; r < r1; r++)
             for (int64_t j = 0; j < n; j++)
-                acc[j] += (A) * (const T *)(p + r * sr + j * si);
+                acc[j] += (A)TN_LD(SUF, *(const T *)(p + r * sr + j * si));
     }
 }
 /* Column block cb: all reduced indices, RB at a time, totalled in order. */

@@ -12,13 +12,13 @@
 #define CHUNK 256
 
 #define TN_IMPL "softmax_impl.h"
-#define TN_EACH TN_EACH_FLOAT
+#define TN_EACH TN_EACH_WIDE
 #include "each_dtype.h"
 
 typedef void (*sm_row_fn)(int mode, const void *x, const void *y, void *out, int64_t dn,
                           int64_t inner, int64_t w);
 #define SM_ROW(ID, CT, S) [ID] = sm_row_##S,
-static const sm_row_fn sm_rows[TN_DTYPE_COUNT] = {TN_FOR_EACH_FLOAT(SM_ROW)};
+static const sm_row_fn sm_rows[TN_DTYPE_COUNT] = {TN_FOR_EACH_WIDE(SM_ROW)};
 
 tn_status tn__cpu_softmax(int dev, const tn_sm_args *a) {
     (void)dev;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "ops_internal.h"
+#include "pointwise_driver.h"
 
 typedef struct sdpa_params {
     double dropout_p;
@@ -31,9 +32,7 @@ TN_NODE_PARAMS(sdpa_params, sdpa_p)
 
 /* PyTorch's names of dtypes as caffe2::TypeMeta prints them. */
 static const char *meta_name(tn_dtype dt) {
-    static const char *const names[TN_DTYPE_COUNT] = {"float", "double",   "short int",
-                                                      "int",   "long int", "bool"};
-    return (int)dt >= 0 && dt < TN_DTYPE_COUNT ? names[dt] : "?";
+    return (int)dt >= 0 && dt < TN_DTYPE_COUNT ? tn__torch_cpp_name(dt) : "?";
 }
 
 /* The geometry of one call: batch shape, sizes, and the kernel's strides. */

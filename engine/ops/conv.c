@@ -162,6 +162,21 @@ static tn_status gemm_dw(const conv_geom *g, tn_tensor *gy, tn_tensor *col, int6
  * out has the result's numel. */
 static tn_status run_kernels(int kind, const conv_geom *g, tn_tensor *a, tn_tensor *b,
                              tn_tensor *out) {
+    if (tn__is_half(a->dtype)) {
+        /* the halves: the whole primitive in float32, its result rounded once (as
+         * PyTorch's CPU kernels), not each product and col2im add */
+        int64_t n = tn_numel(out);
+        tn_tensor *a32 = tn__cast(a, TN_F32), *b32 = a32 ? tn__cast(b, TN_F32) : NULL;
+        tn_tensor *o32 = b32 ? tn__empty_on(1, &n, TN_F32, tn__dev(out)) : NULL;
+        tn_status st = o32 ? run_kernels(kind, g, a32, b32, o32) : tn_last_status();
+        tn_tensor *flat = st == TN_OK ? tn__alias(out, 1, &n, (int64_t[]){1}, out->offset) : NULL;
+        if (st == TN_OK) st = flat ? tn__copy_into(flat, o32) : tn_last_status();
+        tn_release(flat);
+        tn_release(a32);
+        tn_release(b32);
+        tn_release(o32);
+        return st;
+    }
     int64_t nb = chunk_images(g);
     int64_t cshape = nb * g->c * g->kh * g->kw * g->oh * g->ow;
     tn_tensor *col = tn__empty_on(1, &cshape, a->dtype, tn__dev(a));

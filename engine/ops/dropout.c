@@ -33,10 +33,15 @@ static void draw_mask(tn_tensor *m, double p) {
         float *v = (float *)tn__ptr(m), s = (float)scale;
         for (int64_t i = 0; i < n; i++)
             v[i] = tn__rand_uniform() < keep ? s : 0.0f;
-    } else {
+    } else if (m->dtype == TN_F64) {
         double *v = (double *)tn__ptr(m);
         for (int64_t i = 0; i < n; i++)
             v[i] = tn__rand_uniform() < keep ? scale : 0.0;
+    } else { /* the halves: the scale rounded to the dtype, as torch's mask */
+        char *v = tn__ptr(m);
+        size_t es = tn__dtype_sizes[m->dtype];
+        for (int64_t i = 0; i < n; i++)
+            tn__store(v + (size_t)i * es, m->dtype, tn__rand_uniform() < keep ? scale : 0.0);
     }
 }
 

@@ -131,13 +131,13 @@ tn_status tn__inplace_prepare(const char *op, tn_tensor *self, const tn_tensor *
 }
 
 const char *tn__torch_scalar_name(tn_dtype d) {
-    static const char *const n[TN_DTYPE_COUNT] = {"Float", "Double", "Short",
-                                                  "Int",   "Long",   "Bool"};
+    static const char *const n[TN_DTYPE_COUNT] = {"Float", "Double", "Short",    "Int",
+                                                  "Long",  "Bool",   "BFloat16", "Half"};
     return n[d];
 }
 
 const char *tn__torch_cpp_name(tn_dtype d) {
-    static const char *const n[TN_DTYPE_COUNT] = {"float", "double",   "short int",
-                                                  "int",   "long int", "bool"};
+    static const char *const n[TN_DTYPE_COUNT] = {
+        "float", "double", "short int", "int", "long int", "bool", "c10::BFloat16", "c10::Half"};
     return n[d];
 }

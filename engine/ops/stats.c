@@ -83,7 +83,10 @@ static tn_tensor *logsumexp_keep(const tn_tensor *x, int dim, const int64_t *kee
     int nd = x->ndim;
     tn_dtype dt = x->dtype;
     if (nd && x->shape[dim] == 0) return tn__full_on(nd, keep, dt, -INFINITY, tn__dev(x));
-    double big = dt == TN_F32 ? FLT_MAX : DBL_MAX;
+    double big = dt == TN_F32    ? FLT_MAX
+                 : dt == TN_F16  ? 65504.0
+                 : dt == TN_BF16 ? 3.38953138925153547590e38
+                                 : DBL_MAX; /* the dtype's largest finite value */
     tn_pw_ctx lim = {-big, big};
     tn_tensor *m = tn__empty_on(nd, keep, dt, tn__dev(x)), *mc = NULL, *d = NULL, *e = NULL;
     tn_tensor *s = NULL, *ls = NULL, *out = NULL;

@@ -37,12 +37,22 @@ static tn_status norm_part(const tn_tensor *g, double p, double *out) {
     return st;
 }
 
+/* v rounded to dt */
+static double round_to(tn_dtype dt, double v) {
+    uint16_t b;
+    tn__store(&b, dt, v);
+    return tn__load(&b, dt);
+}
+
 /* torch's float arithmetic for the coefficient, in the gradients' dtype */
 static double clip_coef(double max_norm, double total, tn_dtype dt) {
     double c;
     if (dt == TN_F32) {
         float t = (float)total + (float)1e-6;
         c = (double)((1.0f / t) * (float)max_norm);
+    } else if (tn__is_half(dt)) { /* each tensor op rounds to the dtype */
+        double t = round_to(dt, round_to(dt, total) + 1e-6);
+        c = round_to(dt, round_to(dt, 1.0 / t) * max_norm);
     } else {
         c = (1.0 / (total + 1e-6)) * max_norm;
     }

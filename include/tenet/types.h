@@ -45,6 +45,8 @@ typedef enum tn_dtype {
     TN_I32 = 3,
     TN_I64 = 4,
     TN_BOOL = 5,
+    TN_BF16 = 6, /* bfloat16: storage type, computed in float32 (docs/api.md) */
+    TN_F16 = 7,  /* float16 (IEEE binary16): storage type, computed in float32 */
     TN_DTYPE_COUNT,
     /* Pseudo dtype for tn_new_tensor / tn_to: keep the source's dtype. */
     TN_DTYPE_SAME = -1

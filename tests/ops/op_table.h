@@ -44,7 +44,8 @@ enum { TT_CPU = 1u << 0, TT_CUDA = 1u << 1, TT_ALL_BACKENDS = TT_CPU | TT_CUDA }
 
 /* Dtype bits (tt_op.dtypes): 1u << tn_dtype. */
 #define TT_DT(d) (1u << (d))
-#define TT_FLOATS (TT_DT(TN_F32) | TT_DT(TN_F64))
+#define TT_HALVES (TT_DT(TN_BF16) | TT_DT(TN_F16))
+#define TT_FLOATS (TT_DT(TN_F32) | TT_DT(TN_F64) | TT_HALVES)
 #define TT_INTS (TT_DT(TN_I16) | TT_DT(TN_I32) | TT_DT(TN_I64))
 #define TT_NUMERIC (TT_FLOATS | TT_INTS)
 
