@@ -40,6 +40,9 @@ static const bench_case CASES[] = {
     {"sgemm1024", "tn_matmul 1024x1024 float32", bench_sgemm1024, false},
     {"sgemm2048", "tn_matmul 2048x2048 float32", bench_sgemm2048, false},
     {"sgemm4096", "tn_matmul 4096x4096 float32 (GPU: no TF32)", bench_sgemm4096, true},
+    {"bf16gemm2048", "tn_matmul 2048x2048 bfloat16 (float32 accumulation)", bench_bf16gemm2048,
+     false},
+    {"hgemm2048", "tn_matmul 2048x2048 float16 (float32 accumulation)", bench_hgemm2048, false},
     {"mlp",
      "MLP training step 256x784->256->10, ReLU, cross-entropy, SGD "
      "(--device cuda: batch 4096, 784->1024->10)",

@@ -106,6 +106,8 @@ int bench_chain100_profile(const bench_opts *o);
 int bench_sgemm1024(const bench_opts *o);
 int bench_sgemm2048(const bench_opts *o);
 int bench_sgemm4096(const bench_opts *o);
+int bench_bf16gemm2048(const bench_opts *o);
+int bench_hgemm2048(const bench_opts *o);
 int bench_mlp(const bench_opts *o);
 int bench_mlp_anomaly(const bench_opts *o);
 int bench_mlp_anomaly_nan(const bench_opts *o);

@@ -28,12 +28,11 @@ static int gemm_body(void *st, int64_t iters) {
     return 0;
 }
 
-static int sgemm_case(const bench_opts *o, const char *name, int64_t n) {
+static int gemm_case(const bench_opts *o, const char *name, int64_t n, tn_dtype dt) {
     if (o->quick) n /= 8;
     tn_manual_seed(2);
     int64_t shape[] = {n, n};
-    gemm_state g = {bench_on(o, tn_randn(2, shape, TN_F32)),
-                    bench_on(o, tn_randn(2, shape, TN_F32))};
+    gemm_state g = {bench_on(o, tn_randn(2, shape, dt)), bench_on(o, tn_randn(2, shape, dt))};
     double secs[BENCH_MAX_RUNS], v[BENCH_MAX_RUNS];
     int rc = g.a && g.b ? 0 : bench_fail(name, "setup");
     if (rc == 0 && bench_time(o, gemm_body, &g, 0.2, secs) < 0) rc = -1;
@@ -51,9 +50,13 @@ static int sgemm_case(const bench_opts *o, const char *name, int64_t n) {
     return rc;
 }
 
-int bench_sgemm1024(const bench_opts *o) { return sgemm_case(o, "sgemm1024", 1024); }
-int bench_sgemm2048(const bench_opts *o) { return sgemm_case(o, "sgemm2048", 2048); }
-int bench_sgemm4096(const bench_opts *o) { return sgemm_case(o, "sgemm4096", 4096); }
+int bench_sgemm1024(const bench_opts *o) { return gemm_case(o, "sgemm1024", 1024, TN_F32); }
+int bench_sgemm2048(const bench_opts *o) { return gemm_case(o, "sgemm2048", 2048, TN_F32); }
+int bench_sgemm4096(const bench_opts *o) { return gemm_case(o, "sgemm4096", 4096, TN_F32); }
+int bench_bf16gemm2048(const bench_opts *o) {
+    return gemm_case(o, "bf16gemm2048", 2048, TN_BF16);
+}
+int bench_hgemm2048(const bench_opts *o) { return gemm_case(o, "hgemm2048", 2048, TN_F16); }
 
 /* ---- clip_grad_norm_ over the gradients of four GPT-2 small blocks ------------------ */
 

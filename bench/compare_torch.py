@@ -38,7 +38,7 @@ except ImportError:  # tenet's numbers alone
 CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "tiny", "chain100",
          "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "chain100_anomaly",
          "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits", "sgemm4096", "layer_norm",
-         "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan", "clip_norm", "conv2d"]
+         "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan", "clip_norm", "conv2d", "bf16gemm2048", "hgemm2048"]
 CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "mlp_anomaly_nan", "layer_norm",
               "gelu_tanh", "gpt_step", "gpt_step_anomaly_nan", "clip_norm"]
 DEV = "cpu"  # --device: where the PyTorch tensors of CUDA_CASES live
@@ -237,11 +237,17 @@ def t_chain100_anomaly(o):
     return anomaly_ratio(o, "chain100_anomaly", chain_body(x, a, b), 0.05, 100, "us")
 
 
-def t_sgemm(o, name, n):
+def t_sgemm(o, name, n, dtype=None):
     if o.quick:
         n //= 8
     torch.manual_seed(2)
     a, b = torch.randn(n, n, device=DEV), torch.randn(n, n, device=DEV)
+    if dtype is not None:
+        a, b = a.to(dtype), b.to(dtype)
+        try:
+            torch.matmul(a, b)
+        except RuntimeError:  # 1.13 has no float16 matmul on the CPU
+            return []
 
     def body(it):
         for _ in range(it):
@@ -484,6 +490,8 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
          "sgemm1024": lambda o: t_sgemm(o, "sgemm1024", 1024),
          "sgemm2048": lambda o: t_sgemm(o, "sgemm2048", 2048), "mlp": t_mlp,
          "sgemm4096": lambda o: t_sgemm(o, "sgemm4096", 4096),
+         "bf16gemm2048": lambda o: t_sgemm(o, "bf16gemm2048", 2048, torch.bfloat16),
+         "hgemm2048": lambda o: t_sgemm(o, "hgemm2048", 2048, torch.float16),
          "tiny_anomaly": t_tiny_anomaly, "chain100_anomaly": t_chain100_anomaly,
          "mlp_anomaly": t_mlp_anomaly, "mlp_anomaly_nan": t_mlp_anomaly_nan,
          "mlp_threads": t_mlp_threads, "digits": t_digits,

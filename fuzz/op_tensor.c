@@ -69,6 +69,22 @@ static void store_element(char *p, tn_dtype dt, uint8_t b) {
     case TN_I64:
         *(int64_t *)p = i;
         break;
+    case TN_BF16: { /* the float's high half */
+        float f = (float)d;
+        uint32_t u;
+        memcpy(&u, &f, sizeof u);
+        uint16_t h = (uint16_t)(u >> 16);
+        memcpy(p, &h, sizeof h);
+        break;
+    }
+    case TN_F16: { /* the same values as float16 bits (1e30 overflows: inf; 1e-40: the
+                    * smallest subnormal) */
+        static const uint16_t halves[16] = {0x0000, 0x3c00, 0xbc00, 0x3800, 0xc100, 0x4200,
+                                            0x1419, 0x5640, 0x7e00, 0x7c00, 0xfc00, 0x8000,
+                                            0x7c00, 0x0001, 0x7bff, 0x4700};
+        memcpy(p, &halves[b % 16], sizeof(uint16_t));
+        break;
+    }
     default:
         *(bool *)p = b & 1;
         break;

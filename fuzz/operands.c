@@ -69,8 +69,8 @@ int tf_slot(tf_state *s) { return tf_byte(s) % TF_SLOTS; }
 tn_tensor *tf_in(tf_state *s) { return s->slot[tf_slot(s)]; }
 
 tn_dtype tf_dtype(tf_state *s) {
-    uint8_t b = tf_byte(s) % 8;
-    return b < TN_DTYPE_COUNT ? (tn_dtype)b : b == 6 ? TN_DTYPE_SAME : (tn_dtype)99;
+    uint8_t b = tf_byte(s) % (TN_DTYPE_COUNT + 2);
+    return b < TN_DTYPE_COUNT ? (tn_dtype)b : b == TN_DTYPE_COUNT ? TN_DTYPE_SAME : (tn_dtype)99;
 }
 
 tn_dtype tf_valid_dtype(tf_state *s) { return (tn_dtype)(tf_byte(s) % TN_DTYPE_COUNT); }

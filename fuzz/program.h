@@ -77,9 +77,9 @@ bool tf_bool(tf_state *s);
 /* A slot's tensor (borrowed, may be NULL) / a slot index. */
 tn_tensor *tf_in(tf_state *s);
 int tf_slot(tf_state *s);
-/* Dtypes: the six, TN_DTYPE_SAME, and an invalid value. */
+/* Dtypes: the eight, TN_DTYPE_SAME, and an invalid value. */
 tn_dtype tf_dtype(tf_state *s);
-/* A dtype among the six valid ones. */
+/* A dtype among the eight valid ones. */
 tn_dtype tf_valid_dtype(tf_state *s);
 /* ndim: mostly 0..4, sometimes negative or beyond TN_MAX_DIMS. */
 int tf_ndim(tf_state *s);

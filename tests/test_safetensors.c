@@ -400,18 +400,26 @@ static void python_dtypes_file(void **state) {
     assert_floats(t, (float[]){1.5f, -2.25f, 3.0f, 0.0f, -0.0f, 1e-45f, INFINITY, -INFINITY, NAN},
                   9);
     tn_release(t);
-    /* F16 and BF16 load as float32, equal bit for bit to PyTorch's .float() */
-    tn_tensor *h = get(sd, "f16", TN_F32, 1, (int64_t[]){11});
+    /* F16 and BF16 load as TN_F16 and TN_BF16, bit for bit; widened, they equal PyTorch's
+     * .float() bit for bit */
+    tn_tensor *h16 = get(sd, "f16", TN_F16, 1, (int64_t[]){11});
+    tn_tensor *h = tn_to(h16, TN_F32, TN_DEVICE_KEEP);
     tn_tensor *hf = get(sd, "f16_as_f32", TN_F32, 1, (int64_t[]){11});
     assert_same(h, hf);
+    tn_tensor *back = tn_to(hf, TN_F16, TN_DEVICE_KEEP); /* exact both ways */
+    assert_same(back, h16);
+    tn_release(back);
+    tn_release(h16);
     assert_floats(h, (float[]){0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f,
                                5.960464477539063e-08f, 3.0517578125e-05f, INFINITY, -INFINITY, NAN},
                   11);
     tn_release(h);
     tn_release(hf);
-    tn_tensor *b = get(sd, "bf16", TN_F32, 2, (int64_t[]){11, 1});
+    tn_tensor *b16 = get(sd, "bf16", TN_BF16, 2, (int64_t[]){11, 1});
+    tn_tensor *b = tn_to(b16, TN_F32, TN_DEVICE_KEEP);
     tn_tensor *bf = get(sd, "bf16_as_f32", TN_F32, 2, (int64_t[]){11, 1});
     assert_same(b, bf);
+    tn_release(b16);
     tn_release(b);
     tn_release(bf);
     t = get(sd, "f64", TN_F64, 1, (int64_t[]){3});
@@ -452,8 +460,9 @@ static void python_dtypes_file(void **state) {
 /* tenet writes what Python wrote: load, save, compare the bytes. */
 static void python_files_byte_identical(void **state) {
     (void)state;
-    const char *files[] = {"data/st_mlp.safetensors", "data/st_mlp_io.safetensors"};
-    for (int f = 0; f < 2; f++) {
+    const char *files[] = {"data/st_mlp.safetensors", "data/st_mlp_io.safetensors",
+                           "data/st_dtypes.safetensors"}; /* F16 and BF16 among them */
+    for (int f = 0; f < 3; f++) {
         size_t n, m;
         unsigned char *want = read_file(files[f], &n);
         tn_state_dict *sd = tn_load(files[f]);

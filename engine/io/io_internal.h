@@ -78,8 +78,6 @@ size_t tn__st_dtype_size(tn_st_dtype d);
 int tn__st_to_tenet(tn_st_dtype d);
 tn_st_dtype tn__st_from_tenet(tn_dtype d);
 /* n values of half / bfloat16 (little-endian bytes) into float32s. */
-void tn__f16_to_f32(const unsigned char *src, float *dst, size_t n);
-void tn__bf16_to_f32(const unsigned char *src, float *dst, size_t n);
 
 /* ---- reading (safetensors_header.c, safetensors_read.c) --------------------- */
 /* Where a file's bytes come from: a file descriptor (pread) or memory. */

@@ -58,22 +58,9 @@ static tn_status read_data(const tn_st_source *s, uint64_t start, const tn_st_in
     size_t bytes = (size_t)(ti->end - ti->begin);
     if (bytes == 0) return TN_OK;
     uint64_t at = start + ti->begin;
-    if (ti->dtype != TN_ST_F16 && ti->dtype != TN_ST_BF16) {
-        tn_status st = tn__st_read(s, at, tn__ptr(t), bytes);
-        if (st == TN_OK && ti->dtype == TN_ST_BOOL)
-            st = check_bools(s, ti, (const unsigned char *)tn__ptr(t), bytes);
-        return st;
-    }
-    unsigned char *half = tn__malloc(bytes);
-    if (!half) return tn_last_status();
-    tn_status st = tn__st_read(s, at, half, bytes);
-    if (st == TN_OK) {
-        if (ti->dtype == TN_ST_F16)
-            tn__f16_to_f32(half, (float *)tn__ptr(t), bytes / 2);
-        else
-            tn__bf16_to_f32(half, (float *)tn__ptr(t), bytes / 2);
-    }
-    tn__mfree(half);
+    tn_status st = tn__st_read(s, at, tn__ptr(t), bytes);
+    if (st == TN_OK && ti->dtype == TN_ST_BOOL)
+        st = check_bools(s, ti, (const unsigned char *)tn__ptr(t), bytes);
     return st;
 }
 
