@@ -233,6 +233,42 @@ static void test_half_leaf_grad(void **state) {
     tn_scope_end();
 }
 
+/* check_nan names the first op whose float16 output overflowed to inf from finite inputs: exp(12)
+ * is 162755, beyond float16's 65504 — with its forward call site. */
+static int overflow_line;
+static tn_tensor *overflow_exp(tn_tensor *x) {
+    overflow_line = __LINE__ + 1;
+    return tn_exp(x);
+}
+
+static void test_anomaly_names_half_overflow(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_set_detect_anomaly(true, true);
+    tn_anomaly_clear();
+    float v[2] = {1.0f, 12.0f};
+    tn_tensor *x = tn_to(tn_tensor_from(v, TN_F32, 1, (int64_t[]){2}, false), TN_F16,
+                         TN_DEVICE_KEEP);
+    assert_int_equal(tn_requires_grad_(x, true), TN_OK);
+    tn_tensor *y = tn_mul(x, x); /* finite: 144 */
+    tn_tensor *e = overflow_exp(x);
+    assert_non_null(e);
+    tn_tensor *l = tn_sum(tn_add(y, e));
+    assert_non_null(l);
+    const tn_anomaly_report *r = tn_last_anomaly();
+    assert_non_null(r);
+    assert_int_equal(tn_anomaly_report_kind(r), TN_ANOMALY_NAN_FORWARD);
+    assert_string_equal(tn_anomaly_report_node(r), "exp");
+    int n;
+    const tn_frame *f = tn_anomaly_report_forward_trace(r, &n);
+    assert_true(n > 0);
+    assert_string_equal(f[0].function, "overflow_exp");
+    assert_int_equal(f[0].line, overflow_line);
+    tn_set_detect_anomaly(false, false);
+    tn_anomaly_clear();
+    tn_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_conversions_promotion_repr),
@@ -240,6 +276,7 @@ int main(void) {
         cmocka_unit_test(test_compute_in_float32),
         cmocka_unit_test(test_matmul_dtypes),
         cmocka_unit_test(test_half_leaf_grad),
+        cmocka_unit_test(test_anomaly_names_half_overflow),
     };
     return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }

@@ -7,12 +7,17 @@
 #define F(name) TN_NAME(name, SUF)
 /* R: a value rounded to the parameter's dtype where torch's update ends one
  * op (mul_, add_, addcmul_, ...): the identity but for the halves, whose
- * state and parameters are computed in float32 op by op. */
+ * state and parameters are computed in float32 op by op. K: a scalar of
+ * such an op as the op sees it: PyTorch converts the scalar of mul_, div and
+ * add_'s alpha to the tensor's dtype first, while addcmul_ and addcdiv_ take
+ * their `value` in float32 (matched bit for bit against 1.13's vectorised
+ * bfloat16 path, tests/test_half_optim.c). */
 #if TN_IS_HALF(SUF)
 #define R(x) TN_LD(SUF, TN_ST(SUF, x))
 #else
 #define R(x) (x)
 #endif
+#define K(x) R((C)(x))
 #define LD(x) TN_LD(SUF, x)
 #define ST(x) TN_ST(SUF, x)
 
@@ -21,7 +26,7 @@
  * Called with constant strides for contiguous rows so it vectorises. */
 static inline void F(sgd_row)(const sgd_ctx *c, int64_t n, char *pp, const char *gp, char *bp,
                               int64_t s0, int64_t s1, int64_t s2) {
-    const C neg_lr = (C)(-c->lr), mom = (C)c->momentum, wd = (C)c->wd;
+    const C neg_lr = K(-c->lr), mom = K(c->momentum), wd = K(c->wd);
     const bool use_wd = c->wd != 0, use_buf = c->momentum != 0, first = c->first;
     for (int64_t i = 0; i < n; i++) {
         T *p = (T *)(pp + i * s0);
@@ -56,10 +61,10 @@ void F(tn__cpu_sgd)(void *ctx, int64_t n, char **ptr, const int64_t *s) {
  * under -fno-math-errno: errno-setting sqrt blocks it). */
 static inline void F(adam_row)(const adam_ctx *c, int64_t n, char *pp, const char *gp, char *mp,
                                char *vp, int64_t s0, int64_t s1, int64_t s2, int64_t s3) {
-    const C b1 = (C)c->beta1, b2 = (C)c->beta2, a1 = (C)c->one_minus_beta1;
-    const C a2 = (C)c->one_minus_beta2, wd = (C)c->wd, eps = (C)c->eps;
-    const C bc2s = (C)c->bc2_sqrt, neg_step = (C)c->neg_step_size;
-    const C decay = (C)c->decay;
+    const C b1 = K(c->beta1), b2 = K(c->beta2), a1 = K(c->one_minus_beta1);
+    const C a2 = (C)c->one_minus_beta2, wd = K(c->wd), eps = K(c->eps); /* a2: addcmul_ */
+    const C bc2s = K(c->bc2_sqrt), neg_step = (C)c->neg_step_size;    /* addcdiv_ */
+    const C decay = K(c->decay);
     const bool use_wd = c->wd != 0, use_decay = c->decay != 1;
     for (int64_t i = 0; i < n; i++) {
         T *p = (T *)(pp + i * s0), *m = (T *)(mp + i * s2), *v = (T *)(vp + i * s3);
@@ -85,6 +90,7 @@ void F(tn__cpu_adam)(void *ctx, int64_t n, char **ptr, const int64_t *s) {
 #undef T
 #undef C
 #undef R
+#undef K
 #undef LD
 #undef ST
 #undef F

@@ -20,12 +20,21 @@
 #define LOOP F(cmp_loop)
 #include "pointwise_binary_impl.h"
 
+/* A double scalar of an op as CT: for the halves rounded to the dtype first,
+ * as PyTorch converts an op's scalars to the tensor's type (bf16 x + 0.0039063
+ * adds 0.00390625). */
+#if TN_IS_HALF(SUF)
+#define SCALAR(v) TN_LD(SUF, TN_ST(SUF, v))
+#else
+#define SCALAR(v) TN_SCALAR(CT, v)
+#endif
+
 /* out[i] = op(x[i], c0, c1), c0 and c1 the context's scalars as CT (0
  * without a context). Paths: contiguous, strided. */
 static inline __attribute__((always_inline)) void
 F(unary_loop)(const tn_pw_ctx *ctx, int64_t n, char **p, const int64_t *s, CT (*op)(CT, CT, CT)) {
-    const CT c0 = ctx ? TN_SCALAR(CT, ctx->c0) : (CT)0;
-    const CT c1 = ctx ? TN_SCALAR(CT, ctx->c1) : (CT)0;
+    const CT c0 = ctx ? SCALAR(ctx->c0) : (CT)0;
+    const CT c1 = ctx ? SCALAR(ctx->c1) : (CT)0;
     if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
         T *o = (T *)p[0];
         const T *xs = (const T *)p[1];
@@ -45,5 +54,6 @@ F(unary_loop)(const tn_pw_ctx *ctx, int64_t n, char **p, const int64_t *s, CT (*
 
 #undef T
 #undef CT
+#undef SCALAR
 #undef F
 #undef SUF

@@ -103,8 +103,8 @@ static tn_status adam_prepare_state(tn_adam *o) {
     for (int i = 0; i < ps->n; i++) {
         int s = ps->state_of[i];
         if (!ps->grads[i] || o->exp_avg[s]) continue;
-        tn_tensor *m = tn__optim_state_like(ps->params[i]);
-        tn_tensor *v = m ? tn__optim_state_like(ps->params[i]) : NULL;
+        tn_tensor *m = tn__optim_state_like(ps, i);
+        tn_tensor *v = m ? tn__optim_state_like(ps, i) : NULL;
         if (!v) {
             tn_release(m);
             return tn_last_status();
@@ -136,10 +136,14 @@ static tn_status adam_update(void *opt, int i) {
     tn_adam *o = opt;
     tn_optim_params *ps = &o->ps;
     int s = ps->state_of[i];
-    tn_tensor *p = ps->params[i];
     tn_adam_ctx c = adam_scalars(o, &ps->groups[ps->group_of[i]], ++o->steps[s]);
-    tn_tensor *ops[4] = {p, ps->grads[i], o->exp_avg[s], o->exp_avg_sq[s]};
-    return tn__optim_apply("Adam.step", TN_PW_ADAM, 4, ops, &c);
+    tn_tensor *ops[4] = {tn__optim_target(ps, i), ps->grads[i], o->exp_avg[s], o->exp_avg_sq[s]};
+    return tn__optim_apply_param(ps, i, "Adam.step", TN_PW_ADAM, 4, ops, &c);
+}
+
+tn_status tn_adam_set_master_weights(tn_adam *o, bool on) {
+    TN_CHECK_NULL_ARG_ST(o, "opt");
+    return tn__optim_set_master(&o->ps, "tn_adam_set_master_weights", on);
 }
 
 tn_status tn_adam_step(tn_adam *o) {

@@ -34,6 +34,12 @@ typedef struct tn_optim_params {
     tn_optim_group *groups; /* n_groups */
     tn_tensor **grads;      /* n: this step's grads (phase 1 -> 2), else NULL */
     bool *first;            /* n: state not yet initialised when the step began */
+    /* Master weights (tn_*_set_master_weights): a half parameter is stepped as a float32
+     * copy, master[state index], made at its first step, with float32 grads and state;
+     * the parameter gets the copy rounded after each update. */
+    bool use_master;
+    bool stepped; /* a step has run: the choice above is fixed */
+    tn_tensor **master; /* n, NULL until used (and for parameters that are not half) */
 } tn_optim_params;
 
 /* Validates and retains the parameter groups (torch's Optimizer.__init__:
@@ -84,8 +90,17 @@ tn_status tn__optim_apply(const char *name, tn_pw_code code, int nops, tn_tensor
 /* Sets every parameter's .grad to NULL (zero_grad(set_to_none=True)). */
 tn_status tn__optim_zero_grad(const tn_optim_params *op);
 
-/* A contiguous zero tensor shaped like p (optimiser state). */
-tn_tensor *tn__optim_state_like(const tn_tensor *p);
+/* A contiguous zero tensor shaped like parameter i (optimiser state): of its
+ * dtype, or float32 for a half parameter with master weights. */
+tn_tensor *tn__optim_state_like(const tn_optim_params *op, int i);
+/* What the update of parameter i writes: the parameter, or its master copy. */
+tn_tensor *tn__optim_target(const tn_optim_params *op, int i);
+/* tn__optim_apply on ops (ops[0] = tn__optim_target(op, i)), then, with a
+ * master copy, the copy rounded into the parameter (whose version moves). */
+tn_status tn__optim_apply_param(const tn_optim_params *op, int i, const char *name,
+                                tn_pw_code code, int nops, tn_tensor *const *ops, const void *ctx);
+/* tn_*_set_master_weights: refused once a step has run. */
+tn_status tn__optim_set_master(tn_optim_params *op, const char *who, bool on);
 
 /* Python's repr(float), for torch's "Invalid learning rate: -0.1" texts. */
 void tn__optim_fmt(char *buf, size_t size, double v);

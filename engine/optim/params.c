@@ -90,7 +90,9 @@ static bool alloc_lists(tn_optim_params *op, int n, int n_groups) {
     op->grads = tn__calloc_small(un * sizeof *op->grads);
     op->first = tn__calloc_small(un * sizeof *op->first);
     op->groups = tn__calloc_small((size_t)n_groups * sizeof *op->groups);
-    return op->params && op->state_of && op->group_of && op->grads && op->first && op->groups;
+    op->master = tn__calloc_small(un * sizeof *op->master);
+    return op->params && op->state_of && op->group_of && op->grads && op->first && op->groups &&
+           op->master;
 }
 
 tn_status tn__optim_params_init(tn_optim_params *op, const char *who, int n_groups,
@@ -160,10 +162,12 @@ double tn__optim_get_lr(const tn_optim_params *op, const char *who, int group) {
 }
 
 void tn__optim_params_free(tn_optim_params *op) {
-    if (op->params)
-        for (int i = 0; i < op->n; i++)
-            tn_release(op->params[i]);
+    for (int i = 0; i < op->n; i++) {
+        if (op->params) tn_release(op->params[i]);
+        if (op->master) tn_release(op->master[i]);
+    }
     tn__free_small(op->params);
+    tn__free_small(op->master);
     tn__free_small(op->state_of);
     tn__free_small(op->group_of);
     tn__free_small(op->grads);
@@ -180,7 +184,12 @@ static tn_tensor *grad_of(const tn_tensor *p) {
     return g ? tn__retain(g) : NULL;
 }
 
-static tn_status collect_one(int i, tn_tensor *p, tn_tensor **out) {
+/* Parameter i is stepped through a float32 master copy. */
+static bool mastered(const tn_optim_params *op, int i) {
+    return op->use_master && tn__is_half(op->params[i]->dtype);
+}
+
+static tn_status collect_one(int i, tn_tensor *p, tn_dtype step_dt, tn_tensor **out) {
     *out = NULL;
     tn_tensor *g = grad_of(p);
     if (!g) return TN_OK;
@@ -203,7 +212,7 @@ static tn_status collect_one(int i, tn_tensor *p, tn_tensor **out) {
                          "the parameter's shape",
                          i);
     }
-    tn_tensor *c = tn__cast(g, p->dtype);
+    tn_tensor *c = tn__cast(g, step_dt);
     tn_release(g);
     if (!c) return tn_last_status();
     /* Grad mode is off here, so this checks only what torch's p.add_ would
@@ -226,7 +235,12 @@ void tn__optim_release_grads(tn_optim_params *op) {
 
 tn_status tn__optim_collect(tn_optim_params *op) {
     for (int i = 0; i < op->n; i++) {
-        tn_status st = collect_one(i, op->params[i], &op->grads[i]);
+        tn_tensor *p = op->params[i];
+        tn_status st = collect_one(i, p, mastered(op, i) ? TN_F32 : p->dtype, &op->grads[i]);
+        int s = op->state_of[i];
+        if (st == TN_OK && op->grads[i] && mastered(op, i) && !op->master[s] &&
+            !(op->master[s] = tn__copy_as(p, TN_F32)))
+            st = tn_last_status(); /* a master kept on failure is harmless: it is p's value */
         if (st < 0) {
             tn__optim_release_grads(op);
             return st;
@@ -248,6 +262,7 @@ tn_status tn__optim_step(tn_optim_params *ps, tn_optim_prepare_fn prepare,
         for (int i = 0; i < ps->n && st == TN_OK; i++) /* only a device can fail here */
             if (ps->grads[i]) st = update(opt, i);
         tn__optim_release_grads(ps);
+        ps->stepped = true;
     }
     tn_set_grad_enabled(prev);
     return st;
@@ -272,7 +287,33 @@ tn_status tn__optim_zero_grad(const tn_optim_params *op) {
     return TN_OK;
 }
 
-tn_tensor *tn__optim_state_like(const tn_tensor *p) { return tn__zeros_like(p); }
+tn_tensor *tn__optim_state_like(const tn_optim_params *op, int i) {
+    const tn_tensor *p = op->params[i];
+    if (!mastered(op, i)) return tn__zeros_like(p);
+    return tn__zeros_on(p->ndim, p->shape, TN_F32, tn__dev(p));
+}
+
+tn_tensor *tn__optim_target(const tn_optim_params *op, int i) {
+    return mastered(op, i) ? op->master[op->state_of[i]] : op->params[i];
+}
+
+tn_status tn__optim_apply_param(const tn_optim_params *op, int i, const char *name,
+                                tn_pw_code code, int nops, tn_tensor *const *ops, const void *ctx) {
+    tn_status st = tn__optim_apply(name, code, nops, ops, ctx);
+    tn_tensor *p = op->params[i];
+    if (st < 0 || ops[0] == p) return st;
+    st = tn__copy_into(p, ops[0]); /* the master rounded into the parameter */
+    if (st == TN_OK) tn__version_bump(p, name);
+    return st;
+}
+
+tn_status tn__optim_set_master(tn_optim_params *op, const char *who, bool on) {
+    if (op->stepped)
+        return tn__error(TN_ERR_INVALID_ARGUMENT,
+                         "%s: master weights are chosen before the first step", who);
+    op->use_master = on;
+    return TN_OK;
+}
 
 /* Python's repr: the shortest digits that read back as v; exponent form
  * when the decimal point falls outside (-4, 16], else fixed with ".0". */

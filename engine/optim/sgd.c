@@ -74,7 +74,7 @@ static tn_status sgd_prepare_buffers(tn_sgd *o) {
     for (int i = 0; i < ps->n; i++) {
         int s = ps->state_of[i];
         if (!ps->grads[i] || o->buf[s]) continue;
-        o->buf[s] = tn__optim_state_like(ps->params[i]);
+        o->buf[s] = tn__optim_state_like(ps, i);
         if (!o->buf[s]) return tn_last_status();
     }
     return TN_OK;
@@ -85,11 +85,15 @@ static tn_status sgd_prepare(void *opt) { return sgd_prepare_buffers(opt); }
 static tn_status sgd_update(void *opt, int i) {
     tn_sgd *o = opt;
     tn_optim_params *ps = &o->ps;
-    tn_tensor *p = ps->params[i];
     const tn_optim_group *g = &ps->groups[ps->group_of[i]];
     tn_sgd_ctx c = {g->lr, o->momentum, g->weight_decay, ps->first[i]};
-    tn_tensor *ops[3] = {p, ps->grads[i], o->buf[ps->state_of[i]]};
-    return tn__optim_apply("SGD.step", TN_PW_SGD, o->momentum != 0 ? 3 : 2, ops, &c);
+    tn_tensor *ops[3] = {tn__optim_target(ps, i), ps->grads[i], o->buf[ps->state_of[i]]};
+    return tn__optim_apply_param(ps, i, "SGD.step", TN_PW_SGD, o->momentum != 0 ? 3 : 2, ops, &c);
+}
+
+tn_status tn_sgd_set_master_weights(tn_sgd *o, bool on) {
+    TN_CHECK_NULL_ARG_ST(o, "opt");
+    return tn__optim_set_master(&o->ps, "tn_sgd_set_master_weights", on);
 }
 
 tn_status tn_sgd_step(tn_sgd *o) {

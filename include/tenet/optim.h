@@ -72,6 +72,21 @@ tn_adam *tn_adamw_new(int n, tn_tensor *const *params, double lr, double beta1, 
 tn_adam *tn_adamw_new_groups(int n_groups, const tn_param_group *groups, double lr, double beta1,
                              double beta2, double eps, double weight_decay);
 
+/* Half-precision parameters (bfloat16, float16). By default, as torch.optim:
+ * the state (momentum buffer, exp_avg, exp_avg_sq) is in the parameter's
+ * dtype and each update rounds where torch's ends one tensor op, so a bf16
+ * run follows PyTorch's bf16 run. With master weights on (llm.c's recipe),
+ * each half parameter is stepped as a float32 copy made at its first step,
+ * with float32 grads and state, and gets the copy rounded to its dtype after
+ * every update: small updates that bf16 would round away accumulate in the
+ * copy. Use it to train with bf16 parameters (2 bytes a weight read in the
+ * forward, 4 + 8 more for the copy and Adam's state); keep the default to
+ * match PyTorch, or keep float32 parameters under autocast (the usual mixed
+ * precision, where the float32 leaves are the master weights). Chosen
+ * before the first step (TN_ERR_INVALID_ARGUMENT after); parameters of
+ * other dtypes are unaffected. */
+tn_status tn_sgd_set_master_weights(tn_sgd *opt, bool on);
+tn_status tn_adam_set_master_weights(tn_adam *opt, bool on);
 /* Learning rate of every group (group -1) or of one, as assigning
  * param_groups[g]['lr'] (unchecked); TN_ERR_INDEX for a group out of range.
  * tn_*_get_lr returns a group's lr, or NaN + TN_ERR_INDEX. */
