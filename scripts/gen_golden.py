@@ -25,8 +25,10 @@ fscanf):
     ...
     end
 kind: input (requires grad) | const (does not) | weight | output | grad
-(grad's name is the input's). dtype: f64 | f32 | i64 | bool (f32: values
-exact in float32; tenet must agree to float32 rounding). layout: c
+(grad's name is the input's). dtype: f64 | f32 | bf16 | i64 | bool (f32, bf16:
+values exact in that dtype; tenet must agree to its rounding). Every case with
+float64 inputs is also written in bfloat16 (<case>_bf16) where PyTorch's CPU
+runs the op in bfloat16. layout: c
 (contiguous) or t (the C test builds the leaf as a transposed view of a
 contiguous tensor, to exercise strided kernels; the values are logical).
 """
@@ -647,6 +649,8 @@ def fmt(v):
 
 
 def dtype_tag(t):
+    if t.dtype == torch.bfloat16:
+        return "bf16"
     if t.dtype == torch.float64:
         return "f64"
     if t.dtype == torch.float32:
@@ -665,7 +669,7 @@ def write_tensor(f, kind, name, t, layout="c"):
         f.write(f" {s}")
     f.write("\n")
     flat = t.detach().reshape(-1).tolist()
-    if t.dtype in (torch.float64, torch.float32):
+    if t.dtype in (torch.float64, torch.float32, torch.bfloat16):
         items = [repr(float(v)) for v in flat]
     else:
         items = [str(int(v)) for v in flat]
@@ -673,7 +677,7 @@ def write_tensor(f, kind, name, t, layout="c"):
         f.write(" ".join(items[i:i + 6]) + "\n")
 
 
-def run_case(name, op, inputs, params, outdir):
+def run_case(name, op, inputs, params, outdir, bf16_ok=None):
     xs = []
     for inp in inputs:
         t = inp["t"].clone()
@@ -682,11 +686,16 @@ def run_case(name, op, inputs, params, outdir):
         xs.append(t)
     out = OPS[op](xs, params)
     rg = [x for x, inp in zip(xs, inputs) if inp["rg"]]
-    diff = out.dtype in (torch.float64, torch.float32) and rg and out.requires_grad
+    diff = out.dtype in (torch.float64, torch.float32, torch.bfloat16) and rg and out.requires_grad
     grads = []
     if diff:
         w = weight(out.shape)
         grads = torch.autograd.grad((out * w).sum(), rg, allow_unused=True)
+    if bf16_ok and not all(bf16_ok):  # bf16_cases: float64 results where 1.13 is off
+        y64, g64 = _outputs(op, inputs, params, torch.float64)
+        out = out if bf16_ok[0] else y64.to(out.dtype)
+        grads = [g if ok or g64[j] is None else g64[j].to(torch.bfloat16)
+                 for j, (g, ok) in enumerate(zip(grads, bf16_ok[1:]))]
     with open(os.path.join(outdir, name + ".txt"), "w") as f:
         f.write(f"op {op}\n")
         f.write(f"params {len(params)}" + "".join(" " + fmt(p) for p in params) + "\n")
@@ -710,6 +719,66 @@ def run_case(name, op, inputs, params, outdir):
         f.write("end\n")
 
 
+def _outputs(op, inputs, params, dt=None):
+    """out and the gradients of sum(out * w) (w float64), each input cast to dt if given."""
+    xs = []
+    for inp in inputs:
+        t = inp["t"].clone()
+        if dt is not None and t.is_floating_point():
+            t = t.to(dt)
+        xs.append(t.requires_grad_(inp["rg"]))
+    out = OPS[op](xs, params)
+    rg = [x for x, inp in zip(xs, inputs) if inp["rg"]]
+    grads = []
+    if rg and out.requires_grad:
+        grads = torch.autograd.grad((out * weight(out.shape)).sum(), rg, allow_unused=True)
+    return out.detach(), [g.detach() if g is not None else None for g in grads]
+
+
+def _close(a, b, tol=1.6e-2):
+    a, b = a.double(), b.double()
+    ok = ((a - b).abs() <= tol * b.abs().clamp(min=1.0)) | (a.isnan() & b.isnan()) | (a == b)
+    return bool(ok.all())
+
+
+# Cases whose bfloat16 version means nothing: logsumexp of +-1000 is 1001.1, which bfloat16
+# holds as 1000, so the backward's exp(x - out) is 1, not 1/3, in any bfloat16 implementation.
+BF16_SKIP = {"logsumexp_large"}
+
+
+def bf16_cases(cases):
+    """Every case with float64 inputs again in bfloat16 (<name>_bf16), where PyTorch 1.13's CPU
+    runs the op and its backward in bfloat16: the inputs rounded to bfloat16, the same params.
+    The weight w stays float64, as in the float64 case. Where 1.13's bfloat16 result (the output
+    or a gradient) is not within two bfloat16 units of the float64 result rounded to bfloat16
+    (its CPU bmm, conv and layer_norm keep partial sums in bfloat16), that tensor's golden is
+    PyTorch's float64 result on the same bfloat16 inputs, rounded once: what tenet computes
+    (float32 inside, one rounding); the cases are listed when generating."""
+    out, from_f64 = [], []
+    for name, op, inputs, params in cases:
+        if not any(inp["t"].dtype == torch.float64 for inp in inputs):
+            continue
+        half = [dict(inp, t=inp["t"].to(torch.bfloat16)) if inp["t"].dtype == torch.float64
+                else inp for inp in inputs]
+        try:
+            y, gs = _outputs(op, half, params)
+            if y.dtype != torch.bfloat16:
+                continue
+        except (RuntimeError, TypeError, NotImplementedError):
+            continue  # not in 1.13's CPU bfloat16 kernels: the op table checks these
+        y64, gs64 = _outputs(op, half, params, torch.float64)
+        if name in BF16_SKIP:
+            continue
+        exact = [_close(y, y64)] + [g is None or _close(g, g64) for g, g64 in zip(gs, gs64)]
+        if not all(exact):
+            from_f64.append(name)
+        out.append((name + "_bf16", op, half, params, exact))
+    if from_f64:
+        print("gen_golden.py: bfloat16 goldens from float64 (1.13's bfloat16 kernel is off by "
+              "more than two units): " + " ".join(from_f64))
+    return out
+
+
 def main():
     if report_table(CASES):
         sys.exit(1)
@@ -720,11 +789,17 @@ def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "tests", "golden")
     os.makedirs(outdir, exist_ok=True)
     names = set()
+    half = bf16_cases(CASES)
     for name, op, inputs, params in CASES:
         assert name not in names, name
         names.add(name)
         run_case(name, op, inputs, params, outdir)
-    print(f"gen_golden.py: wrote {len(CASES)} cases to {os.path.normpath(outdir)} "
+    for name, op, inputs, params, exact in half:
+        assert name not in names, name
+        names.add(name)
+        run_case(name, op, inputs, params, outdir, bf16_ok=exact)
+    print(f"gen_golden.py: wrote {len(CASES)} cases and {len(half)} bfloat16 ones to "
+          f"{os.path.normpath(outdir)} "
           f"(torch {torch.__version__})")
 
 
