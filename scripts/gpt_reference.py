@@ -19,6 +19,12 @@ docs/design.md's bytes, each printable ASCII byte c as token c - 32 and
 anything else (newline included) as token 95, so that the check trains on
 real text without a corpus.
 
+--autocast bf16 instead trains AUTOCAST_STEPS steps of the same model from the
+same init.safetensors with its forward under torch.autocast('cpu',
+dtype=torch.bfloat16) (float32 master weights, the usual mixed precision) and
+writes OUT_DIR/autocast_bf16/{tokens.bin,losses.txt} (the first STEPS batches
+are those of tokens.bin: the generator is the same).
+
 --bench instead times the gpt_step configuration of bench/ (vocab 96, block
 64, 4 layers, 4 heads, embd 128, batch 16) in PyTorch: median ms per step.
 """
@@ -41,6 +47,7 @@ except ImportError:
 # the check's model: small enough for a quick ctest, every part of the architecture
 CFG = dict(vocab=96, block=32, layers=2, heads=4, embd=32)
 BATCH, STEPS, SEED = 4, 25, 1234
+AUTOCAST_STEPS = 60
 
 
 class Block(nn.Module):
@@ -173,6 +180,32 @@ def reference(out_dir, root):
     print("wrote %s: %d steps, loss %.4f -> %.4f" % (out_dir, STEPS, losses[0], losses[-1]))
 
 
+def reference_autocast(out_dir, root, dtype=torch.bfloat16):
+    torch.manual_seed(SEED)
+    model = GPT(CFG)  # the same initial weights as init.safetensors
+    gen = torch.Generator().manual_seed(SEED)
+    data = batches(text_tokens(root), AUTOCAST_STEPS, BATCH, CFG["block"], gen)
+    sub = os.path.join(out_dir, "autocast_bf16")
+    os.makedirs(sub, exist_ok=True)
+    with open(os.path.join(sub, "tokens.bin"), "wb") as f:
+        for x, y in data:
+            f.write(x.numpy().astype("<i8").tobytes() + y.numpy().astype("<i8").tobytes())
+    opt = optimizer(model)
+    losses = []
+    for x, y in data:
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=dtype):
+            loss = model(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+    with open(os.path.join(sub, "losses.txt"), "w") as f:
+        f.write("".join("%r\n" % l for l in losses))
+    print("wrote %s: %d steps under autocast, loss %.4f -> %.4f" % (sub, AUTOCAST_STEPS,
+                                                                     losses[0], losses[-1]))
+
+
 def bench(reps=15):
     cfg = dict(vocab=96, block=64, layers=4, heads=4, embd=128)
     torch.manual_seed(0)
@@ -200,6 +233,13 @@ def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     if "--bench" in sys.argv:
         bench()
+        return
+    if "--autocast" in sys.argv:
+        i = sys.argv.index("--autocast")
+        if sys.argv[i + 1:i + 2] != ["bf16"]:
+            sys.exit("gpt_reference.py: --autocast takes bf16")
+        args = [a for a in args if a != "bf16"]
+        reference_autocast(args[0] if args else os.path.join(root, "tests", "data", "gpt"), root)
         return
     reference(args[0] if args else os.path.join(root, "tests", "data", "gpt"), root)
 
