@@ -29,6 +29,7 @@
 #include "tenet/threads.h"
 #include "tenet/function.h"
 #include "tenet/io.h"
+#include "tenet/dlpack_io.h"
 #include "tenet/sampler.h"
 #include "tenet/profile.h"
 

@@ -480,6 +480,22 @@ tn_storage *tn__storage_new(size_t nbytes, tn_device dev) {
     return s;
 }
 
+tn_storage *tn__storage_wrap(void *data, size_t nbytes, tn_device dev, void (*release)(void *),
+                             void *ctx) {
+    tn_storage *s = tn__calloc_small(sizeof *s);
+    if (!s) return NULL;
+    atomic_init(&s->refcount, 1);
+    atomic_init(&s->write_epoch, 0);
+    s->data = data;
+    s->nbytes = nbytes;
+    s->device = dev;
+    s->external = true;
+    s->release = release;
+    s->release_ctx = ctx;
+    count_storage(0, 1);
+    return s;
+}
+
 void tn__storage_release(tn_storage *s) {
     if (!s) return;
     /* acq_rel: the release publishes our writes to the buffer; the thread
@@ -496,6 +512,7 @@ void tn__storage_release(tn_storage *s) {
         if (s->owns_data) sized_free(s->data, s->nbytes ? s->nbytes : 1);
         count_storage(s->owns_data ? -(int64_t)s->nbytes : 0, -1);
     }
+    if (s->release) s->release(s->release_ctx); /* the owner's memory back to its owner */
     /* debug state (anomaly mode's write ring, the race detector's slots):
      * relaxed, the acq_rel decrement above ordered their installation */
     if (TN_UNLIKELY(atomic_load_explicit(&s->ring, memory_order_relaxed) ||

@@ -27,6 +27,11 @@ typedef struct tn_storage {
     size_t nbytes;
     tn_device device;
     bool owns_data;
+    /* memory from elsewhere (tn_from_blob, tn_from_dlpack): owns_data is
+     * false and release(release_ctx) runs when the last reference goes */
+    bool external;
+    void (*release)(void *ctx);
+    void *release_ctx;
     /* anomaly mode: ring of the last writes (debug/anomaly.c), made lazily */
     _Atomic(struct tn_write_ring *) ring;
     /* race detector: in-flight accesses (debug/race.c), made lazily */
@@ -119,6 +124,10 @@ void tn__count_tensors(int64_t delta);
  * the allocator's own statistics): cheap, lock-free, any thread. */
 int64_t tn__bytes_live(void);
 tn_storage *tn__storage_new(size_t nbytes, tn_device dev);
+/* A storage over memory tenet does not own; release(ctx) (may be NULL) runs,
+ * on whichever thread drops the last reference, when it goes. */
+tn_storage *tn__storage_wrap(void *data, size_t nbytes, tn_device dev, void (*release)(void *),
+                             void *ctx);
 void tn__storage_release(tn_storage *s);
 static inline void tn__storage_retain(tn_storage *s) {
     /* relaxed: a new reference is made from an existing one (no ordering). */
@@ -173,6 +182,8 @@ tn_tensor *tn__zeros(int ndim, const int64_t *shape, tn_dtype dt);
 tn_tensor *tn__full(int ndim, const int64_t *shape, tn_dtype dt, double v);
 tn_tensor *tn__empty_like(const tn_tensor *t);
 tn_tensor *tn__zeros_like(const tn_tensor *t);
+/* A bare handle (refcount 1, no storage yet) with the given geometry. */
+tn_tensor *tn__handle_new(int ndim, const int64_t *shape, const int64_t *stride, tn_dtype dt);
 /* A new handle over src's storage with the given geometry, sharing src's
  * version block, with no autograd meta and no view_base ("detached alias"). */
 tn_tensor *tn__alias(const tn_tensor *src, int ndim, const int64_t *shape,

@@ -5,7 +5,7 @@
 #include "hooks.h"
 
 
-static tn_tensor *handle_new(int ndim, const int64_t *shape, const int64_t *stride, tn_dtype dt) {
+tn_tensor *tn__handle_new(int ndim, const int64_t *shape, const int64_t *stride, tn_dtype dt) {
     tn_tensor *t = tn__calloc_small(sizeof *t);
     if (!t) return NULL;
     atomic_init(&t->refcount, 1);
@@ -25,7 +25,7 @@ tn_tensor *tn__empty_on(int ndim, const int64_t *shape, tn_dtype dt, tn_device d
     if (tn__check_shape(ndim, shape, dt, &numel) < 0) return NULL;
     int64_t stride[TN_MAX_DIMS];
     tn__contiguous_strides(ndim, shape, stride);
-    tn_tensor *t = handle_new(ndim, shape, stride, dt);
+    tn_tensor *t = tn__handle_new(ndim, shape, stride, dt);
     if (!t) return NULL;
     t->storage = tn__storage_new((size_t)numel * tn__dtype_sizes[dt], dev);
     t->version = t->storage ? tn__version_new() : NULL;
@@ -73,7 +73,7 @@ tn_tensor *tn__zeros_like(const tn_tensor *t) {
 
 tn_tensor *tn__alias(const tn_tensor *src, int ndim, const int64_t *shape, const int64_t *stride,
                      int64_t offset) {
-    tn_tensor *t = handle_new(ndim, shape, stride, src->dtype);
+    tn_tensor *t = tn__handle_new(ndim, shape, stride, src->dtype);
     if (!t) return NULL;
     t->offset = offset;
     t->storage = src->storage;

@@ -92,6 +92,23 @@ void tn_manual_seed(uint64_t seed);
  * history; dtype TN_DTYPE_SAME keeps src's, device type TN_DEVICE_SAME keeps src's. */
 tn_tensor *tn_new_tensor(const tn_tensor *src, tn_dtype dtype, tn_device device,
                          bool requires_grad);
+/* ---- tensors over memory the caller owns (no copy) ------------------------ */
+
+/* torch.from_blob: a tensor (no history, requires_grad false) over data,
+ * shape and strides in elements (strides NULL: contiguous row-major), on
+ * device (TN_DEVICE_CPU, or TN_DEVICE_CUDA(i) for device memory). No copy:
+ * tenet reads and writes data in place. deleter(ctx) (may be NULL) runs once,
+ * when the last tenet reference to the memory goes — on whichever thread
+ * drops it. On failure (NULL + error: a bad dtype or shape, a negative
+ * stride, strides reaching beyond the address space, data NULL for a
+ * non-empty tensor or not aligned to the element size, an unusable device)
+ * the deleter is NOT called: the memory stays the caller's. Writes made to
+ * the memory by others are invisible to the version counter
+ * (docs/semantics.md: aliasing). */
+tn_tensor *tn_from_blob(void *data, tn_dtype dtype, int ndim, const int64_t *shape,
+                        const int64_t *strides, tn_device device, void (*deleter)(void *ctx),
+                        void *ctx);
+
 /* Converts to dtype/device (TN_DTYPE_SAME / TN_DEVICE_KEEP keep). Returns a new
  * reference to src itself when nothing changes (as torch's .to). Differentiable. */
 tn_tensor *tn_to(tn_tensor *src, tn_dtype dtype, tn_device device);
