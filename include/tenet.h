@@ -20,6 +20,7 @@
 #define TENET_H
 
 #include "tenet/types.h"
+#include "tenet/version.h"
 #include "tenet/tensor.h"
 #include "tenet/autograd.h"
 #include "tenet/ops.h"
