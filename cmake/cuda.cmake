@@ -128,7 +128,8 @@ if(TENET_HAVE_CUDA)
   set(TENET_CUDA_LINK CUDA::cudart CUDA::cublas ${TENET_CUDA_CXX_LIBS})
 
   # For the pkg-config file's Libs.private (the static library's consumers).
-  set(TENET_CUDA_PC_LIBS "-L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcublasLt -lcudart")
+  # no -L: the CUDA toolkit's directory is the build machine's; a static link adds its own
+  set(TENET_CUDA_PC_LIBS "-lcublas -lcublasLt -lcudart")
   foreach(_lib IN LISTS TENET_CUDA_CXX_LIBS)
     string(APPEND TENET_CUDA_PC_LIBS " -l${_lib}")
   endforeach()
@@ -144,7 +145,8 @@ if(TENET_HAVE_CUDA)
     "LINKER:--version-script=${PROJECT_SOURCE_DIR}/engine/cuda/plugin.map" "LINKER:-z,defs")
   set_property(TARGET tenet-cuda APPEND PROPERTY LINK_DEPENDS
     ${PROJECT_SOURCE_DIR}/engine/cuda/plugin.map)
-  install(TARGETS tenet-cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  # a plugin, not a library to link: in tenet's own directory (found there by libtenet.so)
+  install(TARGETS tenet-cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/tenet COMPONENT cuda)
 
   # The static library: the same objects, registered from a constructor.
   list(APPEND TENET_STATIC_OBJECTS $<TARGET_OBJECTS:tenet_cuda_obj>

@@ -66,14 +66,20 @@ static void *open_plugin(const char *path, const char *from) {
 }
 
 /* libtenet-cuda.so beside the libtenet this code is in (dladdr names the file
- * that holds one of its objects), when there is one: dir holds the path. */
+ * that holds one of its objects), or in its tenet/ subdirectory (where the
+ * installed packages keep it), when there is one: dir holds the path. */
 static bool beside_libtenet(char *dir, size_t n) {
     Dl_info info;
     if (!dladdr(&g_cuda_once, &info) || !info.dli_fname) return false;
     const char *slash = strrchr(info.dli_fname, '/');
     int len = slash ? (int)(slash - info.dli_fname) : 1;
-    int w = snprintf(dir, n, "%.*s/%s", len, slash ? info.dli_fname : ".", TN_CUDA_PLUGIN_FILE);
-    return w > 0 && (size_t)w < n && access(dir, F_OK) == 0;
+    const char *base = slash ? info.dli_fname : ".";
+    static const char *const sub[2] = {"", "tenet/"};
+    for (int i = 0; i < 2; i++) {
+        int w = snprintf(dir, n, "%.*s/%s%s", len, base, sub[i], TN_CUDA_PLUGIN_FILE);
+        if (w > 0 && (size_t)w < n && access(dir, F_OK) == 0) return true;
+    }
+    return false;
 }
 
 /* The plugin's handle, in the search order: TENET_CUDA_PLUGIN (that file
