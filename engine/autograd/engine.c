@@ -101,8 +101,8 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
     if (r.monitor) tn__hooks.monitor_end(r.monitor, st);
     tn__run_free(&r);
     if (rn != stack_roots) tn__mfree(rn);
-    /* inside backward, as hooks: no scope registers their tensors. Relaxed: this thread is the
-     * only one left in the pass (the workers joined); run_callbacks acquires what it takes. */
+    /* inside backward, as hooks (each in a callback frame). Relaxed: this thread is the only
+     * one left in the pass (the workers joined); run_callbacks acquires what it takes. */
     if (atomic_load_explicit(&r.callbacks, memory_order_relaxed)) st = run_callbacks(&r, st);
     tn__internal_leave();
     tn_set_grad_enabled(prev_mode);
@@ -155,7 +155,10 @@ static tn_status run_callbacks(tn_run *r, tn_status st) {
         }
         while (fifo) {
             queued_cb *next = fifo->next;
+            tn__callback_frame cf;
+            tn__callback_enter(&cf);
             tn_status cst = fifo->fn(st, fifo->ctx);
+            cst = tn__callback_leave(&cf, cst, 0, NULL, "a backward callback");
             if (cst < 0 && st == TN_OK) st = cst;
             tn__mfree(fifo);
             fifo = next;

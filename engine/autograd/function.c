@@ -219,7 +219,8 @@ tn_status tn_function_saved_tensors(tn_function_ctx *ctx, int n, tn_tensor **out
         out[i] = NULL;
     for (int i = 0; i < n; i++) {
         if (!node->saved[i].defined) continue; /* NULL was saved */
-        if ((out[i] = tn__node_unpack(node, i))) continue;
+        /* into the backward's own scope when it opened one, as any returned tensor */
+        if ((out[i] = tn__ret(tn__node_unpack(node, i)))) continue;
         st = tn_last_status();
         for (int j = 0; j < i; j++) {
             tn_release(out[j]);
@@ -267,17 +268,20 @@ static fn_state *state_new(const tn_function *fn, int n_in, tn_tensor *const *in
     return s;
 }
 
-/* Runs the user's forward: grad mode off, as engine code. On failure every
+/* Runs the user's forward: grad mode off, in a callback frame. On failure every
  * reference it left in outputs[] is released. */
 static tn_status run_forward(tn_function_ctx *ctx, tn_tensor **outputs) {
     const fn_state *s = ctx->s;
     bool prev = tn_set_grad_enabled(false);
-    tn__internal_enter();
+    tn__callback_frame cf;
+    tn__callback_enter(&cf);
     /* A NULL output is taken for the result of a failure inside forward (then kept: out of
      * memory, a shape error) only when that failure happened inside it. */
     tn__failed_last = false;
     int r = s->desc.forward(ctx, s->n_in, ctx->inputs, s->n_out, outputs);
     tn_status st = r < 0 ? callback_failed((tn_status)r, s->desc.name, "forward") : TN_OK;
+    st = tn__callback_leave(&cf, st, s->n_out, outputs, "a custom function's forward");
+    tn__internal_enter();
     for (int k = 0; k < s->n_out && st >= 0; k++)
         if (!outputs[k])
             st = tn__null_arg(true, "%s: forward returned TN_OK but left outputs[%d] NULL",
@@ -581,9 +585,12 @@ tn_status tn__function_backward(tn_node *n, tn_tensor *const *go, tn_tensor **gi
     tn_function_ctx ctx = {.s = s, .node = n};
     bool once = (s->desc.flags & TN_FUNCTION_ONCE_DIFFERENTIABLE) && tn__grad_enabled();
     if (once) tn_set_grad_enabled(false);
+    tn__callback_frame cf;
+    tn__callback_enter(&cf);
     int r = s->desc.backward(&ctx, n->n_out, go, n->n_in, g);
-    if (once) tn_set_grad_enabled(true);
     tn_status st = r < 0 ? callback_failed((tn_status)r, s->desc.name, "backward") : TN_OK;
+    st = tn__callback_leave(&cf, st, n->n_in, g, "a custom function's backward");
+    if (once) tn_set_grad_enabled(true);
     if (st == TN_OK && r != n->n_in)
         st = tn__error(TN_ERR_AUTOGRAD,
                        "function %s returned an incorrect number of gradients (expected %d, got "

@@ -229,7 +229,10 @@ static void before_call(void) { tn_clear_error(); }
 static tn_status call_tensor_hook(tn_hook *h, tn_tensor **g) {
     tn_tensor *r = NULL;
     before_call();
+    tn__callback_frame cf;
+    tn__callback_enter(&cf);
     tn_status st = h->fn.tensor(*g, &r, h->ctx);
+    st = tn__callback_leave(&cf, st, 1, &r, "a tensor hook");
     if (st < 0) {
         tn_release(r);
         return hook_failed(st, "a tensor hook");
@@ -261,7 +264,10 @@ tn_status tn__run_prehooks(tn_node *n, tn_tensor **grads_out) {
             return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
         memset(rep, 0, (size_t)n->n_out * sizeof *rep);
         before_call();
+        tn__callback_frame cf;
+        tn__callback_enter(&cf);
         st = h->fn.pre(n, n->n_out, grads_out, rep, h->ctx);
+        st = tn__callback_leave(&cf, st, n->n_out, rep, "a node pre-hook");
         if (st < 0) hook_failed(st, "a node pre-hook");
         for (int k = 0; k < n->n_out; k++) {
             if (st < 0) tn_release(rep[k]);
@@ -282,7 +288,10 @@ tn_status tn__run_posthooks(tn_node *n, tn_tensor **gin, tn_tensor *const *grads
             return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
         memset(rep, 0, (size_t)n->n_in * sizeof *rep);
         before_call();
+        tn__callback_frame cf;
+        tn__callback_enter(&cf);
         st = h->fn.post(n, n->n_in, gin, rep, n->n_out, grads_out, h->ctx);
+        st = tn__callback_leave(&cf, st, n->n_in, rep, "a node hook");
         if (st < 0) hook_failed(st, "a node hook");
         for (int i = 0; i < n->n_in; i++) {
             if (st < 0 || !rep[i]) {
@@ -321,7 +330,10 @@ tn_status tn__run_post_accumulate(tn_grad_cell *c) {
     for (tn_hook *h = first(&c->hooks); h && st == TN_OK; h = next_of(h)) {
         if (h->kind != HOOK_POST_ACCUMULATE || !live(h) || !tn__try_retain(h->leaf)) continue;
         before_call();
+        tn__callback_frame cf;
+        tn__callback_enter(&cf);
         st = h->fn.post_acc(h->leaf, h->ctx);
+        st = tn__callback_leave(&cf, st, 0, NULL, "a post accumulate grad hook");
         if (st < 0) hook_failed(st, "a post accumulate grad hook");
         tn__internal_enter(); /* our own reference: not a scope's */
         tn_release(h->leaf);

@@ -248,6 +248,24 @@ bool tn__in_engine(void); /* inside backward or a composite op */
  * released twice. */
 void tn__scope_on_release(tn_tensor *t);
 void tn__internal_leave(void);
+/* Around each call of user code from the engine (hooks, custom functions'
+ * forward and backward, backward callbacks): the callback runs as user code
+ * (its tn_scope_begin opens a real scope, the public ops it calls return
+ * into it) while the scopes open around it are hidden from it: outside its
+ * own scopes what it gets is its own, as without any scope, and
+ * tn_scope_end never ends a scope it did not open. tn__in_engine() stays
+ * true (the checks of engine code). Leave closes the scopes the callback
+ * left open, except that one reference of each results[k] found in them is
+ * handed over as if kept (results: the tensors it returned to the engine);
+ * it returns st, or TN_ERR_INVALID_ARGUMENT naming `what` when st >= 0 and
+ * a scope was left open. Frames nest (a hook in a backward called from a
+ * hook). */
+typedef struct tn__callback_frame {
+    int internal, base;
+} tn__callback_frame;
+void tn__callback_enter(tn__callback_frame *f);
+tn_status tn__callback_leave(const tn__callback_frame *f, tn_status st, int n_results,
+                             tn_tensor *const *results, const char *what);
 
 /* ---- grad mode (engine/core/grad_mode.c) ------------------------------------ */
 bool tn__grad_enabled(void);

@@ -1,6 +1,12 @@
 /* Scopes: a thread-local stack of owned references so that nested C
  * expressions do not leak. Frames record where each scope starts.
  *
+ * User code that the engine calls (hooks, custom functions, backward
+ * callbacks) runs in a callback frame (tn__callback_enter/leave): the
+ * frames open when it starts are hidden from it (`base`), so its own
+ * scopes work as anywhere else while what it makes outside them stays its
+ * own, and the scopes it forgets to end are closed when it returns.
+ *
  * A tensor counts the scope references it has (`scoped`), so that
  * tn_release of a scope-owned tensor can hand the scope's reference back
  * explicitly: the entry becomes a hole and scope_end skips it. */
@@ -11,13 +17,15 @@ typedef struct scope_stack {
     int64_t n, cap;
     int64_t *frames; /* start index of each open scope */
     int depth, frame_cap;
+    int base; /* frames [0, base) belong to the code around the running callback */
 } scope_stack;
 
 static _Thread_local scope_stack tls_scope;
 static _Thread_local int tls_internal; /* > 0 inside engine code */
+static _Thread_local int tls_callbacks; /* > 0 inside a callback: engine code to the checks */
 
 void tn__internal_enter(void) { tls_internal++; }
-bool tn__in_engine(void) { return tls_internal > 0; }
+bool tn__in_engine(void) { return tls_internal > 0 || tls_callbacks > 0; }
 void tn__internal_leave(void) { tls_internal--; }
 
 static bool push(scope_stack *s, tn_tensor *t) {
@@ -36,7 +44,7 @@ tn_tensor *tn__ret(tn_tensor *t) {
     scope_stack *s = &tls_scope;
     if (!t || tls_internal > 0) return t;
     tn__failed_last = false;
-    if (s->depth == 0) return t;
+    if (s->depth == s->base) return t;
     if (!push(s, t)) {
         /* Cannot track it: the caller would leak it silently, so fail cleanly. */
         tn_release(t);
@@ -76,9 +84,8 @@ tn_status tn_scope_begin(void) {
     return TN_OK;
 }
 
-void tn_scope_end(void) {
-    scope_stack *s = &tls_scope;
-    if (s->depth == 0) return;
+/* Releases the innermost frame's tensors. */
+static void end_frame(scope_stack *s) {
     int64_t start = s->frames[--s->depth];
     tls_internal++; /* these releases are the scope's own references */
     while (s->n > start) {
@@ -95,14 +102,58 @@ void tn_scope_end(void) {
     }
 }
 
+void tn_scope_end(void) {
+    scope_stack *s = &tls_scope;
+    if (s->depth > s->base) end_frame(s); /* never a frame of the code around */
+}
+
+void tn__callback_enter(tn__callback_frame *f) {
+    scope_stack *s = &tls_scope;
+    *f = (tn__callback_frame){.internal = tls_internal, .base = s->base};
+    tls_internal = 0;
+    tls_callbacks++;
+    s->base = s->depth;
+}
+
+/* A result the callback hands out from a scope it left open is taken as
+ * kept: one of that scope's references to it (the newest) becomes the
+ * caller's. */
+static void keep_result(scope_stack *s, const tn_tensor *r) {
+    for (int64_t i = s->n - 1; r && i >= s->frames[s->base]; i--) {
+        if (s->items[i] != r) continue;
+        s->items[i] = NULL; /* a hole, as tn_keep leaving the last scope */
+        /* relaxed: only this thread writes it (tn__ret) */
+        atomic_fetch_sub_explicit(&((tn_tensor *)r)->scoped, 1, memory_order_relaxed);
+        return;
+    }
+}
+
+tn_status tn__callback_leave(const tn__callback_frame *f, tn_status st, int n_results,
+                             tn_tensor *const *results, const char *what) {
+    scope_stack *s = &tls_scope;
+    int open = s->depth - s->base;
+    for (int k = 0; open > 0 && k < n_results; k++)
+        keep_result(s, results[k]);
+    while (s->depth > s->base)
+        end_frame(s);
+    s->base = f->base;
+    tls_callbacks--;
+    tls_internal = f->internal;
+    if (open == 0 || st < 0) return st; /* the callback's own failure comes first */
+    return tn__error(TN_ERR_INVALID_ARGUMENT,
+                     "%s returned with %d scope%s still open (tn_scope_begin without "
+                     "tn_scope_end); tenet closed %s",
+                     what, open, open == 1 ? "" : "s", open == 1 ? "it" : "them");
+}
+
 tn_tensor *tn_keep(tn_tensor *t) {
     scope_stack *s = &tls_scope;
     TN_CHECK_NULL_ARG(t, "t");
-    if (s->depth == 0) return t; /* no scope: the caller owns it already */
+    if (s->depth == s->base) return t; /* no scope: the caller owns it already */
     int64_t start = s->frames[s->depth - 1];
     for (int64_t i = s->n - 1; i >= start; i--) {
         if (s->items[i] != t) continue;
-        if (s->depth == 1) { /* leaves the last scope: the caller owns it */
+        if (s->depth == s->base + 1) { /* leaves the last scope: the caller owns it */
             s->items[i] = NULL;
             atomic_fetch_sub_explicit(&t->scoped, 1, memory_order_relaxed);
             return t;

@@ -153,9 +153,9 @@ void tn_hook_release(tn_hook *h);
  * queue order and may queue more. Unlike PyTorch, they also run when the
  * pass failed (pass_status < 0), so that they can release what they hold;
  * the pass's error and message are kept. Like hooks, callbacks run inside
- * backward (grad mode as the pass: on only with create_graph), and tensors
- * returned to them are not registered in any scope: release what you make.
- * A callback's negative status
+ * backward (grad mode as the pass: on only with create_graph), and what
+ * they make outside a scope of their own is theirs: release it (scopes in
+ * hooks and callbacks: see tn_scope_begin). A callback's negative status
  * becomes backward's when the pass itself succeeded. Outside a pass:
  * TN_ERR_AUTOGRAD, "Final callbacks can only be installed during backward
  * pass." (DDP, tenet/dist.h, waits for its allreduces from one.) */

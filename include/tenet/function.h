@@ -28,9 +28,10 @@
  * are checked like the built-in ops' (the in-place version error, anomaly
  * mode's backtraces); anomaly reports name the node fn->name.
  *
- * Ownership. Both callbacks run as engine code: tensors they get from tenet
- * are NOT registered in any scope, so each callback releases what it makes
- * and does not hand out. forward writes NEW references into outputs[0 ..
+ * Ownership. Both callbacks start outside any scope: tensors they get from
+ * tenet outside a scope of their own are theirs, so each callback releases
+ * what it makes and does not hand out (or opens a scope and tn_keeps what it
+ * hands out: see tn_scope_begin). forward writes NEW references into outputs[0 ..
  * n_out) (to return an input, return tn_retain(input)); backward writes new
  * references (or NULL: no gradient) into grad_inputs. inputs and
  * grad_outputs are borrowed. A tn_function_ctx is valid during the callback

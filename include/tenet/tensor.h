@@ -59,7 +59,16 @@ void tn_release(tn_tensor *t);
  * tn_scope_begin returns TN_OK, or TN_ERR_OUT_OF_MEMORY when the scope stack
  * cannot grow: then no scope was opened (a failed call changes nothing), so
  * do NOT call tn_scope_end for it (it would end the enclosing scope). The
- * compiler warns when the status is ignored. */
+ * compiler warns when the status is ignored.
+ * Callbacks (hooks, custom functions' forward and backward, backward
+ * callbacks) start with no scope of their own: the scopes open around them
+ * are not theirs (tn_scope_end ends none of them; outside its own scopes a
+ * callback owns what it gets), and the scopes they open work as anywhere
+ * else; tn_keep out of a callback's outermost scope hands the tensor to the
+ * callback. A scope a callback leaves open is closed when it returns (a
+ * tensor it returned from it, in `replace` or outputs, counts as kept) and
+ * the callback fails with TN_ERR_INVALID_ARGUMENT ("... returned with 1
+ * scope still open"). */
 TN_NODISCARD tn_status tn_scope_begin(void);
 void tn_scope_end(void);
 /* Returns t. Error (NULL) if t is not owned by the innermost open scope. */
