@@ -16,6 +16,14 @@
  * moved a saved tensor's version (same counter), and which untracked writes
  * (.data: another counter) changed its bytes.
  *
+ * The latest writes alone can miss the one a version error is about: the
+ * first write after the save (the save's version + 1), when many writes
+ * follow it. A save in anomaly mode marks its version counter
+ * (tn__version_save, engine/core/hooks.h) and the write that reaches the
+ * marked version is also kept in one of TN_FIRST `first` slots, under the
+ * same ticket, where only later saves' first writes replace it. Snapshots
+ * merge both, one record per ticket.
+ *
  * Ring protocol (multi-producer, lock-free): a writer takes a ticket with
  * fetch_add on `head`; its slot is ticket % TN_RING. Each slot has a
  * sequence word: 0 = empty, odd = being written, 2*(ticket+1) = complete
@@ -77,6 +85,8 @@ __attribute__((constructor)) static void read_environment(void) {
 /* ---- the write ring ------------------------------------------------------------ */
 
 #define TN_RING 16
+#define TN_FIRST 4 /* first writes after the latest saves */
+_Static_assert(TN_SNAP_MAX == TN_RING + TN_FIRST, "a snapshot holds every slot");
 
 typedef struct ring_slot {
     _Atomic uint64_t seq;
@@ -102,7 +112,9 @@ typedef struct tn_write_ring {
     _Atomic uint64_t dropped;
     _Atomic uint64_t evicted_epoch; /* newest epoch among overwritten records */
     _Atomic(nan_origin *) origin;   /* set once (first producer wins), freed with the ring */
+    _Atomic uint64_t first_head;    /* tickets of the first slots */
     ring_slot slot[TN_RING];
+    ring_slot first[TN_FIRST];
 } tn_write_ring;
 
 /* Out of memory, the write is not recorded: the write itself has happened
@@ -131,22 +143,27 @@ void tn__ring_free(tn_storage *s) {
     tn__mfree(r);
 }
 
-void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *op) {
-    tn_backtrace bt;
-    tn__bt_capture(&bt);
+/* One write as the writer captured it. */
+typedef struct write_rec {
+    const char *op;
+    uint64_t version, epoch, tid;
     char name[TN_THREAD_NAME];
-    tn__thread_name(name);
-    tn_write_ring *r = ring_get(t->storage);
-    if (!r) return;
-    uint64_t ticket = atomic_fetch_add_explicit(&r->head, 1, memory_order_relaxed);
-    ring_slot *sl = &r->slot[ticket % TN_RING];
+    const void *vblock;
+    tn_backtrace bt;
+} write_rec;
+
+/* Writes w into sl under `ticket` (seqlock: odd while being written); a
+ * ring slot `evicts` (the record it replaces counts in evicted_epoch). A
+ * slot mid-write (a writer a whole ring behind) or a lost CAS is not
+ * touched: false, the write is dropped from this slot. */
+static bool fill_slot(tn_write_ring *r, ring_slot *sl, bool evicts, uint64_t ticket,
+                      const write_rec *w) {
     uint64_t seq = atomic_load_explicit(&sl->seq, memory_order_relaxed);
+    /* acquire: the field stores below stay after the claim */
     if ((seq & 1) || !atomic_compare_exchange_strong_explicit(
-                         &sl->seq, &seq, seq | 1, memory_order_acquire, memory_order_relaxed)) {
-        atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
-        return;
-    }
-    if (seq) { /* overwriting a complete record: remember how recent it was */
+                         &sl->seq, &seq, seq | 1, memory_order_acquire, memory_order_relaxed))
+        return false;
+    if (seq && evicts) { /* overwriting a complete record of the ring: remember how recent */
         uint64_t e = atomic_load_explicit(&sl->epoch, memory_order_relaxed);
         uint64_t cur = atomic_load_explicit(&r->evicted_epoch, memory_order_relaxed);
         while (e > cur &&
@@ -154,23 +171,49 @@ void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *
                                                       memory_order_relaxed, memory_order_relaxed)) {
         }
     }
-    atomic_store_explicit(&sl->op, op, memory_order_relaxed);
-    atomic_store_explicit(&sl->version, version, memory_order_relaxed);
-    atomic_store_explicit(&sl->epoch,
-                          atomic_load_explicit(&t->storage->write_epoch, memory_order_relaxed),
-                          memory_order_relaxed);
-    atomic_store_explicit(&sl->tid, tn__os_tid(), memory_order_relaxed);
+    atomic_store_explicit(&sl->op, w->op, memory_order_relaxed);
+    atomic_store_explicit(&sl->version, w->version, memory_order_relaxed);
+    atomic_store_explicit(&sl->epoch, w->epoch, memory_order_relaxed);
+    atomic_store_explicit(&sl->tid, w->tid, memory_order_relaxed);
     for (int i = 0; i < TN_THREAD_NAME / 8; i++) {
         uint64_t word;
-        memcpy(&word, name + 8 * i, 8);
+        memcpy(&word, w->name + 8 * i, 8);
         atomic_store_explicit(&sl->name[i], word, memory_order_relaxed);
     }
-    atomic_store_explicit(&sl->vblock, (const void *)t->version, memory_order_relaxed);
-    atomic_store_explicit(&sl->n, bt.n, memory_order_relaxed);
-    for (int i = 0; i < bt.n; i++)
-        atomic_store_explicit(&sl->pc[i], bt.pc[i], memory_order_relaxed);
+    atomic_store_explicit(&sl->vblock, w->vblock, memory_order_relaxed);
+    atomic_store_explicit(&sl->n, w->bt.n, memory_order_relaxed);
+    for (int i = 0; i < w->bt.n; i++)
+        atomic_store_explicit(&sl->pc[i], w->bt.pc[i], memory_order_relaxed);
     /* release: publishes the fields above to readers that acquire seq. */
     atomic_store_explicit(&sl->seq, 2 * (ticket + 1), memory_order_release);
+    return true;
+}
+
+/* Whether the write that reached `version` is the first after a save of
+ * its counter. The fence pairs with the one in tn__version_save: our
+ * version bump (before it) and the save's mark (before its fence) cannot
+ * both be missed by the other side. */
+static bool first_after_save(const tn_tensor *t, uint64_t version) {
+    atomic_thread_fence(memory_order_seq_cst);
+    return atomic_load_explicit(&t->version->first_after_save, memory_order_relaxed) == version;
+}
+
+void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *op) {
+    write_rec w = {.op = op, .version = version, .tid = tn__os_tid(),
+                   .vblock = (const void *)t->version};
+    bool first = first_after_save(t, version);
+    tn__bt_capture(&w.bt);
+    tn__thread_name(w.name);
+    tn_write_ring *r = ring_get(t->storage);
+    if (!r) return;
+    w.epoch = atomic_load_explicit(&t->storage->write_epoch, memory_order_relaxed);
+    uint64_t ticket = atomic_fetch_add_explicit(&r->head, 1, memory_order_relaxed);
+    bool kept = fill_slot(r, &r->slot[ticket % TN_RING], true, ticket, &w);
+    if (first) {
+        uint64_t k = atomic_fetch_add_explicit(&r->first_head, 1, memory_order_relaxed);
+        kept |= fill_slot(r, &r->first[k % TN_FIRST], false, ticket, &w);
+    }
+    if (!kept) atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
 }
 
 static bool read_slot(ring_slot *sl, tn_write_snap *w, uint64_t *ticket) {
@@ -197,17 +240,28 @@ static bool read_slot(ring_slot *sl, tn_write_snap *w, uint64_t *ticket) {
     return true;
 }
 
+/* Adds slot sl's record to out[0, *n) unless its ticket is there already. */
+static void snap_slot(ring_slot *sl, uint64_t since_epoch, tn_write_snap *out, uint64_t *tickets,
+                      int *n, int max) {
+    uint64_t ticket;
+    if (*n == max || !read_slot(sl, &out[*n], &ticket) || out[*n].epoch <= since_epoch) return;
+    for (int i = 0; i < *n; i++)
+        if (tickets[i] == ticket) return;
+    tickets[(*n)++] = ticket;
+}
+
 int tn__ring_snapshot(const tn_storage *s, uint64_t since_epoch, tn_write_snap *out, int max,
                       uint64_t *dropped) {
     tn_write_ring *r = atomic_load_explicit(&((tn_storage *)s)->ring, memory_order_acquire);
     *dropped = 0;
     if (!r) return 0;
-    uint64_t tickets[TN_RING];
+    uint64_t tickets[TN_SNAP_MAX];
+    if (max > TN_SNAP_MAX) max = TN_SNAP_MAX;
     int n = 0;
-    for (int i = 0; i < TN_RING && n < max; i++) {
-        if (!read_slot(&r->slot[i], &out[n], &tickets[n]) || out[n].epoch <= since_epoch) continue;
-        n++;
-    }
+    for (int i = 0; i < TN_FIRST; i++)
+        snap_slot(&r->first[i], since_epoch, out, tickets, &n, max);
+    for (int i = 0; i < TN_RING; i++)
+        snap_slot(&r->slot[i], since_epoch, out, tickets, &n, max);
     for (int i = 1; i < n; i++) /* oldest first: insertion sort on tickets */
         for (int j = i; j > 0 && tickets[j - 1] > tickets[j]; j--) {
             tn_write_snap w = out[j];
@@ -266,18 +320,23 @@ static tn_anomaly_report *node_report(tn_anomaly_kind kind, tn_node *n) {
 }
 
 /* Lists the ring's writes since the save: same counter (tracked) or, for
- * untracked reports, other counters. Returns how many were listed. */
-static int add_writes(tn_anomaly_report *r, const tn_saved *s, bool tracked) {
-    tn_write_snap w[TN_RING];
+ * untracked reports, other counters. Tracked writes are those that moved
+ * the version from the saved one to `cur`, the one the check read: a write
+ * past it came after the check. Of those cur - saved writes, the ones not
+ * listed are the report's dropped count; untracked ones have no such count
+ * (the ring's own losses). Returns how many were listed. */
+static int add_writes(tn_anomaly_report *r, const tn_saved *s, bool tracked, uint64_t cur) {
+    tn_write_snap w[TN_SNAP_MAX];
     uint64_t dropped;
-    int n = tn__ring_snapshot(s->orig->storage, s->epoch, w, TN_RING, &dropped), listed = 0;
+    int n = tn__ring_snapshot(s->orig->storage, s->epoch, w, TN_SNAP_MAX, &dropped), listed = 0;
     for (int i = 0; i < n; i++) {
         bool same = w[i].vblock == (const void *)s->orig->version;
         if (same != tracked) continue;
-        if (tracked && (w[i].version <= s->version)) continue;
+        if (tracked && (w[i].version <= s->version || w[i].version > cur)) continue;
         tn__report_add_write(r, &w[i], tracked);
         listed++;
     }
+    if (tracked) dropped = cur - s->version > (uint64_t)listed ? cur - s->version - listed : 0;
     tn__report_set_dropped(r, dropped);
     return listed;
 }
@@ -285,7 +344,7 @@ static int add_writes(tn_anomaly_report *r, const tn_saved *s, bool tracked) {
 const char *tn__anomaly_inplace_report(tn_node *n, const tn_saved *s, uint64_t cur) {
     tn_anomaly_report *r = node_report(TN_ANOMALY_INPLACE, n);
     tn__report_set_saved(r, s->orig, s->is_output ? s->output_nr : -1, s->version, cur);
-    add_writes(r, s, true);
+    add_writes(r, s, true, cur);
     return tn__report_first_culprit(r);
 }
 
@@ -294,16 +353,16 @@ tn_status tn__anomaly_check_untracked(tn_node *n, const tn_saved *s) {
     if (now == s->epoch) return TN_OK;
     /* Build into a scratch check first: only a write through another
      * counter is an untracked write (tracked ones moved the version). */
-    tn_write_snap w[TN_RING];
+    tn_write_snap w[TN_SNAP_MAX];
     uint64_t dropped;
-    int n_w = tn__ring_snapshot(s->orig->storage, s->epoch, w, TN_RING, &dropped), other = 0;
+    int n_w = tn__ring_snapshot(s->orig->storage, s->epoch, w, TN_SNAP_MAX, &dropped), other = 0;
     for (int i = 0; i < n_w; i++)
         other += w[i].vblock != (const void *)s->orig->version;
     if (!other) return TN_OK;
     tn_anomaly_report *r = node_report(TN_ANOMALY_UNTRACKED, n);
     uint64_t v = tn__version_get(s->orig);
     tn__report_set_saved(r, s->orig, s->is_output ? s->output_nr : -1, s->version, v);
-    add_writes(r, s, false);
+    add_writes(r, s, false, v);
     const char *who = tn__report_first_culprit(r);
     char type[200];
     tn__format_shape(type, sizeof type, s->orig->ndim, s->orig->shape);

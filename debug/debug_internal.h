@@ -76,7 +76,10 @@ typedef struct tn_write_snap {
 /* Records an in-place write of `t` (after its version bump) when anomaly
  * mode is on. Lock-free; a write that cannot get a slot is counted as dropped. */
 void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *op);
-/* Writes still in the ring with epoch > since_epoch, oldest first. */
+/* Writes still in the ring (the latest ones and the first ones after the
+ * latest saves) with epoch > since_epoch, oldest first, each once; at most
+ * TN_SNAP_MAX. */
+#define TN_SNAP_MAX 20 /* TN_RING + TN_FIRST (anomaly.c) */
 int tn__ring_snapshot(const tn_storage *s, uint64_t since_epoch, tn_write_snap *out, int max,
                       uint64_t *dropped);
 void tn__ring_free(tn_storage *s);

@@ -357,6 +357,8 @@ const char *tn__report_first_culprit(tn_anomaly_report *r) {
     symbolize_report(r);
     const rep_trace *t = NULL;
     const rep_write *w = r->n_writes > 0 ? &r->body->writes[0] : NULL;
+    /* a version error is about the first write after the save: a later one is not its cause */
+    if (w && r->kind == TN_ANOMALY_INPLACE && w->version != r->saved_version + 1) return NULL;
     if (w)
         t = &w->trace;
     else if (r->kind == TN_ANOMALY_NAN_FORWARD)
@@ -548,6 +550,44 @@ static void print_forward(FILE *f, const tn_anomaly_report *r) {
     }
 }
 
+/* Whether writes a and b came from the same call: op, thread, kind and
+ * the innermost frame shown. */
+static bool same_call(const rep_write *a, const rep_write *b) {
+    if (a->tid != b->tid || a->tracked != b->tracked || strcmp(a->op, b->op)) return false;
+    if (a->trace.n_frames == 0 || b->trace.n_frames == 0)
+        return a->trace.n_frames == b->trace.n_frames;
+    return a->trace.frames[0].pc == b->trace.frames[0].pc;
+}
+
+/* A run of `n` identical writes from w on: one line, with its call site. */
+static void print_run(FILE *f, const rep_write *w, int n, uint64_t last_version) {
+    char who[64], site[800] = "";
+    tn__format_thread(who, sizeof who, w->tid, w->thread_name);
+    if (w->trace.n_frames > 0) {
+        site[0] = ',';
+        site[1] = ' ';
+        format_frame(site + 2, sizeof site - 2, &w->trace.frames[0]);
+    }
+    if (w->tracked)
+        fprintf(f, "    %s \u00d7%d -> versions %" PRIu64 "..%" PRIu64 ", %s%s\n", w->op, n,
+                w->version, last_version, who, site);
+    else
+        fprintf(f, "    %s \u00d7%d (untracked), %s%s\n", w->op, n, who, site);
+}
+
+static void print_write(FILE *f, const rep_write *w) {
+    char who[64];
+    tn__format_thread(who, sizeof who, w->tid, w->thread_name);
+    if (w->tracked)
+        fprintf(f, "    %s -> version %" PRIu64 ", %s\n", w->op, w->version, who);
+    else
+        fprintf(f, "    %s (untracked: its alias's own counter -> version %" PRIu64 "), %s\n",
+                w->op, w->version, who);
+    print_frames(f, &w->trace, 6);
+}
+
+/* The writes, oldest first; a run of identical consecutive writes (same
+ * op, thread and call site) is folded into one line. */
 static void print_writes(FILE *f, const tn_anomaly_report *r) {
     bool untracked = r->kind == TN_ANOMALY_UNTRACKED;
     if (r->n_writes == 0) {
@@ -562,19 +602,29 @@ static void print_writes(FILE *f, const tn_anomaly_report *r) {
     } else {
         fprintf(f, "  in-place writes since the save (%d):\n", r->n_writes);
     }
-    for (int i = 0; i < r->n_writes; i++) {
+    if (r->kind == TN_ANOMALY_INPLACE && r->n_writes > 0 &&
+        r->body->writes[0].version != r->saved_version + 1)
+        fprintf(f, "    (the first write after the save, to version %" PRIu64
+                   ", was not recorded)\n",
+                r->saved_version + 1);
+    for (int i = 0; i < r->n_writes;) {
         const rep_write *w = &r->body->writes[i];
-        char who[64];
-        tn__format_thread(who, sizeof who, w->tid, w->thread_name);
-        if (w->tracked)
-            fprintf(f, "    %s -> version %" PRIu64 ", %s\n", w->op, w->version, who);
+        int n = 1;
+        while (i + n < r->n_writes && same_call(w, &r->body->writes[i + n]))
+            n++;
+        if (n == 1)
+            print_write(f, w);
         else
-            fprintf(f, "    %s (untracked: its alias's own counter -> version %" PRIu64 "), %s\n",
-                    w->op, w->version, who);
-        print_frames(f, &w->trace, 6);
+            print_run(f, w, n, r->body->writes[i + n - 1].version);
+        i += n;
     }
     uint64_t lost = r->dropped + r->overflow;
-    if (lost)
+    if (lost && r->kind == TN_ANOMALY_INPLACE)
+        fprintf(f,
+                "  at least %" PRIu64 " more write(s) between the save and the check are not "
+                "listed (overwritten by later ones, or dropped)\n",
+                lost);
+    else if (lost)
         fprintf(f,
                 "  %" PRIu64 " more write(s) to this storage were dropped or overwritten before "
                 "they could be listed\n",

@@ -264,7 +264,7 @@ tn_status tn__node_save(tn_node *n, int slot, const tn_tensor *t, bool is_output
     tn__version_retain(t->version);
     s->defined = true;
     n->has_saved = true;
-    s->version = tn__version_get(t);
+    s->version = tn__version_save(t);
     s->epoch = atomic_load_explicit(&t->storage->write_epoch, memory_order_relaxed);
     s->is_output = is_output;
     s->output_nr = t->ag ? t->ag->output_nr : 0;

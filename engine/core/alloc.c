@@ -526,6 +526,7 @@ tn_version_block *tn__version_new(void) {
     if (!v) return NULL;
     atomic_init(&v->refcount, 1);
     atomic_init(&v->version, 0);
+    atomic_init(&v->first_after_save, 0);
     return v;
 }
 

@@ -190,6 +190,32 @@ static inline uint64_t tn__version_bump(tn_tensor *t, const char *op) {
     return v;
 }
 
+/* The version a save of t records. In anomaly mode it also marks the
+ * counter so that the write that moves it next (the first write after the
+ * save, the one the version check blames) is kept by the write ring
+ * whatever follows. Marking and the writer's check are a store-then-load
+ * pair on each side (first_after_save, then version here; version, then
+ * first_after_save in debug/anomaly.c's record), each with a seq_cst fence
+ * between: of a save and a racing write, at least one sees the other's
+ * store, so the write that reaches the recorded version + 1 finds the mark.
+ * When the version moves in between, the save takes the newer version. */
+static inline uint64_t tn__version_save(const tn_tensor *t) {
+    uint64_t v = tn__version_get(t);
+    if (TN_LIKELY(!(tn__anomaly_mode() & TN_ANOMALY_ON))) return v;
+    for (;;) {
+        uint64_t mark = atomic_load_explicit(&t->version->first_after_save, memory_order_relaxed);
+        /* relaxed: a higher mark is a later save's; the fence below orders ours */
+        while (mark < v + 1 &&
+               !atomic_compare_exchange_weak_explicit(&t->version->first_after_save, &mark, v + 1,
+                                                      memory_order_relaxed, memory_order_relaxed)) {
+        }
+        atomic_thread_fence(memory_order_seq_cst); /* pairs with the fence in record_write */
+        uint64_t again = tn__version_get(t);
+        if (again == v) return v;
+        v = again;
+    }
+}
+
 /* A synchronisation point of dev (see device_poll); st passes through. */
 static inline tn_status tn__sync_point(tn_device dev, tn_status st) {
     if (TN_UNLIKELY(tn__mon_any_pending())) tn__hooks.monitor_sync();

@@ -41,6 +41,10 @@ typedef struct tn_storage {
 typedef struct tn_version_block {
     _Atomic int64_t refcount;
     _Atomic uint64_t version;
+    /* Anomaly mode: the version that the first write after the latest save
+     * reaches (saved version + 1; 0: none), so that the write ring keeps
+     * that write beside the latest ones (tn__version_save, debug/anomaly.c). */
+    _Atomic uint64_t first_after_save;
 } tn_version_block;
 
 /* Where a gradient lands: a leaf's .grad or a retained non-leaf grad.

@@ -104,11 +104,17 @@ const tn_frame *tn_anomaly_report_forward_trace(const tn_anomaly_report *r, int 
 tn_status tn_anomaly_report_saved(const tn_anomaly_report *r, tn_dtype *dtype, int *ndim,
                                   const int64_t **shape, int *output_nr,
                                   uint64_t *saved_version, uint64_t *current_version);
-/* The writes that moved the version (or the untracked writes), oldest first. */
+/* The writes that moved the version (or the untracked writes), oldest first.
+ * For a version error: those from the saved version + 1 (the first write
+ * after the save, kept apart so that later writes never push it out) to the
+ * version the check read (a write after the check is left out), as far as
+ * they were recorded: the latest ones and the first one. */
 int tn_anomaly_report_n_writes(const tn_anomaly_report *r);
 const tn_write_event *tn_anomaly_report_write(const tn_anomaly_report *r, int i);
-/* Writes since the save that could not be listed: lost to contention, plus
- * one when older records were overwritten by newer writes (a lower bound). */
+/* Writes since the save that could not be listed. Version errors: exactly
+ * (checked version - saved version) - listed. Untracked writes: lost to
+ * contention, plus one when older records were overwritten by newer writes
+ * (a lower bound). */
 uint64_t tn_anomaly_report_dropped(const tn_anomaly_report *r);
 /* NaN reports: index of the non-finite output. */
 int tn_anomaly_report_output_index(const tn_anomaly_report *r);
