@@ -175,7 +175,7 @@ static void round_of(int n_writers, bool racing) {
             }
     } else {
         while (atomic_load_explicit(&done, memory_order_acquire) < n_writers) { /* pairs with */
-        }                                                                    /* the writers' */
+        }                                                                       /* the writers' */
     }
     assert_int_equal(tn_backward(s, NULL, true), TN_ERR_INPLACE_MODIFIED);
     check_report(&w[0], n_writers);
@@ -220,10 +220,10 @@ static void later_save_keeps_its_first_write(void **state) {
     tn_tensor *x = tn_zeros(1, (const int64_t[]){4}, TN_F32);
     tn_tensor *a = tn_ones(1, (const int64_t[]){4}, TN_F32);
     assert_int_equal(tn_requires_grad_(a, true), TN_OK);
-    tn_tensor *s0 = tn_sum(tn_mul(a, x));             /* saved at 0 */
-    assert_int_equal(tn_mul_scalar_(x, 2), TN_OK);     /* version 1: s0's culprit */
-    tn_tensor *s = tn_sum(tn_mul(a, x));              /* saved at 1 */
-    second_culprit(x);                                /* version 2: s's culprit */
+    tn_tensor *s0 = tn_sum(tn_mul(a, x));          /* saved at 0 */
+    assert_int_equal(tn_mul_scalar_(x, 2), TN_OK); /* version 1: s0's culprit */
+    tn_tensor *s = tn_sum(tn_mul(a, x));           /* saved at 1 */
+    second_culprit(x);                             /* version 2: s's culprit */
     for (int i = 0; i < 1000; i++)
         assert_int_equal(tn_mul_scalar_(x, 1), TN_OK); /* 3 .. 1002 */
     assert_int_equal(tn_backward(s0, NULL, false), TN_ERR_INPLACE_MODIFIED);

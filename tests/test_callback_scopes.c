@@ -88,8 +88,7 @@ static int exp_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_ou
     if (!out[0]) return tn_last_status();
     return tn_function_save_for_backward(ctx, 1, out);
 }
-static int exp_bw(tn_function_ctx *ctx, int n_out, tn_tensor *const *go, int n_in,
-                  tn_tensor **gi) {
+static int exp_bw(tn_function_ctx *ctx, int n_out, tn_tensor *const *go, int n_in, tn_tensor **gi) {
     (void)n_out, (void)n_in;
     if (tn_scope_begin() != TN_OK) return tn_last_status();
     tn_tensor *y;
@@ -98,8 +97,8 @@ static int exp_bw(tn_function_ctx *ctx, int n_out, tn_tensor *const *go, int n_i
     tn_scope_end();
     return gi[0] ? 1 : tn_last_status();
 }
-static const tn_function scoped_exp = {.name = "ScopedExpBackward", .forward = exp_fw,
-                                       .backward = exp_bw};
+static const tn_function scoped_exp = {
+    .name = "ScopedExpBackward", .forward = exp_fw, .backward = exp_bw};
 
 /* ---- one pass of everything ------------------------------------------------------------ */
 
@@ -115,7 +114,8 @@ static void one_pass(tn_tensor *x, seen *s) {
     assert_non_null(e);
     tn_tensor *m = tn_mul_scalar(e, 3);
     tn_node *mn = tn_grad_fn(m);
-    tn_hook *h[6] = {tn_register_hook(x, double_hook, NULL), tn_register_hook(e, norm_hook, &s->norm),
+    tn_hook *h[6] = {tn_register_hook(x, double_hook, NULL),
+                     tn_register_hook(e, norm_hook, &s->norm),
                      tn_node_register_prehook(mn, pre_hook, &s->pre),
                      tn_node_register_hook(mn, post_hook, &s->post),
                      tn_register_post_accumulate_grad_hook(x, post_acc_hook, &s->acc),
@@ -138,7 +138,7 @@ static void test_no_leak_over_passes(void **state) {
         one_pass(x, &s);
     assert_int_equal(tt_live_tensors(), live);
     double e1 = 2.718281828459045;
-    assert_true(s.norm > 18 - 1e-9 && s.norm < 18 + 1e-9);      /* e's gradient: 3, 3 */
+    assert_true(s.norm > 18 - 1e-9 && s.norm < 18 + 1e-9);       /* e's gradient: 3, 3 */
     assert_true(s.pre > 2 * e1 - 1e-9 && s.pre < 2 * e1 + 1e-9); /* exp(1) per element */
     assert_true(s.post > 8 - 1e-9 && s.post < 8 + 1e-9);         /* (3 + 1) per element */
     assert_true(s.cb > 12 - 1e-9 && s.cb < 12 + 1e-9);
@@ -176,8 +176,8 @@ static int forgetful_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, in
     out[0] = tn_exp(in[0]); /* the scope's, handed out: taken as kept */
     return out[0] ? TN_OK : tn_last_status();
 }
-static const tn_function forgetful_fn = {.name = "ForgetfulBackward", .forward = forgetful_fw,
-                                         .backward = exp_bw};
+static const tn_function forgetful_fn = {
+    .name = "ForgetfulBackward", .forward = forgetful_fw, .backward = exp_bw};
 
 /* A callback that ends more scopes than it opened ends none of its caller's. */
 static tn_status overeager_hook(const tn_tensor *g, tn_tensor **replace, void *ctx) {
@@ -195,7 +195,8 @@ static void test_scope_left_open(void **state) {
     for (int i = 0; i < 100; i++) { /* a tensor hook: backward fails, the scopes are closed */
         tn_tensor *y = tn_mul_scalar(x, 2);
         tn_hook *h = tn_register_hook(y, forgetful_hook, NULL);
-        tt_assert_error(tn_backward(tn_sum(y), NULL, false), "a tensor hook returned with 2 scopes");
+        tt_assert_error(tn_backward(tn_sum(y), NULL, false),
+                        "a tensor hook returned with 2 scopes");
         tn_hook_remove(h);
         tn_clear_error();
     }
@@ -203,7 +204,8 @@ static void test_scope_left_open(void **state) {
     /* a backward callback: the pass's status becomes the error */
     tn_tensor *y = tn_mul_scalar(x, 2);
     tn_hook *h = tn_register_hook(y, queue_forgetful, NULL);
-    tt_assert_error(tn_backward(tn_sum(y), NULL, false), "a backward callback returned with 1 scope");
+    tt_assert_error(tn_backward(tn_sum(y), NULL, false),
+                    "a backward callback returned with 1 scope");
     tn_hook_remove(h);
     /* forward of a custom function: apply fails and hands out nothing */
     tn_tensor *out = x;
@@ -231,8 +233,8 @@ static int forgetful_bw(tn_function_ctx *ctx, int n_out, tn_tensor *const *go, i
     gi[0] = tn_mul_scalar(go[0], 2);
     return gi[0] ? 1 : tn_last_status();
 }
-static const tn_function forgetful_bw_fn = {.name = "ForgetfulBwBackward", .forward = exp_fw,
-                                            .backward = forgetful_bw};
+static const tn_function forgetful_bw_fn = {
+    .name = "ForgetfulBwBackward", .forward = exp_fw, .backward = forgetful_bw};
 
 static void test_backward_left_open(void **state) {
     (void)state;
@@ -339,8 +341,10 @@ static void test_threads(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        TT_TEST(test_no_leak_over_passes), TT_TEST(test_scope_left_open),
-        TT_TEST(test_backward_left_open),  TT_TEST(test_parallel_backward),
+        TT_TEST(test_no_leak_over_passes),
+        TT_TEST(test_scope_left_open),
+        TT_TEST(test_backward_left_open),
+        TT_TEST(test_parallel_backward),
         TT_TEST(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
