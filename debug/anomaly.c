@@ -34,11 +34,36 @@
  * sequence publishes them, and a reader validates a slot seqlock-style
  * (acquire load, copy, acquire fence, reload).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "../engine/autograd/autograd_internal.h"
 #include "debug_internal.h"
+
+/* Each distinct warning is printed once, then counted (repeat.c). */
+static tn_repeats g_warnings = TN_REPEATS_INIT;
+
+void tn__anomaly_warn(const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    uint64_t key = tn__repeat_hash(TN_HASH_SEED, msg, strlen(msg));
+    if (!tn__repeat_note(&g_warnings, key, stderr)) return;
+    tn__warn("%s", msg);
+    /* the summary names the warning by its first sentence */
+    const char *end = strstr(msg, ". ");
+    int len = end ? (int)(end - msg) + 1 : (int)strlen(msg);
+    char label[200];
+    snprintf(label, sizeof label, "warning: \"%.*s\"", len > 160 ? 160 : len, msg);
+    tn__repeat_label(&g_warnings, key, label);
+}
+
+__attribute__((destructor)) static void warnings_at_exit(void) {
+    tn__repeat_flush(&g_warnings, stderr, false);
+}
 
 void tn_set_detect_anomaly(bool enabled, bool check_nan) {
     unsigned g = atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed);
@@ -46,6 +71,7 @@ void tn_set_detect_anomaly(bool enabled, bool check_nan) {
     unsigned f = keep | (enabled ? TN_ANOMALY_ON : 0) | (enabled && check_nan ? TN_ANOMALY_NAN : 0);
     atomic_store_explicit(&tn__anomaly_flags, f, memory_order_relaxed);
     tn__anomaly_nf_flush_thread(); /* checks made under the old mode still run */
+    if (!enabled) tn__repeat_flush(&g_warnings, stderr, false);
 }
 
 void tn_set_detect_anomaly_local(int mode) {
@@ -54,6 +80,7 @@ void tn_set_detect_anomaly_local(int mode) {
         tn__anomaly_local = 0;
         return;
     }
+    if (mode == 0) tn__repeat_flush(&g_warnings, stderr, false);
     /* the untracked-error option stays process-wide */
     unsigned g = atomic_load_explicit(&tn__anomaly_flags, memory_order_relaxed);
     tn__anomaly_local = 0x80u | (g & TN_ANOMALY_UNTRACKED_ERR) | (mode >= 1 ? TN_ANOMALY_ON : 0) |
@@ -199,8 +226,8 @@ static bool first_after_save(const tn_tensor *t, uint64_t version) {
 }
 
 void tn__anomaly_record_write(const tn_tensor *t, uint64_t version, const char *op) {
-    write_rec w = {.op = op, .version = version, .tid = tn__os_tid(),
-                   .vblock = (const void *)t->version};
+    write_rec w = {
+        .op = op, .version = version, .tid = tn__os_tid(), .vblock = (const void *)t->version};
     bool first = first_after_save(t, version);
     tn__bt_capture(&w.bt);
     tn__thread_name(w.name);
@@ -371,9 +398,10 @@ tn_status tn__anomaly_check_untracked(tn_node *n, const tn_saved *s) {
     if (tn__anomaly() & TN_ANOMALY_UNTRACKED_ERR)
         return tn__error(TN_ERR_INPLACE_MODIFIED, "%s: [%s %s], saved by %s, written by %s.", msg,
                          tn_dtype_name(s->orig->dtype), type, n->fn->name, who ? who : "(unknown)");
-    tn__warn("%s: [%s %s], saved by %s, written by %s. The gradient may be silently wrong; "
-             "tn_anomaly_report_print(tn_last_anomaly(), stderr) shows every write.",
-             msg, tn_dtype_name(s->orig->dtype), type, n->fn->name, who ? who : "(unknown)");
+    tn__anomaly_warn("%s: [%s %s], saved by %s, written by %s. The gradient may be silently wrong; "
+                     "tn_anomaly_report_print(tn_last_anomaly(), stderr) shows every write.",
+                     msg, tn_dtype_name(s->orig->dtype), type, n->fn->name,
+                     who ? who : "(unknown)");
     return TN_OK;
 }
 
@@ -394,12 +422,13 @@ void tn__anomaly_backward_error(tn_node *n, tn_status st) {
         snprintf(where, sizeof where, "%s (%s:%d)", f[0].function,
                  f[0].file ? tn__short_path(f[0].file) : "?", f[0].line);
     if (relayed && tn_anomaly_report_kind(r) == TN_ANOMALY_NAN_FORWARD)
-        tn__warn("Error detected in %s, which only relays a nan/inf value it saved in forward: "
-                 "the value was produced by '%s'%s%s. tn_anomaly_report_print(tn_last_anomaly(), "
-                 "f) prints the whole report.",
-                 n->fn->name, tn_anomaly_report_node(r), *where ? ", called from " : "", where);
+        tn__anomaly_warn(
+            "Error detected in %s, which only relays a nan/inf value it saved in forward: "
+            "the value was produced by '%s'%s%s. tn_anomaly_report_print(tn_last_anomaly(), "
+            "f) prints the whole report.",
+            n->fn->name, tn_anomaly_report_node(r), *where ? ", called from " : "", where);
     else if (*where)
-        tn__warn(
+        tn__anomaly_warn(
             "Error detected in %s, created by %s.%s tn_anomaly_report_print(tn_last_anomaly(), "
             "f) prints the whole report.",
             n->fn->name, where,
@@ -408,9 +437,10 @@ void tn__anomaly_backward_error(tn_node *n, tn_status st) {
                       "as data)."
                     : "");
     else
-        tn__warn("Error detected in %s. No forward pass information available. Enable detect "
-                 "anomaly during forward pass for more information.",
-                 n->fn->name);
+        tn__anomaly_warn(
+            "Error detected in %s. No forward pass information available. Enable detect "
+            "anomaly during forward pass for more information.",
+            n->fn->name);
 }
 
 /* ---- NaN / Inf checks ------------------------------------------------------------------ */
@@ -535,7 +565,7 @@ void tn__anomaly_check_forward(const char *op, const tn_tensor *out, int n_in,
     tn__report_set_forward(r, &o.bt);
     tn__report_set_output_index(r, 0);
     const char *who = tn__report_first_culprit(r);
-    tn__warn(
+    tn__anomaly_warn(
         "Function '%s' returned %s values in its 0th output (forward, from finite inputs)%s%s.", op,
         bad == 1 ? "nan" : "inf", who ? ", called from " : "", who ? who : "");
 }

@@ -223,9 +223,10 @@ static tn_status report(const uint64_t key[TN_NONFINITE_WORDS], bool in_backward
         if (f && f->bt.n) tn__report_set_forward(rep, &f->bt);
         tn__report_set_output_index(rep, 0);
         const char *who = tn__report_first_culprit(rep);
-        tn__warn("Function '%s' returned %s values in its 0th output (forward, on the device)%s%s.",
-                 name, key[0] & TN_NONFINITE_INF ? "inf" : "nan", who ? ", called from " : "",
-                 who ? who : "");
+        tn__anomaly_warn(
+            "Function '%s' returned %s values in its 0th output (forward, on the device)%s%s.",
+            name, key[0] & TN_NONFINITE_INF ? "inf" : "nan", who ? ", called from " : "",
+            who ? who : "");
     }
     if (!key[1]) return TN_OK;
     const char *name = bw ? bw->name : "(a node whose check record was overwritten)";
@@ -246,20 +247,23 @@ static tn_status report(const uint64_t key[TN_NONFINITE_WORDS], bool in_backward
     if (in_backward) {
         /* PyTorch's "Error detected in ..." line, as the CPU's backward gives */
         if (key[0] && fs < bs)
-            tn__warn("Error detected in %s (on the device), after a nan/inf value made in forward "
-                     "by '%s'%s%s. tn_anomaly_report_print(tn_last_anomaly(), f) prints the "
-                     "whole report.",
-                     name, f ? f->name : "(an op whose check record was overwritten)",
-                     who ? ", called from " : "", who ? who : "");
+            tn__anomaly_warn(
+                "Error detected in %s (on the device), after a nan/inf value made in forward "
+                "by '%s'%s%s. tn_anomaly_report_print(tn_last_anomaly(), f) prints the "
+                "whole report.",
+                name, f ? f->name : "(an op whose check record was overwritten)",
+                who ? ", called from " : "", who ? who : "");
         else if (who)
-            tn__warn("Error detected in %s (on the device), created by %s. "
-                     "tn_anomaly_report_print(tn_last_anomaly(), f) prints the whole report.",
-                     name, who);
+            tn__anomaly_warn(
+                "Error detected in %s (on the device), created by %s. "
+                "tn_anomaly_report_print(tn_last_anomaly(), f) prints the whole report.",
+                name, who);
         return tn__error(TN_ERR_NAN, "Function '%s' returned %s values in its %dth output.", name,
                          what, index);
     }
-    tn__warn("Function '%s' returned %s values in its %dth output (backward, on the device)%s%s.",
-             name, what, index, who ? ", called from " : "", who ? who : "");
+    tn__anomaly_warn(
+        "Function '%s' returned %s values in its %dth output (backward, on the device)%s%s.", name,
+        what, index, who ? ", called from " : "", who ? who : "");
     return TN_OK;
 }
 

@@ -15,6 +15,7 @@
  *   symbolize.c   pc -> function, file:line (libdw), dladdr fallback
  *   report.c      the thread's report object, accessors, printing
  *   nonfinite.c   check_nan's scan of a CPU tensor (tn__nonfinite_cpu)
+ *   repeat.c      repeated reports: printed once, then counted and summarised
  *   grad_monitor.c the gradient health monitor (its own hook entries)
  *   graph_dot.c   tn_graph_dot
  *   race.c, profile*.c take backtraces and thread names from it (beside
@@ -22,6 +23,9 @@
  */
 #ifndef TN_DEBUG_DEBUG_INTERNAL_H
 #define TN_DEBUG_DEBUG_INTERNAL_H
+
+#include <pthread.h>
+#include <stdio.h>
 
 #include "../engine/autograd/autograd_internal.h"
 #include "tenet/debug.h"
@@ -84,6 +88,11 @@ int tn__ring_snapshot(const tn_storage *s, uint64_t since_epoch, tn_write_snap *
                       uint64_t *dropped);
 void tn__ring_free(tn_storage *s);
 
+/* Anomaly mode's warnings on stderr (as tn__warn), each distinct text once,
+ * its repeats counted and summarised (repeat.c); pending counts are printed
+ * when the mode is switched off and at exit. */
+void tn__anomaly_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* ---- the engine's events (anomaly.c, anomaly_device.c; installed in
  * engine/core/hooks.h's table by debug/hooks.c) ------------------------------ */
 tn_status tn__anomaly_on_node(tn_node *n); /* capture the forward trace, parent */
@@ -136,6 +145,42 @@ void tn__report_set_relay(tn_anomaly_report *r, const char *node_name, int outpu
 /* "fn (file:line)" of the first write listed (symbolises it), or NULL. The
  * string lives as long as the report. */
 const char *tn__report_first_culprit(tn_anomaly_report *r);
+
+/* ---- repeated reports (repeat.c) --------------------------------------------- */
+/* One kind of report (the race detector's, anomaly mode's warnings): each
+ * distinct report, by a key, is printed in full once; its repeats are
+ * counted, and a summary line "tenet: <label> repeated N more times" is
+ * printed when a repeat comes at least the interval after the report's
+ * last line, and for the counts pending at tn__repeat_flush (the mode
+ * switched off, process exit). Thread-safe (a mutex, taken only when a
+ * report is made). Zero-initialise with TN_REPEATS_INIT. */
+#define TN_REPEAT_KEYS 64
+typedef struct tn_repeat {
+    uint64_t key, pending;
+    int64_t last; /* when its last line was printed (ns, monotonic) */
+    char label[200];
+} tn_repeat;
+typedef struct tn_repeats {
+    pthread_mutex_t lock;
+    int n;
+    tn_repeat e[TN_REPEAT_KEYS];
+} tn_repeats;
+#define TN_REPEATS_INIT                                                                            \
+    { .lock = PTHREAD_MUTEX_INITIALIZER }
+/* True: key is new, print the report in full (then name it with
+ * tn__repeat_label). False: a repeat, counted; its summary, when due, went
+ * to f (NULL: printed nowhere). */
+bool tn__repeat_note(tn_repeats *r, uint64_t key, FILE *f);
+void tn__repeat_label(tn_repeats *r, uint64_t key, const char *label);
+/* Prints the pending counts to f (NULL: drops them); forget: the reports
+ * become new again. */
+void tn__repeat_flush(tn_repeats *r, FILE *f, bool forget);
+/* FNV-1a of data, continuing from h (start with TN_HASH_SEED). */
+#define TN_HASH_SEED 0xcbf29ce484222325ULL
+uint64_t tn__repeat_hash(uint64_t h, const void *data, size_t n);
+/* The interval between two summary lines of one report (default 1 s, or
+ * TENET_REPORT_INTERVAL in seconds at start); 0: a line per repeat. */
+void tn__report_interval_set(double seconds);
 
 /* ---- symbols (symbolize.c) --------------------------------------------------- */
 /* Resolves pc into f (strings copied into buf of size n). Returns false when

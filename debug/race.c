@@ -85,6 +85,15 @@ static _Atomic bool g_quiet;
 static pthread_mutex_t g_report_lock = PTHREAD_MUTEX_INITIALIZER;
 static char g_last[REPORT_MAX]; /* under g_report_lock */
 static size_t g_last_len;
+/* Each pair of call sites is printed once, then counted (repeat.c). */
+static tn_repeats g_repeats = TN_REPEATS_INIT;
+
+/* Where reports go now; NULL: nowhere. */
+static FILE *report_stream(void) {
+    if (atomic_load_explicit(&g_quiet, memory_order_relaxed)) return NULL;
+    FILE *f = atomic_load_explicit(&g_stream, memory_order_relaxed);
+    return f ? f : stderr;
+}
 
 /* ---- the switch --------------------------------------------------------------------- */
 
@@ -97,6 +106,7 @@ void tn_set_detect_races(bool enabled) {
         atomic_fetch_add_explicit(&g_gen, 1, memory_order_relaxed);
     }
     atomic_store_explicit(&tn__race_flag, enabled ? 1u : 0u, memory_order_relaxed);
+    if (!enabled) tn__repeat_flush(&g_repeats, report_stream(), false);
 }
 
 bool tn_is_detect_races_enabled(void) { return tn__races_on(); }
@@ -104,6 +114,7 @@ bool tn_is_detect_races_enabled(void) { return tn__races_on(); }
 uint64_t tn_race_reports(void) { return atomic_load_explicit(&g_reports, memory_order_relaxed); }
 
 void tn_race_reports_reset(void) {
+    tn__repeat_flush(&g_repeats, report_stream(), true);
     pthread_mutex_lock(&g_report_lock);
     atomic_store_explicit(&g_reports, 0, memory_order_relaxed);
     g_last_len = 0;
@@ -126,6 +137,12 @@ size_t tn_race_last_report(char *buf, size_t size) {
     }
     pthread_mutex_unlock(&g_report_lock);
     return n;
+}
+
+/* The counts of repeats not summarised yet (the stream is valid while the
+ * detector is on). */
+__attribute__((destructor)) static void race_at_exit(void) {
+    if (tn__races_on()) tn__repeat_flush(&g_repeats, report_stream(), false);
 }
 
 __attribute__((constructor)) static void race_from_env(void) {
@@ -367,7 +384,7 @@ static bool public_op(const char *sym, char *buf, size_t n) {
  * by calling its driver keeps its frame: tn_add_scalar_, not unary_). The
  * outermost engine function stands in when no public frame is known (the
  * user's frame #0 is the call itself in any case). */
-static void put_side(char *buf, size_t *len, const side *sd) {
+static void put_side(char *buf, size_t *len, const side *sd, char *site, size_t site_n) {
     size_t n = *len;
 #define PUT(...)                                                                                   \
     (n += (size_t)snprintf(buf + n, n < REPORT_MAX ? REPORT_MAX - n : 0, __VA_ARGS__),             \
@@ -389,15 +406,17 @@ static void put_side(char *buf, size_t *len, const side *sd) {
     }
     char who[64] = "thread ?";
     if (sd->s.thread_ok) tn__format_thread(who, sizeof who, sd->s.os_tid, sd->s.name);
-    PUT("  %s by %s in %s [%s kernel]%s%s\n", sd->write ? "write" : "read", who,
-        sd->s.ok && sd->s.op ? sd->s.op
-        : *op                ? op
-        : outer              ? outer
-                             : "?",
+    const char *opname = sd->s.ok && sd->s.op ? sd->s.op : *op ? op : outer ? outer : "?";
+    PUT("  %s by %s in %s [%s kernel]%s%s\n", sd->write ? "write" : "read", who, opname,
         sd->s.ok && sd->s.kind ? sd->s.kind : "?", sd->how,
         sd->s.ok ? ", called from:" : ": it ended before its stack could be read");
     int from = first_user >= 0 ? first_user : 0,
         to = nf > from ? tn__last_user_frame(f, from, nf) : nf;
+    if (from < to && f[from].function && f[from].file && f[from].line > 0)
+        snprintf(site, site_n, "%s %s (%s:%d)", sd->write ? "write" : "read", opname,
+                 tn__short_path(f[from].file), f[from].line);
+    else
+        snprintf(site, site_n, "%s %s", sd->write ? "write" : "read", opname);
     for (int i = from, k = 0; i < to && k < USER_FRAMES; i++, k++) {
         if (f[i].function && f[i].file && f[i].line > 0)
             PUT("    #%d %s (%s:%d)\n", k, f[i].function, tn__short_path(f[i].file), f[i].line);
@@ -410,10 +429,30 @@ static void put_side(char *buf, size_t *len, const side *sd) {
     *len = n;
 }
 
+/* The pair's call sites, whichever side reports: both stacks as captured
+ * (the same call site gives the same program counters), either order. */
+static uint64_t pair_key(const side *a, const side *b) {
+    uint64_t h[2];
+    const side *sd[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        h[i] = tn__repeat_hash(TN_HASH_SEED, &sd[i]->write, sizeof sd[i]->write);
+        if (sd[i]->s.ok)
+            h[i] = tn__repeat_hash(h[i], sd[i]->s.bt.pc, (size_t)sd[i]->s.bt.n * sizeof(void *));
+    }
+    return h[0] < h[1] ? tn__repeat_hash(h[0], &h[1], sizeof h[1])
+                       : tn__repeat_hash(h[1], &h[0], sizeof h[0]);
+}
+
 static void report(const tn_storage *s, uintptr_t lo, uintptr_t hi, const side *me,
                    const side *peer) {
     atomic_fetch_add_explicit(&g_reports, 1, memory_order_relaxed);
+    uint64_t key = pair_key(me, peer);
     pthread_mutex_lock(&g_report_lock);
+    /* a pair seen before: counted, its summary printed when due */
+    if (!tn__repeat_note(&g_repeats, key, report_stream())) {
+        pthread_mutex_unlock(&g_report_lock);
+        return;
+    }
     size_t n = (size_t)snprintf(
         g_last, REPORT_MAX,
         "tenet: race detected (TENET_DETECT_RACES): a %s overlaps another thread's %s of the "
@@ -422,12 +461,14 @@ static void report(const tn_storage *s, uintptr_t lo, uintptr_t hi, const side *
         (unsigned long long)(lo - (uintptr_t)s->data),
         (unsigned long long)(hi - (uintptr_t)s->data), (const void *)s);
     if (n >= REPORT_MAX) n = REPORT_MAX - 1;
-    put_side(g_last, &n, me);
-    put_side(g_last, &n, peer);
+    char site[2][300], label[sizeof site + 64];
+    put_side(g_last, &n, me, site[0], sizeof site[0]);
+    put_side(g_last, &n, peer, site[1], sizeof site[1]);
     g_last_len = n;
-    if (!atomic_load_explicit(&g_quiet, memory_order_relaxed)) {
-        FILE *f = atomic_load_explicit(&g_stream, memory_order_relaxed);
-        if (!f) f = stderr;
+    snprintf(label, sizeof label, "race detector: the race between %s and %s", site[0], site[1]);
+    tn__repeat_label(&g_repeats, key, label);
+    FILE *f = report_stream();
+    if (f) {
         fputs(g_last, f);
         fflush(f);
     }

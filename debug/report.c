@@ -604,8 +604,8 @@ static void print_writes(FILE *f, const tn_anomaly_report *r) {
     }
     if (r->kind == TN_ANOMALY_INPLACE && r->n_writes > 0 &&
         r->body->writes[0].version != r->saved_version + 1)
-        fprintf(f, "    (the first write after the save, to version %" PRIu64
-                   ", was not recorded)\n",
+        fprintf(f,
+                "    (the first write after the save, to version %" PRIu64 ", was not recorded)\n",
                 r->saved_version + 1);
     for (int i = 0; i < r->n_writes;) {
         const rep_write *w = &r->body->writes[i];

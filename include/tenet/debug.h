@@ -22,6 +22,12 @@
  * Symbols (function, file:line through libdw; dladdr names without debug
  * info) are resolved only when a report is read or printed.
  *
+ * Warnings on stderr (a failed backward's "Error detected in ...", forward
+ * NaN/Inf, untracked writes) are printed once per distinct text; repeats are
+ * counted and summarised in one line ("... repeated N more times") at most
+ * once a second (TENET_REPORT_INTERVAL=<seconds>) and when anomaly mode is
+ * switched off or the process exits. Reports are made every time.
+ *
  * Threads: the switches are process-wide and may change at any time from any
  * thread (relaxed atomics); a thread may override them for itself
  * (tn_set_detect_anomaly_local). Reports are per thread.

@@ -28,7 +28,12 @@
  * overlaps another thread's in-flight read or write of the same bytes, or a
  * read that overlaps another thread's in-flight write, is reported once: a
  * warning on stderr naming both ops, both threads and both call stacks
- * (symbolised only when reported). Lock-free; costs a backtrace per kernel.
+ * (symbolised only when reported). The same pair of call sites is printed
+ * in full once; its repeats are counted, and summarised in one line ("the
+ * race between ... repeated N more times") at most once a second
+ * (TENET_REPORT_INTERVAL=<seconds> to change it) and when the detector is
+ * switched off, reset, or the process exits. Lock-free; costs a backtrace
+ * per kernel.
  * It sees races that overlap in time; a race whose accesses happen not to
  * overlap in one run is not reported (run longer or under ThreadSanitizer).
  *
@@ -61,9 +66,11 @@ bool tn_is_parallel_backward(void);
 void tn_set_detect_races(bool enabled);
 bool tn_is_detect_races_enabled(void);
 
-/* Number of races reported since start or the last reset (process-wide). */
+/* Number of races reported since start or the last reset (process-wide),
+ * repeats of a pair included. */
 uint64_t tn_race_reports(void);
-/* Sets the count back to 0 and forgets the last report. */
+/* Sets the count back to 0 and forgets the last report and the pairs seen
+ * (their pending repeat counts are printed first). */
 void tn_race_reports_reset(void);
 
 /* Where reports are printed: stderr by default; NULL prints nothing (they
@@ -71,8 +78,9 @@ void tn_race_reports_reset(void);
  * valid while the detector is on. */
 void tn_set_race_report_stream(FILE *f);
 
-/* Copies the text of the most recent report into buf (NUL-terminated,
- * truncated to size) and returns its full length; 0 when none. */
+/* Copies the text of the most recent report printed in full (a repeat of
+ * a pair is not formatted) into buf (NUL-terminated, truncated to size)
+ * and returns its full length; 0 when none. */
 size_t tn_race_last_report(char *buf, size_t size);
 
 TN_API_END
