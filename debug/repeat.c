@@ -7,6 +7,7 @@
  * A table of the last TN_REPEAT_KEYS distinct keys per kind of report,
  * under its own mutex: this runs only when a report is made, never on the
  * paths that find nothing to report. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdlib.h>
 #include <time.h>
 
