@@ -13,6 +13,7 @@ struct tn_adam {
     /* per state index (first occurrence of a parameter); NULL until used */
     tn_tensor **exp_avg, **exp_avg_sq;
     int64_t *steps; /* torch's state['step']: counts only steps with a grad */
+    tn_optimizer base; /* tn_adam_optimizer */
 };
 
 /* torch's checks, in torch's order: `not 0.0 <= x` (NaN fails them). */
@@ -44,6 +45,10 @@ static tn_status check_group(const tn_optim_group *g, const void *hyper) {
     return check_hyper(g->lr, h->beta1, h->beta2, h->eps, g->weight_decay);
 }
 
+static tn_status adam_base_step(tn_optimizer *b) {
+    return tn_adam_step((tn_adam *)(void *)((char *)b - offsetof(tn_adam, base)));
+}
+
 static tn_adam *adam_new(const char *who, bool decoupled, int n_groups,
                          const tn_param_group *groups, int n, tn_tensor *const *params, double lr,
                          double beta1, double beta2, double eps, double wd) {
@@ -70,6 +75,7 @@ static tn_adam *adam_new(const char *who, bool decoupled, int n_groups,
     o->beta2 = beta2;
     o->eps = eps;
     o->decoupled = decoupled;
+    o->base = (tn_optimizer){&o->ps, adam_base_step};
     return o;
 }
 
@@ -188,4 +194,9 @@ void tn_adam_free(tn_adam *o) {
     tn__free_small(o->steps);
     tn__optim_params_free(&o->ps);
     tn__free_small(o);
+}
+
+tn_optimizer *tn_adam_optimizer(tn_adam *o) {
+    TN_CHECK_NULL_ARG(o, "opt");
+    return &o->base;
 }

@@ -9,11 +9,10 @@
  * whenever the two norms round to the same float.
  *
  * The 2-norm and the inf-norm, when every gradient is one dense block on one
- * device (the usual case), are measured in place by core's tn__dev_grad_stats
- * (engine/core/device.h; the backend's grad_stats), up to TN_GRAD_STATS_MAX
- * gradients a launch, into one buffer of core's read once: on a GPU one wait
- * per call, not one per gradient, and no float64 temporaries. Other norms and
- * layouts take every gradient through float64 ops, one read each. */
+ * device (the usual case), are measured in place by tn__optim_grad_stats
+ * (grad_measure.c): on a GPU one wait per call, not one per gradient, and no
+ * float64 temporaries. Other norms and layouts take every gradient through
+ * float64 ops, one read each. */
 #include <math.h>
 
 #include "optim_internal.h"
@@ -79,53 +78,12 @@ static double fold(double acc, double part, double p) {
     return isinf(p) ? (part > acc || isnan(part) ? part : acc) : acc + part;
 }
 
-/* Whether the device every gradient is on measures (grad_stats) and each gradient is empty or
- * one dense block of a float dtype; *dev gets that device. */
-static bool stats_device(int n, tn_tensor *const *grads, tn_device *dev) {
-    bool any = false;
-    for (int i = 0; i < n; i++) {
-        const tn_tensor *g = grads[i];
-        int64_t cnt;
-        if (!g) continue;
-        if (any && !tn__same_device(*dev, tn__dev(g))) return false;
-        *dev = tn__dev(g), any = true;
-        if (!tn__is_float(g->dtype) || (tn_numel(g) > 0 && !tn__dense_block(g, false, &cnt)))
-            return false;
-    }
-    return any && tn__dev_has_grad_stats(*dev);
-}
-
 /* The parts for p = 2 (sums of squares) or inf (max |g|) by grad_stats, folded in the
- * gradients' order: into *acc, *done = true; *done = false where it cannot (stats_device). */
+ * gradients' order: into *acc, *done = true; *done = false where it cannot. */
 static tn_status stats_parts(int n, tn_tensor *const *grads, double p, double *acc, bool *done) {
-    tn_device dev = TN_DEVICE_CPU;
-    *done = stats_device(n, grads, &dev);
-    int m = 0; /* the gradients with elements, in order */
-    for (int i = 0; *done && i < n; i++)
-        m += grads[i] && tn_numel(grads[i]) > 0;
-    if (!*done || m == 0) return TN_OK;
-    double *host = tn__alloc(2 * (size_t)m * sizeof(double));
-    tn_dev_results res;
-    if (!host || tn__dev_results_init(&res, dev, 2 * m, host) < 0) {
-        tn__free(host);
-        return tn_last_status();
-    }
-    tn_status st = TN_OK;
-    for (int i = 0, k = 0; i < n && st == TN_OK;) { /* batches of one dtype, k: results so far */
-        const tn_tensor *batch[TN_GRAD_STATS_MAX];
-        int b = 0;
-        for (; i < n && b < TN_GRAD_STATS_MAX; i++) {
-            const tn_tensor *g = grads[i];
-            if (!g || tn_numel(g) == 0) continue;
-            if (b > 0 && g->dtype != batch[0]->dtype) break;
-            batch[b++] = g;
-        }
-        st = tn__dev_grad_stats(&res, k, b, batch);
-        k += b;
-    }
-    tn_status rs = tn__dev_results_read(&res, st == TN_OK ? host : NULL); /* the one wait */
-    if (st == TN_OK) st = rs;
-    if (dev.type != TN_CPU) st = tn__sync_point(dev, st); /* a read of device data, as tn_item */
+    double *host;
+    int m;
+    tn_status st = tn__optim_grad_stats(n, grads, &host, &m, done);
     for (int k = 0; k < m && st == TN_OK; k++)
         *acc = fold(*acc, host[2 * k + (isinf(p) ? 1 : 0)], p);
     tn__free(host);

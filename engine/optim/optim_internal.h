@@ -42,6 +42,13 @@ typedef struct tn_optim_params {
     tn_tensor **master; /* n, NULL until used (and for parameters that are not half) */
 } tn_optim_params;
 
+/* The kind-independent view of an optimiser (tenet/optim.h's tn_optimizer),
+ * embedded in each optimiser: its parameters and its step. */
+struct tn_optimizer {
+    tn_optim_params *ps;
+    tn_status (*step)(tn_optimizer *self);
+};
+
 /* Validates and retains the parameter groups (torch's Optimizer.__init__:
  * empty list, non-leaf, a tensor in two groups); a group's NaN lr or
  * weight_decay takes `lr` / `weight_decay`. `who` names the caller in
@@ -89,6 +96,14 @@ tn_status tn__optim_apply(const char *name, tn_pw_code code, int nops, tn_tensor
 
 /* Sets every parameter's .grad to NULL (zero_grad(set_to_none=True)). */
 tn_status tn__optim_zero_grad(const tn_optim_params *op);
+
+/* Sum of squares and max |g| (NaN when g holds a NaN) of each gradient with
+ * elements, in order, into (*host)[2k] and (*host)[2k + 1] (*m of them; free
+ * *host with tn__free), by core's grad_stats in one wait (grad_measure.c).
+ * *done = false, nothing measured, unless every gradient is an empty or
+ * dense float block on one device that measures. NULL entries are skipped. */
+tn_status tn__optim_grad_stats(int n, tn_tensor *const *grads, double **host, int *m,
+                               bool *done);
 
 /* A contiguous zero tensor shaped like parameter i (optimiser state): of its
  * dtype, or float32 for a half parameter with master weights. */

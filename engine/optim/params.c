@@ -353,3 +353,8 @@ void tn__optim_fmt(char *buf, size_t size, double v) {
     }
     snprintf(buf, size, "%s", out);
 }
+
+tn_status tn_optimizer_step(tn_optimizer *o) {
+    TN_CHECK_NULL_ARG_ST(o, "opt");
+    return o->step(o);
+}

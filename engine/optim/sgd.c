@@ -10,6 +10,7 @@ struct tn_sgd {
     tn_optim_params ps; /* groups hold lr and weight_decay */
     double momentum;
     tn_tensor **buf; /* per state index: momentum buffer, NULL until first used */
+    tn_optimizer base; /* tn_sgd_optimizer */
 };
 
 /* torch's checks, in torch's order; NaN passes them, as in torch */
@@ -32,6 +33,10 @@ static tn_status check_group(const tn_optim_group *g, const void *momentum) {
     return check_hyper(g->lr, *(const double *)momentum, g->weight_decay);
 }
 
+static tn_status sgd_base_step(tn_optimizer *b) {
+    return tn_sgd_step((tn_sgd *)(void *)((char *)b - offsetof(tn_sgd, base)));
+}
+
 static tn_sgd *sgd_new(const char *who, int n_groups, const tn_param_group *groups, int n,
                        tn_tensor *const *params, double lr, double momentum, double wd) {
     if (check_hyper(lr, momentum, wd) < 0) return NULL;
@@ -49,6 +54,7 @@ static tn_sgd *sgd_new(const char *who, int n_groups, const tn_param_group *grou
         return NULL;
     }
     o->momentum = momentum;
+    o->base = (tn_optimizer){&o->ps, sgd_base_step};
     return o;
 }
 
@@ -135,4 +141,9 @@ void tn_sgd_free(tn_sgd *o) {
     tn__free_small(o->buf);
     tn__optim_params_free(&o->ps);
     tn__free_small(o);
+}
+
+tn_optimizer *tn_sgd_optimizer(tn_sgd *o) {
+    TN_CHECK_NULL_ARG(o, "opt");
+    return &o->base;
 }

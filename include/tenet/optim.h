@@ -96,6 +96,15 @@ tn_status tn_sgd_set_group_lr(tn_sgd *opt, int group, double lr);
 double tn_sgd_get_lr(const tn_sgd *opt, int group);
 int tn_adam_num_groups(const tn_adam *opt);
 
+/* Any optimiser, for code that works with every kind (the gradient scaler,
+ * tenet/autocast.h): a borrowed view of an SGD or Adam/AdamW handle, valid
+ * while that handle lives (NULL + error for NULL). tn_optimizer_step steps
+ * it as its own *_step does. */
+typedef struct tn_optimizer tn_optimizer;
+tn_optimizer *tn_sgd_optimizer(tn_sgd *opt);
+tn_optimizer *tn_adam_optimizer(tn_adam *opt);
+tn_status tn_optimizer_step(tn_optimizer *opt);
+
 /* torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type): the norm of
  * all the .grads together (parameters without one are skipped), as if they
  * were one vector; when it exceeds max_norm, every .grad is scaled in place
