@@ -25,6 +25,7 @@
 #include "tenet/autograd.h"
 #include "tenet/ops.h"
 #include "tenet/optim.h"
+#include "tenet/autocast.h"
 #include "tenet/runtime.h"
 #include "tenet/debug.h"
 #include "tenet/threads.h"

@@ -76,6 +76,8 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
     tn_node **rn = n_roots <= 8 ? stack_roots : tn__calloc_quiet((size_t)n_roots, sizeof *rn);
     if (!rn) return tn__error(TN_ERR_OUT_OF_MEMORY, "out of memory in backward");
     bool prev_mode = tn_set_grad_enabled(create_graph);
+    uint8_t prev_autocast = tn__autocast_on; /* backward ops keep their forward's dtypes */
+    tn__autocast_on = 0;
     tn_run *prev_run = tn__tls_run;
     tn__tls_run = &r;
     tn__internal_enter();
@@ -106,6 +108,7 @@ tn_status tn__run_backward(int n_roots, tn_tensor *const *roots, tn_tensor *cons
     if (atomic_load_explicit(&r.callbacks, memory_order_relaxed)) st = run_callbacks(&r, st);
     tn__internal_leave();
     tn_set_grad_enabled(prev_mode);
+    tn__autocast_on = prev_autocast;
     tn__tls_run = prev_run;
     return st;
 }

@@ -272,6 +272,17 @@ tn_status tn__callback_leave(const tn__callback_frame *f, tn_status st, int n_re
                              tn_tensor *const *results, const char *what);
 
 /* ---- grad mode (engine/core/grad_mode.c) ------------------------------------ */
+/* Autocast's per-thread switch: bit (1 << device type) set while this
+ * thread's innermost region for that device type autocasts; 0 with no
+ * region, inside an autocast op (its inner ops must not cast again) and
+ * inside backward (engine/ops/autocast.c; grad_mode.c defines it). Plain
+ * thread-local: only its own thread reads or writes it. */
+#if defined(__GNUC__)
+#define TN_TLS_INITIAL_EXEC __attribute__((tls_model("initial-exec")))
+#else
+#define TN_TLS_INITIAL_EXEC
+#endif
+extern _Thread_local uint8_t tn__autocast_on TN_TLS_INITIAL_EXEC;
 bool tn__grad_enabled(void);
 /* True when grad mode is on and one of the (possibly NULL) inputs requires grad. */
 bool tn__needs_grad(int n, const tn_tensor *const *inputs);

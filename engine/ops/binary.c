@@ -2,6 +2,7 @@
  * backward, out= forms, in-place forms, and comparisons.
  * Node layout: inputs {a, b}; saved {0: a, 1: b, 2: result}; parameters
  * binary_params. */
+#include "autocast.h"
 #include "pointwise_driver.h"
 
 typedef struct binary_params {
@@ -196,7 +197,12 @@ tn_tensor *tn_add(const tn_tensor *a, const tn_tensor *b) { return binary(__func
 tn_tensor *tn_sub(const tn_tensor *a, const tn_tensor *b) { return binary(__func__, &op_sub, a, b, 1); }
 tn_tensor *tn_mul(const tn_tensor *a, const tn_tensor *b) { return binary(__func__, &op_mul, a, b, 1); }
 tn_tensor *tn_div(const tn_tensor *a, const tn_tensor *b) { return binary(__func__, &op_div, a, b, 1); }
-tn_tensor *tn_pow(const tn_tensor *a, const tn_tensor *b) { return binary(__func__, &op_pow, a, b, 1); }
+tn_tensor *tn_pow(const tn_tensor *a, const tn_tensor *b) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_POW, 2, (const tn_tensor *[]){a, b}))
+        return tn__autocast_done(&f, f.ok ? tn_pow(f.t[0], f.t[1]) : NULL);
+    return binary(__func__, &op_pow, a, b, 1);
+}
 tn_tensor *tn_maximum(const tn_tensor *a, const tn_tensor *b) {
     return binary(__func__, &op_maximum, a, b, 1);
 }

@@ -20,6 +20,7 @@
  * DW): inputs {g, w} / {g, x}, saved the same two. Parameters conv_params:
  * the primitive and the geometry.
  */
+#include "autocast.h"
 #include "pointwise_driver.h"
 
 enum { CONV_FWD, CONV_DX, CONV_DW };
@@ -556,6 +557,11 @@ static tn_tensor *conv_entry(const char *fn, int sd, const tn_tensor *input,
                              const tn_tensor *weight, const tn_tensor *bias, const int64_t *stride,
                              const int64_t *padding, tn_conv_padding mode,
                              const int64_t *dilation, int64_t groups) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_CONV, 3, (const tn_tensor *[]){input, weight, bias}))
+        return tn__autocast_done(&f, f.ok ? conv_entry(fn, sd, f.t[0], f.t[1], f.t[2], stride,
+                                                       padding, mode, dilation, groups)
+                                          : NULL);
     conv_call c = {.name = sd == 2 ? "conv2d" : "conv1d",
                    .fn = fn,
                    .sd = sd,

@@ -21,6 +21,7 @@
  */
 #include <math.h>
 
+#include "autocast.h"
 #include "pointwise_driver.h"
 
 typedef struct ce_params {
@@ -258,6 +259,9 @@ static tn_tensor *ce_fused(const tn_tensor *logits, const tn_tensor *targets, in
 }
 
 tn_tensor *tn_cross_entropy(const tn_tensor *logits, const tn_tensor *targets) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_CROSS_ENTROPY, 2, (const tn_tensor *[]){logits, targets}))
+        return tn__autocast_done(&f, f.ok ? tn_cross_entropy(f.t[0], f.t[1]) : NULL);
     double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(logits, "input");
     TN_CHECK_NULL_ARG(targets, "target");

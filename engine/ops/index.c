@@ -16,6 +16,7 @@
  * with create_graph, every backward is built from recorded public ops
  * (scatter_add, gather), so double backward works.
  */
+#include "autocast.h"
 #include "pointwise_driver.h"
 
 typedef struct index_params {
@@ -425,6 +426,9 @@ static tn_tensor *scatter_add(const tn_tensor *a, int dim, const tn_tensor *inde
 
 tn_tensor *tn_scatter_add(const tn_tensor *a, int dim, const tn_tensor *index,
                           const tn_tensor *src) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_SCATTER_ADD, 3, (const tn_tensor *[]){a, index, src}))
+        return tn__autocast_done(&f, f.ok ? tn_scatter_add(f.t[0], dim, f.t[1], f.t[2]) : NULL);
     TN_CHECK_NULL_ARG(a, "self");
     TN_CHECK_NULL_ARG(index, "index");
     TN_CHECK_NULL_ARG(src, "src");

@@ -5,6 +5,7 @@
  * shapes in in_meta give each slice's extent); parameters join_params. */
 #include <stdio.h>
 
+#include "autocast.h"
 #include "pointwise_driver.h"
 
 typedef struct join_params {
@@ -125,6 +126,9 @@ static tn_status cat_shape(int n, tn_tensor *const *ts, const tn_tensor *ref, in
 }
 
 tn_tensor *tn_cat(int n, tn_tensor *const *ts, int dim) {
+    tn_ac_frame f;
+    if (n > 0 && ts && tn__autocast(&f, TN_AC_CAT, n, (const tn_tensor *const *)ts))
+        return tn__autocast_done(&f, f.ok ? tn_cat(n, f.t, dim) : NULL);
     tn_dtype dt = TN_F32;
     if (n <= 0) {
         tn__error(TN_ERR_INVALID_ARGUMENT, "torch.cat(): expected a non-empty list of Tensors");
@@ -167,6 +171,9 @@ tn_tensor *tn_cat(int n, tn_tensor *const *ts, int dim) {
 
 /* stack(ts, d) == cat of each unsqueezed at d; done in one pass. */
 tn_tensor *tn_stack(int n, tn_tensor *const *ts, int dim) {
+    tn_ac_frame f;
+    if (n > 0 && ts && tn__autocast(&f, TN_AC_STACK, n, (const tn_tensor *const *)ts))
+        return tn__autocast_done(&f, f.ok ? tn_stack(n, f.t, dim) : NULL);
     tn_dtype dt = TN_F32;
     if (n <= 0) {
         tn__error(TN_ERR_INVALID_ARGUMENT, "stack expects a non-empty TensorList");

@@ -10,6 +10,7 @@
  * of the last two may be NULL); saved {0: x, 1: weight, 2: mean, 3: rstd}
  * (mean and rstd: contiguous (rows) in x's dtype); parameters ln_params.
  */
+#include "autocast.h"
 #include "pointwise_driver.h"
 
 typedef struct ln_params {
@@ -247,6 +248,11 @@ static tn_tensor *ln_forward(const tn_tensor *x, int nn, const tn_tensor *w, con
 
 tn_tensor *tn_layer_norm(const tn_tensor *x, int n_norm_dims, const int64_t *normalized_shape,
                          const tn_tensor *weight, const tn_tensor *bias, double eps) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_LAYER_NORM, 3, (const tn_tensor *[]){x, weight, bias}))
+        return tn__autocast_done(
+            &f, f.ok ? tn_layer_norm(f.t[0], n_norm_dims, normalized_shape, f.t[1], f.t[2], eps)
+                     : NULL);
     double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(x, "input");
     if (n_norm_dims > 0) TN_CHECK_NULL_PTR(normalized_shape, "normalized_shape");

@@ -11,6 +11,7 @@
  * Node layout (linear): inputs {x, w, bias}; saved {0: x, 1: w}; mm_params.bias_ndim.
  * As PyTorch, a is saved only when b needs its gradient and b only when a does.
  */
+#include "autocast.h"
 #include "pointwise_driver.h"
 
 typedef enum { K_DOT, K_MV, K_VM, K_MM, K_MAT_BATCHED, K_BATCHED } mm_kind;
@@ -310,6 +311,9 @@ static tn_status record(const tn_fn_info *fn, tn_tensor *out, int nin, const tn_
 /* ---- matmul --------------------------------------------------------------------- */
 
 tn_tensor *tn_matmul(const tn_tensor *a, const tn_tensor *b) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_MATMUL, 2, (const tn_tensor *[]){a, b}))
+        return tn__autocast_done(&f, f.ok ? tn_matmul(f.t[0], f.t[1]) : NULL);
     double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(a, "self");
     TN_CHECK_NULL_ARG(b, "other");
@@ -435,6 +439,9 @@ static tn_status linear_check(const tn_tensor *x, const tn_tensor *w, const tn_t
 }
 
 tn_tensor *tn_linear(const tn_tensor *x, const tn_tensor *w, const tn_tensor *bias) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_LINEAR, 3, (const tn_tensor *[]){x, w, bias}))
+        return tn__autocast_done(&f, f.ok ? tn_linear(f.t[0], f.t[1], f.t[2]) : NULL);
     double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(x, "input");
     TN_CHECK_NULL_ARG(w, "weight");

@@ -8,6 +8,7 @@
  */
 #include <math.h>
 
+#include "autocast.h"
 #include "pointwise_driver.h"
 
 typedef struct softmax_params {
@@ -128,11 +129,17 @@ tn_tensor *tn__softmax_family(const tn_tensor *a, int dim, bool log) {
 }
 
 tn_tensor *tn_softmax(const tn_tensor *a, int dim) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_SOFTMAX, 1, (const tn_tensor *[]){a}))
+        return tn__autocast_done(&f, f.ok ? tn_softmax(f.t[0], dim) : NULL);
     TN_CHECK_NULL_ARG(a, "self");
     return tn__ret(tn__softmax_family(a, dim, false));
 }
 
 tn_tensor *tn_log_softmax(const tn_tensor *a, int dim) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_LOG_SOFTMAX, 1, (const tn_tensor *[]){a}))
+        return tn__autocast_done(&f, f.ok ? tn_log_softmax(f.t[0], dim) : NULL);
     TN_CHECK_NULL_ARG(a, "self");
     return tn__ret(tn__softmax_family(a, dim, true));
 }
@@ -169,6 +176,9 @@ static tn_status mse_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
 static const tn_fn_info mse_fn = {"MseLossBackward0", mse_bw};
 
 tn_tensor *tn_mse_loss(const tn_tensor *a, const tn_tensor *b) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_MSE_LOSS, 2, (const tn_tensor *[]){a, b}))
+        return tn__autocast_done(&f, f.ok ? tn_mse_loss(f.t[0], f.t[1]) : NULL);
     double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(a, "input");
     TN_CHECK_NULL_ARG(b, "target");

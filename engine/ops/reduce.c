@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "autocast.h"
 #include "pointwise_driver.h"
 
 typedef struct reduce_params {
@@ -282,12 +283,20 @@ static tn_tensor *reduce(const char *api, const reduction *r, const tn_tensor *a
     return tn__ret(res);
 }
 
-tn_tensor *tn_sum(const tn_tensor *a) { return reduce(__func__, &r_sum, a, true, 0, false); }
+tn_tensor *tn_sum(const tn_tensor *a) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_SUM, 1, (const tn_tensor *[]){a}))
+        return tn__autocast_done(&f, f.ok ? tn_sum(f.t[0]) : NULL);
+    return reduce(__func__, &r_sum, a, true, 0, false);
+}
 tn_tensor *tn_mean(const tn_tensor *a) { return reduce(__func__, &r_mean, a, true, 0, false); }
 tn_tensor *tn_max(const tn_tensor *a) { return reduce(__func__, &r_max, a, true, 0, false); }
 tn_tensor *tn_min(const tn_tensor *a) { return reduce(__func__, &r_min, a, true, 0, false); }
 tn_tensor *tn_argmax(const tn_tensor *a) { return reduce(__func__, &r_argmax, a, true, 0, false); }
 tn_tensor *tn_sum_dim(const tn_tensor *a, int dim, bool keepdim) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_SUM, 1, (const tn_tensor *[]){a}))
+        return tn__autocast_done(&f, f.ok ? tn_sum_dim(f.t[0], dim, keepdim) : NULL);
     return reduce(__func__, &r_sum_dim, a, false, dim, keepdim);
 }
 tn_tensor *tn_mean_dim(const tn_tensor *a, int dim, bool keepdim) {

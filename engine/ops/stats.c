@@ -12,6 +12,7 @@
 #include <float.h>
 #include <math.h>
 
+#include "autocast.h"
 #include "pointwise_driver.h"
 
 typedef struct stat_params {
@@ -105,6 +106,9 @@ static tn_tensor *logsumexp_keep(const tn_tensor *x, int dim, const int64_t *kee
 }
 
 tn_tensor *tn_logsumexp(const tn_tensor *x, int dim, bool keepdim) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_LOGSUMEXP, 1, (const tn_tensor *[]){x}))
+        return tn__autocast_done(&f, f.ok ? tn_logsumexp(f.t[0], dim, keepdim) : NULL);
     double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(x, "self");
     int d = tn__wrap_dim(dim, x->ndim);

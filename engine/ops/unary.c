@@ -1,6 +1,7 @@
 /* Unary pointwise ops, scalar forms (tensor op number) and clamp, with
  * backward and in-place forms.
  * Node layout: input {a}; saved {0: a, 1: result}; parameters unary_params. */
+#include "autocast.h"
 #include "pointwise_driver.h"
 
 /* The op's scalars as its kernel takes them (clamp: min, max; pow: the
@@ -241,8 +242,18 @@ static tn_tensor *unary(const char *api, const unop *op, const tn_tensor *a, dou
 }
 
 tn_tensor *tn_neg(const tn_tensor *a) { return unary(__func__, &op_neg, a, 0, 0); }
-tn_tensor *tn_exp(const tn_tensor *a) { return unary(__func__, &op_exp, a, 0, 0); }
-tn_tensor *tn_log(const tn_tensor *a) { return unary(__func__, &op_log, a, 0, 0); }
+tn_tensor *tn_exp(const tn_tensor *a) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_EXP, 1, (const tn_tensor *[]){a}))
+        return tn__autocast_done(&f, f.ok ? tn_exp(f.t[0]) : NULL);
+    return unary(__func__, &op_exp, a, 0, 0);
+}
+tn_tensor *tn_log(const tn_tensor *a) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_LOG, 1, (const tn_tensor *[]){a}))
+        return tn__autocast_done(&f, f.ok ? tn_log(f.t[0]) : NULL);
+    return unary(__func__, &op_log, a, 0, 0);
+}
 tn_tensor *tn_sqrt(const tn_tensor *a) { return unary(__func__, &op_sqrt, a, 0, 0); }
 tn_tensor *tn_abs(const tn_tensor *a) { return unary(__func__, &op_abs, a, 0, 0); }
 tn_tensor *tn_sigmoid(const tn_tensor *a) { return unary(__func__, &op_sigmoid, a, 0, 0); }
@@ -279,7 +290,12 @@ tn_tensor *tn_sub_scalar(const tn_tensor *a, double s) { return unary(__func__, 
 tn_tensor *tn_mul_scalar(const tn_tensor *a, double s) { return unary(__func__, &op_muls, a, s, 0); }
 tn_tensor *tn_div_scalar(const tn_tensor *a, double s) { return unary(__func__, &op_divs, a, 1 / s, 0); }
 tn_tensor *tn_rsub_scalar(const tn_tensor *a, double s) { return unary(__func__, &op_rsubs, a, s, 0); }
-tn_tensor *tn_pow_scalar(const tn_tensor *a, double e) { return unary(__func__, &op_pows, a, e, 0); }
+tn_tensor *tn_pow_scalar(const tn_tensor *a, double e) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_POW, 1, (const tn_tensor *[]){a}))
+        return tn__autocast_done(&f, f.ok ? tn_pow_scalar(f.t[0], e) : NULL);
+    return unary(__func__, &op_pows, a, e, 0);
+}
 
 /* ---- in-place -------------------------------------------------------------------- */
 
