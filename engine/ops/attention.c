@@ -374,8 +374,9 @@ tn_tensor *tn_scaled_dot_product_attention(const tn_tensor *q, const tn_tensor *
                                            double dropout_p, bool is_causal) {
     tn_ac_frame f;
     if (tn__autocast(&f, TN_AC_SDPA, 4, (const tn_tensor *[]){q, k, v, attn_mask}))
-        return tn__autocast_done(&f, f.ok ? tn_scaled_dot_product_attention(
-                                                f.t[0], f.t[1], f.t[2], f.t[3], dropout_p, is_causal)
+        return tn__autocast_done(&f, f.ok ? tn_scaled_dot_product_attention(f.t[0], f.t[1], f.t[2],
+                                                                            f.t[3], dropout_p,
+                                                                            is_causal)
                                           : NULL);
     double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG(q, "query");

@@ -102,8 +102,7 @@ tn_status tn__optim_zero_grad(const tn_optim_params *op);
  * *host with tn__free), by core's grad_stats in one wait (grad_measure.c).
  * *done = false, nothing measured, unless every gradient is an empty or
  * dense float block on one device that measures. NULL entries are skipped. */
-tn_status tn__optim_grad_stats(int n, tn_tensor *const *grads, double **host, int *m,
-                               bool *done);
+tn_status tn__optim_grad_stats(int n, tn_tensor *const *grads, double **host, int *m, bool *done);
 
 /* A contiguous zero tensor shaped like parameter i (optimiser state): of its
  * dtype, or float32 for a half parameter with master weights. */
