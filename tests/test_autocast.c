@@ -201,6 +201,13 @@ static void test_ineligible_inputs(void **state) {
     assert_int_equal(tn_dtype_of(tn_cat(2, h, 0)), TN_F32);
     tn_tensor *m[2] = {R(TN_F64, 2), R(TN_BF16, 2)};
     assert_int_equal(tn_dtype_of(tn_cat(2, m, 0)), TN_F64);
+    /* more inputs than the frame holds inline: cast into an allocated list */
+    tn_tensor *many[6];
+    for (int k = 0; k < 6; k++)
+        many[k] = R(k == 3 ? TN_F32 : TN_BF16, 2);
+    tn_tensor *st = tn_stack(6, many, 0);
+    assert_int_equal(tn_dtype_of(st), TN_F32);
+    assert_int_equal(tn_size(st, 0), 6);
     assert_int_equal(tn_autocast_end(), TN_OK);
     tn_scope_end();
 }

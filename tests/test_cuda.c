@@ -919,6 +919,56 @@ static void monitor_pending_on_gpu(void **state) {
     tt_capture_end(&c);
 }
 
+/* Autocast in a CUDA region: PyTorch 2.x's CUDA lists (matmul to float16; softmax, sum, exp,
+ * layer_norm of a float16 input in float32; cat promotes), CPU tensors untouched; the gradient
+ * scaler on CUDA gradients (the inf check through the device's grad_stats). */
+static tn_dtype dt_of_released(tn_tensor *t) {
+    tn_dtype d = t ? tn_dtype_of(t) : TN_DTYPE_SAME;
+    tn_release(t);
+    return d;
+}
+
+static void autocast_on_gpu(void **state) {
+    (void)state;
+    NEED_GPU();
+    int64_t sh[2] = {3, 4}, shw[2] = {4, 4};
+    tn_tensor *c = rand_t(2, sh, TN_F32, false), *a = tn_to(c, TN_F32, CUDA0);
+    tn_tensor *wc = rand_t(2, shw, TN_F32, false), *w = tn_to(wc, TN_F32, CUDA0);
+    tn_tensor *ones = tn_ones(2, shw, TN_F32);
+    tn_tensor *h = tn_to(a, TN_F16, TN_DEVICE_KEEP);
+    assert_int_equal(tn_requires_grad_(w, true), TN_OK);
+    assert_int_equal(tn_autocast_begin(TN_CUDA, TN_F16), TN_OK);
+    tn_tensor *y = tn_matmul(a, w);
+    assert_int_equal(tn_dtype_of(y), TN_F16);
+    assert_int_equal(dt_of_released(tn_matmul(c, ones)), TN_F32); /* CPU */
+    assert_int_equal(dt_of_released(tn_softmax(h, 1)), TN_F32);
+    assert_int_equal(dt_of_released(tn_sum(h)), TN_F32);
+    assert_int_equal(dt_of_released(tn_exp(h)), TN_F32);
+    assert_int_equal(dt_of_released(tn_layer_norm(h, 1, (int64_t[]){4}, NULL, NULL, 1e-5)), TN_F32);
+    assert_int_equal(dt_of_released(tn_cat(2, (tn_tensor *[]){a, h}, 0)), TN_F32);
+    assert_int_equal(dt_of_released(tn_relu(h)), TN_F16);
+    tn_tensor *loss = tn_sum(y); /* float32 (sum is on CUDA's float32 list) */
+    assert_int_equal(tn_dtype_of(loss), TN_F32);
+    assert_int_equal(tn_autocast_end(), TN_OK);
+    tn_grad_scaler *sc = tn_grad_scaler_new(65536, 2, 0.5, 2000, true);
+    tn_sgd *o = tn_sgd_new(1, &w, 0.1, 0, 0);
+    tn_tensor *s = tn_grad_scaler_scale(sc, loss);
+    assert_int_equal(tn_backward(s, NULL, false), TN_OK);
+    tn_tensor *g = tn_grad(w);
+    assert_int_equal(tn_dtype_of(g), TN_F32);
+    assert_true(tn_device_of(g).type == TN_CUDA);
+    bool stepped = true;
+    assert_int_equal(tn_grad_scaler_step(sc, tn_sgd_optimizer(o), &stepped), TN_OK);
+    assert_int_equal(tn_grad_scaler_update(sc), TN_OK);
+    /* the float16 product's gradient, 65536 per element before unscaling, overflows float16 */
+    assert_false(stepped);
+    assert_float_equal(tn_grad_scaler_get_scale(sc), 32768, 0);
+    tn_sgd_free(o);
+    tn_grad_scaler_free(sc);
+    tn_release(g), tn_release(s), tn_release(loss), tn_release(y), tn_release(h);
+    tn_release(w), tn_release(wc), tn_release(ones), tn_release(a), tn_release(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(unavailable_device_errors),
@@ -937,6 +987,7 @@ int main(void) {
         TT_TEST(monitor_on_gpu),
         TT_TEST(monitor_pending_on_gpu),
         TT_TEST(clip_on_gpu),
+        TT_TEST(autocast_on_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
