@@ -173,7 +173,9 @@ static bool eligible(const tn_tensor *t, int d) {
 static tn_dtype target_of(int pol, int d, int n, const tn_tensor *const *in) {
     if (pol == AC_LOWER) return tls_dtype[d];
     if (pol == AC_FP32) return TN_F32;
-    tn_dtype to = tls_dtype[d]; /* promote: torch starts from the region's dtype */
+    /* promote: torch starts from the region's dtype; where it fails on the other half type
+     * ("Unexpected floating ScalarType"), bfloat16 with float16 promotes to float32 */
+    tn_dtype to = tls_dtype[d];
     for (int i = 0; i < n; i++)
         if (eligible(in[i], d)) to = tn__promote_types(to, in[i]->dtype);
     return to;
