@@ -936,6 +936,11 @@ static void autocast_on_gpu(void **state) {
     tn_tensor *wc = rand_t(2, shw, TN_F32, false), *w = tn_to(wc, TN_F32, CUDA0);
     tn_tensor *ones = tn_ones(2, shw, TN_F32);
     tn_tensor *h = tn_to(a, TN_F16, TN_DEVICE_KEEP);
+    if (!h) { /* the CUDA back end has no half kernels yet: nothing to autocast to */
+        print_message("CUDA back end without float16: skipped (%s)\n", tn_last_error());
+        tn_release(w), tn_release(wc), tn_release(ones), tn_release(a), tn_release(c);
+        skip();
+    }
     assert_int_equal(tn_requires_grad_(w, true), TN_OK);
     assert_int_equal(tn_autocast_begin(TN_CUDA, TN_F16), TN_OK);
     tn_tensor *y = tn_matmul(a, w);
@@ -969,6 +974,37 @@ static void autocast_on_gpu(void **state) {
     tn_release(w), tn_release(wc), tn_release(ones), tn_release(a), tn_release(c);
 }
 
+/* The gradient scaler on CUDA float32 gradients: the inf/NaN check through the device's
+ * grad_stats, the unscale in place on the device. */
+static void grad_scaler_on_gpu(void **state) {
+    (void)state;
+    NEED_GPU();
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    float wv[3] = {1, 2, 3}, xv[3] = {0.5f, -1, 2};
+    tn_tensor *w = tn_to(tn_tensor_from(wv, TN_F32, 1, (int64_t[]){3}, false), TN_F32, CUDA0);
+    assert_int_equal(tn_requires_grad_(w, true), TN_OK);
+    tn_sgd *o = tn_sgd_new(1, &w, 1.0, 0, 0);
+    tn_grad_scaler *sc = tn_grad_scaler_new(1024, 2, 0.5, 1, true);
+    for (int step = 0; step < 2; step++) {
+        if (step == 1) xv[1] = INFINITY;
+        tn_tensor *x = tn_to(tn_tensor_from(xv, TN_F32, 1, (int64_t[]){3}, false), TN_F32, CUDA0);
+        assert_int_equal(tn_sgd_zero_grad(o), TN_OK);
+        tn_tensor *s = tn_grad_scaler_scale(sc, tn_sum(tn_mul(w, x)));
+        assert_int_equal(tn_backward(s, NULL, false), TN_OK);
+        assert_int_equal(tn_grad_scaler_unscale_(sc, tn_sgd_optimizer(o)), TN_OK);
+        if (step == 0) tt_assert_grad(w, (const double[]){0.5, -1, 2}, 3, 0);
+        bool stepped;
+        assert_int_equal(tn_grad_scaler_step(sc, tn_sgd_optimizer(o), &stepped), TN_OK);
+        assert_int_equal(tn_grad_scaler_update(sc), TN_OK);
+        assert_true(stepped == (step == 0));
+        assert_float_equal(tn_grad_scaler_get_scale(sc), step == 0 ? 2048 : 1024, 0);
+    }
+    tt_assert_close(w, (const double[]){0.5, 3, 1}, 3, 0); /* one step of lr 1 */
+    tn_grad_scaler_free(sc);
+    tn_sgd_free(o);
+    tn_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(unavailable_device_errors),
@@ -988,6 +1024,7 @@ int main(void) {
         TT_TEST(monitor_pending_on_gpu),
         TT_TEST(clip_on_gpu),
         TT_TEST(autocast_on_gpu),
+        TT_TEST(grad_scaler_on_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

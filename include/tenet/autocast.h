@@ -44,6 +44,12 @@
  * TN_AUTOCAST_MAX_DEPTH open regions, tn_autocast_end without an open region
  * (TN_ERR_INVALID_ARGUMENT).
  *
+ * CUDA regions: the policies are in place, but tenet's CUDA back end has no
+ * bfloat16/float16 kernels yet, so an op that casts CUDA tensors to a half
+ * type fails with the back end's TN_ERR_DTYPE ("CUDA copy: unknown
+ * destination dtype 7"); the gradient scaler works on CUDA float32
+ * gradients.
+ *
  * Cost: with no region open, an op pays one thread-local load.
  */
 #ifndef TENET_AUTOCAST_H
