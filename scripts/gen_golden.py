@@ -287,6 +287,39 @@ OPS["conv1d"] = lambda x, p: _conv(x, p, 1, False)
 OPS["conv1d_mode"] = lambda x, p: _conv(x, p, 1, True)
 
 
+def _pair(v):
+    v = int(v)
+    return (v // 10, v % 10) if v >= 10 else (v, v)
+
+
+def _max_pool(x, p, indices):
+    """max_pool2d; params kernel, stride (0: the kernel), padding, dilation, ceil_mode, a pair
+    written 10 h + w when at least 10 (tests/ops/rows_pool.c); the values or the indices."""
+    y, i = F.max_pool2d(x[0], _pair(p[0]), _pair(p[1]) if p[1] else None, _pair(p[2]),
+                        _pair(p[3]), bool(p[4]), return_indices=True)
+    return i if indices else y
+
+
+def _avg_pool(x, p):
+    """avg_pool2d; params kernel, stride (0: the kernel), padding, ceil_mode, count_include_pad,
+    divisor_override (0: None)."""
+    return F.avg_pool2d(x[0], _pair(p[0]), _pair(p[1]) if p[1] else None, _pair(p[2]),
+                        bool(p[3]), bool(p[4]), int(p[5]) if p[5] else None)
+
+
+def _adaptive_max(x, p, indices):
+    y, i = F.adaptive_max_pool2d(x[0], (int(p[0]), int(p[1])), return_indices=True)
+    return i if indices else y
+
+
+OPS["max_pool2d"] = lambda x, p: _max_pool(x, p, False)
+OPS["max_pool2d_indices"] = lambda x, p: _max_pool(x, p, True)
+OPS["avg_pool2d"] = _avg_pool
+OPS["adaptive_avg_pool2d"] = lambda x, p: F.adaptive_avg_pool2d(x[0], (int(p[0]), int(p[1])))
+OPS["adaptive_max_pool2d"] = lambda x, p: _adaptive_max(x, p, False)
+OPS["adaptive_max_pool2d_indices"] = lambda x, p: _adaptive_max(x, p, True)
+
+
 def _sdpa(x, p):
     """scaled_dot_product_attention: PyTorch 1.13 has no public SDPA, so the reference is
     the composed math of PyTorch 2.x's definition: softmax(q k^T / sqrt(E) + mask) v, with
@@ -640,6 +673,41 @@ case("conv1d_stride_dil_groups", "conv1d", [T((2, 4, 11), 0), T((6, 2, 3), 1), T
 case("conv1d_unbatched", "conv1d", [T((3, 7), 0), T((2, 3, 2), 1)], [1, 1, 0, 1, 1, 0])
 case("conv1d_mode_same_even", "conv1d_mode", [T((2, 3, 7), 0), T((2, 3, 4), 1), T((2,), 2)],
      [1, 2, 0, 1, 1, 1])
+
+# pooling: params as tests/ops/rows_pool.c (pairs 10 h + w)
+_TIES = [[1.0, 1.0, 0.5, 2.0, 2.0], [1.0, 1.0, 2.0, 2.0, -1.0], [0.0, 3.0, 3.0, 3.0, 3.0],
+         [-2.0, -2.0, -2.0, -2.0, 0.25]]
+_NANS = [[0.5, float("nan"), 1.0, 2.0], [float("nan"), 3.0, -1.0, 0.0], [1.0, 1.0, float("nan"), float("nan")]]
+for op in ("max_pool2d", "max_pool2d_indices"):
+    case(f"{op}_2x2", op, [T((2, 3, 6, 6), 0)], [2, 0, 0, 1, 0])
+    case(f"{op}_transposed", op, [T((2, 3, 5, 6), 0, layout="t")], [2, 0, 0, 1, 0])
+    case(f"{op}_batch1", op, [T((1, 2, 5, 5), 1)], [3, 1, 1, 1, 0])
+    case(f"{op}_unbatched", op, [T((3, 5, 6), 0)], [2, 1, 0, 1, 0])
+    case(f"{op}_dilation2", op, [T((1, 2, 8, 7), 2)], [3, 1, 1, 2, 0])
+    case(f"{op}_stride2_odd", op, [T((2, 2, 7, 9), 0)], [3, 2, 1, 1, 0])
+    case(f"{op}_ceil", op, [T((2, 1, 5, 7), 1)], [2, 2, 1, 1, 1])
+    case(f"{op}_ceil_dil2_rect", op, [T((1, 2, 7, 8), 0)], [32, 21, 10, 2, 1])
+    case(f"{op}_ties", op, [Tv([[_TIES]])], [2, 1, 0, 1, 0])
+    case(f"{op}_nan", op, [Tv([_NANS])], [2, 1, 1, 1, 1])
+case("avg_pool2d_2x2", "avg_pool2d", [T((2, 3, 6, 6), 0)], [2, 0, 0, 0, 1, 0])
+case("avg_pool2d_transposed", "avg_pool2d", [T((2, 3, 5, 6), 0, layout="t")], [2, 0, 0, 0, 1, 0])
+case("avg_pool2d_unbatched", "avg_pool2d", [T((3, 5, 6), 1)], [2, 1, 0, 0, 1, 0])
+case("avg_pool2d_stride2_odd_pad", "avg_pool2d", [T((1, 2, 7, 9), 0)], [3, 2, 1, 0, 1, 0])
+case("avg_pool2d_exclude_pad", "avg_pool2d", [T((1, 2, 7, 9), 1)], [3, 2, 1, 0, 0, 0])
+case("avg_pool2d_ceil", "avg_pool2d", [T((2, 1, 5, 7), 0)], [2, 2, 1, 1, 1, 0])
+case("avg_pool2d_ceil_exclude", "avg_pool2d", [T((1, 2, 5, 5), 2)], [3, 2, 1, 1, 0, 0])
+case("avg_pool2d_divisor", "avg_pool2d", [T((1, 2, 5, 6), 0)], [32, 21, 10, 1, 1, 5])
+case("avg_pool2d_nan", "avg_pool2d", [Tv([_NANS])], [2, 1, 1, 0, 1, 0])
+for op in ("adaptive_avg_pool2d", "adaptive_max_pool2d", "adaptive_max_pool2d_indices"):
+    case(f"{op}_shrink", op, [T((2, 3, 5, 7), 0)], [3, 4])
+    case(f"{op}_grow", op, [T((1, 2, 3, 4), 1)], [5, 6])
+    case(f"{op}_transposed", op, [T((2, 2, 6, 5), 0, layout="t")], [4, 3])
+    case(f"{op}_unbatched", op, [T((2, 7, 5), 2)], [3, 2])
+    case(f"{op}_1x1", op, [T((2, 3, 4, 5), 0)], [1, 1])
+case("adaptive_max_pool2d_ties", "adaptive_max_pool2d", [Tv([[_TIES]])], [2, 3])
+case("adaptive_max_pool2d_indices_ties", "adaptive_max_pool2d_indices", [Tv([[_TIES]])], [2, 3])
+case("adaptive_max_pool2d_nan", "adaptive_max_pool2d", [Tv([_NANS])], [2, 2])
+case("adaptive_max_pool2d_indices_nan", "adaptive_max_pool2d_indices", [Tv([_NANS])], [2, 2])
 
 # ---- writing -----------------------------------------------------------------------
 

@@ -298,6 +298,46 @@ BIN(conv1d, tn_conv1d(x[0], x[1], n > 2 ? x[2] : NULL, (int64_t)p[0], (int64_t)p
 BIN(conv1d_mode, tn_conv1d_mode(x[0], x[1], n > 2 ? x[2] : NULL, (int64_t)p[0],
                                 (tn_conv_padding)p[1], (int64_t)p[3], (int64_t)p[4]))
 
+/* pooling: p as tests/ops/rows_pool.c (a pair written 10 h + w when at least 10; stride 0:
+ * the kernel) */
+static void pool_pair(double v, int64_t out[2]) {
+    int64_t i = (int64_t)v;
+    out[0] = i >= 10 ? i / 10 : i;
+    out[1] = i >= 10 ? i % 10 : i;
+}
+static tn_tensor *max_pool(tn_tensor *x, const double *p, tn_tensor **idx) {
+    int64_t k[2], s[2], pad[2], d[2];
+    pool_pair(p[0], k), pool_pair(p[1], s), pool_pair(p[2], pad), pool_pair(p[3], d);
+    if (!idx) return tn_max_pool2d(x, k, p[1] ? s : NULL, pad, d, p[4] != 0);
+    return tn_max_pool2d_with_indices(x, k, p[1] ? s : NULL, pad, d, p[4] != 0, idx);
+}
+/* The indices of a _with_indices call, its values released. */
+static tn_tensor *indices_of(tn_tensor *y, tn_tensor *idx) {
+    tn_release(y);
+    return idx;
+}
+static tn_tensor *g_avg_pool2d(tn_tensor **x, int n, const double *p, int np) {
+    int64_t k[2], s[2], pad[2];
+    (void)n, (void)np;
+    pool_pair(p[0], k), pool_pair(p[1], s), pool_pair(p[2], pad);
+    return tn_avg_pool2d(x[0], k, p[1] ? s : NULL, pad, p[3] != 0, p[4] != 0, (int64_t)p[5]);
+}
+BIN(max_pool2d, max_pool(x[0], p, NULL))
+static tn_tensor *g_max_pool2d_indices(tn_tensor **x, int n, const double *p, int np) {
+    tn_tensor *idx = NULL, *y = max_pool(x[0], p, &idx);
+    (void)n, (void)np;
+    return indices_of(y, idx);
+}
+BIN(adaptive_avg_pool2d, tn_adaptive_avg_pool2d(x[0], (int64_t[]){(int64_t)p[0], (int64_t)p[1]}))
+BIN(adaptive_max_pool2d, tn_adaptive_max_pool2d(x[0], (int64_t[]){(int64_t)p[0], (int64_t)p[1]}))
+static tn_tensor *g_adaptive_max_pool2d_indices(tn_tensor **x, int n, const double *p, int np) {
+    tn_tensor *idx = NULL;
+    tn_tensor *y =
+        tn_adaptive_max_pool2d_with_indices(x[0], (int64_t[]){(int64_t)p[0], (int64_t)p[1]}, &idx);
+    (void)n, (void)np;
+    return indices_of(y, idx);
+}
+
 BIN(sdpa, tn_scaled_dot_product_attention(x[0], x[1], x[2], n > 3 ? x[3] : NULL, p[1], p[0] != 0))
 
 static tn_tensor *g_permute(tn_tensor **x, int n, const double *p, int np) {
@@ -447,6 +487,12 @@ static const struct {
     E(conv2d_mode),
     E(conv1d),
     E(conv1d_mode),
+    E(max_pool2d),
+    E(max_pool2d_indices),
+    E(avg_pool2d),
+    E(adaptive_avg_pool2d),
+    E(adaptive_max_pool2d),
+    E(adaptive_max_pool2d_indices),
 #undef E
 };
 

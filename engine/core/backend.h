@@ -116,6 +116,9 @@ typedef struct tn_backend {
     tn_status (*layer_norm)(int dev, const tn_ln_args *a);
     /* Convolution's im2col / col2im (tn_conv_args); the products are gemm's. */
     tn_status (*conv)(int dev, const tn_conv_args *a);
+    /* Max and average pooling, forward and backward (tn_pool_args). The same
+     * bits on every back end and for any thread count. */
+    tn_status (*pool)(int dev, const tn_pool_args *a);
     /* Fused scaled dot-product attention (tn_attn_args). Deterministic. */
     tn_status (*attention)(int dev, const tn_attn_args *a);
     /* The measure of the gradient monitor and clip_grad_norm_, over `count` (<=
@@ -172,7 +175,7 @@ const tn_backend *tn__backend_loaded(tn_device_type type);
  * libtenet: every core function its files call goes through the host. */
 /* Bumped whenever tn_backend, the kernel argument structs (kernel_args.h) or
  * tn_plugin_host change. */
-#define TN_PLUGIN_ABI 2u
+#define TN_PLUGIN_ABI 3u
 /* from tenet.h, which the files that use it include */
 #define TN_PLUGIN_VERSION                                                                          \
     ((uint32_t)TENET_VERSION_MAJOR * 10000u + TENET_VERSION_MINOR * 100u + TENET_VERSION_PATCH)

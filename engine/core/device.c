@@ -237,6 +237,27 @@ tn_status tn__dev_conv(const tn_conv_args *a, tn_device dev, const tn_tensor *co
     return st;
 }
 
+tn_status tn__dev_pool(const tn_pool_args *a, tn_device dev, const tn_tensor *const ops[3]) {
+    bool fwd = a->mode == TN_POOL_MAX_FWD || a->mode == TN_POOL_AVG_FWD;
+    if (a->planes * (fwd ? a->oh * a->ow : a->h * a->w) == 0) return TN_OK; /* nothing to write */
+    if (tn__is_half(a->dtype)) { /* idx (int64) is never widened */
+        tn_pool_args f = *a;
+        f.dtype = TN_F32;
+        WIDEN_CALL(ops[2] ? 3 : 2, ops, 1u, tn__dev_pool(&f, dev, w.ops), &f.in, &f.out);
+    }
+    const tn_backend *be = tn__table_of(dev);
+    if (!be) return tn_last_status();
+    if (!be->pool) return tn__error(TN_ERR_INTERNAL, "no pooling kernel");
+    unsigned written = a->mode == TN_POOL_MAX_FWD ? 5u : 1u;
+    tn_race_access ra;
+    tn__race_begin(&ra, ops[2] ? 3 : 2, ops, written, fwd ? "pool" : "pool_backward");
+    tn_status st = be->pool(dev.index, a);
+    tn__race_end(&ra);
+    if (st == TN_OK) tn__storage_wrote(ops[0]->storage);
+    if (st == TN_OK && written == 5u) tn__storage_wrote(ops[2]->storage);
+    return st;
+}
+
 tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n) {
     if (tn__on_cpu(t)) {
         memcpy(host, tn__ptr(t), n);

@@ -108,6 +108,9 @@ tn_status tn__dev_attention(const tn_attn_args *a, tn_device dev, int nops, int 
 /* Convolution's im2col / col2im (tn_conv_args) on dev; ops for the race
  * detector: {written, read} (the columns and the image, by mode). */
 tn_status tn__dev_conv(const tn_conv_args *a, tn_device dev, const tn_tensor *const ops[2]);
+/* Pooling (tn_pool_args) on dev; ops for the race detector: {out, in, idx}
+ * (out written; idx: NULL for average, written by MAX_FWD). */
+tn_status tn__dev_pool(const tn_pool_args *a, tn_device dev, const tn_tensor *const ops[3]);
 /* Host copy of n bytes of t's data from its first element (t contiguous). */
 tn_status tn__dev_read(const tn_tensor *t, void *host, size_t n);
 /* Writes n bytes from host to t's data at its first element (t contiguous). */

@@ -283,6 +283,71 @@ typedef struct tn_conv_args {
     void *im, *col; /* IM2COL: im read, col written; COL2IM: the reverse */
 } tn_conv_args;
 
+/* ---- pooling: max and average over 2-D windows ------------------------------------ */
+
+enum { TN_POOL_MAX_FWD, TN_POOL_MAX_BWD, TN_POOL_AVG_FWD, TN_POOL_AVG_BWD };
+
+/* planes contiguous (h, w) input planes, each pooled into a contiguous (oh,
+ * ow) output plane. Window of output (y, x): adaptive, rows
+ * [tn_pool_start(y, oh, h), tn_pool_end(y, oh, h)) and likewise columns;
+ * otherwise the taps (y*sh - ph + i*dh, x*sw - pw + j*dw), i < kh, j < kw,
+ * inside the plane (dh = dw = 1 for average).
+ *   MAX_FWD: reads in (planes, h, w); writes out (planes, oh, ow) = the
+ *            window's maximum, taps in order (i, j), the first of equal
+ *            values, a NaN always taken (the last NaN); idx (planes, oh, ow)
+ *            its flat index iy*w + ix in the plane (the window's first tap
+ *            when no value beats -inf).
+ *   MAX_BWD: reads in = the output's gradient (planes, oh, ow) and idx;
+ *            writes out (planes, h, w) = the sum of the gradients of the
+ *            outputs whose index is that element, in output order.
+ *   AVG_FWD: out = the window's sum (in the dtype, taps in order) divided by
+ *            tn_pool_avg_div (adaptive: by the rows', then the columns'
+ *            count).
+ *   AVG_BWD: reads in = the output's gradient; out (planes, h, w) = the sum
+ *            of g / the divisor of the windows that hold the element.
+ * The sums of the backward run in output order (y, then x) on every back end:
+ * the same bits on the CPU and a device, for any thread count. */
+typedef struct tn_pool_args {
+    int mode;
+    tn_dtype dtype; /* float32 or float64 */
+    bool adaptive;
+    bool count_include_pad; /* AVG: the divisor counts the padding */
+    int64_t divisor;        /* AVG: when not 0, every window's divisor */
+    int64_t planes, h, w, oh, ow;
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw; /* not adaptive */
+    const void *in;
+    void *out;
+    int64_t *idx; /* MAX: written by FWD, read by BWD */
+} tn_pool_args;
+
+#ifdef __CUDACC__
+#define TN_POOL_HD __host__ __device__
+#else
+#define TN_POOL_HD
+#endif
+/* Adaptive windows (PyTorch's start_index / end_index): output o of n over
+ * an input of size s spans [floor(o s / n), ceil((o + 1) s / n)). */
+TN_POOL_HD static inline int64_t tn_pool_start(int64_t o, int64_t n, int64_t s) {
+    return o * s / n;
+}
+TN_POOL_HD static inline int64_t tn_pool_end(int64_t o, int64_t n, int64_t s) {
+    return ((o + 1) * s + n - 1) / n;
+}
+/* Average pooling's divisor of output (y, x), not adaptive (PyTorch's): the
+ * override, else the window's size clipped to the padded plane (counting the
+ * padding) or to the plane. */
+TN_POOL_HD static inline int64_t tn_pool_avg_div(const tn_pool_args *a, int64_t y, int64_t x) {
+    if (a->divisor) return a->divisor;
+    int64_t y0 = y * a->sh - a->ph, x0 = x * a->sw - a->pw;
+    int64_t y1 = y0 + a->kh < a->h + a->ph ? y0 + a->kh : a->h + a->ph;
+    int64_t x1 = x0 + a->kw < a->w + a->pw ? x0 + a->kw : a->w + a->pw;
+    if (a->count_include_pad) return (y1 - y0) * (x1 - x0);
+    y0 = y0 > 0 ? y0 : 0, x0 = x0 > 0 ? x0 : 0;
+    y1 = y1 < a->h ? y1 : a->h, x1 = x1 < a->w ? x1 : a->w;
+    return (y1 - y0) * (x1 - x0);
+}
+#undef TN_POOL_HD
+
 /* ---- fused scaled dot-product attention ---------------------------------------------- */
 
 enum { TN_ATTN_FWD, TN_ATTN_BWD };

@@ -2,7 +2,7 @@
  * widened to float32 around the call (engine/core/widen.c).
  *
  * The families with one fused kernel per op (softmax, layer_norm,
- * cross_entropy, attention, the products, im2col/col2im) have bodies for
+ * cross_entropy, attention, the products, im2col/col2im, pooling) have bodies for
  * float32 and float64 only, on every back end. A call in bfloat16 or float16
  * runs the float32 kernel on float32 copies of its half operands and rounds
  * what it wrote back into them: the op computes in float32 and rounds each

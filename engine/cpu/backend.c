@@ -43,6 +43,7 @@ static const tn_backend cpu_backend = {
     .layer_norm = tn__cpu_layer_norm,
     .attention = tn__cpu_attention,
     .conv = tn__cpu_conv,
+    .pool = tn__cpu_pool,
     .grad_stats = tn__cpu_grad_stats,
 };
 

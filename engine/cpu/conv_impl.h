@@ -12,7 +12,7 @@ static void F(im2col_row)(const tn_conv_args *a, int64_t b, int64_t r) {
     const T *im = (const T *)a->im + b * a->ims + ci * a->h * a->w;
     T *col = (T *)a->col + b * a->cols + r * a->oh * a->ow;
     int64_t x0 = j * a->dw - a->pw, lo, hi;
-    in_range(x0, a->sw, a->w, a->ow, &lo, &hi);
+    tn__window_range(x0, a->sw, a->w, a->ow, &lo, &hi);
     for (int64_t y = 0; y < a->oh; y++, col += a->ow) {
         int64_t iy = y * a->sh - a->ph + i * a->dh;
         if (iy < 0 || iy >= a->h || lo == hi) {
@@ -37,7 +37,7 @@ static void F(col2im_channel)(const tn_conv_args *a, int64_t b, int64_t ci) {
     int64_t kk = a->kh * a->kw;
     for (int64_t k = 0; k < kk; k++) {
         int64_t i = k / a->kw, j = k % a->kw, x0 = j * a->dw - a->pw, lo, hi;
-        in_range(x0, a->sw, a->w, a->ow, &lo, &hi);
+        tn__window_range(x0, a->sw, a->w, a->ow, &lo, &hi);
         const T *col = (const T *)a->col + b * a->cols + (ci * kk + k) * a->oh * a->ow;
         for (int64_t y = 0; y < a->oh; y++, col += a->ow) {
             int64_t iy = y * a->sh - a->ph + i * a->dh;

@@ -11,15 +11,6 @@
 #include "cpu_backend.h"
 #include "dtype_dispatch.h"
 
-/* The output columns x in [*lo, *hi) whose input column x0 + x*s lies in [0, w). */
-static inline void in_range(int64_t x0, int64_t s, int64_t w, int64_t ow, int64_t *lo,
-                            int64_t *hi) {
-    int64_t a = x0 >= 0 ? 0 : (-x0 + s - 1) / s;    /* first x with x0 + x s >= 0 */
-    int64_t b = x0 >= w ? 0 : (w - 1 - x0) / s + 1; /* first x with x0 + x s >= w */
-    *lo = a < ow ? a : ow;
-    *hi = b < *lo ? *lo : b < ow ? b : ow;
-}
-
 #define TN_IMPL "conv_impl.h"
 #define TN_EACH TN_EACH_WIDE
 #include "each_dtype.h"

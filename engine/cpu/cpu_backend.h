@@ -29,7 +29,18 @@ tn_status tn__cpu_index(int dev, const tn_index_args *a);        /* index_kernel
 tn_status tn__cpu_layer_norm(int dev, const tn_ln_args *a);      /* layer_norm_kernels.c */
 tn_status tn__cpu_attention(int dev, const tn_attn_args *a);     /* attention_kernels.c */
 tn_status tn__cpu_conv(int dev, const tn_conv_args *a);          /* conv_kernels.c */
+tn_status tn__cpu_pool(int dev, const tn_pool_args *a);          /* pool_kernels.c */
 tn_status tn__cpu_grad_stats(int dev, tn_dtype dt, int count, const void *const *p,
                              const int64_t *n, double *out); /* grad_stats_kernels.c */
+
+/* Sliding windows (conv and pool kernels): the output columns x in [*lo, *hi)
+ * whose input column x0 + x*s lies in [0, w), ow outputs. */
+static inline void tn__window_range(int64_t x0, int64_t s, int64_t w, int64_t ow, int64_t *lo,
+                                    int64_t *hi) {
+    int64_t a = x0 >= 0 ? 0 : (-x0 + s - 1) / s;    /* first x with x0 + x s >= 0 */
+    int64_t b = x0 >= w ? 0 : (w - 1 - x0) / s + 1; /* first x with x0 + x s >= w */
+    *lo = a < ow ? a : ow;
+    *hi = b < *lo ? *lo : b < ow ? b : ow;
+}
 
 #endif

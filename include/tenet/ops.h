@@ -247,6 +247,60 @@ tn_tensor *tn_conv1d(const tn_tensor *input, const tn_tensor *weight, const tn_t
 tn_tensor *tn_conv1d_mode(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
                           int64_t stride, tn_conv_padding padding, int64_t dilation,
                           int64_t groups);
+/* ---- pooling ---------------------------------------------------------------- */
+/* torch.nn.functional.max_pool2d (PyTorch 1.13): input (N, C, H, W) or
+ * unbatched (C, H, W), float32 / float64; kernel_size (kh, kw); stride NULL:
+ * the kernel size; padding NULL: 0 (padded positions never win); dilation
+ * NULL: 1. OH = floor((H + 2 padding[0] - dilation[0] (kh - 1) - 1 + (ceil_mode
+ * ? stride[0] - 1 : 0)) / stride[0]) + 1, one less in ceil mode when the last
+ * window would start past the input and its left padding; likewise OW. Each
+ * output is its window's maximum, the first of equal values, NaN when the
+ * window holds one. Errors (NULL, PyTorch's texts, in its order): the rank
+ * ("non-empty 3D or 4D (batch mode) tensor expected for input"), stride 0,
+ * negative padding, padding above half the kernel ("pad should be at most
+ * half of kernel size, but got pad=2 and kernel_size=2"), kernel, stride or
+ * dilation below 1, an empty C, H or W, an output below 1 ("Given input size:
+ * (1x2x2). Calculated output size: (1x0x0). Output size is too small"),
+ * integer dtypes ("\"max_pool2d\" not implemented for 'Long'"); values
+ * beyond 2^31. grad_fn MaxPool2DWithIndicesBackward0 (double backward:
+ * MaxPool2DWithIndicesBackwardBackward0). */
+tn_tensor *tn_max_pool2d(const tn_tensor *input, const int64_t kernel_size[2],
+                         const int64_t stride[2], const int64_t padding[2],
+                         const int64_t dilation[2], bool ceil_mode);
+/* max_pool2d(..., return_indices=True): as tn_max_pool2d, and *indices (a new
+ * reference, int64, the output's shape, never requiring grad) receives each
+ * maximum's flat index h * W + w in its plane. On failure *indices is NULL. */
+tn_tensor *tn_max_pool2d_with_indices(const tn_tensor *input, const int64_t kernel_size[2],
+                                      const int64_t stride[2], const int64_t padding[2],
+                                      const int64_t dilation[2], bool ceil_mode,
+                                      tn_tensor **indices);
+/* torch.nn.functional.avg_pool2d: the shapes and checks of tn_max_pool2d
+ * (dilation 1; a rank below 3 is PyTorch's "Dimension out of range ..."),
+ * each output its window's sum divided by divisor_override when not 0
+ * (PyTorch's None is 0 here), else by the window's size clipped to the
+ * padded input (count_include_pad) or to the input. Float dtypes only
+ * (PyTorch also averages integers). grad_fn AvgPool2DBackward0. */
+tn_tensor *tn_avg_pool2d(const tn_tensor *input, const int64_t kernel_size[2],
+                         const int64_t stride[2], const int64_t padding[2], bool ceil_mode,
+                         bool count_include_pad, int64_t divisor_override);
+/* torch.nn.functional.adaptive_avg_pool2d: output (..., OH, OW) =
+ * output_size; output (y, x) averages rows [floor(y H / OH), ceil((y + 1) H /
+ * OH)) and likewise columns. output_size (1, 1) is PyTorch's shortcut: the
+ * mean over the last two dims (keepdim), grad_fn MeanBackward1; otherwise
+ * AdaptiveAvgPool2DBackward0. Errors (PyTorch's texts): a negative size, the
+ * rank ("adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got [3, 5]"),
+ * an empty H or W, integer dtypes. */
+tn_tensor *tn_adaptive_avg_pool2d(const tn_tensor *input, const int64_t output_size[2]);
+/* torch.nn.functional.adaptive_max_pool2d: the windows of
+ * tn_adaptive_avg_pool2d, the maxima of tn_max_pool2d. Errors: the rank, an
+ * empty C (batched), H or W, a negative size ("Trying to create tensor with
+ * negative dimension -1: [2, 3, -1, 2]"), integer dtypes.
+ * AdaptiveMaxPool2DBackward0. */
+tn_tensor *tn_adaptive_max_pool2d(const tn_tensor *input, const int64_t output_size[2]);
+/* adaptive_max_pool2d(..., return_indices=True): *indices as
+ * tn_max_pool2d_with_indices'. */
+tn_tensor *tn_adaptive_max_pool2d_with_indices(const tn_tensor *input, const int64_t output_size[2],
+                                               tn_tensor **indices);
 /* ---- attention ------------------------------------------------------------- */
 /* torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x semantics):
  * softmax(q k^T / sqrt(E) + mask) v with q (*, L, E), k (*, S, E), v (*, S,

@@ -1,0 +1,176 @@
+/* engine/cpu/pool_impl.h — the pooling kernels of one float dtype over one
+ * plane (tn_pool_args), included by pool_kernels.c once per dtype with SUF
+ * defined: max_fwd_SUF, amax_fwd_SUF, max_bwd_SUF, avg_fwd_SUF, aavg_fwd_SUF,
+ * avg_bwd_SUF, aavg_bwd_SUF, all of the type pool_plane_fn.
+ */
+#define T TN_T(SUF)
+#define F(name) TN_NAME(name, SUF)
+
+/* The first index at or after x0 - k*d (k >= 0) that is >= 0. */
+static inline int64_t F(first_in)(int64_t x0, int64_t d) {
+    return x0 >= 0 ? x0 : x0 + (-x0 + d - 1) / d * d;
+}
+
+/* One tap of a row of outputs [lo, hi): output ox reads row[x0 + ox*sw] (flat index base + that
+ * column). restrict and no branch: the compiler vectorises both. */
+static inline void F(max_tap)(const T *restrict row, T *restrict y, int64_t *restrict id,
+                              int64_t lo, int64_t hi, int64_t x0, int64_t sw, int64_t base) {
+    for (int64_t ox = lo; ox < hi; ox++) {
+        int64_t ix = x0 + ox * sw;
+        T v = row[ix], m = y[ox];
+        bool take = (v > m) | (v != v); /* the first maximum; any NaN */
+        y[ox] = take ? v : m;
+        id[ox] = take ? base + ix : id[ox];
+    }
+}
+
+static inline void F(sum_tap)(const T *restrict row, T *restrict y, int64_t lo, int64_t hi,
+                              int64_t x0, int64_t sw) {
+    for (int64_t ox = lo; ox < hi; ox++)
+        y[ox] += row[x0 + ox * sw];
+}
+
+/* Max over sliding windows. The taps run outermost, each over the row of
+ * outputs it reaches (max_tap); each output still sees its taps in order
+ * (i, j), so the first maximum wins and a NaN is always taken, as PyTorch's
+ * scan. */
+static void F(max_fwd)(const tn_pool_args *a, int64_t p) {
+    const T *x = (const T *)a->in + p * a->h * a->w;
+    T *y = (T *)a->out + p * a->oh * a->ow;
+    int64_t *id = a->idx + p * a->oh * a->ow;
+    for (int64_t oy = 0; oy < a->oh; oy++, y += a->ow, id += a->ow) {
+        int64_t y0 = oy * a->sh - a->ph, iy0 = F(first_in)(y0, a->dh);
+        for (int64_t ox = 0; ox < a->ow; ox++) {
+            y[ox] = (T)-INFINITY; /* the window's first tap unless a value beats it */
+            id[ox] = iy0 * a->w + F(first_in)(ox * a->sw - a->pw, a->dw);
+        }
+        for (int64_t i = 0; i < a->kh; i++) {
+            int64_t iy = y0 + i * a->dh;
+            if (iy < 0 || iy >= a->h) continue;
+            const T *row = x + iy * a->w;
+            for (int64_t j = 0; j < a->kw; j++) {
+                int64_t x0 = j * a->dw - a->pw, lo, hi;
+                tn__window_range(x0, a->sw, a->w, a->ow, &lo, &hi);
+                F(max_tap)(row, y, id, lo, hi, x0, a->sw, iy * a->w);
+            }
+        }
+    }
+}
+
+/* Max over adaptive windows, each scanned in row-major order. */
+static void F(amax_fwd)(const tn_pool_args *a, int64_t p) {
+    const T *x = (const T *)a->in + p * a->h * a->w;
+    T *y = (T *)a->out + p * a->oh * a->ow;
+    int64_t *id = a->idx + p * a->oh * a->ow;
+    for (int64_t oy = 0; oy < a->oh; oy++) {
+        int64_t y0 = tn_pool_start(oy, a->oh, a->h), y1 = tn_pool_end(oy, a->oh, a->h);
+        for (int64_t ox = 0; ox < a->ow; ox++, y++, id++) {
+            int64_t x0 = tn_pool_start(ox, a->ow, a->w), x1 = tn_pool_end(ox, a->ow, a->w);
+            T m = (T)-INFINITY;
+            int64_t mi = y0 * a->w + x0;
+            for (int64_t iy = y0; iy < y1; iy++)
+                for (int64_t ix = x0; ix < x1; ix++) {
+                    T v = x[iy * a->w + ix];
+                    if (v > m || v != v) m = v, mi = iy * a->w + ix;
+                }
+            *y = m;
+            *id = mi;
+        }
+    }
+}
+
+/* The plane's gradient: each output's gradient added at its index, in output order. */
+static void F(max_bwd)(const tn_pool_args *a, int64_t p) {
+    int64_t hw = a->h * a->w, n = a->oh * a->ow;
+    T *gx = (T *)a->out + p * hw;
+    const T *g = (const T *)a->in + p * n;
+    const int64_t *id = a->idx + p * n;
+    memset(gx, 0, (size_t)hw * sizeof(T));
+    for (int64_t k = 0; k < n; k++)
+        if ((uint64_t)id[k] < (uint64_t)hw) gx[id[k]] += g[k];
+}
+
+/* Average over sliding windows: the sums taps-outermost as max_fwd's (each
+ * output adds its taps in order (i, j), in the dtype, as PyTorch), then one
+ * division per output. */
+static void F(avg_fwd)(const tn_pool_args *a, int64_t p) {
+    const T *x = (const T *)a->in + p * a->h * a->w;
+    T *y = (T *)a->out + p * a->oh * a->ow;
+    for (int64_t oy = 0; oy < a->oh; oy++, y += a->ow) {
+        memset(y, 0, (size_t)a->ow * sizeof(T));
+        for (int64_t i = 0; i < a->kh; i++) {
+            int64_t iy = oy * a->sh - a->ph + i;
+            if (iy < 0 || iy >= a->h) continue;
+            const T *row = x + iy * a->w;
+            for (int64_t j = 0; j < a->kw; j++) {
+                int64_t x0 = j - a->pw, lo, hi;
+                tn__window_range(x0, a->sw, a->w, a->ow, &lo, &hi);
+                F(sum_tap)(row, y, lo, hi, x0, a->sw);
+            }
+        }
+        for (int64_t ox = 0; ox < a->ow; ox++) {
+            int64_t d = tn_pool_avg_div(a, oy, ox);
+            y[ox] = d ? y[ox] / (T)d : (T)0; /* d == 0: a window of padding only */
+        }
+    }
+}
+
+/* Average over adaptive windows: the sum in the dtype, divided by the rows'
+ * count, then by the columns', as PyTorch. */
+static void F(aavg_fwd)(const tn_pool_args *a, int64_t p) {
+    const T *x = (const T *)a->in + p * a->h * a->w;
+    T *y = (T *)a->out + p * a->oh * a->ow;
+    for (int64_t oy = 0; oy < a->oh; oy++) {
+        int64_t y0 = tn_pool_start(oy, a->oh, a->h), y1 = tn_pool_end(oy, a->oh, a->h);
+        for (int64_t ox = 0; ox < a->ow; ox++) {
+            int64_t x0 = tn_pool_start(ox, a->ow, a->w), x1 = tn_pool_end(ox, a->ow, a->w);
+            T s = 0;
+            for (int64_t iy = y0; iy < y1; iy++)
+                for (int64_t ix = x0; ix < x1; ix++)
+                    s += x[iy * a->w + ix];
+            *y++ = s / (T)(y1 - y0) / (T)(x1 - x0);
+        }
+    }
+}
+
+/* The plane's gradient of average pooling: each output's g / divisor added
+ * over its window, outputs in order; a window's row is one contiguous run. */
+static void F(avg_bwd)(const tn_pool_args *a, int64_t p) {
+    T *gx = (T *)a->out + p * a->h * a->w;
+    const T *g = (const T *)a->in + p * a->oh * a->ow;
+    memset(gx, 0, (size_t)(a->h * a->w) * sizeof(T));
+    for (int64_t oy = 0; oy < a->oh; oy++) {
+        int64_t y0 = oy * a->sh - a->ph, y1 = y0 + a->kh < a->h ? y0 + a->kh : a->h;
+        y0 = y0 > 0 ? y0 : 0;
+        for (int64_t ox = 0; ox < a->ow; ox++, g++) {
+            int64_t x0 = ox * a->sw - a->pw, x1 = x0 + a->kw < a->w ? x0 + a->kw : a->w;
+            x0 = x0 > 0 ? x0 : 0;
+            int64_t d = tn_pool_avg_div(a, oy, ox);
+            if (!d) continue;
+            T v = *g / (T)d;
+            for (int64_t iy = y0; iy < y1; iy++)
+                for (int64_t ix = x0; ix < x1; ix++)
+                    gx[iy * a->w + ix] += v;
+        }
+    }
+}
+
+static void F(aavg_bwd)(const tn_pool_args *a, int64_t p) {
+    T *gx = (T *)a->out + p * a->h * a->w;
+    const T *g = (const T *)a->in + p * a->oh * a->ow;
+    memset(gx, 0, (size_t)(a->h * a->w) * sizeof(T));
+    for (int64_t oy = 0; oy < a->oh; oy++) {
+        int64_t y0 = tn_pool_start(oy, a->oh, a->h), y1 = tn_pool_end(oy, a->oh, a->h);
+        for (int64_t ox = 0; ox < a->ow; ox++, g++) {
+            int64_t x0 = tn_pool_start(ox, a->ow, a->w), x1 = tn_pool_end(ox, a->ow, a->w);
+            T v = *g / (T)(y1 - y0) / (T)(x1 - x0);
+            for (int64_t iy = y0; iy < y1; iy++)
+                for (int64_t ix = x0; ix < x1; ix++)
+                    gx[iy * a->w + ix] += v;
+        }
+    }
+}
+
+#undef T
+#undef F
+#undef SUF
