@@ -74,6 +74,8 @@ static const bench_case CASES[] = {
      bench_layer_norm, true},
     {"conv2d", "conv2d forward, x (32, 64, 56, 56) float32, 3x3 weight 64->64, bias, padding 1",
      bench_conv2d, false},
+    {"max_pool2d", "max_pool2d 2x2 on x (128, 32, 28, 28) float32, forward + backward",
+     bench_max_pool2d, false},
     {"gelu_tanh", "gelu (tanh form) on 1024x128 float32, forward + backward", bench_gelu, true},
     {"attention",
      "scaled_dot_product_attention forward+backward, q,k,v (16,4,L,32) float32 causal, "

@@ -38,7 +38,8 @@ except ImportError:  # tenet's numbers alone
 CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "tiny", "chain100",
          "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "chain100_anomaly",
          "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits", "sgemm4096", "layer_norm",
-         "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan", "clip_norm", "conv2d", "bf16gemm2048", "hgemm2048"]
+         "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan", "clip_norm", "conv2d",
+         "bf16gemm2048", "hgemm2048", "max_pool2d"]
 CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "mlp_anomaly_nan", "layer_norm",
               "gelu_tanh", "gpt_step", "gpt_step_anomaly_nan", "clip_norm"]
 DEV = "cpu"  # --device: where the PyTorch tensors of CUDA_CASES live
@@ -267,6 +268,19 @@ def t_conv2d(o):
             F.conv2d(x, w, b, padding=1)
     secs, _ = time_body(o, body, 0.2)
     return [result("conv2d", "GFLOP/s", [flops / s * 1e-9 for s in secs])]
+
+
+def t_max_pool2d(o):
+    n, c, hw = (16 if o.quick else 128), 32, 28
+    torch.manual_seed(4)
+    x = torch.randn(n, c, hw, hw, requires_grad=True)
+    g = torch.randn(n, c, hw // 2, hw // 2)
+
+    def body(it):
+        for _ in range(it):
+            F.max_pool2d(x, 2).backward(g)
+    secs, _ = time_body(o, body, 0.2)
+    return [result("max_pool2d", "us/step", [1e6 * s for s in secs])]
 
 
 def mlp_model(n_in, hidden, n_out, lr, momentum, seed):
@@ -498,7 +512,8 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
          "layer_norm": lambda o: t_norm(o, "layer_norm", True),
          "gelu_tanh": lambda o: t_norm(o, "gelu_tanh", False), "attention": t_attention,
          "gpt_step": t_gpt_step, "gpt_step_anomaly_nan": t_gpt_step_anomaly_nan,
-         "clip_norm": t_clip_norm, "conv2d": t_conv2d}
+         "clip_norm": t_clip_norm, "conv2d": t_conv2d,
+         "max_pool2d": t_max_pool2d}
 
 
 # ---- tenet's side and the table ---------------------------------------------------------------
