@@ -194,7 +194,7 @@ const tn_backend g_backend = {
     tn__cuda_index,
     tn__cuda_layer_norm,
     tn__cuda_conv,
-    nullptr, /* pool: no CUDA kernel yet */
+    tn__cuda_pool,
     tn__cuda_attention,
     tn__cuda_grad_stats,
     tn__cuda_readback_begin,

@@ -198,6 +198,7 @@ tn_status tn__cuda_cross_entropy(int dev, const tn_ce_args *a); /* cross_entropy
 tn_status tn__cuda_index(int dev, const tn_index_args *a); /* index.cu */
 tn_status tn__cuda_layer_norm(int dev, const tn_ln_args *a); /* layer_norm.cu */
 tn_status tn__cuda_conv(int dev, const tn_conv_args *a); /* conv.cu */
+tn_status tn__cuda_pool(int dev, const tn_pool_args *a); /* pool.cu */
 tn_status tn__cuda_attention(int dev, const tn_attn_args *a); /* attention.cu */
 tn_status tn__cuda_grad_stats(int dev, tn_dtype dt, int count, const void *const *p,
                               const int64_t *n, double *out); /* grad_stats.cu */

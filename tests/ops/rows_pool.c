@@ -244,7 +244,7 @@ static const tt_case adaptive_cases[] = {
 #define POOL_ROW(NAME, TORCH, CASES, CALL, REF, GOLDEN, FLAGS)                                     \
     {                                                                                              \
         .name = NAME, .torch = TORCH, .arity = 1, .diff = (FLAGS) ? 0 : 1, .dtypes = TT_FLOATS,    \
-        .backends = TT_CPU, TT_CASES(CASES), .call = CALL, .ref = REF, .golden = GOLDEN,           \
+        .backends = TT_ALL_BACKENDS, TT_CASES(CASES), .call = CALL, .ref = REF, .golden = GOLDEN,  \
         .flags = FLAGS                                                                             \
     }
 
