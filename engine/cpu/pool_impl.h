@@ -11,23 +11,57 @@ static inline int64_t F(first_in)(int64_t x0, int64_t d) {
     return x0 >= 0 ? x0 : x0 + (-x0 + d - 1) / d * d;
 }
 
-/* One tap of a row of outputs [lo, hi): output ox reads row[x0 + ox*sw] (flat index base + that
- * column). restrict and no branch: the compiler vectorises both. */
-static inline void F(max_tap)(const T *restrict row, T *restrict y, int64_t *restrict id,
-                              int64_t lo, int64_t hi, int64_t x0, int64_t sw, int64_t base) {
-    for (int64_t ox = lo; ox < hi; ox++) {
-        int64_t ix = x0 + ox * sw;
-        T v = row[ix], m = y[ox];
+/* One tap over n outputs: output k reads r[k*sw] (flat index ix + k*sw). restrict and no
+ * branch: the compiler vectorises both; inlined with sw a constant where it is 1 or 2. */
+static inline __attribute__((always_inline)) void F(max_tap)(const T *restrict r, T *restrict y,
+                                                             int64_t *restrict id, int64_t n,
+                                                             int64_t sw, int64_t ix) {
+    for (int64_t k = 0; k < n; k++) {
+        T v = r[k * sw], m = y[k];
         bool take = (v > m) | (v != v); /* the first maximum; any NaN */
-        y[ox] = take ? v : m;
-        id[ox] = take ? base + ix : id[ox];
+        y[k] = take ? v : m;
+        id[k] = take ? ix + k * sw : id[k];
     }
 }
 
-static inline void F(sum_tap)(const T *restrict row, T *restrict y, int64_t lo, int64_t hi,
-                              int64_t x0, int64_t sw) {
-    for (int64_t ox = lo; ox < hi; ox++)
-        y[ox] += row[x0 + ox * sw];
+static inline __attribute__((always_inline)) void F(sum_tap)(const T *restrict r, T *restrict y,
+                                                             int64_t n, int64_t sw) {
+    for (int64_t k = 0; k < n; k++)
+        y[k] += r[k * sw];
+}
+
+/* The tap j of every output row (lo, hi, x0): output columns [lo, hi) read input column
+ * x0 + ox*sw. Computed once per plane for the first TAP_CACHE taps (the divisions of
+ * tn__window_range stay out of the row loop), on the fly past them. */
+#define TAP_CACHE 16
+typedef struct F(taps) {
+    int64_t lo[TAP_CACHE], hi[TAP_CACHE];
+} F(taps);
+
+static void F(taps_init)(const tn_pool_args *a, int64_t dw, F(taps) * t) {
+    for (int64_t j = 0; j < a->kw && j < TAP_CACHE; j++)
+        tn__window_range(j * dw - a->pw, a->sw, a->w, a->ow, &t->lo[j], &t->hi[j]);
+}
+
+static inline void F(tap_range)(const tn_pool_args *a, const F(taps) * t, int64_t j, int64_t x0,
+                                int64_t *lo, int64_t *hi) {
+    if (j < TAP_CACHE)
+        *lo = t->lo[j], *hi = t->hi[j];
+    else
+        tn__window_range(x0, a->sw, a->w, a->ow, lo, hi);
+}
+
+/* Row y of a max over sliding windows: tap (i, j) of input row iy. */
+static void F(max_row_tap)(const tn_pool_args *a, const T *row, T *y, int64_t *id, int64_t lo,
+                           int64_t hi, int64_t x0, int64_t base) {
+    const T *r = row + x0 + lo * a->sw;
+    int64_t ix = base + x0 + lo * a->sw, n = hi - lo;
+    if (a->sw == 1)
+        F(max_tap)(r, y + lo, id + lo, n, 1, ix);
+    else if (a->sw == 2)
+        F(max_tap)(r, y + lo, id + lo, n, 2, ix);
+    else
+        F(max_tap)(r, y + lo, id + lo, n, a->sw, ix);
 }
 
 /* Max over sliding windows. The taps run outermost, each over the row of
@@ -38,6 +72,8 @@ static void F(max_fwd)(const tn_pool_args *a, int64_t p) {
     const T *x = (const T *)a->in + p * a->h * a->w;
     T *y = (T *)a->out + p * a->oh * a->ow;
     int64_t *id = a->idx + p * a->oh * a->ow;
+    F(taps) t;
+    F(taps_init)(a, a->dw, &t);
     for (int64_t oy = 0; oy < a->oh; oy++, y += a->ow, id += a->ow) {
         int64_t y0 = oy * a->sh - a->ph, iy0 = F(first_in)(y0, a->dh);
         for (int64_t ox = 0; ox < a->ow; ox++) {
@@ -47,11 +83,10 @@ static void F(max_fwd)(const tn_pool_args *a, int64_t p) {
         for (int64_t i = 0; i < a->kh; i++) {
             int64_t iy = y0 + i * a->dh;
             if (iy < 0 || iy >= a->h) continue;
-            const T *row = x + iy * a->w;
             for (int64_t j = 0; j < a->kw; j++) {
                 int64_t x0 = j * a->dw - a->pw, lo, hi;
-                tn__window_range(x0, a->sw, a->w, a->ow, &lo, &hi);
-                F(max_tap)(row, y, id, lo, hi, x0, a->sw, iy * a->w);
+                F(tap_range)(a, &t, j, x0, &lo, &hi);
+                F(max_row_tap)(a, x + iy * a->w, y, id, lo, hi, x0, iy * a->w);
             }
         }
     }
@@ -96,6 +131,8 @@ static void F(max_bwd)(const tn_pool_args *a, int64_t p) {
 static void F(avg_fwd)(const tn_pool_args *a, int64_t p) {
     const T *x = (const T *)a->in + p * a->h * a->w;
     T *y = (T *)a->out + p * a->oh * a->ow;
+    F(taps) t;
+    F(taps_init)(a, 1, &t);
     for (int64_t oy = 0; oy < a->oh; oy++, y += a->ow) {
         memset(y, 0, (size_t)a->ow * sizeof(T));
         for (int64_t i = 0; i < a->kh; i++) {
@@ -104,8 +141,14 @@ static void F(avg_fwd)(const tn_pool_args *a, int64_t p) {
             const T *row = x + iy * a->w;
             for (int64_t j = 0; j < a->kw; j++) {
                 int64_t x0 = j - a->pw, lo, hi;
-                tn__window_range(x0, a->sw, a->w, a->ow, &lo, &hi);
-                F(sum_tap)(row, y, lo, hi, x0, a->sw);
+                F(tap_range)(a, &t, j, x0, &lo, &hi);
+                const T *r = row + x0 + lo * a->sw;
+                if (a->sw == 1)
+                    F(sum_tap)(r, y + lo, hi - lo, 1);
+                else if (a->sw == 2)
+                    F(sum_tap)(r, y + lo, hi - lo, 2);
+                else
+                    F(sum_tap)(r, y + lo, hi - lo, a->sw);
             }
         }
         for (int64_t ox = 0; ox < a->ow; ox++) {
@@ -174,3 +217,4 @@ static void F(aavg_bwd)(const tn_pool_args *a, int64_t p) {
 #undef T
 #undef F
 #undef SUF
+#undef TAP_CACHE
