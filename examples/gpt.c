@@ -22,6 +22,10 @@
  * --threads N      tenet's threads (default: all)
  * --device D       cpu (default) or cuda: the model and every step on the
  *                  first GPU (exit status 3 when there is none)
+ * --autocast T     bf16 or f16: mixed precision (tenet/autocast.h): the
+ *                  forward under an autocast region of that dtype, float32
+ *                  master weights; f16 also scales the loss with a gradient
+ *                  scaler (skipped steps are printed)
  * --expect-losses FILE [--rtol X]   compare each step's loss with FILE's
  *                  lines (PyTorch's, scripts/gpt_reference.py); exit 1 on a
  *                  relative difference above X (1e-4)
@@ -53,6 +57,7 @@ typedef struct options {
     uint64_t seed;
     bool cosine;
     tn_device dev;
+    tn_dtype autocast; /* TN_DTYPE_SAME: off */
     const char *data, *tokens, *init, *save, *expect;
 } options;
 
@@ -72,7 +77,8 @@ static void usage(void) {
     fprintf(stderr, "usage: tenet-gpt (--data FILE | --tokens FILE) [--init FILE] [--save FILE]\n"
                     "  [--steps N] [--batch B] [--block T] [--vocab V] [--layers L] [--heads H]\n"
                     "  [--embd C] [--lr X] [--seed S] [--cosine] [--sample N] [--temperature X]\n"
-                    "  [--threads N] [--device cpu|cuda] [--expect-losses FILE] [--rtol X]\n");
+                    "  [--threads N] [--device cpu|cuda] [--autocast bf16|f16]\n"
+                    "  [--expect-losses FILE] [--rtol X]\n");
 }
 
 /* Parses argv into o; false (after a message) on a bad or missing value. */
@@ -83,7 +89,8 @@ static bool parse_args(int argc, char **argv, options *o) {
                    .lr = 1e-3,
                    .temperature = 1.0,
                    .rtol = 1e-4,
-                   .seed = 1337};
+                   .seed = 1337,
+                   .autocast = TN_DTYPE_SAME};
     struct {
         const char *name;
         int *i;
@@ -118,6 +125,15 @@ static bool parse_args(int argc, char **argv, options *o) {
                 return false;
             }
             o->dev = strcmp(v, "cuda") ? TN_DEVICE_CPU : TN_DEVICE_CUDA(0);
+            continue;
+        }
+        if (!strcmp(argv[a], "--autocast") && a + 1 < argc) {
+            const char *v = argv[++a];
+            if (strcmp(v, "bf16") && strcmp(v, "f16")) {
+                fprintf(stderr, "tenet-gpt: --autocast: bf16 or f16, not '%s'\n", v);
+                return false;
+            }
+            o->autocast = strcmp(v, "f16") ? TN_BF16 : TN_F16;
             continue;
         }
         if (!strcmp(argv[a], "--seed") && a + 1 < argc) {
@@ -283,13 +299,37 @@ static bool local_rows(tn_tensor **x, tn_tensor **y, int batch) {
     return *x && *y;
 }
 
-/* One optimiser step; the loss through *loss. */
-static bool train_step(const gpt_model *m, tn_adam *opt, tn_tensor *x, tn_tensor *y, double *loss) {
+/* The loss, its forward under the autocast region of --autocast (if any). */
+static tn_tensor *forward_loss(const gpt_model *m, const options *o, tn_tensor *x, tn_tensor *y) {
+    if (o->autocast == TN_DTYPE_SAME) return gpt_loss(m, x, y);
+    if (tn_autocast_begin(o->dev.type, o->autocast) != TN_OK) return NULL;
     tn_tensor *l = gpt_loss(m, x, y);
-    return l && tn_backward(l, NULL, false) == TN_OK &&
-           tn_clip_grad_norm_(m->n_params, m->params, 1.0, 2.0, NULL) == TN_OK &&
-           tn_adam_step(opt) == TN_OK && tn_adam_zero_grad(opt) == TN_OK &&
-           tn_item(l, loss) == TN_OK;
+    return tn_autocast_end() == TN_OK ? l : NULL;
+}
+
+/* One optimiser step; the loss through *loss. With a gradient scaler (f16),
+ * PyTorch's recipe: backward of the scaled loss, unscale_ before clipping,
+ * a step skipped on inf/NaN gradients, update. */
+static bool train_step(const gpt_model *m, const options *o, tn_adam *opt, tn_grad_scaler *sc,
+                       tn_tensor *x, tn_tensor *y, double *loss) {
+    tn_tensor *l = forward_loss(m, o, x, y);
+    if (!l) return false;
+    if (!sc)
+        return tn_backward(l, NULL, false) == TN_OK &&
+               tn_clip_grad_norm_(m->n_params, m->params, 1.0, 2.0, NULL) == TN_OK &&
+               tn_adam_step(opt) == TN_OK && tn_adam_zero_grad(opt) == TN_OK &&
+               tn_item(l, loss) == TN_OK;
+    tn_optimizer *g = tn_adam_optimizer(opt);
+    bool stepped = false;
+    bool ok = g && tn_backward(tn_grad_scaler_scale(sc, l), NULL, false) == TN_OK &&
+              tn_grad_scaler_unscale_(sc, g) == TN_OK &&
+              tn_clip_grad_norm_(m->n_params, m->params, 1.0, 2.0, NULL) == TN_OK &&
+              tn_grad_scaler_step(sc, g, &stepped) == TN_OK && tn_grad_scaler_update(sc) == TN_OK &&
+              tn_adam_zero_grad(opt) == TN_OK && tn_item(l, loss) == TN_OK;
+    if (ok && !stepped)
+        printf("step skipped: inf/NaN gradients; loss scale now %g\n",
+               tn_grad_scaler_get_scale(sc));
+    return ok;
 }
 
 /* Trains o->steps steps; 0 on success, 1 on an error or a loss that
@@ -297,6 +337,11 @@ static bool train_step(const gpt_model *m, tn_adam *opt, tn_tensor *x, tn_tensor
 static int train(const gpt_model *m, data *d, const options *o) {
     tn_adam *opt = gpt_optimizer(m, o->lr);
     if (!opt) return fail("making the optimizer");
+    tn_grad_scaler *sc = NULL; /* float16 needs loss scaling; bfloat16 has float32's range */
+    if (o->autocast == TN_F16 && !(sc = tn_grad_scaler_new(65536.0, 2.0, 0.5, 2000, true))) {
+        tn_adam_free(opt);
+        return fail("making the gradient scaler");
+    }
     double *ref = o->expect ? read_losses(o->expect, o->steps) : NULL;
     int rc = o->expect && !ref ? 1 : 0;
     double worst = 0, t0 = now_s();
@@ -310,7 +355,7 @@ static int train(const gpt_model *m, data *d, const options *o) {
         double loss = 0, ts = now_s();
         tn_tensor *x, *y;
         if (!data_batch(d, o, s, false, &x, &y) || !local_rows(&x, &y, o->batch) ||
-            !train_step(m, opt, x, y, &loss))
+            !train_step(m, o, opt, sc, x, y, &loss))
             rc = fail("training step");
         tn_scope_end();
         if (rc == 0 && dist_on) { /* the global batch's loss: the mean of the ranks' */
@@ -336,6 +381,7 @@ static int train(const gpt_model *m, data *d, const options *o) {
         printf("every loss within %.3g of the reference (largest relative difference %.3g)\n",
                o->rtol, worst);
     free(ref);
+    tn_grad_scaler_free(sc);
     tn_adam_free(opt);
     return rc;
 }
@@ -352,7 +398,7 @@ static int validate(const gpt_model *m, data *d, const options *o) {
         }
         tn_tensor *x, *y;
         double l;
-        if (!data_batch(d, o, 0, true, &x, &y) || tn_item(gpt_loss(m, x, y), &l) != TN_OK)
+        if (!data_batch(d, o, 0, true, &x, &y) || tn_item(forward_loss(m, o, x, y), &l) != TN_OK)
             rc = fail("validation");
         sum += l;
         tn_scope_end();
@@ -440,9 +486,11 @@ int main(int argc, char **argv) {
                o.batch / dist_world, o.batch);
     if (rc == 0) {
         printf("tenet-gpt: %d layers, %d heads, embd %d, block %d, vocab %d, batch %d, %d "
-               "threads%s\n",
+               "threads%s%s%s\n",
                o.cfg.layers, o.cfg.heads, o.cfg.embd, o.cfg.block, o.cfg.vocab, o.batch,
-               tn_get_num_threads(), o.dev.type == TN_CUDA ? ", on cuda:0" : "");
+               tn_get_num_threads(), o.dev.type == TN_CUDA ? ", on cuda:0" : "",
+               o.autocast == TN_DTYPE_SAME ? "" : ", autocast ",
+               o.autocast == TN_DTYPE_SAME ? "" : tn_dtype_name(o.autocast));
         rc = train(&m, &d, &o);
     }
     if (rc == 0 && o.data) rc = validate(&m, &d, &o);

@@ -66,6 +66,8 @@ class Block(nn.Module):
         self.register_buffer("mask", torch.tril(torch.ones(c["block"], c["block"]))
                              .view(1, 1, c["block"], c["block"]), persistent=False)
 
+    fused = False  # reference_autocast: attention as one fused op (see there)
+
     def attention(self, x):
         B, T, C = x.shape
         H = self.heads
@@ -73,9 +75,13 @@ class Block(nn.Module):
         q = q.view(B, T, H, C // H).transpose(1, 2)
         k = k.view(B, T, H, C // H).transpose(1, 2)
         v = v.view(B, T, H, C // H).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
-        y = F.softmax(att, dim=-1) @ v
+        dt = q.dtype
+        if self.fused:
+            q, k, v = q.float(), k.float(), v.float()
+        with torch.autocast("cpu", enabled=not self.fused and torch.is_autocast_cpu_enabled()):
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
+            y = (F.softmax(att, dim=-1) @ v).to(dt)
         return self.attn.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
 
     def forward(self, x):
@@ -181,7 +187,12 @@ def reference(out_dir, root):
 
 
 def reference_autocast(out_dir, root, dtype=torch.bfloat16):
+    """Attention here is what tenet's is, one fused op (scaled_dot_product_attention, which
+    1.13 lacks): its bfloat16 q, k, v (autocast's, from c_attn) computed in float32 and the
+    output rounded once, where the written-out form would round the scores and the
+    probabilities to bfloat16 too (1.13's CPU autocast runs them as bfloat16 matmuls)."""
     torch.manual_seed(SEED)
+    Block.fused = True
     model = GPT(CFG)  # the same initial weights as init.safetensors
     gen = torch.Generator().manual_seed(SEED)
     data = batches(text_tokens(root), AUTOCAST_STEPS, BATCH, CFG["block"], gen)
