@@ -6,8 +6,10 @@
  *    check at backward; writing through .data is not, and the gradient is
  *    silently wrong.
  *
- * Usage: tenet-demo [DATA]   (DATA defaults to $TENET_DATA, then
- * data/digits.csv.gz relative to the current directory).
+ * Usage: tenet-demo [--autocast bf16] [DATA]   (DATA defaults to
+ * $TENET_DATA, then data/digits.csv.gz relative to the current directory).
+ * --autocast bf16 runs the MLP's forward in a bfloat16 autocast region (the
+ * float32 parameters stay the master weights; tenet/autocast.h).
  * Exit status 0 when training reaches the target accuracy and the lesson
  * behaves as PyTorch does; 1 otherwise.
  */
@@ -108,9 +110,18 @@ static bool mlp_init(mlp *m) {
     return false;
 }
 
-/* x is (N, 64), the result is logits (N, 10). NULL propagates. */
+/* --autocast: the forward's autocast dtype, TN_DTYPE_SAME when off */
+static tn_dtype g_autocast = TN_DTYPE_SAME;
+
+/* x is (N, 64), the result is logits (N, 10), float32 (bfloat16 under
+ * --autocast: the loss then runs in float32, autocast's policy). NULL
+ * propagates. */
 static tn_tensor *mlp_forward(const mlp *m, const tn_tensor *x) {
-    return tn_linear(tn_relu(tn_linear(x, m->w1, m->b1)), m->w2, m->b2);
+    if (g_autocast != TN_DTYPE_SAME && tn_autocast_begin(TN_CPU, g_autocast) != TN_OK)
+        return NULL;
+    tn_tensor *y = tn_linear(tn_relu(tn_linear(x, m->w1, m->b1)), m->w2, m->b2);
+    if (g_autocast != TN_DTYPE_SAME && tn_autocast_end() != TN_OK) return NULL;
+    return y;
 }
 
 /* ---- data ----------------------------------------------------------------- */
@@ -434,11 +445,23 @@ int main(int argc, char **argv) {
                         "processes\n", BATCH, dist_world);
         return 1;
     }
+    if (argc >= 3 && !strcmp(argv[1], "--autocast")) {
+        if (strcmp(argv[2], "bf16")) {
+            fprintf(stderr, "tenet-demo: --autocast: bf16, not '%s'\n", argv[2]);
+            return 2;
+        }
+        g_autocast = TN_BF16;
+        argv[2] = argv[0]; /* drop the two words */
+        argv += 2;
+        argc -= 2;
+    }
     if (argc > 2 || (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))) {
         fprintf(argc > 2 ? stderr : stdout,
-                "usage: %s [--distributed] [--profile[=PATH]] [DATA]\n  DATA: the digits CSV "
-                "(gzip'd or not); default $TENET_DATA, then data/digits.csv.gz\n"
-                "  --distributed: data-parallel under mpirun -np N (N divides 64)\n",
+                "usage: %s [--distributed] [--profile[=PATH]] [--autocast bf16] [DATA]\n"
+                "  DATA: the digits CSV (gzip'd or not); default $TENET_DATA, then "
+                "data/digits.csv.gz\n"
+                "  --distributed: data-parallel under mpirun -np N (N divides 64)\n"
+                "  --autocast bf16: the forward in a bfloat16 autocast region\n",
                 argv[0]);
         return argc > 2 ? 2 : 0;
     }
@@ -455,6 +478,7 @@ int main(int argc, char **argv) {
         digits_free(&d);
         return 1;
     }
+    if (g_autocast != TN_DTYPE_SAME) printf("mixed precision: the forward under autocast bfloat16\n");
     printf("tenet demo: digits, %lld images of 8x8 pixels from %s\n"
            "split by a fixed random permutation (seed %llu): %d to train, %lld held out\n\n",
            (long long)d.n, path, (unsigned long long)SPLIT_SEED, N_TRAIN,
