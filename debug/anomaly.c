@@ -375,9 +375,31 @@ const char *tn__anomaly_inplace_report(tn_node *n, const tn_saved *s, uint64_t c
     return tn__report_first_culprit(r);
 }
 
+/* A saved tensor over memory shared with another framework (tn_from_blob,
+ * DLPack): tenet's counters cannot see that framework's writes, so the save
+ * took a digest of the bytes; a different digest now, with no write of
+ * tenet's since, is a write from outside. */
+static tn_status check_outside(tn_node *n, const tn_saved *s) {
+    if (tn__tensor_digest(s->orig) == s->digest) return TN_OK;
+    tn_anomaly_report *r = node_report(TN_ANOMALY_UNTRACKED, n);
+    uint64_t v = tn__version_get(s->orig);
+    tn__report_set_saved(r, s->orig, s->is_output ? s->output_nr : -1, s->version, v);
+    tn__report_set_outside(r);
+    char type[200];
+    tn__format_shape(type, sizeof type, s->orig->ndim, s->orig->shape);
+    const char *msg = "a variable needed for gradient computation was written outside tenet "
+                      "(memory shared through DLPack or tn_from_blob)";
+    if (tn__anomaly() & TN_ANOMALY_UNTRACKED_ERR)
+        return tn__error(TN_ERR_INPLACE_MODIFIED, "%s: [%s %s], saved by %s.", msg,
+                         tn_dtype_name(s->orig->dtype), type, n->fn->name);
+    tn__anomaly_warn("%s: [%s %s], saved by %s. The gradient may be silently wrong.", msg,
+                     tn_dtype_name(s->orig->dtype), type, n->fn->name);
+    return TN_OK;
+}
+
 tn_status tn__anomaly_check_untracked(tn_node *n, const tn_saved *s) {
     uint64_t now = atomic_load_explicit(&s->orig->storage->write_epoch, memory_order_relaxed);
-    if (now == s->epoch) return TN_OK;
+    if (now == s->epoch) return s->digested ? check_outside(n, s) : TN_OK;
     /* Build into a scratch check first: only a write through another
      * counter is an untracked write (tracked ones moved the version). */
     tn_write_snap w[TN_SNAP_MAX];

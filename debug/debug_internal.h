@@ -138,6 +138,8 @@ void tn__report_set_saved(tn_anomaly_report *r, const tn_tensor *t, int output_n
                           uint64_t saved_version, uint64_t current_version);
 void tn__report_add_write(tn_anomaly_report *r, const tn_write_snap *w, bool tracked);
 void tn__report_set_dropped(tn_anomaly_report *r, uint64_t dropped);
+/* An untracked write that came from outside tenet (a digest of shared memory moved). */
+void tn__report_set_outside(tn_anomaly_report *r);
 void tn__report_set_output_index(tn_anomaly_report *r, int index);
 /* NaN: node_name's output `output_index` was non-finite only because a
  * tensor it saved was (tn_anomaly_report_relayed_by). */

@@ -70,6 +70,7 @@ struct tn_anomaly_report {
     uint64_t saved_version, current_version, dropped, overflow;
     char relay[REP_NAME]; /* NaN: the backward node that only relayed it; "" when none */
     int relay_output;
+    bool outside; /* UNTRACKED: the write came from outside tenet (shared memory) */
     bool symbolised;
     rep_body *body;     /* NULL when it could not be allocated */
     arena_chunk *arena; /* chunks in use, newest first */
@@ -216,6 +217,7 @@ void tn__report_add_write(tn_anomaly_report *r, const tn_write_snap *w, bool tra
 }
 
 void tn__report_set_dropped(tn_anomaly_report *r, uint64_t dropped) { r->dropped = dropped; }
+void tn__report_set_outside(tn_anomaly_report *r) { r->outside = true; }
 void tn__report_set_relay(tn_anomaly_report *r, const char *node_name, int output_index) {
     copy_name(r->relay, node_name);
     r->relay_output = output_index;
@@ -486,9 +488,14 @@ static void print_headline(FILE *f, const tn_anomaly_report *r) {
                "inplace operation";
         break;
     case TN_ANOMALY_UNTRACKED:
-        what = "a variable needed for gradient computation was written through an alias with its "
-               "own version counter (.data?), which autograd cannot see: its gradient may be "
-               "silently wrong";
+        what = r->outside
+                   ? "a variable needed for gradient computation was written outside tenet (its "
+                     "memory is shared with another framework, through DLPack or "
+                     "tn_from_blob), which no version counter can see: its gradient may be "
+                     "silently wrong"
+                   : "a variable needed for gradient computation was written through an alias "
+                     "with its own version counter (.data?), which autograd cannot see: its "
+                     "gradient may be silently wrong";
         break;
     case TN_ANOMALY_NAN_BACKWARD:
         fprintf(f, "tenet anomaly: Function '%s' returned nan/inf values in its %dth output.\n",

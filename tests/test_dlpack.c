@@ -2,7 +2,10 @@
  * dtype, views with offsets and strides, memory shared both ways, each deleter called exactly
  * once), imports of a producer's own DLManagedTensor, every refused import leaving the producer's
  * tensor to it, and tn_from_blob. */
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <dlpack/dlpack.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
@@ -190,12 +193,54 @@ static void test_from_blob(void **state) {
     tn_release(e);
 }
 
+/* Anomaly mode sees a saved tensor over shared memory written from outside tenet (no counter
+ * of tenet's moves) and says so; with no such write, nothing is reported. */
+static void test_anomaly_written_outside(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_set_detect_anomaly(true, false);
+    tn_set_anomaly_untracked_error(true);
+    float w_buf[3] = {1, 2, 3};
+    for (int write = 0; write < 2; write++) {
+        tn_anomaly_clear();
+        tn_tensor *w = tn_from_blob(w_buf, TN_F32, 1, (int64_t[]){3}, NULL, TN_DEVICE_CPU, NULL,
+                                    NULL);
+        tn_tensor *x = tn_ones(1, (int64_t[]){3}, TN_F32);
+        assert_int_equal(tn_requires_grad_(x, true), TN_OK);
+        tn_tensor *loss = tn_sum(tn_mul(x, w)); /* MulBackward0 saves w */
+        if (write) w_buf[1] = 20; /* the other framework writes */
+        tn_status st = tn_backward(loss, NULL, false);
+        if (!write) {
+            assert_int_equal(st, TN_OK);
+            tt_assert_grad(x, (const double[]){1, 2, 3}, 3, 0);
+            continue;
+        }
+        assert_int_equal(st, TN_ERR_INPLACE_MODIFIED);
+        assert_non_null(strstr(tn_last_error(), "written outside tenet"));
+        const tn_anomaly_report *r = tn_last_anomaly();
+        assert_non_null(r);
+        assert_int_equal(tn_anomaly_report_kind(r), TN_ANOMALY_UNTRACKED);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mf = open_memstream(&text, &len);
+        tn_anomaly_report_print(r, mf);
+        fclose(mf);
+        assert_non_null(strstr(text, "written outside tenet"));
+        free(text);
+    }
+    tn_set_anomaly_untracked_error(false);
+    tn_set_detect_anomaly(false, false);
+    tn_anomaly_clear();
+    tn_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_every_dtype),
         cmocka_unit_test(test_shared_memory),
         cmocka_unit_test(test_refused_imports),
         cmocka_unit_test(test_from_blob),
+        cmocka_unit_test(test_anomaly_written_outside),
     };
     return cmocka_run_group_tests(tests, tt_setup, tt_teardown);
 }

@@ -55,11 +55,13 @@ typedef struct tn_saved {
     } h;
     uint64_t version;   /* version at save time */
     uint64_t epoch;     /* storage write epoch at save time (untracked writes) */
+    uint64_t digest;    /* anomaly mode, memory shared with others: its bytes' digest */
     int output_nr;      /* outputs: index in the saver; inputs: in grad_fn */
     bool defined;
     bool is_output;
     bool requires_grad; /* inputs: requires_grad when saved */
     bool has_fn;        /* h is a grad_fn */
+    bool digested;      /* digest was taken (CPU memory from tn_from_blob / DLPack) */
 } tn_saved;
 
 typedef struct tn_input_meta {

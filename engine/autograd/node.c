@@ -266,6 +266,10 @@ tn_status tn__node_save(tn_node *n, int slot, const tn_tensor *t, bool is_output
     n->has_saved = true;
     s->version = tn__version_save(t);
     s->epoch = atomic_load_explicit(&t->storage->write_epoch, memory_order_relaxed);
+    /* memory shared with another framework: its writes move no counter of ours, so anomaly
+     * mode keeps a digest of the bytes to compare at backward (debug/anomaly.c) */
+    s->digested = TN_UNLIKELY(t->storage->external) && tn__anomaly_enabled() && tn__on_cpu(t);
+    if (s->digested) s->digest = tn__tensor_digest(t);
     s->is_output = is_output;
     s->output_nr = t->ag ? t->ag->output_nr : 0;
     if (is_output) return TN_OK; /* its history is n itself, rebuilt at unpack */

@@ -186,6 +186,9 @@ tn_tensor *tn__zeros(int ndim, const int64_t *shape, tn_dtype dt);
 tn_tensor *tn__full(int ndim, const int64_t *shape, tn_dtype dt, double v);
 tn_tensor *tn__empty_like(const tn_tensor *t);
 tn_tensor *tn__zeros_like(const tn_tensor *t);
+/* FNV-1a of a CPU tensor's element bytes in logical order (wrap.c): a change
+ * of its values, for anomaly mode's check of memory shared with others. */
+uint64_t tn__tensor_digest(const tn_tensor *t);
 /* A bare handle (refcount 1, no storage yet) with the given geometry. */
 tn_tensor *tn__handle_new(int ndim, const int64_t *shape, const int64_t *stride, tn_dtype dt);
 /* A new handle over src's storage with the given geometry, sharing src's

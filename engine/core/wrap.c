@@ -70,3 +70,21 @@ tn_tensor *tn_from_blob(void *data, tn_dtype dtype, int ndim, const int64_t *sha
     if (ndim > 0) TN_CHECK_NULL_PTR(shape, "shape");
     return tn__ret(tn__wrap(data, dtype, ndim, shape, strides, device, deleter, ctx));
 }
+
+uint64_t tn__tensor_digest(const tn_tensor *t) {
+    int64_t n = tn__numel(t->ndim, t->shape), idx[TN_MAX_DIMS] = {0}, off = 0;
+    const unsigned char *p = (const unsigned char *)tn__ptr(t);
+    size_t es = tn__dtype_sizes[t->dtype];
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int64_t i = 0; i < n; i++) {
+        for (size_t b = 0; b < es; b++)
+            h = (h ^ p[off * (int64_t)es + (int64_t)b]) * 0x100000001b3ull;
+        for (int d = t->ndim - 1; d >= 0; d--) { /* next element, last dim fastest */
+            off += t->stride[d];
+            if (++idx[d] < t->shape[d]) break;
+            off -= t->stride[d] * t->shape[d];
+            idx[d] = 0;
+        }
+    }
+    return h;
+}
