@@ -380,7 +380,7 @@ const char *tn__anomaly_inplace_report(tn_node *n, const tn_saved *s, uint64_t c
  * took a digest of the bytes; a different digest now, with no write of
  * tenet's since, is a write from outside. */
 static tn_status check_outside(tn_node *n, const tn_saved *s) {
-    if (tn__tensor_digest(s->orig) == s->digest) return TN_OK;
+    if ((uint32_t)tn__tensor_digest(s->orig) == s->digest) return TN_OK;
     tn_anomaly_report *r = node_report(TN_ANOMALY_UNTRACKED, n);
     uint64_t v = tn__version_get(s->orig);
     tn__report_set_saved(r, s->orig, s->is_output ? s->output_nr : -1, s->version, v);

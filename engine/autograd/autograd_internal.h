@@ -55,14 +55,16 @@ typedef struct tn_saved {
     } h;
     uint64_t version;   /* version at save time */
     uint64_t epoch;     /* storage write epoch at save time (untracked writes) */
-    uint64_t digest;    /* anomaly mode, memory shared with others: its bytes' digest */
-    int output_nr;      /* outputs: index in the saver; inputs: in grad_fn */
-    bool defined;
-    bool is_output;
-    bool requires_grad; /* inputs: requires_grad when saved */
-    bool has_fn;        /* h is a grad_fn */
-    bool digested;      /* digest was taken (CPU memory from tn_from_blob / DLPack) */
+    /* Packed so that a slot stays 40 bytes (nodes carry their slots inline). */
+    int output_nr : 26;      /* outputs: index in the saver; inputs: in grad_fn (< 2^25) */
+    unsigned defined : 1;
+    unsigned is_output : 1;
+    unsigned requires_grad : 1; /* inputs: requires_grad when saved */
+    unsigned has_fn : 1;        /* h is a grad_fn */
+    unsigned digested : 1;      /* digest was taken (CPU memory from tn_from_blob / DLPack) */
+    uint32_t digest; /* anomaly mode, memory shared with others: its bytes' digest (low half) */
 } tn_saved;
+_Static_assert(sizeof(tn_saved) == 40, "a saved slot grew: nodes carry them inline");
 
 typedef struct tn_input_meta {
     int ndim;

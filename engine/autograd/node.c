@@ -269,9 +269,10 @@ tn_status tn__node_save(tn_node *n, int slot, const tn_tensor *t, bool is_output
     /* memory shared with another framework: its writes move no counter of ours, so anomaly
      * mode keeps a digest of the bytes to compare at backward (debug/anomaly.c) */
     s->digested = TN_UNLIKELY(t->storage->external) && tn__anomaly_enabled() && tn__on_cpu(t);
-    if (s->digested) s->digest = tn__tensor_digest(t);
+    if (s->digested) s->digest = (uint32_t)tn__tensor_digest(t);
     s->is_output = is_output;
     s->output_nr = t->ag ? t->ag->output_nr : 0;
+    TN_ASSERT(s->output_nr == (t->ag ? t->ag->output_nr : 0)); /* fits its 26 bits */
     if (is_output) return TN_OK; /* its history is n itself, rebuilt at unpack */
     const tn_autograd_meta *m = t->ag;
     if (!m) return TN_OK; /* tn__node_new synced a view input's history */
