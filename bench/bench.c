@@ -164,9 +164,9 @@ void bench_extra_str(bench_result *r, const char *key, const char *value) {
 void bench_emit(const bench_result *r) {
     if (g_json)
         printf("{\"name\": \"%s\", \"unit\": \"%s\", \"higher_is_better\": %s, \"median\": %.6g, "
-               "\"min\": %.6g, \"max\": %.6g, \"runs\": %d, \"threads\": %d%s}\n",
+               "\"min\": %.6g, \"max\": %.6g, \"runs\": %d, \"threads\": %d, \"isa\": \"%s\"%s}\n",
                r->name, r->unit, r->higher_is_better ? "true" : "false", r->median, r->min, r->max,
-               r->runs, tn_get_num_threads(), r->extra);
+               r->runs, tn_get_num_threads(), tn_cpu_capability(), r->extra);
     else
         printf("%-22s %12.4g %-10s  [%.4g .. %.4g]  runs %d%s\n", r->name, r->median, r->unit,
                r->min, r->max, r->runs, r->extra);
@@ -355,7 +355,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (!g_json)
-        printf("tenet-bench: %d op thread(s), %d timed run(s) per figure%s\n", o.threads, o.repeat,
+        printf("tenet-bench: %d op thread(s), %d timed run(s) per figure, %s CPU kernels%s\n",
+               o.threads, o.repeat, tn_cpu_capability(),
                o.quick ? " (quick: not a measurement)" : "");
     int failed = 0;
     for (int c = 0; c < N_CASES; c++) {

@@ -1,6 +1,8 @@
-/* The CPU's backend table: the reference kernels of every family, registered
- * with core from a constructor (core never names a back end). Host memory is
- * core's own (engine/core/alloc.c), so the memory entries are NULL. */
+/* The CPU's backend table: the reference kernels of every family. Compiled
+ * once per kernel set (isa.h: tn__cpu_backend becomes tn__cpu_backend_avx2,
+ * ...); isa.c registers one of them with core (core never names a back end).
+ * Host memory is core's own (engine/core/alloc.c), so the memory entries are
+ * NULL. */
 #include "cpu_backend.h"
 #include "gemm.h"
 #include "pointwise_loops.h"
@@ -28,7 +30,7 @@ static tn_status cpu_gemm(int dev, tn_dtype dt, const tn_gemm *g, const tn_gemm_
     return tn__gemm(dt, g, b);
 }
 
-static const tn_backend cpu_backend = {
+const tn_backend tn__cpu_backend = {
     .name = "cpu",
     .device_count = cpu_device_count,
     .synchronize = cpu_synchronize,
@@ -46,7 +48,3 @@ static const tn_backend cpu_backend = {
     .pool = tn__cpu_pool,
     .grad_stats = tn__cpu_grad_stats,
 };
-
-__attribute__((constructor)) static void register_cpu(void) {
-    tn__backend_register(TN_CPU, &cpu_backend);
-}

@@ -102,8 +102,8 @@ tn_status tn__gemm_blas(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batc
 
 /* Measured on 2 cores (docs/performance.md, "CPU matmul: CBLAS dispatch"):
  * what decides is the vector width of OpenBLAS's kernels (chosen at load
- * time for the CPU it detects) against the width tenet's kernel was
- * compiled for. As wide or wider (AVX-512 kernels against ours, or AVX2
+ * time for the CPU it detects) against the width of tenet's kernel
+ * set that runs (isa.h). As wide or wider (AVX-512 kernels against ours, or AVX2
  * kernels against a tenet built for AVX2): OpenBLAS is faster on nearly
  * every shape (1.1-1.9x on big products, more on small ones), so it takes
  * everything. Narrower (OpenBLAS's AVX2 kernels against our AVX-512 one,
@@ -112,17 +112,8 @@ tn_status tn__gemm_blas(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batc
  * its call costs less than our setup) or C is narrower than our register
  * tile (n < NR, down to one column: OpenBLAS 1.2-20x, we pad or loop). */
 
-/* Bits per vector of tenet's kernel: the ISA gemm.c was compiled for (the
- * same flags as this file). */
-static int our_width(void) {
-#if defined(__AVX512F__)
-    return 512;
-#elif defined(__AVX2__) && defined(__FMA__)
-    return 256;
-#else
-    return 128;
-#endif
-}
+/* Bits per vector of tenet's kernel: the set that runs (isa.h). */
+static int our_width(void) { return tn__cpu_isa_bits(); }
 
 /* Bits per vector of OpenBLAS's kernels for its core name (x86 names; any
  * other core counts as 128, i.e. as wide as a non-x86 build of ours). */

@@ -8,7 +8,11 @@
 #include "../core/backend.h"
 #include "../core/base.h"
 #include "dtype_dispatch.h"
+#include "isa.h"
 #include "iter.h"
+
+/* The table of this kernel set (backend.c; isa.c registers one). */
+extern const tn_backend tn__cpu_backend;
 
 /* The optimisers' row loops (optim_kernels.c), entries of tn__pw_loops
  * (pw_kernels.c) for TN_PW_SGD and TN_PW_ADAM. */

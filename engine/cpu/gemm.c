@@ -3,7 +3,7 @@
  * Floats follow the BLIS scheme: B is packed per (KC x NC) block into
  * NR-wide micro-panels, A per (MC x KC) block into MR-tall micro-panels, and
  * an MR x NR register tile is accumulated over KC by a plain loop that the
- * compiler unrolls and vectorises (-O3 -march=native). Packing reads the
+ * compiler unrolls and vectorises (-O3, once per instruction set: isa.h). Packing reads the
  * operands through their strides, so transposed views cost no copy. Edge
  * tiles are zero-padded in the panels and written back partially.
  *

@@ -14,6 +14,7 @@
 
 #include "../core/base.h"
 #include "../core/kernel_args.h"
+#include "isa.h"
 
 /* tn_gemm and tn_gemm_batch: engine/core/kernel_args.h */
 

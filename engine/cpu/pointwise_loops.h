@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "dtype_dispatch.h"
+#include "isa.h"
 #include "iter.h"
 
 /* NAME: the loop of one (op, dtype) for the table: out[i] = EXPR(x, y) as

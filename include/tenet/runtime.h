@@ -27,6 +27,17 @@ int tn_get_num_threads(void);
 void tn_set_blas(bool enabled);
 bool tn_blas_enabled(void);
 
+/* The CPU kernels this process runs, as PyTorch's
+ * torch.backends.cpu.get_cpu_capability(): "baseline" (any x86-64, SSE2),
+ * "avx2" (AVX2 + FMA) or "avx512" (AVX-512 F/BW/DQ/VL), chosen once when the
+ * library loads: the best this CPU supports, or at most the level named by
+ * the environment variable TENET_ISA (baseline, avx2, avx512). "native" in a
+ * build made with TENET_NATIVE=ON (-march=native, one kernel set). Results
+ * may differ between levels in the last bits (fused multiply-adds, the SIMD
+ * width of sums), never between runs or thread counts at one level. A
+ * static string; never fails. */
+const char *tn_cpu_capability(void);
+
 typedef struct tn_memory_stats_t {
     size_t bytes_live;      /* tensor storage bytes currently allocated */
     size_t bytes_peak;      /* high-water mark of bytes_live, sampled at each allocation

@@ -1,0 +1,129 @@
+/* Which CPU kernel set runs (isa.h), and the CPU backend's registration.
+ *
+ * Compiled at the library's baseline flags: nothing here may use an
+ * instruction the CPU has not been asked about. TENET_HAVE_ISA_AVX2 and
+ * TENET_HAVE_ISA_AVX512 say which extra sets the build made
+ * (cmake/isa.cmake); TENET_ISA_NATIVE, a -march=native build with one set.
+ */
+#include "isa.h"
+#include "cpu_backend.h"
+#include "tenet/runtime.h" /* tn_cpu_capability: exported */
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef TENET_HAVE_ISA_AVX2
+extern const tn_backend tn__cpu_backend_avx2;
+#endif
+#ifdef TENET_HAVE_ISA_AVX512
+extern const tn_backend tn__cpu_backend_avx512;
+#endif
+
+static const char *const isa_names[] = {
+    [TN_ISA_BASELINE] = "baseline",
+    [TN_ISA_AVX2] = "avx2",
+    [TN_ISA_AVX512] = "avx512",
+    [TN_ISA_NATIVE] = "native",
+};
+
+const char *tn__cpu_isa_name(tn_cpu_isa isa) {
+    return (unsigned)isa < sizeof isa_names / sizeof *isa_names ? isa_names[isa] : "?";
+}
+
+/* The best set this CPU and OS can run (libgcc's CPUID reading also checks
+ * that the OS saves the AVX and AVX-512 registers). GCC names the levels;
+ * clang 14 knows only single features, the ones the sets need. */
+static tn_cpu_isa best_supported(void) {
+#if defined(__x86_64__) && (defined(TENET_HAVE_ISA_AVX2) || defined(TENET_HAVE_ISA_AVX512))
+    __builtin_cpu_init();
+#if defined(__clang__)
+    bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+              __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+    bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+              __builtin_cpu_supports("avx512cd");
+#else
+    bool v3 = __builtin_cpu_supports("x86-64-v3");
+    bool v4 = __builtin_cpu_supports("x86-64-v4");
+#endif
+#ifdef TENET_HAVE_ISA_AVX512
+    if (v4) return TN_ISA_AVX512;
+#else
+    (void)v4;
+#endif
+#ifdef TENET_HAVE_ISA_AVX2
+    if (v3) return TN_ISA_AVX2;
+#endif
+#endif
+    return TN_ISA_BASELINE;
+}
+
+/* TENET_ISA names a level to run at most (a lower one forces it; a higher
+ * one gives the best the CPU has). */
+static tn_cpu_isa chosen(void) {
+#ifdef TENET_ISA_NATIVE
+    return TN_ISA_NATIVE;
+#else
+    tn_cpu_isa best = best_supported();
+    const char *env = getenv("TENET_ISA");
+    if (!env || !*env) return best;
+    for (int i = TN_ISA_BASELINE; i <= TN_ISA_AVX512; i++)
+        if (!strcmp(env, isa_names[i])) return (tn_cpu_isa)i < best ? (tn_cpu_isa)i : best;
+    tn__warn("TENET_ISA=%s: not a level (baseline, avx2, avx512); running %s", env,
+             isa_names[best]);
+    return best;
+#endif
+}
+
+static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
+static tn_cpu_isa isa_chosen; /* written once under isa_once, read after it */
+
+static void isa_init(void) { isa_chosen = chosen(); }
+
+tn_cpu_isa tn__cpu_isa(void) {
+    pthread_once(&isa_once, isa_init);
+    return isa_chosen;
+}
+
+int tn__cpu_isa_bits(void) {
+    switch (tn__cpu_isa()) {
+    case TN_ISA_AVX512:
+        return 512;
+    case TN_ISA_AVX2:
+        return 256;
+    case TN_ISA_BASELINE:
+    case TN_ISA_NATIVE:
+        break;
+    }
+    /* the baseline set or the native one: the flags this file was built with */
+#if defined(__AVX512F__)
+    return 512;
+#elif defined(__AVX2__) && defined(__FMA__)
+    return 256;
+#else
+    return 128;
+#endif
+}
+
+const char *tn_cpu_capability(void) { return tn__cpu_isa_name(tn__cpu_isa()); }
+
+static const tn_backend *isa_table(tn_cpu_isa isa) {
+    switch (isa) {
+#ifdef TENET_HAVE_ISA_AVX512
+    case TN_ISA_AVX512:
+        return &tn__cpu_backend_avx512;
+#endif
+#ifdef TENET_HAVE_ISA_AVX2
+    case TN_ISA_AVX2:
+        return &tn__cpu_backend_avx2;
+#endif
+    default:
+        return &tn__cpu_backend;
+    }
+}
+
+/* Before main (or in dlopen), so the choice is made once, before any op. */
+__attribute__((constructor)) static void register_cpu(void) {
+    tn__backend_register(TN_CPU, isa_table(tn__cpu_isa()));
+}
