@@ -48,6 +48,8 @@ static const bench_case CASES[] = {
      "(--device cuda: batch 4096, 784->1024->10)",
      bench_mlp, true},
     {"tiny_anomaly", "tiny with anomaly mode on, as a ratio to off", bench_tiny_anomaly, false},
+    {"tiny_anomaly_nan", "tiny with anomaly mode and its NaN/Inf checks on, as a ratio to off",
+     bench_tiny_anomaly_nan, false},
     {"chain100_anomaly", "chain100 with anomaly mode on, as a ratio to off", bench_chain100_anomaly,
      false},
     {"chain100_profile", "chain100 with the timeline profiler on, as a ratio to off",

@@ -101,6 +101,7 @@ int bench_tiny(const bench_opts *o);
 int bench_chain100(const bench_opts *o);
 int bench_add_inplace(const bench_opts *o);
 int bench_tiny_anomaly(const bench_opts *o);
+int bench_tiny_anomaly_nan(const bench_opts *o);
 int bench_chain100_anomaly(const bench_opts *o);
 int bench_chain100_profile(const bench_opts *o);
 int bench_sgemm1024(const bench_opts *o);

@@ -109,13 +109,18 @@ int bench_chain100(const bench_opts *o) {
     return small_case(o, "chain100", chain_body, 16, true, CHAIN);
 }
 
-int bench_tiny_anomaly(const bench_opts *o) {
+/* tiny with anomaly mode off, then on; "_nan": with check_nan (every op's output and every
+ * gradient scanned) */
+static int tiny_anomaly_case(const bench_opts *o, const char *name) {
     small s;
-    int rc = small_init(&s, 16, true) ? 0 : bench_fail("tiny_anomaly", "setup");
-    if (rc == 0) rc = bench_anomaly_ratio(o, "tiny_anomaly", tiny_body, &s, SMALL_RUN_S, 1, "us");
+    int rc = small_init(&s, 16, true) ? 0 : bench_fail(name, "setup");
+    if (rc == 0) rc = bench_anomaly_ratio(o, name, tiny_body, &s, SMALL_RUN_S, 1, "us");
     small_free(&s);
     return rc;
 }
+
+int bench_tiny_anomaly(const bench_opts *o) { return tiny_anomaly_case(o, "tiny_anomaly"); }
+int bench_tiny_anomaly_nan(const bench_opts *o) { return tiny_anomaly_case(o, "tiny_anomaly_nan"); }
 
 /* chain100 with a debug mode off, then on (ratio: bench_anomaly_ratio & co.) */
 static int chain_ratio(const bench_opts *o, const char *name,

@@ -36,10 +36,10 @@ except ImportError:  # tenet's numbers alone
     torch = None
 
 CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "tiny", "chain100",
-         "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "chain100_anomaly",
-         "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits", "sgemm4096", "layer_norm",
-         "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan", "clip_norm", "conv2d",
-         "bf16gemm2048", "hgemm2048", "max_pool2d"]
+         "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "tiny_anomaly_nan",
+         "chain100_anomaly", "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits",
+         "sgemm4096", "layer_norm", "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan",
+         "clip_norm", "conv2d", "bf16gemm2048", "hgemm2048", "max_pool2d"]
 CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "mlp_anomaly_nan", "layer_norm",
               "gelu_tanh", "gpt_step", "gpt_step_anomaly_nan", "clip_norm"]
 DEV = "cpu"  # --device: where the PyTorch tensors of CUDA_CASES live
@@ -228,9 +228,13 @@ def anomaly_ratio(o, name, body, min_run_s, per, unit):
                       "on_" + unit: scale * median(on) / per})]
 
 
-def t_tiny_anomaly(o):
+def t_tiny_anomaly(o, name="tiny_anomaly"):
     x, _, _ = small(16, True)
-    return anomaly_ratio(o, "tiny_anomaly", tiny_body(x), 0.05, 1, "us")
+    return anomaly_ratio(o, name, tiny_body(x), 0.05, 1, "us")
+
+
+def t_tiny_anomaly_nan(o):
+    return t_tiny_anomaly(o, "tiny_anomaly_nan")
 
 
 def t_chain100_anomaly(o):
@@ -506,7 +510,8 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
          "sgemm4096": lambda o: t_sgemm(o, "sgemm4096", 4096),
          "bf16gemm2048": lambda o: t_sgemm(o, "bf16gemm2048", 2048, torch.bfloat16),
          "hgemm2048": lambda o: t_sgemm(o, "hgemm2048", 2048, torch.float16),
-         "tiny_anomaly": t_tiny_anomaly, "chain100_anomaly": t_chain100_anomaly,
+         "tiny_anomaly": t_tiny_anomaly, "tiny_anomaly_nan": t_tiny_anomaly_nan,
+         "chain100_anomaly": t_chain100_anomaly,
          "mlp_anomaly": t_mlp_anomaly, "mlp_anomaly_nan": t_mlp_anomaly_nan,
          "mlp_threads": t_mlp_threads, "digits": t_digits,
          "layer_norm": lambda o: t_norm(o, "layer_norm", True),
