@@ -7,7 +7,8 @@
  * contiguous — testing exponent bits: a float is NaN or Inf exactly when its
  * exponent field is all ones. The row loop is branch-free integer work that
  * the compiler vectorises, and rows (or chunks of one long row) are split
- * over OpenMP threads above the grain, each thread OR-ing its own flag. Only
+ * over OpenMP threads above the grain (TN_GRAIN elements), each thread OR-ing
+ * its own flag; below it the scan opens no parallel region. Only
  * a tensor found non-finite is read again, element by element, to tell NaN
  * (which wins) from Inf: that happens once per anomaly, not per op.
  */
@@ -51,23 +52,34 @@ static row_scan_fn row_scan_of(tn_dtype dt) {
                                                                                    : row_bad_f16;
 }
 
+/* units [u0, u1) of the plan: nonzero when one holds a NaN or an Inf */
+static unsigned scan_units(const tn_scan_plan *sp, int64_t u0, int64_t u1) {
+    const int64_t step = sp->step * sp->es;
+    const row_scan_fn row_bad = row_scan_of(sp->t->dtype);
+    unsigned bad = 0;
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t len;
+        const char *p = tn__scan_unit(sp, u, &len);
+        bad |= row_bad(p, len, step);
+    }
+    return bad;
+}
+
 static bool any_nonfinite(const tn_tensor *t) {
     tn_scan_plan sp;
     if (!tn__scan_plan(&sp, t)) return false;
-    const int64_t step = sp.step * sp.es;
-    const row_scan_fn row_bad = row_scan_of(t->dtype);
     const int nt = tn__threads_for(sp.n);
-    (void)nt; /* without OpenMP the pragma below is all that reads it */
+    /* Below the grain (tn__threads_for: 1), no parallel region at all: even one that its if
+     * clause keeps serial costs libgomp 1-2 us (a team made and ended), which on a tiny graph
+     * is most of the op the scan checks (tiny_anomaly_nan, docs/performance.md). */
+    if (nt <= 1) return scan_units(&sp, 0, sp.units) != 0;
     unsigned bad = 0;
-#pragma omp parallel num_threads(nt) reduction(| : bad) if (nt > 1)
+#pragma omp parallel num_threads(nt) reduction(| : bad)
     {
         TN_OMP_SPAN("nonfinite");
 #pragma omp for schedule(static) nowait
-        for (int64_t u = 0; u < sp.units; u++) {
-            int64_t len;
-            const char *p = tn__scan_unit(&sp, u, &len);
-            bad |= row_bad(p, len, step);
-        }
+        for (int64_t u = 0; u < sp.units; u++)
+            bad |= scan_units(&sp, u, u + 1);
     }
     return bad != 0;
 }

@@ -101,7 +101,11 @@ static void run_tile_strip(const tn_iter *it, tn_loop_fn loop, void *ctx, int jb
 static void run_tiled(const tn_iter *it, tn_loop_fn loop, void *ctx, int jb, int nt) {
     int64_t nb = it->shape[jb], strips = (nb + TILE_B - 1) / TILE_B;
     int64_t units = it->numel / (it->shape[it->ndim - 1] * nb) * strips;
-#pragma omp parallel num_threads(nt) if (nt > 1 && units > 1)
+    if (nt <= 1 || units <= 1) { /* not even an if(0) region: that still costs ~1 us */
+        for (int64_t u = 0; u < units; u++) run_tile_strip(it, loop, ctx, jb, u, strips);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
     {
         TN_OMP_SPAN("elementwise");
 #pragma omp for schedule(static) nowait
