@@ -16,7 +16,7 @@
 # and the CBLAS glue stay baseline.
 set(TENET_CPU_ISA_SOURCES backend attention_kernels conv_kernels copy_kernels
   cross_entropy_kernels gemm grad_stats_kernels layer_norm_kernels optim_kernels pw_kernels
-  reduce_kernels softmax_kernels)
+  pool_kernels reduce_kernels softmax_kernels)
 
 set(TENET_ISA_LEVELS "")
 set(TENET_ISA_DEFINITIONS "")

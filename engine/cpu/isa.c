@@ -33,7 +33,9 @@ const char *tn__cpu_isa_name(tn_cpu_isa isa) {
 
 /* The best set this CPU and OS can run (libgcc's CPUID reading also checks
  * that the OS saves the AVX and AVX-512 registers). GCC names the levels;
- * clang 14 knows only single features, the ones the sets need. */
+ * clang 14 knows only single features, the ones the sets need. (A
+ * TENET_NATIVE build has one set and never asks.) */
+#ifndef TENET_ISA_NATIVE
 static tn_cpu_isa best_supported(void) {
 #if defined(__x86_64__) && (defined(TENET_HAVE_ISA_AVX2) || defined(TENET_HAVE_ISA_AVX512))
     __builtin_cpu_init();
@@ -58,6 +60,7 @@ static tn_cpu_isa best_supported(void) {
 #endif
     return TN_ISA_BASELINE;
 }
+#endif
 
 /* TENET_ISA names a level to run at most (a lower one forces it; a higher
  * one gives the best the CPU has). */

@@ -50,6 +50,7 @@
 #define tn__cpu_cross_entropy TN_ISA_NAME(tn__cpu_cross_entropy)
 #define tn__cpu_grad_stats TN_ISA_NAME(tn__cpu_grad_stats)
 #define tn__cpu_layer_norm TN_ISA_NAME(tn__cpu_layer_norm)
+#define tn__cpu_pool TN_ISA_NAME(tn__cpu_pool)
 #define tn__cpu_reduce TN_ISA_NAME(tn__cpu_reduce)
 #define tn__cpu_softmax TN_ISA_NAME(tn__cpu_softmax)
 /* the optimiser loops, one per float dtype (TN_FOR_EACH_FLOAT) */
