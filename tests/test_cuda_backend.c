@@ -2,7 +2,9 @@
  * computations: pointwise ops of every code and dtype on contiguous,
  * broadcast and strided iterators, the optimiser steps, copy between every
  * dtype pair, fill, reductions, products, softmax, the non-finite flag, the
- * caching allocator and the copies.
+ * caching allocator and the copies. The halves (bfloat16, float16) run wherever
+ * the back end has kernels for them, against references computed in float32
+ * and rounded once per result, as engine/cpu does.
  *
  * Without a usable CUDA device (or a build without CUDA) every test is
  * skipped. TENET_CUDA_BENCH=1 adds timings of a few large kernels.
@@ -18,6 +20,7 @@
 #include "util.h"
 
 #include "engine/core/backend.h"
+#include "engine/core/half.h"
 
 static const tn_backend *be;
 static const int dev = 0;
@@ -29,12 +32,18 @@ static const int dev = 0;
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
-static const char *const dt_names[TN_DTYPE_COUNT] = {"f32", "f64", "i16", "i32", "i64", "bool"};
+static const char *const dt_names[TN_DTYPE_COUNT] = {"f32", "f64",  "i16",  "i32",
+                                                     "i64", "bool", "bf16", "f16"};
 
 static size_t esz(tn_dtype dt) {
-    static const size_t s[TN_DTYPE_COUNT] = {4, 8, 2, 4, 8, 1};
+    static const size_t s[TN_DTYPE_COUNT] = {4, 8, 2, 4, 8, 1, 2, 2};
     return s[dt];
 }
+
+static bool is_half(tn_dtype dt) { return dt == TN_BF16 || dt == TN_F16; }
+static bool is_fdt(tn_dtype dt) { return dt == TN_F32 || dt == TN_F64 || is_half(dt); }
+/* the float dtypes, for the tests of float-only entries */
+static const tn_dtype float_dts[4] = {TN_F32, TN_F64, TN_BF16, TN_F16};
 
 static double getv(const void *p, tn_dtype dt, int64_t i) {
     switch (dt) {
@@ -48,12 +57,17 @@ static double getv(const void *p, tn_dtype dt, int64_t i) {
         return ((const int32_t *)p)[i];
     case TN_I64:
         return (double)((const int64_t *)p)[i];
+    case TN_BF16:
+        return tn_bf16_to_f32(((const tn_bf16 *)p)[i]);
+    case TN_F16:
+        return tn_f16_to_f32(((const tn_f16 *)p)[i]);
     default:
         return ((const uint8_t *)p)[i];
     }
 }
 
-/* v must be representable (or a float's NaN / inf for float dtypes) */
+/* v must be representable (or a float's NaN / inf for float dtypes; a half
+ * rounds, through float32) */
 static void putv(void *p, tn_dtype dt, int64_t i, double v) {
     switch (dt) {
     case TN_F32:
@@ -70,6 +84,12 @@ static void putv(void *p, tn_dtype dt, int64_t i, double v) {
         break;
     case TN_I64:
         ((int64_t *)p)[i] = (int64_t)v;
+        break;
+    case TN_BF16:
+        ((tn_bf16 *)p)[i] = tn_f32_to_bf16((float)v);
+        break;
+    case TN_F16:
+        ((tn_f16 *)p)[i] = tn_f32_to_f16((float)v);
         break;
     default:
         ((uint8_t *)p)[i] = v != 0;
@@ -121,8 +141,9 @@ static bool same_value(double got, double want) {
  * derivative whose terms cancel near its zero keeps their absolute error, not a relative one). */
 static bool close_value(double got, double want, tn_dtype dt, bool terms) {
     if (isnan(want) || isinf(want)) return same_value(got, want);
-    double rel = dt == TN_F32 ? 2e-6 : 1e-14;
-    double abs = terms ? rel : dt == TN_F32 ? 1e-30 : 1e-300;
+    /* a half: one ulp (float32's few ulp can move its rounding by one) */
+    double rel = dt == TN_F32 ? 2e-6 : dt == TN_BF16 ? 8e-3 : dt == TN_F16 ? 1e-3 : 1e-14;
+    double abs = terms ? rel : dt == TN_F64 ? 1e-300 : 1e-30;
     return fabs(got - want) <= rel * fabs(want) + abs;
 }
 
@@ -182,7 +203,36 @@ typedef void (*ref_un_fn)(const void *x, void *out, int64_t n, double c0, double
             o[i] = CVT(T, (EXPR));                                                                 \
         }                                                                                          \
     }
-#define RB_FLOAT(N, E) RB(N, f32, float, float, E) RB(N, f64, double, double, E)
+/* the halves: loaded as float, computed in float, rounded once (OT: the half, or bool); an
+ * op's scalars rounded to the half first */
+static float ld_bf16(tn_bf16 v) { return tn_bf16_to_f32(v); }
+static float ld_f16(tn_f16 v) { return tn_f16_to_f32(v); }
+#define CVTH(SFX, OT, v) _Generic((OT *)0, uint8_t * : (uint8_t)((v) != 0), default : ST_##SFX(v))
+#define ST_bf16(v) tn_f32_to_bf16((float)(v))
+#define ST_f16(v) tn_f32_to_f16((float)(v))
+#define RBH(NAME, SFX, OSFX, T, OT, EXPR)                                                          \
+    static void rb_##NAME##_##OSFX(const void *xv, const void *yv, void *ov, int64_t n) {          \
+        const T *xs = xv, *ys = yv;                                                                \
+        OT *o = ov;                                                                                \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            float x = ld_##SFX(xs[i]), y = ld_##SFX(ys[i]);                                        \
+            o[i] = CVTH(SFX, OT, (EXPR));                                                          \
+        }                                                                                          \
+    }
+#define RUH(NAME, SFX, T, EXPR)                                                                    \
+    static void ru_##NAME##_##SFX(const void *xv, void *ov, int64_t n, double c0d, double c1d) {   \
+        const T *xs = xv;                                                                          \
+        T *o = ov;                                                                                 \
+        const float c0 = ld_##SFX(ST_##SFX(c0d)), c1 = ld_##SFX(ST_##SFX(c1d));                    \
+        (void)c0;                                                                                  \
+        (void)c1;                                                                                  \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            float x = ld_##SFX(xs[i]);                                                             \
+            o[i] = ST_##SFX((EXPR));                                                               \
+        }                                                                                          \
+    }
+#define RB_HALVES(N, E) RBH(N, bf16, bf16, tn_bf16, tn_bf16, E) RBH(N, f16, f16, tn_f16, tn_f16, E)
+#define RB_FLOAT(N, E) RB(N, f32, float, float, E) RB(N, f64, double, double, E) RB_HALVES(N, E)
 #define RB_NOBOOL(N, E)                                                                            \
     RB_FLOAT(N, E)                                                                                 \
     RB(N, i16, int16_t, int16_t, E) RB(N, i32, int32_t, int32_t, E)                                \
@@ -191,8 +241,10 @@ typedef void (*ref_un_fn)(const void *x, void *out, int64_t n, double c0, double
 #define RB_CMP(N, E)                                                                               \
     RB(N, f32, float, uint8_t, E)                                                                  \
     RB(N, f64, double, uint8_t, E) RB(N, i16, int16_t, uint8_t, E) RB(N, i32, int32_t, uint8_t, E) \
-        RB(N, i64, int64_t, uint8_t, E) RB(N, b8, uint8_t, uint8_t, E)
-#define RU_FLOAT(N, E) RU(N, f32, float, E) RU(N, f64, double, E)
+        RB(N, i64, int64_t, uint8_t, E) RB(N, b8, uint8_t, uint8_t, E)                             \
+            RBH(N, bf16, bf16, tn_bf16, uint8_t, E) RBH(N, f16, f16, tn_f16, uint8_t, E)
+#define RU_FLOAT(N, E)                                                                             \
+    RU(N, f32, float, E) RU(N, f64, double, E) RUH(N, bf16, tn_bf16, E) RUH(N, f16, tn_f16, E)
 #define RU_ALL(N, E)                                                                               \
     RU_FLOAT(N, E)                                                                                 \
     RU(N, i16, int16_t, E) RU(N, i32, int32_t, E) RU(N, i64, int64_t, E) RU(N, b8, uint8_t, E)
@@ -202,12 +254,15 @@ TN_PW_BINARY_OPS(REF_BINARY)
 TN_PW_UNARY_OPS(REF_UNARY)
 
 #define ROW_ALL(P, N)                                                                              \
-    { P##N##_f32, P##N##_f64, P##N##_i16, P##N##_i32, P##N##_i64, P##N##_b8 }
+    {                                                                                              \
+        P##N##_f32, P##N##_f64, P##N##_i16, P##N##_i32, P##N##_i64, P##N##_b8, P##N##_bf16,        \
+            P##N##_f16                                                                             \
+    }
 #define ROW_CMP(P, N) ROW_ALL(P, N)
 #define ROW_NOBOOL(P, N)                                                                           \
-    { P##N##_f32, P##N##_f64, P##N##_i16, P##N##_i32, P##N##_i64, NULL }
+    { P##N##_f32, P##N##_f64, P##N##_i16, P##N##_i32, P##N##_i64, NULL, P##N##_bf16, P##N##_f16 }
 #define ROW_FLOAT(P, N)                                                                            \
-    { P##N##_f32, P##N##_f64, NULL, NULL, NULL, NULL }
+    { P##N##_f32, P##N##_f64, NULL, NULL, NULL, NULL, P##N##_bf16, P##N##_f16 }
 #define ENTRY_B(N, KIND, E) [TN_PW_##N] = ROW_##KIND(rb_, N),
 #define ENTRY_U(N, KIND, E) [TN_PW_##N] = ROW_##KIND(ru_, N),
 #define ENTRY_NAME(N, KIND, E) [TN_PW_##N] = #N,
@@ -234,7 +289,7 @@ static bool terms_op(tn_pw_code c) {
 static void gen_values(void *p, tn_dtype dt, int64_t n, tn_pw_code code, int which) {
     for (int64_t i = 0; i < n; i++) {
         double v;
-        if (dt == TN_F32 || dt == TN_F64) {
+        if (is_fdt(dt)) {
             uint64_t r = rnd() % 40;
             if (r == 0)
                 v = NAN;
@@ -439,8 +494,7 @@ static void run_binary_case(tn_pw_code code, tn_dtype dt, int lay) {
         case_failed("%s: status %d: %s", what, st, tn_last_error());
     } else {
         d2h(got, dout + off * (int64_t)oes, (size_t)n * oes);
-        check_outputs(what, got, want, odt, n, approx_op(code) && (dt == TN_F32 || dt == TN_F64),
-                      terms_op(code));
+        check_outputs(what, got, want, odt, n, approx_op(code) && is_fdt(dt), terms_op(code));
     }
     dfree(dx, (size_t)(n + off) * es);
     dfree(dy, (size_t)(ny + off) * es);
@@ -483,8 +537,7 @@ static void run_unary_case(tn_pw_code code, tn_dtype dt, int lay, const tn_pw_ct
         case_failed("%s: status %d: %s", what, st, tn_last_error());
     } else {
         d2h(got, dout + off * (int64_t)es, (size_t)n * es);
-        check_outputs(what, got, want, dt, n, approx_op(code) && (dt == TN_F32 || dt == TN_F64),
-                      terms_op(code));
+        check_outputs(what, got, want, dt, n, approx_op(code) && is_fdt(dt), terms_op(code));
     }
     dfree(dx, (size_t)(nx + off) * es);
     dfree(dout, (size_t)(n + off) * es);
@@ -577,8 +630,9 @@ static void test_masked_zero(void **state) {
     NEED_GPU();
     enum { A = 9, B = 333 };
     const int64_t shape[2] = {A, B}, n = A * B;
-    for (int dt = TN_F32; dt <= TN_F64; dt++) {
-        size_t es = esz((tn_dtype)dt);
+    for (int f = 0; f < 4; f++) {
+        const tn_dtype dt = float_dts[f];
+        size_t es = esz(dt);
         char *x = xmalloc((size_t)n * es), *got = xmalloc((size_t)n * es);
         uint8_t mask[B];
         gen_values(x, (tn_dtype)dt, n, TN_PW_add, 0);
@@ -609,41 +663,54 @@ static void test_masked_zero(void **state) {
 
 /* ---- optimiser steps: the loops of engine/optim/sgd.c and adam.c ------------------------- */
 
-#define SGD_REF(T, SFX)                                                                            \
+/* T the stored type, C the compute type, LD / ST the conversions, R a value
+ * rounded to T where torch's update ends one op, K(x) = R((C)x) a scalar PyTorch
+ * converts to the dtype (engine/cpu/optim_impl.h) */
+#define SGD_REF(T, C, SFX, LD, ST, R)                                                              \
     static void sgd_ref_##SFX(const tn_sgd_ctx *c, int64_t n, T *p, const T *g, T *b) {            \
-        const T neg_lr = (T)(-c->lr), mom = (T)c->momentum, wd = (T)c->wd;                         \
+        const C neg_lr = R((C)(-c->lr)), mom = R((C)c->momentum), wd = R((C)c->wd);                \
         const bool use_wd = c->wd != 0, use_buf = c->momentum != 0, first = c->first;              \
         for (int64_t i = 0; i < n; i++) {                                                          \
-            T d = use_wd ? g[i] + wd * p[i] : g[i];                                                \
+            C pv = LD(p[i]), gv = LD(g[i]);                                                        \
+            C d = use_wd ? R(gv + wd * pv) : gv;                                                   \
             if (use_buf) {                                                                         \
-                d = first ? d : b[i] * mom + d;                                                    \
-                b[i] = d;                                                                          \
+                d = first ? d : R(R(LD(b[i]) * mom) + d);                                          \
+                b[i] = ST(d);                                                                      \
             }                                                                                      \
-            p[i] = p[i] + neg_lr * d;                                                              \
+            p[i] = ST(pv + neg_lr * d);                                                            \
         }                                                                                          \
     }
-SGD_REF(float, f32)
-SGD_REF(double, f64)
+#define ID_(v) (v)
+#define R_bf16(v) tn_bf16_to_f32(tn_f32_to_bf16(v))
+#define R_f16(v) tn_f16_to_f32(tn_f32_to_f16(v))
+SGD_REF(float, float, f32, ID_, ID_, ID_)
+SGD_REF(double, double, f64, ID_, ID_, ID_)
+SGD_REF(tn_bf16, float, bf16, tn_bf16_to_f32, tn_f32_to_bf16, R_bf16)
+SGD_REF(tn_f16, float, f16, tn_f16_to_f32, tn_f32_to_f16, R_f16)
 
-#define ADAM_REF(T, SFX, SQRT)                                                                     \
+#define ADAM_REF(T, C, SFX, SQRT, LD, ST, R)                                                       \
     static void adam_ref_##SFX(const tn_adam_ctx *c, int64_t n, T *p, const T *g, T *m, T *v) {    \
-        const T b1 = (T)c->beta1, b2 = (T)c->beta2, a1 = (T)c->one_minus_beta1;                    \
-        const T a2 = (T)c->one_minus_beta2, wd = (T)c->wd, eps = (T)c->eps;                        \
-        const T bc2s = (T)c->bc2_sqrt, neg_step = (T)c->neg_step_size, decay = (T)c->decay;        \
+        const C b1 = R((C)c->beta1), b2 = R((C)c->beta2), a1 = R((C)c->one_minus_beta1);           \
+        const C a2 = (C)c->one_minus_beta2, wd = R((C)c->wd), eps = R((C)c->eps);                  \
+        const C bc2s = R((C)c->bc2_sqrt), neg_step = (C)c->neg_step_size;                          \
+        const C decay = R((C)c->decay);                                                            \
         const bool use_wd = c->wd != 0;                                                            \
         for (int64_t i = 0; i < n; i++) {                                                          \
-            if (c->decay != 1) p[i] = p[i] * decay;                                                \
-            T d = use_wd ? g[i] + wd * p[i] : g[i];                                                \
-            T mi = m[i] * b1 + a1 * d;                                                             \
-            T vi = v[i] * b2 + a2 * d * d;                                                         \
-            m[i] = mi;                                                                             \
-            v[i] = vi;                                                                             \
-            T denom = SQRT(vi) / bc2s + eps;                                                       \
-            p[i] = p[i] + neg_step * mi / denom;                                                   \
+            C pv = LD(p[i]), gv = LD(g[i]);                                                        \
+            if (c->decay != 1) pv = R(pv * decay);                                                 \
+            C d = use_wd ? R(gv + wd * pv) : gv;                                                   \
+            C mi = R(R(LD(m[i]) * b1) + a1 * d);                                                   \
+            C vi = R(R(LD(v[i]) * b2) + a2 * d * d);                                               \
+            m[i] = ST(mi);                                                                         \
+            v[i] = ST(vi);                                                                         \
+            C denom = R(R(R(SQRT(vi)) / bc2s) + eps);                                              \
+            p[i] = ST(pv + neg_step * mi / denom);                                                 \
         }                                                                                          \
     }
-ADAM_REF(float, f32, sqrtf)
-ADAM_REF(double, f64, sqrt)
+ADAM_REF(float, float, f32, sqrtf, ID_, ID_, ID_)
+ADAM_REF(double, double, f64, sqrt, ID_, ID_, ID_)
+ADAM_REF(tn_bf16, float, bf16, sqrtf, tn_bf16_to_f32, tn_f32_to_bf16, R_bf16)
+ADAM_REF(tn_f16, float, f16, sqrtf, tn_f16_to_f32, tn_f32_to_f16, R_f16)
 
 /* bit-for-bit equality of n floats; reports the first difference */
 static void same_bits(const char *what, const void *got, const void *want, tn_dtype dt, int64_t n) {
@@ -666,7 +733,8 @@ static void test_optim_steps(void **state) {
     (void)state;
     NEED_GPU();
     const int64_t n = 10007;
-    for (int dt = TN_F32; dt <= TN_F64; dt++) {
+    for (int f = 0; f < 4; f++) {
+        const tn_dtype dt = float_dts[f];
         size_t bytes = (size_t)n * esz((tn_dtype)dt);
         char *h[4], *w[4], *d[4], *got = xmalloc(bytes);
         for (int k = 0; k < 4; k++) {
@@ -691,8 +759,12 @@ static void test_optim_steps(void **state) {
                 d2h(w[k], d[k], bytes);
             if (dt == TN_F32)
                 sgd_ref_f32(c, n, (float *)w[0], (float *)w[1], (float *)w[2]);
-            else
+            else if (dt == TN_F64)
                 sgd_ref_f64(c, n, (double *)w[0], (double *)w[1], (double *)w[2]);
+            else if (dt == TN_BF16)
+                sgd_ref_bf16(c, n, (tn_bf16 *)w[0], (tn_bf16 *)w[1], (tn_bf16 *)w[2]);
+            else
+                sgd_ref_f16(c, n, (tn_f16 *)w[0], (tn_f16 *)w[1], (tn_f16 *)w[2]);
             assert_int_equal(be->pointwise(dev, TN_PW_SGD, (tn_dtype)dt, &it, c), TN_OK);
             for (int k = 0; k < nops; k++) {
                 if (k == 1) continue;
@@ -719,8 +791,13 @@ static void test_optim_steps(void **state) {
                 d2h(w[k], d[k], bytes);
             if (dt == TN_F32)
                 adam_ref_f32(&c, n, (float *)w[0], (float *)w[1], (float *)w[2], (float *)w[3]);
-            else
+            else if (dt == TN_F64)
                 adam_ref_f64(&c, n, (double *)w[0], (double *)w[1], (double *)w[2], (double *)w[3]);
+            else if (dt == TN_BF16)
+                adam_ref_bf16(&c, n, (tn_bf16 *)w[0], (tn_bf16 *)w[1], (tn_bf16 *)w[2],
+                              (tn_bf16 *)w[3]);
+            else
+                adam_ref_f16(&c, n, (tn_f16 *)w[0], (tn_f16 *)w[1], (tn_f16 *)w[2], (tn_f16 *)w[3]);
             tn_iter it = mk_iter(4, 1, &n);
             for (int k = 0; k < 4; k++)
                 set_contig(&it, k, d[k], esz((tn_dtype)dt));
@@ -762,13 +839,12 @@ static void test_copy_all_pairs(void **state) {
             size_t des = esz(dt), ses = esz(st);
             char *src = xmalloc((size_t)n * ses), *want = xmalloc((size_t)n * des);
             char *got = xmalloc((size_t)n * des);
-            bool nan_ok =
-                dt == TN_F32 || dt == TN_F64 || dt == TN_BOOL; /* NaN -> int is undefined */
+            bool nan_ok = is_fdt(dt) || dt == TN_BOOL; /* NaN -> int is undefined */
             for (int64_t i = 0; i < n; i++) {
-                double v = st == TN_BOOL                    ? (double)(rnd() % 2)
-                           : (st == TN_F32 || st == TN_F64) ? 0.75 * (double)rnd_int(-133, 133)
-                                                            : (double)rnd_int(-1000, 1000);
-                if ((st == TN_F32 || st == TN_F64) && i % 97 == 5) v = nan_ok ? NAN : -0.0;
+                double v = st == TN_BOOL ? (double)(rnd() % 2)
+                           : is_fdt(st)  ? 0.75 * (double)rnd_int(-133, 133)
+                                         : (double)rnd_int(-1000, 1000);
+                if (is_fdt(st) && i % 97 == 5) v = nan_ok ? NAN : -0.0;
                 putv(src, st, i, v);
             }
             char *dsrc = upload(src, (size_t)n * ses), *ddst = dalloc((size_t)n * des);
@@ -873,7 +949,7 @@ static bool beats(bool is_max, double x, int64_t xi, double m, int64_t mi) {
     return x == m && xi < mi;
 }
 
-static tn_dtype sum_dtype(tn_dtype dt) { return dt == TN_F32 || dt == TN_F64 ? dt : TN_I64; }
+static tn_dtype sum_dtype(tn_dtype dt) { return is_fdt(dt) ? dt : TN_I64; }
 
 /* Reduces `in` (device; host copy h) as a, checks against a host loop. */
 static void check_reduce(const tn_red_args *a0, const void *h, const void *dbase,
@@ -932,7 +1008,7 @@ static void check_reduce(const tn_red_args *a0, const void *h, const void *dbase
             double x = getv(h, dt, e);
             sum += x;
             sumabs += fabs(x);
-            if (dt != TN_F32 && dt != TN_F64) isum += (int64_t)x;
+            if (!is_fdt(dt)) isum += (int64_t)x;
             if (beats(a.op == TN_RED_MAX, x, r, m, mi)) {
                 m = x;
                 mi = r;
@@ -947,8 +1023,11 @@ static void check_reduce(const tn_red_args *a0, const void *h, const void *dbase
                     break;
                 }
             } else {
+                /* a half's result rounds once more: half an ulp of it */
+                double half_ulp = dt == TN_BF16 ? 0x1p-8 : dt == TN_F16 ? 0x1p-11 : 0;
                 double want = sum / a.div,
-                       tol = (dt == TN_F32 ? 1e-6 : 1e-12) * (sumabs / fabs(a.div)) + 1e-30;
+                       tol = (dt == TN_F64 ? 1e-12 : 1e-6) * (sumabs / fabs(a.div)) + 1e-30 +
+                             half_ulp * fabs(want);
                 bool ok = isnan(want) ? isnan(g) : isinf(want) ? g == want : fabs(g - want) <= tol;
                 if (!ok) {
                     case_failed("%s: output %lld: %.17g != %.17g", what, (long long)o, g, want);
@@ -973,7 +1052,7 @@ static void gen_reduce_values(void *p, tn_dtype dt, int64_t n, bool specials) {
         double v;
         if (dt == TN_BOOL)
             v = (double)(rnd() % 2);
-        else if (dt == TN_F32 || dt == TN_F64) {
+        else if (is_fdt(dt)) {
             v = 0.5 * (double)rnd_int(-16, 16);
             uint64_t r = rnd() % 1000;
             if (specials && r == 0)
@@ -1515,6 +1594,17 @@ static void test_nonfinite(void **state) {
     assert_int_equal(be->nonfinite_check(dev, 1, &nan_mix), TN_OK);
     assert_int_equal(be->nonfinite_poll(dev, w), TN_OK);
     assert_true(w[0] == 0 && w[1] == 10u);
+    /* the halves: an Inf in a bfloat16 tensor, a NaN in a float16 one, a finite one of each */
+    tn_bf16 hb[3] = {tn_f32_to_bf16(1), tn_f32_to_bf16(INFINITY), tn_f32_to_bf16(-2)};
+    tn_f16 hf[3] = {tn_f32_to_f16(1), tn_f32_to_f16(65504), tn_f32_to_f16(NAN)};
+    tn_bf16 *dhb = upload(hb, sizeof hb);
+    tn_f16 *dhf = upload(hf, sizeof hf);
+    tn_nf_item halves[4] = {nf(dhb, 3, TN_BF16, 12, 0), nf(dhb, 1, TN_BF16, 2, 0),
+                            nf(dhf, 3, TN_F16, 16, 1), nf(dhf, 2, TN_F16, 4, 1)};
+    assert_int_equal(be->nonfinite_check(dev, 4, halves), TN_OK);
+    assert_int_equal(be->nonfinite_poll(dev, w), TN_OK);
+    assert_true(w[0] == (12u | TN_NONFINITE_INF) && w[1] == 16u);
+    dfree(dhb, sizeof hb), dfree(dhf, sizeof hf);
     /* a full batch: the last tensor alone is bad */
     tn_nf_item full[TN_NONFINITE_MAX];
     for (int i = 0; i < TN_NONFINITE_MAX; i++)
@@ -1579,6 +1669,16 @@ static void test_grad_stats(void **state) {
     assert_int_equal(be->grad_stats(dev, TN_F64, 1, &dvp, &n3, out), TN_OK);
     d2h(got, out, 2 * sizeof(double));
     assert_true(got[0] == 25.25 && got[1] == 4);
+    /* the halves, read as float32 */
+    tn_bf16 hb[3] = {tn_f32_to_bf16(3), tn_f32_to_bf16(-4), tn_f32_to_bf16(0.5f)};
+    tn_f16 hf[3] = {tn_f32_to_f16(3), tn_f32_to_f16(-4), tn_f32_to_f16(0.5f)};
+    const void *dh[2] = {upload(hb, sizeof hb), upload(hf, sizeof hf)};
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(be->grad_stats(dev, k ? TN_F16 : TN_BF16, 1, &dh[k], &n3, out), TN_OK);
+        d2h(got, out, 2 * sizeof(double));
+        assert_true(got[0] == 25.25 && got[1] == 4);
+        dfree((void *)dh[k], sizeof hb);
+    }
     /* bad arguments: refused, nothing enqueued */
     assert_int_equal(be->grad_stats(dev, TN_I32, 1, &dvp, &n3, out), TN_ERR_DTYPE);
     assert_int_equal(be->grad_stats(dev, TN_F32, TN_GRAD_STATS_MAX + 1, dp, n, out),
@@ -1888,7 +1988,8 @@ static void test_index(void **state) {
         size_t es = esz((tn_dtype)dt);
         char *src = xmalloc((size_t)CAP * es), *init = xmalloc((size_t)CAP * es);
         for (int64_t i = 0; i < CAP; i++) {
-            double x = dt <= TN_F64 ? (double)rnd_int(-999, 999) / 64 : (double)rnd_int(-9, 9);
+            double x = is_fdt((tn_dtype)dt) ? (double)rnd_int(-999, 999) / 64
+                                            : (double)rnd_int(-9, 9);
             putv(src, (tn_dtype)dt, i, x);
             putv(init, (tn_dtype)dt, i, (double)rnd_int(-3, 3));
         }

@@ -107,22 +107,11 @@ tn_status launch_check(const char *what) {
 }
 
 const char *dtype_name(tn_dtype dt) {
-    switch (dt) {
-    case TN_F32:
-        return "Float";
-    case TN_F64:
-        return "Double";
-    case TN_I16:
-        return "Short";
-    case TN_I32:
-        return "Int";
-    case TN_I64:
-        return "Long";
-    case TN_BOOL:
-        return "Bool";
-    default:
-        return "unknown dtype";
-    }
+    /* in tn_dtype's order (include/tenet/types.h) */
+    static const char *const names[] = {"Float", "Double", "Short",    "Int",
+                                        "Long",  "Bool",   "BFloat16", "Half"};
+    static_assert(sizeof names / sizeof *names == TN_DTYPE_COUNT, "a name per dtype");
+    return dt >= 0 && dt < TN_DTYPE_COUNT ? names[dt] : "unknown dtype";
 }
 
 namespace {

@@ -1,9 +1,10 @@
-/* engine/cuda/copy.cu — copy with dtype conversion and broadcast (all 6 x 6
+/* engine/cuda/copy.cu — copy with dtype conversion and broadcast (all 8 x 8
  * dtype pairs), and fill, on the pointwise engine.
  *
- * Conversions are the CPU's (engine/core/convert.h): bool stores v != 0, a
- * float outside an integer type's range (or NaN) gives what PyTorch gives on
- * x86-64, the same on both back ends.
+ * Conversions are the CPU's (engine/core/convert.h, TN_TO): bool stores
+ * v != 0, a float outside an integer type's range (or NaN) gives what
+ * PyTorch gives on x86-64, a half is read as float32 and a value becomes a
+ * half through float32 (engine/core/half.h), the same on both back ends.
  */
 #include "pointwise.cuh"
 
@@ -20,7 +21,7 @@ template <typename DT, typename ST> struct copy_f {
     static constexpr int NOPS = 2;
     static constexpr unsigned LOADS = 2u, STORES = 1u;
     __device__ __forceinline__ void operator()(DT &o, ST &x, uint8_t &, uint8_t &) const {
-        o = cvt_to<DT>::f(x);
+        o = to_elem<DT>(ld(x));
     }
 };
 
@@ -38,78 +39,27 @@ template <typename T> struct fill_f {
     }
 };
 
-template <typename DT, typename ST> tn_status copy_typed(int dev, const tn_iter *it) {
-    return pw_launch(dev, copy_f<DT, ST>{}, it, "copy");
-}
-
-template <typename DT> tn_status copy_from(int dev, tn_dtype src, const tn_iter *it) {
-    switch (src) {
-    case TN_F32:
-        return copy_typed<DT, float>(dev, it);
-    case TN_F64:
-        return copy_typed<DT, double>(dev, it);
-    case TN_I16:
-        return copy_typed<DT, int16_t>(dev, it);
-    case TN_I32:
-        return copy_typed<DT, int32_t>(dev, it);
-    case TN_I64:
-        return copy_typed<DT, int64_t>(dev, it);
-    case TN_BOOL:
-        return copy_typed<DT, uint8_t>(dev, it);
-    default:
-        break;
-    }
-    return tn__error(TN_ERR_DTYPE, "CUDA copy: unknown source dtype %d", (int)src);
-}
-
-template <typename T> tn_status fill_typed(int dev, const tn_iter *it, double v) {
-    fill_f<T> f;
-    f.v = scalar_to<T>(v);
-    return pw_launch(dev, f, it, "fill");
-}
-
 } // namespace
 
 extern "C" tn_status tn__cuda_copy(int dev, tn_dtype dst, tn_dtype src, const tn_iter *it) {
     if (!it) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA copy: iterator is NULL");
-    switch (dst) {
-    case TN_F32:
-        return copy_from<float>(dev, src, it);
-    case TN_F64:
-        return copy_from<double>(dev, src, it);
-    case TN_I16:
-        return copy_from<int16_t>(dev, src, it);
-    case TN_I32:
-        return copy_from<int32_t>(dev, src, it);
-    case TN_I64:
-        return copy_from<int64_t>(dev, src, it);
-    case TN_BOOL:
-        return copy_from<uint8_t>(dev, src, it);
-    default:
-        break;
-    }
-    return tn__error(TN_ERR_DTYPE, "CUDA copy: unknown destination dtype %d", (int)dst);
+    return dispatch(dst, "copy", [&](auto d) {
+        return dispatch(src, "copy", [&](auto s) {
+            using DT = typename decltype(d)::type;
+            using ST = typename decltype(s)::type;
+            return pw_launch(dev, copy_f<DT, ST>{}, it, "copy");
+        });
+    });
 }
 
 extern "C" tn_status tn__cuda_fill(int dev, tn_dtype dt, const tn_iter *it, double v) {
     if (!it) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA fill: iterator is NULL");
-    switch (dt) {
-    case TN_F32:
-        return fill_typed<float>(dev, it, v);
-    case TN_F64:
-        return fill_typed<double>(dev, it, v);
-    case TN_I16:
-        return fill_typed<int16_t>(dev, it, v);
-    case TN_I32:
-        return fill_typed<int32_t>(dev, it, v);
-    case TN_I64:
-        return fill_typed<int64_t>(dev, it, v);
-    case TN_BOOL:
-        return fill_typed<uint8_t>(dev, it, v);
-    default:
-        break;
-    }
-    return tn__error(TN_ERR_DTYPE, "CUDA fill: unknown dtype %d", (int)dt);
+    return dispatch(dt, "fill", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        fill_f<T> f;
+        f.v = scalar_elem<T>(v);
+        return pw_launch(dev, f, it, "fill");
+    });
 }
 
 } // namespace tnc

@@ -122,23 +122,12 @@ class scratch {
 
 /* ---- dtypes ---- */
 
+/* bytes per element; 0 for an unknown dtype */
 inline size_t dtype_size(tn_dtype dt) {
-    switch (dt) {
-    case TN_F32:
-        return 4;
-    case TN_F64:
-        return 8;
-    case TN_I16:
-        return 2;
-    case TN_I32:
-        return 4;
-    case TN_I64:
-        return 8;
-    case TN_BOOL:
-        return 1;
-    default:
-        return 0;
-    }
+    /* in tn_dtype's order (include/tenet/types.h) */
+    constexpr size_t sizes[] = {4, 8, 2, 4, 8, 1, 2, 2};
+    static_assert(sizeof sizes / sizeof *sizes == TN_DTYPE_COUNT, "a size per dtype");
+    return dt >= 0 && dt < TN_DTYPE_COUNT ? sizes[dt] : 0;
 }
 
 /* PyTorch's names, for messages. */

@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(GS_THREADS) gs_partial_kernel(gs_batch b, gs_p
     gs_part acc = {0, 0};
     for (int64_t i = static_cast<int64_t>(k) * GS_THREADS + threadIdx.x; i < b.n[t];
          i += static_cast<int64_t>(nb) * GS_THREADS) {
-        double v = static_cast<double>(p[i]);
+        double v = static_cast<double>(ld(p[i]));
         acc.sq += v * v;
         acc.mx = max_nan(v < 0 ? -v : v, acc.mx);
     }
@@ -95,12 +95,24 @@ __global__ void __launch_bounds__(GS_THREADS)
     }
 }
 
+/* The two launches for element type T on the device made current. */
+template <typename T>
+tn_status stats(int dev, device_state *ds, const gs_batch &b, int count, double *out) {
+    const int blocks = b.first[count];
+    scratch parts(dev, static_cast<size_t>(blocks) * sizeof(gs_part));
+    if (!parts.get()) return TN_ERR_OUT_OF_MEMORY; /* alloc set the message */
+    gs_part *pp = static_cast<gs_part *>(parts.get());
+    gs_partial_kernel<T><<<static_cast<unsigned>(blocks), GS_THREADS, 0, ds->stream>>>(b, pp);
+    gs_final_kernel<<<static_cast<unsigned>(count), GS_THREADS, 0, ds->stream>>>(b, pp, out);
+    return launch_check("grad_stats");
+}
+
 } // namespace
 
 extern "C" tn_status tn__cuda_grad_stats(int dev, tn_dtype dt, int count, const void *const *p,
                                          const int64_t *n, double *out) {
-    if (dt != TN_F32 && dt != TN_F64)
-        return tn__error(TN_ERR_DTYPE, "CUDA grad_stats: float32 or float64 only (got dtype %d)",
+    if (dt != TN_F32 && dt != TN_F64 && dt != TN_BF16 && dt != TN_F16)
+        return tn__error(TN_ERR_DTYPE, "CUDA grad_stats: float dtypes only (got dtype %d)",
                          (int)dt);
     if (count < 0 || count > TN_GRAD_STATS_MAX)
         return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA grad_stats: %d tensors (1 to %d)", count,
@@ -120,15 +132,10 @@ extern "C" tn_status tn__cuda_grad_stats(int dev, tn_dtype dt, int count, const 
         nb = nb < 1 ? 1 : nb > GS_BLOCKS_PER ? GS_BLOCKS_PER : nb;
         b.first[i + 1] = b.first[i] + static_cast<int>(nb);
     }
-    return on_device_float(dev, dt, [&](device_state *ds, auto t) {
-        using T = decltype(t);
-        const int blocks = b.first[count];
-        scratch parts(dev, static_cast<size_t>(blocks) * sizeof(gs_part));
-        if (!parts.get()) return TN_ERR_OUT_OF_MEMORY; /* alloc set the message */
-        gs_part *pp = static_cast<gs_part *>(parts.get());
-        gs_partial_kernel<T><<<static_cast<unsigned>(blocks), GS_THREADS, 0, ds->stream>>>(b, pp);
-        gs_final_kernel<<<static_cast<unsigned>(count), GS_THREADS, 0, ds->stream>>>(b, pp, out);
-        return launch_check("grad_stats");
+    return on_device(dev, [&](device_state *ds) {
+        return dispatch<DT_FLOAT>(dt, "grad_stats", [&](auto tag) {
+            return stats<typename decltype(tag)::type>(dev, ds, b, count, out);
+        });
     });
 }
 

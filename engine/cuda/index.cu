@@ -26,9 +26,13 @@ namespace {
 
 constexpr int IX_THREADS = 256;
 
-template <typename T> __device__ __forceinline__ T add_el(T a, T b) { return a + b; }
-template <> __device__ __forceinline__ uint8_t add_el<uint8_t>(uint8_t a, uint8_t b) {
-    return a | b; /* bool */
+/* a + b as T, as the CPU's index adds: bool |, so that true + true stays
+ * true; the halves in float32, rounded at each add */
+template <typename T> __device__ __forceinline__ T add_el(T a, T b) {
+    if constexpr (std::is_same<T, uint8_t>::value)
+        return a | b;
+    else
+        return st<T>(ld(a) + ld(b));
 }
 
 /* out (outer, n, inner)[o, j, i] = src (outer, size, inner)[o, idx[j], i] */
@@ -253,7 +257,7 @@ template <typename T> tn_status rows_add(int dev, device_state *ds, const tn_ind
     return launch_check("index_add");
 }
 
-/* T by element width for the copies, by dtype for the adds. */
+/* T by element width for the copies (bits_t), by dtype for the adds. */
 template <typename T> tn_status run(int dev, device_state *ds, const tn_index_args *a) {
     int64_t n = 1, lines = 1;
     for (int d = 0; d < a->ndim; d++) {
@@ -286,22 +290,10 @@ extern "C" tn_status tn__cuda_index(int dev, const tn_index_args *a) {
     if (rows ? a->outer * a->n * a->inner == 0 : a->ndim < 1) return TN_OK;
     const bool adds = a->mode == TN_IX_ROWS_ADD || a->mode == TN_IX_SCATTER_ADD;
     return on_device(dev, [&](device_state *ds) {
-        switch (a->dtype) {
-        case TN_F32:
-            return adds ? run<float>(dev, ds, a) : run<uint32_t>(dev, ds, a);
-        case TN_F64:
-            return adds ? run<double>(dev, ds, a) : run<uint64_t>(dev, ds, a);
-        case TN_I16:
-            return run<int16_t>(dev, ds, a);
-        case TN_I32:
-            return run<int32_t>(dev, ds, a);
-        case TN_I64:
-            return run<int64_t>(dev, ds, a);
-        case TN_BOOL:
-            return run<uint8_t>(dev, ds, a);
-        default:
-            return tn__error(TN_ERR_DTYPE, "CUDA index: unknown dtype %d", (int)a->dtype);
-        }
+        return dispatch(a->dtype, "index", [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            return adds ? run<T>(dev, ds, a) : run<bits_t<T>>(dev, ds, a);
+        });
     });
 }
 

@@ -1,13 +1,122 @@
-/* engine/cuda/kernel_util.cuh — what the kernel files share: warp shuffles
- * and reductions in a fixed order (so that kernels folding the same values
- * give the same bits), grid sizes, and the tail of a host entry (the
- * device's state, the device set for the call, the float/double choice). */
+/* engine/cuda/kernel_util.cuh — what the kernel files share: the element
+ * types of the dtypes and the one dispatch from a tn_dtype to its type,
+ * warp shuffles and reductions in a fixed order (so that kernels folding the
+ * same values give the same bits), grid sizes, and the tail of a host entry
+ * (the device's state, the device set for the call, the float/double
+ * choice). */
 #ifndef TN_CUDA_KERNEL_UTIL_CUH
 #define TN_CUDA_KERNEL_UTIL_CUH
 
+#include "../core/half.h"
 #include "cuda_internal.h"
 
 namespace tnc {
+
+/* ---- element types ---- */
+
+/* elem<T>: how a kernel computes on a stored element of type T, as the
+ * CPU's TN_CT / TN_LD / TN_ST (engine/cpu/dtype_dispatch.h): C the compute
+ * type (float for the halves, T otherwise), ld an element as C (exact), st a
+ * computed value as T (the halves round once, to nearest even, through
+ * engine/core/half.h, so a GPU, the emulator and the CPU give the same bits;
+ * the identity otherwise). */
+template <typename T> struct elem {
+    using C = T;
+    __host__ __device__ __forceinline__ static C ld(T v) { return v; }
+    __host__ __device__ __forceinline__ static T st(C v) { return v; }
+};
+template <> struct elem<tn_bf16> {
+    using C = float;
+    __host__ __device__ __forceinline__ static float ld(tn_bf16 v) { return tn_bf16_to_f32(v); }
+    __host__ __device__ __forceinline__ static tn_bf16 st(float v) { return tn_f32_to_bf16(v); }
+};
+template <> struct elem<tn_f16> {
+    using C = float;
+    __host__ __device__ __forceinline__ static float ld(tn_f16 v) { return tn_f16_to_f32(v); }
+    __host__ __device__ __forceinline__ static tn_f16 st(float v) { return tn_f32_to_f16(v); }
+};
+template <typename T> using compute_t = typename elem<T>::C;
+template <typename T> __host__ __device__ __forceinline__ compute_t<T> ld(T v) {
+    return elem<T>::ld(v);
+}
+template <typename T> __host__ __device__ __forceinline__ T st(compute_t<T> v) {
+    return elem<T>::st(v);
+}
+
+template <typename T>
+constexpr bool is_half_v = std::is_same<T, tn_bf16>::value || std::is_same<T, tn_f16>::value;
+/* the float dtypes' element types, the halves included */
+template <typename T> constexpr bool is_float_v = std::is_floating_point<T>::value || is_half_v<T>;
+
+/* Any arithmetic value v as an element of type T, as the CPU's TN_TO:
+ * cvt_to's rules into T's compute type, then rounded (the halves through
+ * float32). */
+template <typename T, typename V> __host__ __device__ __forceinline__ T to_elem(V v) {
+    return st<T>(cvt_to<compute_t<T>>::f(v));
+}
+/* A double scalar (a fill value) as an element, as the CPU's TN_SCALAR_TO. */
+template <typename T> __host__ __device__ __forceinline__ T scalar_elem(double v) {
+    return st<T>(scalar_to<compute_t<T>>(v));
+}
+
+/* The unsigned type of T's width: kernels that move elements without
+ * reading them (where, gather) need one instance per width only. */
+template <typename T>
+using bits_t = typename std::conditional<
+    sizeof(T) == 1, uint8_t,
+    typename std::conditional<
+        sizeof(T) == 2, uint16_t,
+        typename std::conditional<sizeof(T) == 4, uint32_t, uint64_t>::type>::type>::type;
+
+/* ---- the dtype dispatch ---- */
+
+template <typename T> struct type_tag { using type = T; };
+
+/* The groups of dtypes an entry has kernels for (dispatch's G). */
+enum : unsigned {
+    DT_WIDE = 1u,   /* float32, float64 */
+    DT_HALVES = 2u, /* bfloat16, float16 */
+    DT_INTS = 4u,   /* int16, int32, int64 */
+    DT_BOOL = 8u,
+    DT_FLOAT = DT_WIDE | DT_HALVES,
+    DT_ALL = DT_FLOAT | DT_INTS | DT_BOOL,
+};
+
+/* The one switch from a tn_dtype to its element type: f(type_tag<T>()) for
+ * dtype dt's T (`using T = typename decltype(tag)::type;`) when dt is in one
+ * of the groups G, whose instances alone are compiled; any other dtype is
+ * TN_ERR_DTYPE, "CUDA <what>: ...". f returns a tn_status. */
+template <unsigned G = DT_ALL, class F> tn_status dispatch(tn_dtype dt, const char *what, F &&f) {
+    switch (dt) {
+    case TN_F32:
+        if constexpr ((G & DT_WIDE) != 0) return f(type_tag<float>());
+        break;
+    case TN_F64:
+        if constexpr ((G & DT_WIDE) != 0) return f(type_tag<double>());
+        break;
+    case TN_BF16:
+        if constexpr ((G & DT_HALVES) != 0) return f(type_tag<tn_bf16>());
+        break;
+    case TN_F16:
+        if constexpr ((G & DT_HALVES) != 0) return f(type_tag<tn_f16>());
+        break;
+    case TN_I16:
+        if constexpr ((G & DT_INTS) != 0) return f(type_tag<int16_t>());
+        break;
+    case TN_I32:
+        if constexpr ((G & DT_INTS) != 0) return f(type_tag<int32_t>());
+        break;
+    case TN_I64:
+        if constexpr ((G & DT_INTS) != 0) return f(type_tag<int64_t>());
+        break;
+    case TN_BOOL:
+        if constexpr ((G & DT_BOOL) != 0) return f(type_tag<uint8_t>());
+        break;
+    default:
+        return tn__error(TN_ERR_DTYPE, "CUDA %s: unknown dtype %d", what, (int)dt);
+    }
+    return tn__error(TN_ERR_DTYPE, "CUDA %s: not implemented for '%s'", what, dtype_name(dt));
+}
 
 /* ---- warps ---- */
 

@@ -29,13 +29,14 @@ struct nf_batch {
     int64_t n[TN_NONFINITE_MAX];
     unsigned long long key[TN_NONFINITE_MAX];
     int first[TN_NONFINITE_MAX + 1]; /* tensor i's blocks: [first[i], first[i + 1]) */
-    unsigned char f64[TN_NONFINITE_MAX];
+    unsigned char dt[TN_NONFINITE_MAX]; /* a float tn_dtype */
     unsigned char word[TN_NONFINITE_MAX];
     int count;
 };
 
-/* 0: finite; 1: NaN; 2: Inf. */
-template <typename T> __device__ __forceinline__ int classify(T v) {
+/* 0: finite; 1: NaN; 2: Inf. The halves as float32, which holds them exactly. */
+template <typename T> __device__ __forceinline__ int classify(T x) {
+    const compute_t<T> v = ld(x);
     return isfinite(v) ? 0 : isnan(v) ? 1 : 2;
 }
 
@@ -60,8 +61,12 @@ __global__ void __launch_bounds__(NF_THREADS)
     /* a smaller (earlier) key is already recorded: nothing here can lower it */
     if (*reinterpret_cast<volatile unsigned long long *>(w) <= b.key[t]) return;
     const int nb = b.first[t + 1] - b.first[t], k = static_cast<int>(blockIdx.x) - b.first[t];
-    int c = b.f64[t] ? scan(static_cast<const double *>(b.p[t]), b.n[t], k, nb)
-                     : scan(static_cast<const float *>(b.p[t]), b.n[t], k, nb);
+    const void *p = b.p[t];
+    const int64_t n = b.n[t];
+    const int c = b.dt[t] == TN_F64    ? scan(static_cast<const double *>(p), n, k, nb)
+                  : b.dt[t] == TN_BF16 ? scan(static_cast<const tn_bf16 *>(p), n, k, nb)
+                  : b.dt[t] == TN_F16  ? scan(static_cast<const tn_f16 *>(p), n, k, nb)
+                                       : scan(static_cast<const float *>(p), n, k, nb);
     if (c) atomicMin(w, c == 1 ? b.key[t] : b.key[t] | TN_NONFINITE_INF);
 }
 
@@ -95,13 +100,15 @@ extern "C" tn_status tn__cuda_nonfinite_check(int dev, int count, const tn_nf_it
         if (dtype_size(it->dt) == 0)
             return tn__error(TN_ERR_DTYPE, "CUDA nonfinite check: item %d: unknown dtype %d", i,
                              (int)it->dt);
-        if ((it->dt != TN_F32 && it->dt != TN_F64) || it->n == 0)
+        const bool is_float =
+            it->dt == TN_F32 || it->dt == TN_F64 || it->dt == TN_BF16 || it->dt == TN_F16;
+        if (!is_float || it->n == 0)
             continue; /* integers and bool are always finite; nothing to scan */
         int j = b.count++;
         b.p[j] = it->p;
         b.n[j] = it->n;
         b.key[j] = it->key;
-        b.f64[j] = it->dt == TN_F64;
+        b.dt[j] = static_cast<unsigned char>(it->dt);
         b.word[j] = static_cast<unsigned char>(it->word);
         int64_t nb = ceil_div(it->n, NF_PER_BLOCK);
         nb = nb > cap ? cap : nb;

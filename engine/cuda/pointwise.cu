@@ -3,11 +3,12 @@
  * kind names (ALL, FLOAT, NOBOOL, CMP with a bool result), and the masked
  * zero. The optimiser steps (SGD, Adam) live in optim.cu.
  *
- * The expressions compute in the operands' type exactly as C does (integer
- * promotion included) and the result is converted to the output type (bool
- * stores v != 0). Built with --fmad=false, so float arithmetic rounds as the
- * CPU's; the math functions (exp, log, ...) are CUDA's, within a few ulp of
- * the C library's.
+ * The expressions compute in the operands' compute type (float32 for the
+ * halves, the type itself otherwise: elem, kernel_util.cuh) exactly as C
+ * does (integer promotion included) and the result is converted to the
+ * output type once (bool stores v != 0, a half rounds), as the CPU's loops.
+ * Built with --fmad=false, so float arithmetic rounds as the CPU's; the math
+ * functions (exp, log, ...) are CUDA's, within a few ulp of the C library's.
  */
 #include "pointwise.cuh"
 
@@ -49,7 +50,7 @@ enum pw_kind { K_ALL, K_FLOAT, K_NOBOOL, K_CMP };
 
 template <int K, typename T> __host__ __device__ constexpr bool kind_has() {
     if constexpr (K == K_FLOAT)
-        return std::is_same<T, float>::value || std::is_same<T, double>::value;
+        return is_float_v<T>;
     else if constexpr (K == K_NOBOOL)
         return !std::is_same<T, uint8_t>::value;
     else
@@ -80,7 +81,7 @@ TN_PW_UNARY_OPS(TNC_UNARY_OP)
 #undef TNC_BINARY_OP
 #undef TNC_UNARY_OP
 
-/* out = op(x, y): operands out, x, y */
+/* out = op(x, y): operands out, x, y; computed in T's compute type */
 template <class OP, typename T, typename OT> struct binary_f {
     using T0 = OT;
     using T1 = T;
@@ -89,11 +90,12 @@ template <class OP, typename T, typename OT> struct binary_f {
     static constexpr int NOPS = 3;
     static constexpr unsigned LOADS = 6u, STORES = 1u;
     __device__ __forceinline__ void operator()(OT &o, T &x, T &y, uint8_t &) const {
-        o = cvt_to<OT>::f(OP::eval(x, y));
+        o = to_elem<OT>(OP::eval(ld(x), ld(y)));
     }
 };
 
-/* out = op(x; c0, c1): operands out, x */
+/* out = op(x; c0, c1): operands out, x; c0, c1 in T's compute type (a half's
+ * rounded to the dtype) */
 template <class OP, typename T> struct unary_f {
     using T0 = T;
     using T1 = T;
@@ -101,9 +103,9 @@ template <class OP, typename T> struct unary_f {
     using T3 = uint8_t;
     static constexpr int NOPS = 2;
     static constexpr unsigned LOADS = 2u, STORES = 1u;
-    T c0, c1;
+    compute_t<T> c0, c1;
     __device__ __forceinline__ void operator()(T &o, T &x, uint8_t &, uint8_t &) const {
-        o = cvt_to<T>::f(OP::eval(x, c0, c1));
+        o = to_elem<T>(OP::eval(ld(x), c0, c1));
     }
 };
 
@@ -116,7 +118,7 @@ template <typename T> struct masked_zero_f {
     static constexpr int NOPS = 3;
     static constexpr unsigned LOADS = 6u, STORES = 1u;
     __device__ __forceinline__ void operator()(T &o, T &x, uint8_t &m, uint8_t &) const {
-        o = m ? static_cast<T>(0) : x;
+        o = m ? st<T>(0) : x;
     }
 };
 
@@ -146,63 +148,31 @@ template <class OP, typename T> tn_status launch_binary(int dev, const tn_iter *
 }
 
 template <class OP> tn_status run_binary(int dev, tn_dtype dt, const tn_iter *it) {
-    constexpr int K = OP::KIND;
-    switch (dt) {
-    case TN_F32:
-        return launch_binary<OP, float>(dev, it);
-    case TN_F64:
-        return launch_binary<OP, double>(dev, it);
-    case TN_I16:
-        if constexpr (kind_has<K, int16_t>()) return launch_binary<OP, int16_t>(dev, it);
-        break;
-    case TN_I32:
-        if constexpr (kind_has<K, int32_t>()) return launch_binary<OP, int32_t>(dev, it);
-        break;
-    case TN_I64:
-        if constexpr (kind_has<K, int64_t>()) return launch_binary<OP, int64_t>(dev, it);
-        break;
-    case TN_BOOL:
-        if constexpr (kind_has<K, uint8_t>()) return launch_binary<OP, uint8_t>(dev, it);
-        break;
-    default:
-        break;
-    }
-    return bad_dtype(OP::NAME, dt);
-}
-
-template <class OP, typename T>
-tn_status launch_unary(int dev, const tn_iter *it, const tn_pw_ctx *c) {
-    /* the scalars convert to the compute type once, on the host, as the CPU does */
-    unary_f<OP, T> f;
-    f.c0 = c ? scalar_to<T>(c->c0) : T(0);
-    f.c1 = c ? scalar_to<T>(c->c1) : T(0);
-    return pw_launch(dev, f, it, OP::NAME);
+    return dispatch(dt, OP::NAME, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (kind_has<OP::KIND, T>())
+            return launch_binary<OP, T>(dev, it);
+        else
+            return bad_dtype(OP::NAME, dt);
+    });
 }
 
 template <class OP>
 tn_status run_unary(int dev, tn_dtype dt, const tn_iter *it, const tn_pw_ctx *c) {
-    constexpr int K = OP::KIND;
-    switch (dt) {
-    case TN_F32:
-        return launch_unary<OP, float>(dev, it, c);
-    case TN_F64:
-        return launch_unary<OP, double>(dev, it, c);
-    case TN_I16:
-        if constexpr (kind_has<K, int16_t>()) return launch_unary<OP, int16_t>(dev, it, c);
-        break;
-    case TN_I32:
-        if constexpr (kind_has<K, int32_t>()) return launch_unary<OP, int32_t>(dev, it, c);
-        break;
-    case TN_I64:
-        if constexpr (kind_has<K, int64_t>()) return launch_unary<OP, int64_t>(dev, it, c);
-        break;
-    case TN_BOOL:
-        if constexpr (kind_has<K, uint8_t>()) return launch_unary<OP, uint8_t>(dev, it, c);
-        break;
-    default:
-        break;
-    }
-    return bad_dtype(OP::NAME, dt);
+    return dispatch(dt, OP::NAME, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using C = compute_t<T>;
+        if constexpr (kind_has<OP::KIND, T>()) {
+            /* the scalars convert to the compute type once, on the host, as the CPU does
+             * (a half's rounded to the dtype first, as PyTorch converts an op's scalars) */
+            unary_f<OP, T> f;
+            f.c0 = c ? ld(scalar_elem<T>(c->c0)) : C(0);
+            f.c1 = c ? ld(scalar_elem<T>(c->c1)) : C(0);
+            return pw_launch(dev, f, it, OP::NAME);
+        } else {
+            return bad_dtype(OP::NAME, dt);
+        }
+    });
 }
 
 } // namespace
@@ -229,24 +199,18 @@ extern "C" tn_status tn__cuda_pointwise(int dev, tn_pw_code code, tn_dtype dt, c
 #undef TNC_BINARY_CASE
 #undef TNC_UNARY_CASE
     case TN_PW_MASKED_ZERO:
-        if (dt == TN_F32) return pw_launch(dev, masked_zero_f<float>{}, it, "masked_zero");
-        if (dt == TN_F64) return pw_launch(dev, masked_zero_f<double>{}, it, "masked_zero");
-        return bad_dtype("masked_fill", dt);
+        return dispatch(dt, "masked_fill", [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            if constexpr (is_float_v<T>)
+                return pw_launch(dev, masked_zero_f<T>{}, it, "masked_zero");
+            else
+                return bad_dtype("masked_fill", dt);
+        });
     case TN_PW_WHERE:
-        switch (dt) {
-        case TN_F32:
-        case TN_I32:
-            return pw_launch(dev, where_f<uint32_t>{}, it, "where");
-        case TN_F64:
-        case TN_I64:
-            return pw_launch(dev, where_f<uint64_t>{}, it, "where");
-        case TN_I16:
-            return pw_launch(dev, where_f<uint16_t>{}, it, "where");
-        case TN_BOOL:
-            return pw_launch(dev, where_f<uint8_t>{}, it, "where");
-        default:
-            return bad_dtype("where", dt);
-        }
+        /* a select moves bits: one kernel per width */
+        return dispatch(dt, "where", [&](auto tag) {
+            return pw_launch(dev, where_f<bits_t<typename decltype(tag)::type>>{}, it, "where");
+        });
     case TN_PW_SGD:
         if (!ctx) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA SGD step: context is NULL");
         return sgd_step(dev, dt, it, static_cast<const tn_sgd_ctx *>(ctx));

@@ -9,8 +9,10 @@
  * (bigger / smaller wins, the first index on ties, a NaN beats any number,
  * the first NaN wins) is associative and commutative, so they also agree
  * with the CPU bit for bit. Sums agree with the CPU to rounding.
- * float32 accumulates in double, float64 in double, integers and bool in
- * 64-bit integers (wrapping as the CPU's int64 does).
+ * float32, float64 and the halves accumulate in double (a half's sum or mean
+ * rounds once, through float32, as the CPU's), integers and bool in 64-bit
+ * integers (wrapping as the CPU's int64 does). The halves are compared in
+ * float32, which holds them exactly.
  *
  * Layouts:
  *  - all (dim < 0): a fixed grid of P blocks (P from the element count)
@@ -42,25 +44,23 @@ constexpr int ALL_MAX_BLOCKS = 1024;
 
 /* Sum accumulator: double for floats, unsigned 64-bit for integers and
  * bool (wraps, as the CPU's int64 does in practice, without UB). */
-template <typename T> struct sum_acc { using type = unsigned long long; };
-template <> struct sum_acc<float> { using type = double; };
-template <> struct sum_acc<double> { using type = double; };
+template <typename T>
+using sum_acc_t = typename std::conditional<is_float_v<T>, double, unsigned long long>::type;
 
 template <typename T> struct sum_red {
-    using part = typename sum_acc<T>::type;
+    using part = sum_acc_t<T>;
     __device__ __forceinline__ static part identity() { return part(0); }
     __device__ __forceinline__ static part fold(part a, T x, int64_t) {
-        return a + static_cast<part>(x);
+        return a + static_cast<part>(ld(x));
     }
     /* a holds the earlier elements */
     __device__ __forceinline__ static part combine(part a, part b) { return a + b; }
+    /* floats: the total over div in T (the halves through float32); integers: int64 */
     __device__ __forceinline__ static void finish(part p, void *vals, int64_t *, int64_t o,
                                                   double div) {
         if (!vals) return;
-        if constexpr (std::is_same<T, float>::value)
-            static_cast<float *>(vals)[o] = static_cast<float>(p / div);
-        else if constexpr (std::is_same<T, double>::value)
-            static_cast<double *>(vals)[o] = p / div;
+        if constexpr (is_float_v<T>)
+            static_cast<T *>(vals)[o] = st<T>(static_cast<compute_t<T>>(p / div));
         else
             static_cast<int64_t *>(vals)[o] = static_cast<int64_t>(p);
     }
@@ -88,18 +88,22 @@ __device__ __forceinline__ bool beats(T x, int64_t xi, T m, int64_t mi) {
     return x == m && xi < mi;
 }
 
+/* The extremum is held and compared in T's compute type (exact for the
+ * halves) and stored back as T. */
 template <typename T, bool MAX> struct ext_red {
-    using part = ext_part<T>;
-    __device__ __forceinline__ static part identity() { return part{T(0), -1}; }
+    using C = compute_t<T>;
+    using part = ext_part<C>;
+    __device__ __forceinline__ static part identity() { return part{C(0), -1}; }
     __device__ __forceinline__ static part fold(part a, T x, int64_t i) {
-        return beats<MAX>(x, i, a.v, a.i) ? part{x, i} : a;
+        const C v = ld(x);
+        return beats<MAX>(v, i, a.v, a.i) ? part{v, i} : a;
     }
     __device__ __forceinline__ static part combine(part a, part b) {
         return beats<MAX>(b.v, b.i, a.v, a.i) ? b : a;
     }
     __device__ __forceinline__ static void finish(part p, void *vals, int64_t *idx, int64_t o,
                                                   double) {
-        if (vals) static_cast<T *>(vals)[o] = p.v;
+        if (vals) static_cast<T *>(vals)[o] = st<T>(p.v);
         if (idx) idx[o] = p.i;
     }
 };
@@ -456,23 +460,9 @@ extern "C" tn_status tn__cuda_reduce(int dev, const tn_red_args *a) {
         return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA reduce: input is NULL");
 
     return on_device(dev, [&](device_state *ds) {
-        switch (a->dtype) {
-        case TN_F32:
-            return run_typed<float>(dev, ds, a, all, n, g);
-        case TN_F64:
-            return run_typed<double>(dev, ds, a, all, n, g);
-        case TN_I16:
-            return run_typed<int16_t>(dev, ds, a, all, n, g);
-        case TN_I32:
-            return run_typed<int32_t>(dev, ds, a, all, n, g);
-        case TN_I64:
-            return run_typed<int64_t>(dev, ds, a, all, n, g);
-        case TN_BOOL:
-            return run_typed<uint8_t>(dev, ds, a, all, n, g);
-        default:
-            break;
-        }
-        return tn__error(TN_ERR_DTYPE, "CUDA reduce: unknown dtype %d", (int)a->dtype);
+        return dispatch(a->dtype, "reduce", [&](auto tag) {
+            return run_typed<typename decltype(tag)::type>(dev, ds, a, all, n, g);
+        });
     });
 }
 

@@ -16,7 +16,7 @@ launch = re.compile(r'([A-Za-z_][\w:]*(?:<[^<>;()]*>)?)\s*<<<(.+?)>>>\s*\(', re.
 # from the emulated cudaMalloc
 checks = {
   'pointwise.cuh': [('    if (it->numel <= 0) return TN_OK;\n', '    if (it->numel <= 0) return TN_OK;\n    for (int k = 0; k < F::NOPS; k++) emu_check_ptr(it->base[k], what);\n')],
-  'reduce.cu': [('    return on_device(dev, [&](device_state *ds) {\n        switch (a->dtype)', '    if (reduced > 0) emu_check_ptr(a->in, "reduce in"); emu_check_ptr(a->vals, "reduce vals"); emu_check_ptr(a->idx, "reduce idx");\n    return on_device(dev, [&](device_state *ds) {\n        switch (a->dtype)')],
+  'reduce.cu': [('    return on_device(dev, [&](device_state *ds) {\n        return dispatch(a->dtype', '    if (reduced > 0) emu_check_ptr(a->in, "reduce in"); emu_check_ptr(a->vals, "reduce vals"); emu_check_ptr(a->idx, "reduce idx");\n    return on_device(dev, [&](device_state *ds) {\n        return dispatch(a->dtype')],
   'softmax.cu': [('    return on_device_float(dev, a->dtype,\n', '    emu_check_ptr(a->x, "sm x"); emu_check_ptr(a->y, "sm y"); emu_check_ptr(a->out, "sm out");\n    return on_device_float(dev, a->dtype,\n')],
   'gemm.cu': [('    dev_guard guard(dev);\n', '    dev_guard guard(dev);\n    if (g->k) { emu_check_ptr(g->a, "gemm a"); emu_check_ptr(g->b, "gemm b"); } emu_check_ptr(g->c, "gemm c");\n')],
   'nonfinite.cu': [('    if (b.count == 0) return TN_OK;\n', '    if (b.count == 0) return TN_OK;\n    for (int j = 0; j < b.count; j++) emu_check_ptr(b.p[j], "nonfinite");\n')],
