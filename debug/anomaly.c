@@ -289,8 +289,14 @@ int tn__ring_snapshot(const tn_storage *s, uint64_t since_epoch, tn_write_snap *
         snap_slot(&r->first[i], since_epoch, out, tickets, &n, max);
     for (int i = 0; i < TN_RING; i++)
         snap_slot(&r->slot[i], since_epoch, out, tickets, &n, max);
-    for (int i = 1; i < n; i++) /* oldest first: insertion sort on tickets */
-        for (int j = i; j > 0 && tickets[j - 1] > tickets[j]; j--) {
+    /* Oldest first: insertion sort. Writes through one version counter by
+     * their versions (two writers may claim ring tickets in the other order
+     * than they moved the counter), others by ticket. */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && (out[j - 1].vblock == out[j].vblock
+                                      ? out[j - 1].version > out[j].version
+                                      : tickets[j - 1] > tickets[j]);
+             j--) {
             tn_write_snap w = out[j];
             out[j] = out[j - 1];
             out[j - 1] = w;
