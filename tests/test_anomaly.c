@@ -43,16 +43,6 @@ static void assert_contains(const char *text, const char *needle) {
     if (!strstr(text, needle)) fail_msg("output\n%s\ndoes not contain \"%s\"", text, needle);
 }
 
-/* The report as printed (caller frees). */
-static char *printed(const tn_anomaly_report *r) {
-    char *buf = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&buf, &n);
-    assert_non_null(f);
-    assert_int_equal(tn_anomaly_report_print(r, f), TN_OK);
-    fclose(f);
-    return buf;
-}
 
 static char *graph_of(const tn_tensor *root) {
     char *buf = NULL;
@@ -296,7 +286,7 @@ static void synthetic_inplace_report(void **state) {
     assert_null(tn_anomaly_report_write(r, 1));
     tt_assert_error(TN_ERR_INDEX, "out of range");
 
-    char *out = printed(r);
+    char *out = tt_report_text(r);
     assert_contains(out, "tenet anomaly: one of the variables needed for gradient computation has "
                          "been modified by an inplace operation\n");
     assert_contains(out, "\n  failing node: MulBackward0\n");
@@ -328,7 +318,7 @@ static void synthetic_inplace_report(void **state) {
     assert_int_equal(tn_anomaly_report_n_writes(r), 0);
     assert_int_equal(tn_anomaly_report_saved(r, NULL, NULL, NULL, NULL, NULL, NULL),
                      TN_ERR_INVALID_ARGUMENT);
-    out = printed(r);
+    out = tt_report_text(r);
     assert_contains(out, "tenet anomaly: Function 'SqrtBackward0' returned nan/inf values in its "
                          "0th output.\n");
     assert_contains(out, "No forward pass information available. Enable detect anomaly during "
@@ -346,7 +336,7 @@ static void synthetic_untracked_and_forward_nan(void **state) {
     tn_anomaly_report *r = tn__report_begin(TN_ANOMALY_UNTRACKED, "SigmoidBackward0");
     tn__report_set_saved(r, t, 0, 0, 0);
     tn__report_add_write(r, &w, false);
-    char *out = printed(r);
+    char *out = tt_report_text(r);
     assert_contains(out, "written through an alias with its own version counter (.data?)");
     assert_contains(out, "saved tensor: [float32 [3]], output 0 of SigmoidBackward0, still at "
                          "version 0");
@@ -363,7 +353,7 @@ static void synthetic_untracked_and_forward_nan(void **state) {
     const char *culprit = tn__report_first_culprit(r); /* no writes: the forward call */
     assert_non_null(culprit);
     assert_non_null(strstr(culprit, "make_forward ("));
-    out = printed(r);
+    out = tt_report_text(r);
     assert_contains(out, "Function 'log' returned nan/inf values in its 0th output");
     assert_contains(out, "\n  forward op: log\n  forward call that produced it:\n    #0 "
                          "make_forward (");
@@ -402,7 +392,7 @@ static void report_trims_engine_frames(void **state) {
     assert_int_equal(n, user.n);
     assert_null(f[0].function);
     assert_ptr_equal(f[0].pc, user.pc[0]);
-    char *out = printed(r);
+    char *out = tt_report_text(r);
     assert_contains(out, "#0 0x");
     free(out);
     assert_null(tn__report_first_culprit(r));
@@ -537,7 +527,7 @@ static void e2e_inplace_on_saved_output(void **state) {
     assert_true(n > 0);
     assert_frame(&f[0], "make_sigmoid", make_line);
 
-    char *out_text = printed(tn_last_anomaly());
+    char *out_text = tt_report_text(tn_last_anomaly());
     assert_contains(out_text, "output 0 of SigmoidBackward0, saved at version 0, now at version 1");
     assert_contains(out_text, "zero_ -> version 1");
     free(out_text);
@@ -568,7 +558,7 @@ static void e2e_inplace_on_saved_input(void **state) {
     corrupt_input(h);
     assert_int_equal(tn_backward(s, NULL, false), TN_ERR_INPLACE_MODIFIED);
     assert_inplace_report("MulBackward0", -1, "add_scalar_", "corrupt_input", add_line);
-    char *text = printed(tn_last_anomaly());
+    char *text = tt_report_text(tn_last_anomaly());
     assert_contains(text, "input of MulBackward0, saved at version 0, now at version 1");
     free(text);
     tn_scope_end();
@@ -670,7 +660,7 @@ static void e2e_write_on_named_thread(void **state) {
     assert_int_equal(w->thread_id, job.tid);
     assert_string_equal(w->thread_name, "loader-2");
     assert_string_equal(w->op, "add_scalar_");
-    char *text = printed(r);
+    char *text = tt_report_text(r);
     snprintf(want, sizeof want, "    add_scalar_ -> version 1, thread %llu \"loader-2\"\n",
              (unsigned long long)job.tid);
     assert_contains(text, want);
@@ -702,7 +692,7 @@ static void assert_untracked_report(void) {
     assert_false(w->tracked);
     assert_string_equal(w->op, "zero_");
     assert_frame(&w->frames[0], "corrupt_data", data_line);
-    char *text = printed(r);
+    char *text = tt_report_text(r);
     assert_contains(text, "written through an alias with its own version counter (.data?)");
     free(text);
 }
@@ -753,7 +743,7 @@ static void e2e_nan_in_backward(void **state) {
     const tn_frame *f = tn_anomaly_report_forward_trace(r, &n);
     assert_true(n > 0);
     assert_frame(&f[0], "make_sqrt", sqrt_line);
-    char *text = printed(r);
+    char *text = tt_report_text(r);
     assert_contains(text, "Function 'SqrtBackward0' returned nan/inf values in its 0th output.");
     free(text);
     tn_scope_end();
@@ -825,7 +815,7 @@ static void assert_relay_names_log(const char *node, int index) {
     const tn_frame *f = tn_anomaly_report_forward_trace(r, &n);
     assert_true(n > 0);
     assert_frame(&f[0], "produce_nan", log_line); /* the log's caller */
-    char *text = printed(r);
+    char *text = tt_report_text(r);
     assert_contains(text, "tenet anomaly: Function 'log' returned nan/inf values in its 0th "
                           "output (forward, from finite inputs).\n  forward op: log\n"
                           "  forward call that produced it:\n    #0 produce_nan (");
@@ -907,7 +897,7 @@ static void e2e_nan_scan_sizes(void **state) {
                     } else {
                         assert_non_null(r);
                         assert_int_equal(tn_anomaly_report_kind(r), TN_ANOMALY_NAN_FORWARD);
-                        char *text = printed(r);
+                        char *text = tt_report_text(r);
                         assert_non_null(strstr(text, "'div' returned nan/inf"));
                         free(text);
                     }
@@ -947,7 +937,7 @@ static void e2e_nan_relayed_origin_unknown(void **state) {
     assert_string_equal(tn_anomaly_report_node(r), "MulBackward0");
     assert_string_equal(tn_anomaly_report_relayed_by(r), "MulBackward0");
     assert_int_equal(tn_anomaly_report_output_index(r), 1);
-    char *text = printed(r);
+    char *text = tt_report_text(r);
     assert_contains(text, "\n  MulBackward0 only relays it: a tensor it saved in forward was "
                           "already nan/inf. The op that produced that value was not recorded");
     assert_contains(text, "tn_set_detect_anomaly(true, true)");
@@ -1002,7 +992,7 @@ static void e2e_create_graph_chain(void **state) {
     assert_frame(&f[0], "first_backward", first_bw_line); /* made during that backward */
     assert_int_equal(tn_anomaly_report_n_writes(r), 1);
     assert_frame(&tn_anomaly_report_write(r, 0)->frames[0], "corrupt_leaf", leaf_line);
-    char *text = printed(r);
+    char *text = tt_report_text(r);
     assert_contains(text, "Previous calculation was induced by SinBackward0, created at:\n"
                           "    #0 make_sin (");
     char want[64];
@@ -1026,7 +1016,7 @@ static void e2e_forward_recorded_without_anomaly(void **state) {
     int n = -1;
     assert_null(tn_anomaly_report_forward_trace(r, &n));
     assert_int_equal(n, 0);
-    char *text = printed(r);
+    char *text = tt_report_text(r);
     assert_contains(text, "No forward pass information available. Enable detect anomaly during "
                           "forward pass for more information.");
     assert_contains(text, "#0 corrupt_output (");
@@ -1051,7 +1041,7 @@ static void e2e_symbols_unavailable(void **state) {
         const tn_write_event *w = tn_anomaly_report_write(r, 0);
         assert_true(w->n_frames > 0);
         assert_int_equal(w->frames[0].line, 0); /* no file:line without libdw */
-        char *text = printed(r);
+        char *text = tt_report_text(r);
         assert_contains(text, "zero_ -> version 1");
         free(text);
         tn_scope_end();

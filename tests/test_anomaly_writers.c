@@ -78,16 +78,6 @@ static void *burst_main(void *arg) {
     return NULL;
 }
 
-/* The report as printed (caller frees). */
-static char *printed(const tn_anomaly_report *r) {
-    char *buf = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&buf, &n);
-    assert_non_null(f);
-    assert_int_equal(tn_anomaly_report_print(r, f), TN_OK);
-    fclose(f);
-    return buf;
-}
 
 static int count(const char *s, const char *needle) {
     int n = 0;
@@ -125,7 +115,7 @@ static void check_report(const writer *culprit, int n_writers) {
     }
     /* every write that moved the version is listed or counted */
     assert_int_equal(tn_anomaly_report_dropped(r), cur - saved - (uint64_t)n);
-    char *text = printed(r);
+    char *text = tt_report_text(r);
     snprintf(want, sizeof want, "    add_scalar_ -> version 1, thread %llu \"culprit\"\n",
              (unsigned long long)culprit->tid);
     assert_contains(text, want);

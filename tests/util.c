@@ -1,5 +1,5 @@
 /* tests/util.c — helpers shared by the cmocka tests. */
-#define _POSIX_C_SOURCE 200809L /* dup, dup2, fileno */
+#define _POSIX_C_SOURCE 200809L /* dup, dup2, fileno, open_memstream */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -131,4 +131,14 @@ const char *tt_capture_end(tt_capture *c) {
     close(c->saved);
     fclose(c->tmp);
     return c->text;
+}
+
+char *tt_report_text(const tn_anomaly_report *r) {
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    assert_non_null(f);
+    assert_int_equal(tn_anomaly_report_print(r, f), TN_OK);
+    fclose(f);
+    return buf;
 }

@@ -28,6 +28,8 @@ void tt_assert_error(tn_status st, const char *needle);
 void tt_assert_sq_max(const float *h, int64_t n, const double got[2]);
 /* Number of live tensor handles / storages (leak checks around a test). */
 int64_t tt_live_tensors(void);
+/* An anomaly report as tn_anomaly_report_print writes it (the caller frees it). */
+char *tt_report_text(const tn_anomaly_report *r);
 int64_t tt_live_storages(void);
 /* cmocka setup/teardown that check nothing leaked in between. */
 /* stderr (tenet's warnings) into a temporary file, for tests that check what was printed.
