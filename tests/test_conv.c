@@ -10,100 +10,76 @@
 #include <stdlib.h>
 #include <string.h>
 
-static tn_tensor *filled(int ndim, const int64_t *shape, tn_dtype dt, int k, bool rg) {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++)
-        n *= shape[i];
-    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    assert_non_null(v);
-    for (int64_t i = 0; i < n; i++)
-        v[i] = sin(0.37 * (double)i + k);
-    tn_tensor *t = tt_f64(ndim, shape, v, false);
-    free(v);
-    tn_tensor *r = tn_to(t, dt, TN_DEVICE_CPU);
-    assert_non_null(r);
-    if (rg) assert_int_equal(tn_requires_grad_(r, true), TN_OK);
-    return r;
-}
 #define T(dt, rg, k, ...)                                                                          \
-    filled(sizeof((int64_t[]){__VA_ARGS__}) / 8, (int64_t[]){__VA_ARGS__}, dt, k, rg)
+    tt_filled(sizeof((int64_t[]){__VA_ARGS__}) / 8, (int64_t[]){__VA_ARGS__}, dt, k, rg)
 
-/* The call failed with exactly `want`, and status st. */
-static void assert_refused(tn_tensor *r, tn_status st, const char *want) {
-    assert_null(r);
-    assert_int_equal(tn_last_status(), st);
-    if (strcmp(tn_last_error(), want)) {
-        print_error("got:  %s\nwant: %s\n", tn_last_error(), want);
-        fail();
-    }
-}
 
 static void errors_conv2d(void **state) {
     assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = T(TN_F32, true, 0, 1, 3, 5, 5), *w = T(TN_F32, true, 1, 2, 3, 3, 3);
     int64_t one[2] = {1, 1}, zero[2] = {0, 0}, s2[2] = {2, 2};
     int64_t v0 = tn_version(x), v1 = tn_version(w);
-    assert_refused(
+    tt_assert_refused(
         tn_conv2d(T(TN_F32, 0, 0, 2, 3), w, NULL, one, zero, one, 1), TN_ERR_SHAPE,
         "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
         "[2, 3]");
-    assert_refused(tn_conv2d(x, T(TN_F32, 0, 0, 2, 3), NULL, one, zero, one, 1), TN_ERR_SHAPE,
+    tt_assert_refused(tn_conv2d(x, T(TN_F32, 0, 0, 2, 3), NULL, one, zero, one, 1), TN_ERR_SHAPE,
                    "weight should have at least three dimensions");
-    assert_refused(tn_conv2d(x, T(TN_F32, 0, 0, 2, 3, 3), NULL, one, zero, one, 1), TN_ERR_SHAPE,
+    tt_assert_refused(tn_conv2d(x, T(TN_F32, 0, 0, 2, 3, 3), NULL, one, zero, one, 1), TN_ERR_SHAPE,
                    "expected stride to be a single integer value or a list of 1 values to match "
                    "the convolution dimensions, but got stride=[1, 1]");
-    assert_refused(tn_conv2d_mode(x, T(TN_F32, 0, 0, 2, 3, 3), NULL, s2, TN_CONV_PAD_SAME, one, 1),
+    tt_assert_refused(tn_conv2d_mode(x, T(TN_F32, 0, 0, 2, 3, 3), NULL, s2, TN_CONV_PAD_SAME, one, 1),
                    TN_ERR_SHAPE,
                    "Expected 3-dimensional input for 3-dimensional weight[2, 3, 3], but got "
                    "4-dimensional input of size [1, 3, 5, 5] instead");
-    assert_refused(tn_conv2d(T(TN_F32, 0, 0, 1, 4, 5, 5), w, NULL, one, zero, one, 1), TN_ERR_SHAPE,
+    tt_assert_refused(tn_conv2d(T(TN_F32, 0, 0, 1, 4, 5, 5), w, NULL, one, zero, one, 1), TN_ERR_SHAPE,
                    "Given groups=1, weight of size [2, 3, 3, 3], expected input[1, 4, 5, 5] to "
                    "have 3 channels, but got 4 channels instead");
-    assert_refused(tn_conv2d(T(TN_F32, 0, 0, 4, 5, 5), w, NULL, one, zero, one, 1), TN_ERR_SHAPE,
+    tt_assert_refused(tn_conv2d(T(TN_F32, 0, 0, 4, 5, 5), w, NULL, one, zero, one, 1), TN_ERR_SHAPE,
                    "Given groups=1, weight of size [2, 3, 3, 3], expected input[1, 4, 5, 5] to "
                    "have 3 channels, but got 4 channels instead");
     tn_tensor *x4 = T(TN_F32, 0, 0, 1, 4, 5, 5);
-    assert_refused(tn_conv2d(x4, T(TN_F32, 0, 0, 3, 2, 3, 3), NULL, one, zero, one, 2),
+    tt_assert_refused(tn_conv2d(x4, T(TN_F32, 0, 0, 3, 2, 3, 3), NULL, one, zero, one, 2),
                    TN_ERR_SHAPE,
                    "Given groups=2, expected weight to be divisible by 2 at dimension 0, but got "
                    "weight of size [[3, 2, 3, 3]] instead");
-    assert_refused(tn_conv2d(x4, T(TN_F32, 0, 0, 1, 1, 3, 3), NULL, one, zero, one, 4),
+    tt_assert_refused(tn_conv2d(x4, T(TN_F32, 0, 0, 1, 1, 3, 3), NULL, one, zero, one, 4),
                    TN_ERR_SHAPE,
                    "Given groups=4, expected weight to be at least 4 at dimension 0, but got "
                    "weight of size [1, 1, 3, 3] instead");
-    assert_refused(tn_conv2d(x, w, NULL, one, zero, one, 0), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(tn_conv2d(x, w, NULL, one, zero, one, 0), TN_ERR_INVALID_ARGUMENT,
                    "non-positive groups is not supported");
-    assert_refused(tn_conv2d(T(TN_F32, 0, 0, 1, 3, 2, 5), w, NULL, one, zero, one, 1), TN_ERR_SHAPE,
+    tt_assert_refused(tn_conv2d(T(TN_F32, 0, 0, 1, 3, 2, 5), w, NULL, one, zero, one, 1), TN_ERR_SHAPE,
                    "Calculated padded input size per channel: (2 x 5). Kernel size: (3 x 3). "
                    "Kernel size can't be greater than actual input size");
-    assert_refused(tn_conv2d(x, w, NULL, (int64_t[]){1, 0}, zero, one, 1), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(tn_conv2d(x, w, NULL, (int64_t[]){1, 0}, zero, one, 1), TN_ERR_INVALID_ARGUMENT,
                    "non-positive stride is not supported");
-    assert_refused(tn_conv2d(x, w, NULL, one, (int64_t[]){0, -1}, one, 1), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(tn_conv2d(x, w, NULL, one, (int64_t[]){0, -1}, one, 1), TN_ERR_INVALID_ARGUMENT,
                    "negative padding is not supported");
-    assert_refused(tn_conv2d(x, w, NULL, one, zero, zero, 1), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(tn_conv2d(x, w, NULL, one, zero, zero, 1), TN_ERR_INVALID_ARGUMENT,
                    "dilation should be greater than zero, but got [0, 0]");
-    assert_refused(tn_conv2d_mode(x, w, NULL, s2, TN_CONV_PAD_SAME, one, 1),
+    tt_assert_refused(tn_conv2d_mode(x, w, NULL, s2, TN_CONV_PAD_SAME, one, 1),
                    TN_ERR_INVALID_ARGUMENT,
                    "padding='same' is not supported for strided convolutions");
-    assert_refused(tn_conv2d(x, w, T(TN_F32, 0, 0, 3), one, zero, one, 1), TN_ERR_SHAPE,
+    tt_assert_refused(tn_conv2d(x, w, T(TN_F32, 0, 0, 3), one, zero, one, 1), TN_ERR_SHAPE,
                    "Given weight of size [2, 3, 3, 3], expected bias to be 1-dimensional with 2 "
                    "elements, but got bias of size [3] instead");
-    assert_refused(tn_conv2d(x, w, T(TN_F64, 0, 0, 2), one, zero, one, 1), TN_ERR_DTYPE,
+    tt_assert_refused(tn_conv2d(x, w, T(TN_F64, 0, 0, 2), one, zero, one, 1), TN_ERR_DTYPE,
                    "Input type (float) and bias type (double) should be the same");
-    assert_refused(tn_conv2d(x, T(TN_F64, 0, 0, 2, 3, 3, 3), NULL, one, zero, one, 1), TN_ERR_DTYPE,
+    tt_assert_refused(tn_conv2d(x, T(TN_F64, 0, 0, 2, 3, 3, 3), NULL, one, zero, one, 1), TN_ERR_DTYPE,
                    "expected scalar type Float but found Double");
-    assert_refused(tn_conv2d(T(TN_F32, 0, 0, 1, 3, 0, 5), w, NULL, one, (int64_t[]){2, 2}, one, 1),
+    tt_assert_refused(tn_conv2d(T(TN_F32, 0, 0, 1, 3, 0, 5), w, NULL, one, (int64_t[]){2, 2}, one, 1),
                    TN_ERR_SHAPE,
                    "Only zero batch or zero channel inputs are supported, but got input shape: "
                    "[1, 3, 0, 5]");
-    assert_refused(tn_conv2d(tn_to(x, TN_I64, TN_DEVICE_CPU), tn_to(w, TN_I64, TN_DEVICE_CPU), NULL,
+    tt_assert_refused(tn_conv2d(tn_to(x, TN_I64, TN_DEVICE_CPU), tn_to(w, TN_I64, TN_DEVICE_CPU), NULL,
                              one, zero, one, 1),
                    TN_ERR_DTYPE, "\"slow_conv2d_cpu\" not implemented for 'Long'");
     tn_clear_error();
-    assert_refused(tn_conv2d(NULL, w, NULL, one, zero, one, 1), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(tn_conv2d(NULL, w, NULL, one, zero, one, 1), TN_ERR_INVALID_ARGUMENT,
                    "tn_conv2d: argument 'input' is NULL");
     tn_clear_error();
-    assert_refused(tn_conv1d_mode(x, NULL, NULL, 1, TN_CONV_PAD_SAME, 1, 1),
+    tt_assert_refused(tn_conv1d_mode(x, NULL, NULL, 1, TN_CONV_PAD_SAME, 1, 1),
                    TN_ERR_INVALID_ARGUMENT, "tn_conv1d_mode: argument 'weight' is NULL");
     /* the operands are unchanged and nothing was left behind */
     assert_int_equal(tn_version(x), v0);
@@ -115,28 +91,28 @@ static void errors_conv2d(void **state) {
 static void errors_conv1d(void **state) {
     assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = T(TN_F64, false, 0, 1, 3, 5), *w = T(TN_F64, false, 1, 2, 3, 3);
-    assert_refused(
+    tt_assert_refused(
         tn_conv1d(T(TN_F64, 0, 0, 3), w, NULL, 1, 0, 1, 1), TN_ERR_SHAPE,
         "Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: "
         "[3]");
-    assert_refused(tn_conv1d(T(TN_F64, 0, 0, 4, 5), w, NULL, 1, 0, 1, 1), TN_ERR_SHAPE,
+    tt_assert_refused(tn_conv1d(T(TN_F64, 0, 0, 4, 5), w, NULL, 1, 0, 1, 1), TN_ERR_SHAPE,
                    "Given groups=1, weight of size [2, 3, 3], expected input[1, 4, 5] to have 3 "
                    "channels, but got 4 channels instead");
-    assert_refused(tn_conv1d(T(TN_F64, 0, 0, 1, 3, 2), w, NULL, 1, 0, 1, 1), TN_ERR_SHAPE,
+    tt_assert_refused(tn_conv1d(T(TN_F64, 0, 0, 1, 3, 2), w, NULL, 1, 0, 1, 1), TN_ERR_SHAPE,
                    "Calculated padded input size per channel: (2). Kernel size: (3). Kernel size "
                    "can't be greater than actual input size");
-    assert_refused(tn_conv1d(x, T(TN_F64, 0, 0, 2, 3, 3, 3), NULL, 1, 0, 1, 1), TN_ERR_SHAPE,
+    tt_assert_refused(tn_conv1d(x, T(TN_F64, 0, 0, 2, 3, 3, 3), NULL, 1, 0, 1, 1), TN_ERR_SHAPE,
                    "Expected 4-dimensional input for 4-dimensional weight [2, 3, 3, 3], but got "
                    "3-dimensional input of size [1, 3, 5] instead");
-    assert_refused(tn_conv1d(x, w, NULL, 1, 0, 0, 1), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(tn_conv1d(x, w, NULL, 1, 0, 0, 1), TN_ERR_INVALID_ARGUMENT,
                    "dilation should be greater than zero, but got [1, 0]");
-    assert_refused(tn_conv1d_mode(x, w, NULL, 2, TN_CONV_PAD_SAME, 1, 1), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(tn_conv1d_mode(x, w, NULL, 2, TN_CONV_PAD_SAME, 1, 1), TN_ERR_INVALID_ARGUMENT,
                    "padding='same' is not supported for strided convolutions");
-    assert_refused(tn_conv1d(x, w, NULL, 0, 0, 1, 1), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(tn_conv1d(x, w, NULL, 0, 0, 1, 1), TN_ERR_INVALID_ARGUMENT,
                    "non-positive stride is not supported");
-    assert_refused(tn_conv1d(x, w, NULL, 1, -2, 1, 1), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(tn_conv1d(x, w, NULL, 1, -2, 1, 1), TN_ERR_INVALID_ARGUMENT,
                    "negative padding is not supported");
-    assert_refused(tn_conv1d_mode(x, w, NULL, 1, (tn_conv_padding)7, 1, 1), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(tn_conv1d_mode(x, w, NULL, 1, (tn_conv_padding)7, 1, 1), TN_ERR_INVALID_ARGUMENT,
                    "Invalid padding: conv1d takes TN_CONV_PAD_VALID or TN_CONV_PAD_SAME");
     tn_scope_end();
 }

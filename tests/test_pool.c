@@ -9,35 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static tn_tensor *filled(int ndim, const int64_t *shape, tn_dtype dt, int k, bool rg) {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++)
-        n *= shape[i];
-    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    assert_non_null(v);
-    for (int64_t i = 0; i < n; i++)
-        v[i] = sin(0.37 * (double)i + k);
-    tn_tensor *t = tt_f64(ndim, shape, v, false);
-    free(v);
-    tn_tensor *r = tn_to(t, dt, TN_DEVICE_CPU);
-    assert_non_null(r);
-    if (rg) assert_int_equal(tn_requires_grad_(r, true), TN_OK);
-    return r;
-}
 #define T(dt, rg, k, ...)                                                                          \
-    filled(sizeof((int64_t[]){__VA_ARGS__}) / 8, (int64_t[]){__VA_ARGS__}, dt, k, rg)
+    tt_filled(sizeof((int64_t[]){__VA_ARGS__}) / 8, (int64_t[]){__VA_ARGS__}, dt, k, rg)
 #define P2(a, b)                                                                                   \
     (int64_t[]) { a, b }
 
-/* The call failed with exactly `want`, and status st. */
-static void assert_refused(tn_tensor *r, tn_status st, const char *want) {
-    assert_null(r);
-    assert_int_equal(tn_last_status(), st);
-    if (strcmp(tn_last_error(), want)) {
-        print_error("got:  %s\nwant: %s\n", tn_last_error(), want);
-        fail();
-    }
-}
 
 static tn_tensor *mp(const tn_tensor *x, int64_t k, int64_t s, int64_t p, int64_t d) {
     return tn_max_pool2d(x, P2(k, k), P2(s, s), P2(p, p), P2(d, d), false);
@@ -49,55 +25,55 @@ static void errors_max_pool2d(void **state) {
     tn_tensor *x = T(TN_F32, true, 0, 2, 3, 5, 5);
     int64_t v0 = tn_version(x);
     const char *rank = "non-empty 3D or 4D (batch mode) tensor expected for input";
-    assert_refused(mp(T(TN_F32, 0, 0, 3, 5), 2, 2, 0, 1), TN_ERR_SHAPE, rank);
-    assert_refused(mp(T(TN_F32, 0, 0, 1, 1, 3, 5, 5), 2, 2, 0, 1), TN_ERR_SHAPE, rank);
-    assert_refused(mp(x, 2, 2, 2, 1), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(mp(T(TN_F32, 0, 0, 3, 5), 2, 2, 0, 1), TN_ERR_SHAPE, rank);
+    tt_assert_refused(mp(T(TN_F32, 0, 0, 1, 1, 3, 5, 5), 2, 2, 0, 1), TN_ERR_SHAPE, rank);
+    tt_assert_refused(mp(x, 2, 2, 2, 1), TN_ERR_INVALID_ARGUMENT,
                    "pad should be at most half of kernel size, but got pad=2 and kernel_size=2");
-    assert_refused(tn_max_pool2d(x, P2(4, 2), NULL, P2(1, 2), NULL, false), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(tn_max_pool2d(x, P2(4, 2), NULL, P2(1, 2), NULL, false), TN_ERR_INVALID_ARGUMENT,
                    "pad should be at most half of kernel size, but got pad=2 and kernel_size=2");
-    assert_refused(mp(x, 2, 2, 3, 0), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(mp(x, 2, 2, 3, 0), TN_ERR_INVALID_ARGUMENT,
                    "pad should be at most half of kernel size, but got pad=3 and kernel_size=2");
-    assert_refused(mp(x, 2, 0, 3, 1), TN_ERR_INVALID_ARGUMENT, "stride should not be zero");
-    assert_refused(tn_max_pool2d(x, P2(0, 0), NULL, NULL, NULL, false), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(mp(x, 2, 0, 3, 1), TN_ERR_INVALID_ARGUMENT, "stride should not be zero");
+    tt_assert_refused(tn_max_pool2d(x, P2(0, 0), NULL, NULL, NULL, false), TN_ERR_INVALID_ARGUMENT,
                    "stride should not be zero");
-    assert_refused(mp(x, 0, 1, 0, 1), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(mp(x, 0, 1, 0, 1), TN_ERR_INVALID_ARGUMENT,
                    "kernel size should be greater than zero, but got kH: 0 kW: 0");
-    assert_refused(mp(x, -1, 1, 0, 1), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(mp(x, -1, 1, 0, 1), TN_ERR_INVALID_ARGUMENT,
                    "kernel size should be greater than zero, but got kH: -1 kW: -1");
-    assert_refused(mp(x, 2, -1, 0, 1), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(mp(x, 2, -1, 0, 1), TN_ERR_INVALID_ARGUMENT,
                    "stride should be greater than zero, but got dH: -1 dW: -1");
-    assert_refused(mp(x, 2, 2, 0, 0), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(mp(x, 2, 2, 0, 0), TN_ERR_INVALID_ARGUMENT,
                    "dilation should be greater than zero, but got dilationH: 0 dilationW: 0");
-    assert_refused(mp(x, 2, 2, -1, 0), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(mp(x, 2, 2, -1, 0), TN_ERR_INVALID_ARGUMENT,
                    "pad must be non-negative, but got pad: -1");
-    assert_refused(mp(T(TN_F32, 0, 0, 2, 0, 4, 4), 2, 2, 0, 1), TN_ERR_SHAPE,
+    tt_assert_refused(mp(T(TN_F32, 0, 0, 2, 0, 4, 4), 2, 2, 0, 1), TN_ERR_SHAPE,
                    "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for "
                    "input, but got:[2, 0, 4, 4]");
-    assert_refused(mp(T(TN_F32, 0, 0, 0, 4, 4), 2, 2, 0, 1), TN_ERR_SHAPE,
+    tt_assert_refused(mp(T(TN_F32, 0, 0, 0, 4, 4), 2, 2, 0, 1), TN_ERR_SHAPE,
                    "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for "
                    "input, but got:[0, 4, 4]");
-    assert_refused(mp(T(TN_F32, 0, 0, 2, 3, 2, 2), 3, 3, 0, 1), TN_ERR_SHAPE,
+    tt_assert_refused(mp(T(TN_F32, 0, 0, 2, 3, 2, 2), 3, 3, 0, 1), TN_ERR_SHAPE,
                    "Given input size: (3x2x2). Calculated output size: (3x0x0). Output size is too "
                    "small");
-    assert_refused(mp(T(TN_F32, 0, 0, 3, 2, 7), 3, 3, 0, 1), TN_ERR_SHAPE,
+    tt_assert_refused(mp(T(TN_F32, 0, 0, 3, 2, 7), 3, 3, 0, 1), TN_ERR_SHAPE,
                    "Given input size: (3x2x7). Calculated output size: (3x0x2). Output size is too "
                    "small");
-    assert_refused(mp(T(TN_I64, 0, 0, 1, 1, 4, 4), 2, 2, 0, 1), TN_ERR_DTYPE,
+    tt_assert_refused(mp(T(TN_I64, 0, 0, 1, 1, 4, 4), 2, 2, 0, 1), TN_ERR_DTYPE,
                    "\"max_pool2d\" not implemented for 'Long'");
     assert_non_null(mp(x, 2, 2, 0, 1)); /* a NULL after a failed call keeps its error */
-    assert_refused(mp(NULL, 2, 2, 0, 1), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(mp(NULL, 2, 2, 0, 1), TN_ERR_INVALID_ARGUMENT,
                    "tn_max_pool2d: argument 'input' is NULL");
-    assert_refused(tn_max_pool2d(x, NULL, NULL, NULL, NULL, false), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(tn_max_pool2d(x, NULL, NULL, NULL, NULL, false), TN_ERR_INVALID_ARGUMENT,
                    "tn_max_pool2d: argument 'kernel_size' is NULL");
-    assert_refused(tn_max_pool2d_with_indices(x, P2(2, 2), NULL, NULL, NULL, false, NULL),
+    tt_assert_refused(tn_max_pool2d_with_indices(x, P2(2, 2), NULL, NULL, NULL, false, NULL),
                    TN_ERR_INVALID_ARGUMENT,
                    "tn_max_pool2d_with_indices: argument 'indices' is NULL");
     tn_tensor *idx = x;
-    assert_refused(tn_max_pool2d_with_indices(x, P2(2, 2), NULL, P2(2, 2), NULL, false, &idx),
+    tt_assert_refused(tn_max_pool2d_with_indices(x, P2(2, 2), NULL, P2(2, 2), NULL, false, &idx),
                    TN_ERR_INVALID_ARGUMENT,
                    "pad should be at most half of kernel size, but got pad=2 and kernel_size=2");
     assert_null(idx);
-    assert_refused(mp(x, (int64_t)1 << 40, 1, 0, 1), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(mp(x, (int64_t)1 << 40, 1, 0, 1), TN_ERR_INVALID_ARGUMENT,
                    "max_pool2d: sizes, kernel sizes, strides, paddings and dilations must be "
                    "below 2^31");
     assert_int_equal(tn_version(x), v0);
@@ -112,29 +88,29 @@ static void errors_avg_pool2d(void **state) {
     (void)state;
     assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = T(TN_F64, true, 0, 2, 3, 5, 5);
-    assert_refused(ap(T(TN_F32, 0, 0, 3, 5), 2, 2, 0, 0), TN_ERR_INDEX,
+    tt_assert_refused(ap(T(TN_F32, 0, 0, 3, 5), 2, 2, 0, 0), TN_ERR_INDEX,
                    "Dimension out of range (expected to be in range of [-2, 1], but got -3)");
-    assert_refused(ap(T(TN_F32, 0, 0, 5), 2, 2, 0, 0), TN_ERR_INDEX,
+    tt_assert_refused(ap(T(TN_F32, 0, 0, 5), 2, 2, 0, 0), TN_ERR_INDEX,
                    "Dimension out of range (expected to be in range of [-1, 0], but got -3)");
-    assert_refused(ap(T(TN_F32, 0, 0, 1, 2, 3, 5, 5), 2, 2, 0, 0), TN_ERR_SHAPE,
+    tt_assert_refused(ap(T(TN_F32, 0, 0, 1, 2, 3, 5, 5), 2, 2, 0, 0), TN_ERR_SHAPE,
                    "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for "
                    "input, but got:[1, 2, 3, 5, 5]");
-    assert_refused(ap(T(TN_F32, 0, 0, 2, 3, 0, 4), 2, 2, 0, 0), TN_ERR_SHAPE,
+    tt_assert_refused(ap(T(TN_F32, 0, 0, 2, 3, 0, 4), 2, 2, 0, 0), TN_ERR_SHAPE,
                    "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for "
                    "input, but got:[2, 3, 0, 4]");
-    assert_refused(ap(x, 2, 2, 2, 0), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(ap(x, 2, 2, 2, 0), TN_ERR_INVALID_ARGUMENT,
                    "pad should be at most half of kernel size, but got pad=2 and kernel_size=2");
-    assert_refused(ap(x, 2, 2, -3, 0), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(ap(x, 2, 2, -3, 0), TN_ERR_INVALID_ARGUMENT,
                    "pad must be non-negative, but got pad: -3");
-    assert_refused(ap(x, 2, 0, 0, 0), TN_ERR_INVALID_ARGUMENT, "stride should not be zero");
-    assert_refused(ap(x, 0, 1, 0, 0), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(ap(x, 2, 0, 0, 0), TN_ERR_INVALID_ARGUMENT, "stride should not be zero");
+    tt_assert_refused(ap(x, 0, 1, 0, 0), TN_ERR_INVALID_ARGUMENT,
                    "kernel size should be greater than zero, but got kH: 0 kW: 0");
-    assert_refused(ap(T(TN_F32, 0, 0, 3, 2, 2), 3, 3, 0, 0), TN_ERR_SHAPE,
+    tt_assert_refused(ap(T(TN_F32, 0, 0, 3, 2, 2), 3, 3, 0, 0), TN_ERR_SHAPE,
                    "Given input size: (3x2x2). Calculated output size: (3x0x0). Output size is too "
                    "small");
-    assert_refused(ap(T(TN_I32, 0, 0, 1, 1, 4, 4), 2, 2, 0, 0), TN_ERR_DTYPE,
+    tt_assert_refused(ap(T(TN_I32, 0, 0, 1, 1, 4, 4), 2, 2, 0, 0), TN_ERR_DTYPE,
                    "\"avg_pool2d\" not implemented for 'Int'");
-    assert_refused(tn_avg_pool2d(x, NULL, NULL, NULL, false, true, 0), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(tn_avg_pool2d(x, NULL, NULL, NULL, false, true, 0), TN_ERR_INVALID_ARGUMENT,
                    "tn_avg_pool2d: argument 'kernel_size' is NULL");
     /* a negative divisor divides, as PyTorch's */
     tn_tensor *y = ap(T(TN_F64, 0, 0, 1, 1, 2, 2), 2, 2, 0, -2);
@@ -148,28 +124,28 @@ static void errors_adaptive(void **state) {
     (void)state;
     assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *x = T(TN_F32, true, 0, 2, 3, 5, 5);
-    assert_refused(tn_adaptive_avg_pool2d(x, P2(-1, 2)), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(tn_adaptive_avg_pool2d(x, P2(-1, 2)), TN_ERR_INVALID_ARGUMENT,
                    "adaptive_avg_pool2d: elements of output_size must be greater than or equal "
                    "to 0 but received {-1, 2}");
-    assert_refused(tn_adaptive_avg_pool2d(T(TN_F32, 0, 0, 3, 5), P2(2, 2)), TN_ERR_SHAPE,
+    tt_assert_refused(tn_adaptive_avg_pool2d(T(TN_F32, 0, 0, 3, 5), P2(2, 2)), TN_ERR_SHAPE,
                    "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got [3, 5]");
-    assert_refused(tn_adaptive_avg_pool2d(T(TN_F32, 0, 0, 2, 3, 0, 4), P2(2, 2)), TN_ERR_SHAPE,
+    tt_assert_refused(tn_adaptive_avg_pool2d(T(TN_F32, 0, 0, 2, 3, 0, 4), P2(2, 2)), TN_ERR_SHAPE,
                    "adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
                    "dimensions, but input has sizes [2, 3, 0, 4] with dimension 2 being empty");
-    assert_refused(tn_adaptive_avg_pool2d(T(TN_I64, 0, 0, 1, 1, 4, 4), P2(2, 2)), TN_ERR_DTYPE,
+    tt_assert_refused(tn_adaptive_avg_pool2d(T(TN_I64, 0, 0, 1, 1, 4, 4), P2(2, 2)), TN_ERR_DTYPE,
                    "\"adaptive_avg_pool2d\" not implemented for 'Long'");
-    assert_refused(tn_adaptive_max_pool2d(T(TN_F32, 0, 0, 3, 5), P2(2, 2)), TN_ERR_SHAPE,
+    tt_assert_refused(tn_adaptive_max_pool2d(T(TN_F32, 0, 0, 3, 5), P2(2, 2)), TN_ERR_SHAPE,
                    "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: [3, 5]");
-    assert_refused(tn_adaptive_max_pool2d(T(TN_F32, 0, 0, 2, 0, 4, 4), P2(2, 2)), TN_ERR_SHAPE,
+    tt_assert_refused(tn_adaptive_max_pool2d(T(TN_F32, 0, 0, 2, 0, 4, 4), P2(2, 2)), TN_ERR_SHAPE,
                    "adaptive_max_pool2d(): Expected input to have non-zero size for non-batch "
                    "dimensions, but input has sizes [2, 0, 4, 4] with dimension 1 being empty");
-    assert_refused(tn_adaptive_max_pool2d(x, P2(-1, 2)), TN_ERR_SHAPE,
+    tt_assert_refused(tn_adaptive_max_pool2d(x, P2(-1, 2)), TN_ERR_SHAPE,
                    "Trying to create tensor with negative dimension -1: [2, 3, -1, 2]");
-    assert_refused(tn_adaptive_max_pool2d(T(TN_F32, 0, 0, 3, 4, 4), P2(-1, 2)), TN_ERR_SHAPE,
+    tt_assert_refused(tn_adaptive_max_pool2d(T(TN_F32, 0, 0, 3, 4, 4), P2(-1, 2)), TN_ERR_SHAPE,
                    "Trying to create tensor with negative dimension -1: [3, -1, 2]");
-    assert_refused(tn_adaptive_max_pool2d(T(TN_I16, 0, 0, 1, 1, 4, 4), P2(2, 2)), TN_ERR_DTYPE,
+    tt_assert_refused(tn_adaptive_max_pool2d(T(TN_I16, 0, 0, 1, 1, 4, 4), P2(2, 2)), TN_ERR_DTYPE,
                    "\"adaptive_max_pool2d\" not implemented for 'Short'");
-    assert_refused(tn_adaptive_max_pool2d(x, NULL), TN_ERR_INVALID_ARGUMENT,
+    tt_assert_refused(tn_adaptive_max_pool2d(x, NULL), TN_ERR_INVALID_ARGUMENT,
                    "tn_adaptive_max_pool2d: argument 'output_size' is NULL");
     /* accepted: an unbatched empty C (max), an empty C (average), a (1, 1) output of any rank */
     tn_tensor *y = tn_adaptive_max_pool2d(T(TN_F32, 0, 0, 0, 4, 4), P2(2, 2));

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L /* dup, dup2, fileno, open_memstream */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -141,4 +142,29 @@ char *tt_report_text(const tn_anomaly_report *r) {
     assert_int_equal(tn_anomaly_report_print(r, f), TN_OK);
     fclose(f);
     return buf;
+}
+
+tn_tensor *tt_filled(int ndim, const int64_t *shape, tn_dtype dt, int k, bool rg) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= shape[i];
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    assert_non_null(v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = sin(0.37 * (double)i + k);
+    tn_tensor *t = tt_f64(ndim, shape, v, false);
+    free(v);
+    tn_tensor *r = tn_to(t, dt, TN_DEVICE_CPU);
+    assert_non_null(r);
+    if (rg) assert_int_equal(tn_requires_grad_(r, true), TN_OK);
+    return r;
+}
+
+void tt_assert_refused(tn_tensor *r, tn_status st, const char *want) {
+    assert_null(r);
+    assert_int_equal(tn_last_status(), st);
+    if (strcmp(tn_last_error(), want)) {
+        print_error("got:  %s\nwant: %s\n", tn_last_error(), want);
+        fail();
+    }
 }

@@ -28,6 +28,10 @@ void tt_assert_error(tn_status st, const char *needle);
 void tt_assert_sq_max(const float *h, int64_t n, const double got[2]);
 /* Number of live tensor handles / storages (leak checks around a test). */
 int64_t tt_live_tensors(void);
+/* A tensor of dtype dt (CPU) with values sin(0.37 i + k), requires_grad rg. */
+tn_tensor *tt_filled(int ndim, const int64_t *shape, tn_dtype dt, int k, bool rg);
+/* The call failed (r NULL) with status st and exactly the message want. */
+void tt_assert_refused(tn_tensor *r, tn_status st, const char *want);
 /* An anomaly report as tn_anomaly_report_print writes it (the caller frees it). */
 char *tt_report_text(const tn_anomaly_report *r);
 int64_t tt_live_storages(void);
