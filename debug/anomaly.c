@@ -381,26 +381,41 @@ const char *tn__anomaly_inplace_report(tn_node *n, const tn_saved *s, uint64_t c
     return tn__report_first_culprit(r);
 }
 
+/* The report of an untracked write to saved slot s (its versions set). */
+static tn_anomaly_report *untracked_report(tn_node *n, const tn_saved *s, uint64_t *cur) {
+    tn_anomaly_report *r = node_report(TN_ANOMALY_UNTRACKED, n);
+    *cur = tn__version_get(s->orig);
+    tn__report_set_saved(r, s->orig, s->is_output ? s->output_nr : -1, s->version, *cur);
+    return r;
+}
+
+/* An untracked write's verdict, as the switch says: TN_ERR_INPLACE_MODIFIED
+ * with msg, or a warning; by names the writer (", written by ...") or is "",
+ * hint ends the warning. */
+static tn_status untracked_verdict(tn_node *n, const tn_saved *s, const char *msg, const char *by,
+                                   const char *hint) {
+    char type[200];
+    tn__format_shape(type, sizeof type, s->orig->ndim, s->orig->shape);
+    if (tn__anomaly() & TN_ANOMALY_UNTRACKED_ERR)
+        return tn__error(TN_ERR_INPLACE_MODIFIED, "%s: [%s %s], saved by %s%s.", msg,
+                         tn_dtype_name(s->orig->dtype), type, n->fn->name, by);
+    tn__anomaly_warn("%s: [%s %s], saved by %s%s. The gradient may be silently wrong%s", msg,
+                     tn_dtype_name(s->orig->dtype), type, n->fn->name, by, hint);
+    return TN_OK;
+}
+
 /* A saved tensor over memory shared with another framework (tn_from_blob,
  * DLPack): tenet's counters cannot see that framework's writes, so the save
  * took a digest of the bytes; a different digest now, with no write of
  * tenet's since, is a write from outside. */
 static tn_status check_outside(tn_node *n, const tn_saved *s) {
     if ((uint32_t)tn__tensor_digest(s->orig) == s->digest) return TN_OK;
-    tn_anomaly_report *r = node_report(TN_ANOMALY_UNTRACKED, n);
-    uint64_t v = tn__version_get(s->orig);
-    tn__report_set_saved(r, s->orig, s->is_output ? s->output_nr : -1, s->version, v);
-    tn__report_set_outside(r);
-    char type[200];
-    tn__format_shape(type, sizeof type, s->orig->ndim, s->orig->shape);
-    const char *msg = "a variable needed for gradient computation was written outside tenet "
-                      "(memory shared through DLPack or tn_from_blob)";
-    if (tn__anomaly() & TN_ANOMALY_UNTRACKED_ERR)
-        return tn__error(TN_ERR_INPLACE_MODIFIED, "%s: [%s %s], saved by %s.", msg,
-                         tn_dtype_name(s->orig->dtype), type, n->fn->name);
-    tn__anomaly_warn("%s: [%s %s], saved by %s. The gradient may be silently wrong.", msg,
-                     tn_dtype_name(s->orig->dtype), type, n->fn->name);
-    return TN_OK;
+    uint64_t v;
+    tn__report_set_outside(untracked_report(n, s, &v));
+    return untracked_verdict(n, s,
+                             "a variable needed for gradient computation was written outside "
+                             "tenet (memory shared through DLPack or tn_from_blob)",
+                             "", ".");
 }
 
 tn_status tn__anomaly_check_untracked(tn_node *n, const tn_saved *s) {
@@ -414,23 +429,18 @@ tn_status tn__anomaly_check_untracked(tn_node *n, const tn_saved *s) {
     for (int i = 0; i < n_w; i++)
         other += w[i].vblock != (const void *)s->orig->version;
     if (!other) return TN_OK;
-    tn_anomaly_report *r = node_report(TN_ANOMALY_UNTRACKED, n);
-    uint64_t v = tn__version_get(s->orig);
-    tn__report_set_saved(r, s->orig, s->is_output ? s->output_nr : -1, s->version, v);
+    uint64_t v;
+    tn_anomaly_report *r = untracked_report(n, s, &v);
     add_writes(r, s, false, v);
     const char *who = tn__report_first_culprit(r);
-    char type[200];
-    tn__format_shape(type, sizeof type, s->orig->ndim, s->orig->shape);
-    const char *msg = "a variable needed for gradient computation was modified through an alias "
-                      "that autograd does not track (e.g. .data)";
-    if (tn__anomaly() & TN_ANOMALY_UNTRACKED_ERR)
-        return tn__error(TN_ERR_INPLACE_MODIFIED, "%s: [%s %s], saved by %s, written by %s.", msg,
-                         tn_dtype_name(s->orig->dtype), type, n->fn->name, who ? who : "(unknown)");
-    tn__anomaly_warn("%s: [%s %s], saved by %s, written by %s. The gradient may be silently wrong; "
-                     "tn_anomaly_report_print(tn_last_anomaly(), stderr) shows every write.",
-                     msg, tn_dtype_name(s->orig->dtype), type, n->fn->name,
-                     who ? who : "(unknown)");
-    return TN_OK;
+    char by[900];
+    snprintf(by, sizeof by, ", written by %s", who ? who : "(unknown)");
+    return untracked_verdict(n, s,
+                             "a variable needed for gradient computation was modified through an "
+                             "alias that autograd does not track (e.g. .data)",
+                             by,
+                             "; tn_anomaly_report_print(tn_last_anomaly(), stderr) shows every "
+                             "write.");
 }
 
 void tn__anomaly_backward_error(tn_node *n, tn_status st) {
