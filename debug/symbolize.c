@@ -183,8 +183,8 @@ bool tn__symbol_name(void *pc, char *buf, size_t n) {
 
 /* ---- what counts as tenet's own code --------------------------------------------- */
 
-/* The source tree this file was compiled in ("/src/tenet/"), from __FILE__
- * ("/src/tenet/debug/symbolize.c"); length 0 when __FILE__ is relative. */
+/* The source tree this file was compiled in, from __FILE__: "/src/tenet/"
+ * for "/src/tenet/debug/symbolize.c"; length 0 when __FILE__ is relative. */
 static size_t source_root(const char **root) {
     static const char self[] = __FILE__;
     static const char tail[] = "debug/symbolize.c";
@@ -196,10 +196,26 @@ static size_t source_root(const char **root) {
 
 static bool has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
-static bool in_source_dir(const char *file, const char *dir) {
+/* A source file's path inside the tree: past the tree's absolute root, or,
+ * for a build that named its sources relatively (a compiler cache's
+ * base_dir, -ffile-prefix-map as Debian's package builds use: "../../engine/
+ * ops/unary.c", "./tests/x.c" — each target's own directory sets the number
+ * of "../"), past the leading "./" and "../". NULL for a file elsewhere. */
+static const char *tree_path(const char *file) {
     const char *root;
     size_t n = source_root(&root);
-    return n && strncmp(file, root, n) == 0 && has_prefix(file + n, dir);
+    if (n && strncmp(file, root, n) == 0) return file + n;
+    if (file[0] == '/') return NULL;
+    for (;;) {
+        if (has_prefix(file, "./")) file += 2;
+        else if (has_prefix(file, "../")) file += 3;
+        else return file;
+    }
+}
+
+static bool in_source_dir(const char *file, const char *dir) {
+    const char *p = tree_path(file);
+    return p && has_prefix(p, dir);
 }
 
 bool tn__frame_is_engine(const tn_frame *f) {
@@ -219,9 +235,8 @@ bool tn__frame_is_engine(const tn_frame *f) {
 
 const char *tn__short_path(const char *file) {
     if (!file) return NULL;
-    const char *root;
-    size_t n = source_root(&root);
-    if (n && strncmp(file, root, n) == 0) return file + n;
+    const char *p = tree_path(file);
+    if (p) return p;
     char cwd[4096];
     if (file[0] == '/' && getcwd(cwd, sizeof cwd)) {
         size_t c = strlen(cwd);
