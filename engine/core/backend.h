@@ -136,6 +136,9 @@ typedef struct tn_backend {
      * NULL for the CPU. */
     tn_status (*readback_begin)(int dev, const void *src, size_t bytes, void **ticket);
     tn_status (*readback_end)(void *ticket, void *dst);
+    /* Batch norm and group norm, forward and backward (tn_cn_args). NULL where the device has
+     * none: the ops compose the device's other entries instead. */
+    tn_status (*channel_norm)(int dev, const tn_cn_args *a);
 } tn_backend;
 
 /* Tensors per grad_stats call. */
@@ -175,7 +178,7 @@ const tn_backend *tn__backend_loaded(tn_device_type type);
  * libtenet: every core function its files call goes through the host. */
 /* Bumped whenever tn_backend, the kernel argument structs (kernel_args.h) or
  * tn_plugin_host change. */
-#define TN_PLUGIN_ABI 3u
+#define TN_PLUGIN_ABI 4u
 /* from tenet.h, which the files that use it include */
 #define TN_PLUGIN_VERSION                                                                          \
     ((uint32_t)TENET_VERSION_MAJOR * 10000u + TENET_VERSION_MINOR * 100u + TENET_VERSION_PATCH)

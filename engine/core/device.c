@@ -199,6 +199,33 @@ tn_status tn__dev_layer_norm(const tn_ln_args *a, tn_device dev, int nops,
     return st;
 }
 
+bool tn__dev_has_channel_norm(tn_device dev) {
+    const tn_backend *be = tn__table_of(dev);
+    return be && be->channel_norm;
+}
+
+tn_status tn__dev_channel_norm(const tn_cn_args *a, tn_device dev, int nops,
+                               const tn_tensor *const *ops, unsigned written) {
+    if (a->n * a->c * a->s == 0) return TN_OK; /* empty: the op fills what it needs */
+    if (tn__is_half(a->dtype)) {
+        tn_cn_args f = *a;
+        f.dtype = TN_F32;
+        WIDEN_CALL(nops, ops, written, tn__dev_channel_norm(&f, dev, nops, w.ops, written), &f.x,
+                   &f.weight, &f.bias, &f.mean, &f.rstd, &f.var, &f.running_mean,
+                   &f.running_var, &f.y, &f.dy, &f.dx, &f.dweight, &f.dbias);
+    }
+    const tn_backend *be = tn__table_of(dev);
+    if (!be) return tn_last_status();
+    if (!be->channel_norm) return tn__error(TN_ERR_INTERNAL, "no batch_norm kernel");
+    tn_race_access ra;
+    tn__race_begin(&ra, nops, ops, written, "batch_norm");
+    tn_status st = be->channel_norm(dev.index, a);
+    tn__race_end(&ra);
+    for (int i = 0; st == TN_OK && i < nops; i++)
+        if ((written >> i & 1u) && ops[i]) tn__storage_wrote(ops[i]->storage);
+    return st;
+}
+
 tn_status tn__dev_attention(const tn_attn_args *a, tn_device dev, int nops, int n_out,
                             const tn_tensor *const *ops) {
     if (tn__is_half(a->dtype)) {

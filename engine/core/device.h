@@ -101,6 +101,12 @@ tn_status tn__dev_cross_entropy(const tn_ce_args *a, tn_device dev, int nops,
  * nothing runs. */
 tn_status tn__dev_layer_norm(const tn_ln_args *a, tn_device dev, int nops,
                              const tn_tensor *const *ops, unsigned written);
+/* Batch norm / group norm (tn_cn_args) on dev, as tn__dev_layer_norm: ops for the race
+ * detector, bit k of `written`: ops[k] is written. Empty x: nothing runs. */
+tn_status tn__dev_channel_norm(const tn_cn_args *a, tn_device dev, int nops,
+                               const tn_tensor *const *ops, unsigned written);
+/* Whether dev's back end has the fused kernel (else the ops compose it). */
+bool tn__dev_has_channel_norm(tn_device dev);
 /* Fused attention (tn_attn_args) on dev; ops for the race detector: the
  * first n_out are written, the others read. */
 tn_status tn__dev_attention(const tn_attn_args *a, tn_device dev, int nops, int n_out,

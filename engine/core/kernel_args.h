@@ -260,6 +260,37 @@ typedef struct tn_ln_args {
     const void *dy;             /* LN_BWD */
     void *dx, *dweight, *dbias; /* LN_BWD */
 } tn_ln_args;
+/* ---- batch norm and group norm: per-channel affine normalisation ------------------- */
+
+enum { TN_CN_FWD, TN_CN_BWD };
+
+/* x contiguous (n, c, s): n*c planes of s elements, plane (i, ch) at (i*c + ch)*s. The
+ * statistics are per unit: batch norm (groups 0): a unit per channel, over the n planes of
+ * the channel (n*s elements); group norm: a unit per (sample, group), over the group's c /
+ * groups planes of the sample. weight, bias: (c) or NULL (1 and 0). mean, rstd: (units).
+ *   FWD: y = (x - mean) rstd weight + bias; rstd = 1/sqrt(var + eps). Without fixed: mean
+ *        and the biased var of x's units, mean and rstd written, and running_mean /
+ *        running_var (c, batch norm) when set updated: r = momentum stat + (1 - momentum) r,
+ *        running_var with the unbiased variance. fixed: mean and var read (eval batch norm),
+ *        rstd written.
+ *   BWD: from dy and the saved mean, rstd: dx (when set), with the statistics' terms
+ *        unless fixed; dweight, dbias (when set): per channel, the sums of dy xhat and dy.
+ * Deterministic: the same bits for any thread count. */
+typedef struct tn_cn_args {
+    int mode;
+    tn_dtype dtype;
+    int64_t n, c, s, groups;
+    bool fixed;
+    double eps, momentum;
+    const void *x, *weight, *bias;
+    void *mean, *rstd;
+    const void *var;                  /* FWD, fixed */
+    void *running_mean, *running_var; /* FWD, not fixed */
+    void *y;                          /* FWD */
+    const void *dy;                   /* BWD */
+    void *dx, *dweight, *dbias;       /* BWD */
+} tn_cn_args;
+
 /* ---- convolution: image <-> columns ------------------------------------------------ */
 
 enum { TN_CONV_IM2COL, TN_CONV_COL2IM };

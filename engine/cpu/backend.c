@@ -47,4 +47,5 @@ const tn_backend tn__cpu_backend = {
     .conv = tn__cpu_conv,
     .pool = tn__cpu_pool,
     .grad_stats = tn__cpu_grad_stats,
+    .channel_norm = tn__cpu_channel_norm,
 };

@@ -31,6 +31,7 @@ tn_status tn__cpu_softmax(int dev, const tn_sm_args *a);         /* softmax_kern
 tn_status tn__cpu_cross_entropy(int dev, const tn_ce_args *a);   /* cross_entropy_kernels.c */
 tn_status tn__cpu_index(int dev, const tn_index_args *a);        /* index_kernels.c */
 tn_status tn__cpu_layer_norm(int dev, const tn_ln_args *a);      /* layer_norm_kernels.c */
+tn_status tn__cpu_channel_norm(int dev, const tn_cn_args *a);    /* channel_norm_kernels.c */
 tn_status tn__cpu_attention(int dev, const tn_attn_args *a);     /* attention_kernels.c */
 tn_status tn__cpu_conv(int dev, const tn_conv_args *a);          /* conv_kernels.c */
 tn_status tn__cpu_pool(int dev, const tn_pool_args *a);          /* pool_kernels.c */

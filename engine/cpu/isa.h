@@ -44,6 +44,7 @@
 /* The external names of the kernel files of TENET_CPU_ISA_SOURCES. */
 #define tn__cpu_backend TN_ISA_NAME(tn__cpu_backend)
 #define tn__cpu_attention TN_ISA_NAME(tn__cpu_attention)
+#define tn__cpu_channel_norm TN_ISA_NAME(tn__cpu_channel_norm)
 #define tn__cpu_conv TN_ISA_NAME(tn__cpu_conv)
 #define tn__cpu_copy TN_ISA_NAME(tn__cpu_copy)
 #define tn__cpu_fill TN_ISA_NAME(tn__cpu_fill)

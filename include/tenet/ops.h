@@ -182,6 +182,27 @@ tn_tensor *tn_triu(const tn_tensor *a, int64_t diagonal);
  * grad_fn NativeLayerNormBackward0 (double backward supported). */
 tn_tensor *tn_layer_norm(const tn_tensor *x, int n_norm_dims, const int64_t *normalized_shape,
                          const tn_tensor *weight, const tn_tensor *bias, double eps);
+/* torch.nn.functional.batch_norm(input, running_mean, running_var, weight, bias, training,
+ * momentum, eps): input (N, C, *) normalised per channel over N and the trailing dims; y =
+ * (x - mean) / sqrt(var + eps) * weight + bias. training: the batch's mean and biased variance,
+ * and running_mean / running_var (either may be NULL) updated in place, r = (1 - momentum) r +
+ * momentum stat with the unbiased variance, their version counters untouched (as PyTorch 1.13);
+ * eval: the running statistics, which are then required. weight, bias (C) or NULL. Parameters of
+ * x's dtype, or float32 ones for a bfloat16/float16 x. An empty input gives a copy
+ * (CloneBackward0) and leaves the statistics alone. PyTorch's errors ("Expected more than 1
+ * value per channel when training, got input size [1, 3]", "running_mean should contain 3
+ * elements not 4", ...). grad_fn NativeBatchNormBackward0 (double backward supported);
+ * running_mean / running_var must not require grad. Returns a new tensor; the caller owns it. */
+tn_tensor *tn_batch_norm(const tn_tensor *input, tn_tensor *running_mean, tn_tensor *running_var,
+                         const tn_tensor *weight, const tn_tensor *bias, bool training,
+                         double momentum, double eps);
+/* torch.nn.functional.group_norm(input, num_groups, weight, bias, eps): input (N, C, *), each
+ * sample's C channels split into num_groups groups (C divisible by it), each group normalised
+ * over its channels and trailing dims with the biased variance, then weight (C) and bias (C)
+ * (either NULL) per channel, of x's dtype. grad_fn NativeGroupNormBackward0 (double backward
+ * supported). Returns a new tensor; the caller owns it. */
+tn_tensor *tn_group_norm(const tn_tensor *input, int64_t num_groups, const tn_tensor *weight,
+                         const tn_tensor *bias, double eps);
 /* torch.nn.functional.gelu(x, approximate='tanh' if tanh_approx else
  * 'none'): x Phi(x), or 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
  * Float inputs only. GeluBackward0. */
