@@ -320,6 +320,28 @@ OPS["adaptive_max_pool2d"] = lambda x, p: _adaptive_max(x, p, False)
 OPS["adaptive_max_pool2d_indices"] = lambda x, p: _adaptive_max(x, p, True)
 
 
+def _batch_norm(x, p):
+    """batch_norm; params training, has weight, has bias, has running statistics, momentum, eps;
+    inputs x[, weight][, bias][, running_mean, running_var] (the last two const)."""
+    rest = iter(x[1:])
+    w = next(rest) if p[1] else None
+    b = next(rest) if p[2] else None
+    rm, rv = (next(rest), next(rest)) if p[3] else (None, None)
+    return F.batch_norm(x[0], rm, rv, w, b, training=bool(p[0]), momentum=p[4], eps=p[5])
+
+
+def _group_norm(x, p):
+    """group_norm; params num_groups, has weight, has bias, eps; inputs x[, weight][, bias]."""
+    rest = iter(x[1:])
+    w = next(rest) if p[1] else None
+    b = next(rest) if p[2] else None
+    return F.group_norm(x[0], int(p[0]), w, b, p[3])
+
+
+OPS["batch_norm"] = _batch_norm
+OPS["group_norm"] = _group_norm
+
+
 def _sdpa(x, p):
     """scaled_dot_product_attention: PyTorch 1.13 has no public SDPA, so the reference is
     the composed math of PyTorch 2.x's definition: softmax(q k^T / sqrt(E) + mask) v, with
@@ -611,6 +633,34 @@ case("layer_norm_3d_eps", "layer_norm", [T(X3, 0), T((3, 4), 1), T((3, 4), 2)], 
 case("layer_norm_whole", "layer_norm", [T(X3, 0)], [3, 0, 0, 1e-5])
 case("layer_norm_const", "layer_norm", [Tv([[1.0, 1.0, 1.0], [2.0, -1.0, 0.5]])],
      [1, 0, 0, 1e-5])
+# batch_norm: training updates the (const) running statistics, eval reads them
+_RM, _RV = (lambda c: C(vals((c,), 3))), (lambda c: C(vals((c,), 4, "pos")))
+for tag, shape, train, wb, run, mo, eps, layout in [
+        ("2d_train", (4, 3), 1, (1, 1), 1, 0.1, 1e-5, "c"),
+        ("3d_train_plain", (3, 2, 5), 1, (0, 0), 0, 0.1, 1e-5, "c"),
+        ("4d_train", (2, 3, 4, 5), 1, (1, 1), 1, 0.1, 1e-5, "c"),
+        ("4d_train_w", (2, 3, 4, 5), 1, (1, 0), 0, 0.3, 1e-3, "c"),
+        ("4d_eval", (2, 3, 4, 5), 0, (1, 1), 1, 0.1, 1e-5, "c"),
+        ("3d_eval_b", (3, 2, 5), 0, (0, 1), 1, 0.1, 0.1, "c"),
+        ("batch1", (1, 3, 4), 1, (1, 1), 1, 0.1, 1e-5, "c"),
+        ("transposed", (5, 4), 1, (1, 1), 1, 0.1, 1e-5, "t")]:
+    c = shape[1]
+    ins = ([T(shape, 0, layout=layout)] + [T((c,), 1)] * wb[0] + [T((c,), 2)] * wb[1] +
+           ([_RM(c), _RV(c)] if run else []))
+    case(f"batch_norm_{tag}", "batch_norm", ins, [train, *wb, run, mo, eps])
+case("batch_norm_f32_4d_train", "batch_norm", [T32((2, 3, 4, 5), 0), T32((3,), 1), T32((3,), 2)],
+     [1, 1, 1, 0, 0.1, 1e-5])
+for tag, shape, g, wb, layout in [("3d", (2, 6, 5), 3, (1, 1), "c"),
+                                  ("4d_w", (2, 4, 3, 3), 2, (1, 0), "c"),
+                                  ("2d_plain", (3, 4), 2, (0, 0), "c"),
+                                  ("g1_w", (2, 4, 5), 1, (1, 0), "c"),
+                                  ("per_channel", (2, 3, 4), 3, (1, 1), "c"),
+                                  ("transposed", (4, 6), 2, (1, 1), "t")]:
+    c = shape[1]
+    ins = [T(shape, 0, layout=layout)] + [T((c,), 1)] * wb[0] + [T((c,), 2)] * wb[1]
+    case(f"group_norm_{tag}", "group_norm", ins, [g, *wb, 1e-5])
+case("group_norm_f32_4d", "group_norm", [T32((2, 4, 3, 3), 0), T32((4,), 1), T32((4,), 2)],
+     [2, 1, 1, 1e-5])
 for approx in [0, 1]:
     tag = "_tanh" if approx else ""
     case(f"gelu{tag}", "gelu", [T(X3, 0)], [approx])

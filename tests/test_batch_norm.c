@@ -158,11 +158,233 @@ static void group_norm_values(void **state) {
     tn_scope_end();
 }
 
+/* The fused backward and the create_graph one (public ops) agree: batch norm training and
+ * eval, group norm; the create_graph gradients carry history (double backward). */
+static void fused_matches_graph(void **state) {
+    (void)state;
+    const int64_t s[] = {3, 4, 5}, c4[] = {4};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(tn_scope_begin(), TN_OK);
+        tn_tensor *x = pattern(3, s, 3, 0.9, 1, true), *g = pattern(3, s, 1, 0.4, 0, false);
+        tn_tensor *w = pattern(1, c4, 1, -0.4, 0, true), *b = pattern(1, c4, 1, 0.2, 0, true);
+        tn_tensor *rm = pattern(1, c4, 0.5, 0.3, 0, false),
+                  *rv = pattern(1, c4, 0.5, 0.7, 1, false);
+        tn_tensor *y = k == 2 ? tn_group_norm(x, 2, w, b, 1e-3)
+                              : tn_batch_norm(x, rm, rv, w, b, k == 0, 0.1, 1e-3);
+        assert_non_null(y);
+        tn_tensor *in[3] = {x, w, b}, *fused[3] = {0}, *graph[3] = {0};
+        assert_int_equal(tn_autograd_grad(1, &y, &g, 3, in, fused, true, false), TN_OK);
+        assert_int_equal(tn_autograd_grad(1, &y, &g, 3, in, graph, false, true), TN_OK);
+        for (int i = 0; i < 3; i++) {
+            double *v = malloc((size_t)tn_numel(fused[i]) * sizeof *v);
+            assert_non_null(v);
+            assert_int_equal(tn_copy_to_f64(fused[i], v, tn_numel(fused[i])), TN_OK);
+            tt_assert_close(graph[i], v, tn_numel(fused[i]), 1e-12);
+            free(v);
+        }
+        /* double backward: d/dx of sum(dx^2) exists (eval: dx does not depend on x) */
+        tn_tensor *gx2 = tn_sum(tn_mul(graph[0], graph[0])), *gg = NULL;
+        assert_int_equal(tn_autograd_grad(1, &gx2, NULL, 1, &x, &gg, false, false), TN_OK);
+        assert_true((gg != NULL) == (k != 1));
+        tn_scope_end();
+    }
+}
+
+/* Planes longer than a work item (4096 elements) and a few channels: forward and fused
+ * backward give the same bits on 1, 2 and 5 threads. */
+static void thread_independent(void **state) {
+    (void)state;
+    const int64_t s[] = {2, 3, 70, 70}, c3[] = {3};
+    int saved = tn_get_num_threads();
+    tn_tensor *ref[5] = {0};
+    const int threads[] = {1, 2, 5};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(tn_scope_begin(), TN_OK);
+        tn_set_num_threads(threads[k]);
+        tn_tensor *x = tn_to(pattern(4, s, 2, 0.37, 3, false), TN_F32, TN_DEVICE_CPU);
+        tn_tensor *g = tn_to(pattern(4, s, 1, 0.11, 0, false), TN_F32, TN_DEVICE_CPU);
+        tn_tensor *w = tn_to(pattern(1, c3, 1, 0.5, 1, false), TN_F32, TN_DEVICE_CPU);
+        tn_tensor *b = tn_to(pattern(1, c3, 1, 0.3, 0, false), TN_F32, TN_DEVICE_CPU);
+        tn_tensor *rm = tn_zeros(1, c3, TN_F32);
+        assert_int_equal(tn_requires_grad_(x, true), TN_OK);
+        assert_int_equal(tn_requires_grad_(w, true), TN_OK);
+        assert_int_equal(tn_requires_grad_(b, true), TN_OK);
+        tn_tensor *y = tn_batch_norm(x, rm, NULL, w, b, true, 0.1, 1e-5);
+        assert_non_null(y);
+        assert_int_equal(tn_backward(y, g, false), TN_OK);
+        tn_tensor *got[5] = {y, tn_grad(x), tn_grad(w), tn_grad(b), rm};
+        for (int i = 0; i < 5; i++) {
+            assert_non_null(got[i]);
+            int64_t n = tn_numel(got[i]);
+            if (k == 0) {
+                ref[i] = tn_detach(got[i]);
+                tn_keep(ref[i]);
+            } else {
+                assert_memory_equal(tn_data_ptr(ref[i]), tn_data_ptr(got[i]), (size_t)n * 4);
+            }
+        }
+        tn_scope_end();
+    }
+    tn_set_num_threads(saved);
+    for (int i = 0; i < 5; i++)
+        tn_release(ref[i]);
+}
+
+/* An empty batch: a copy (CloneBackward0), running statistics untouched; group norm of an
+ * empty input: zero gradients for weight and bias (PyTorch). */
+static void empty_inputs(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    const int64_t s[] = {0, 3}, c3[] = {3}, g[] = {0, 6, 5}, c6[] = {6};
+    tn_tensor *x = tn_zeros(2, s, TN_F64), *rm = tn_zeros(1, c3, TN_F64);
+    tn_tensor *rv = tn_ones(1, c3, TN_F64);
+    assert_int_equal(tn_requires_grad_(x, true), TN_OK);
+    tn_tensor *y = tn_batch_norm(x, rm, rv, NULL, NULL, true, 0.1, 1e-5);
+    assert_non_null(y);
+    assert_int_equal(tn_numel(y), 0);
+    tt_assert_grad_fn(y, "CloneBackward0");
+    tt_assert_close(rm, (double[]){0, 0, 0}, 3, 0);
+    tt_assert_close(rv, (double[]){1, 1, 1}, 3, 0);
+    tn_tensor *xg = tn_zeros(3, g, TN_F64), *w = pattern(1, c6, 1, 0.5, 1, true);
+    tn_tensor *b = pattern(1, c6, 1, 0.3, 0, true);
+    tn_tensor *z = tn_group_norm(xg, 3, w, b, 1e-5);
+    assert_non_null(z);
+    tt_assert_grad_fn(z, "NativeGroupNormBackward0");
+    assert_int_equal(tn_backward(tn_sum(z), NULL, false), TN_OK);
+    const double zero[6] = {0};
+    tt_assert_grad(w, zero, 6, 0);
+    tt_assert_grad(b, zero, 6, 0);
+    tn_scope_end();
+}
+
+/* Running statistics that are strided views are updated through the view; one of them alone
+ * is updated; a bfloat16 input takes float32 parameters (PyTorch's mixed CPU path). */
+static void running_statistics(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    const int64_t s[] = {3, 2, 4}, c22[] = {2, 2}, c2[] = {2};
+    tn_tensor *x = pattern(3, s, 2, 0.7, 0.5, false);
+    tn_tensor *base = tt_f64(2, c22, (double[]){0.1, 7, -0.2, 7}, false);
+    tn_tensor *rm = tn_select(base, 1, 0); /* stride 2 */
+    tn_tensor *rv = tt_f64(1, c2, (double[]){0.9, 1.1}, false);
+    assert_non_null(tn_batch_norm(x, rm, rv, NULL, NULL, true, 0.1, 1e-5));
+    tt_assert_close(base, (double[]){tr_rm[0], 7, tr_rm[1], 7}, 4, 1e-12);
+    tt_assert_close(rv, tr_rv, 2, 1e-12);
+    tn_tensor *rv2 = tt_f64(1, c2, (double[]){0.9, 1.1}, false);
+    assert_non_null(tn_batch_norm(x, NULL, rv2, NULL, NULL, true, 0.1, 1e-5));
+    tt_assert_close(rv2, tr_rv, 2, 1e-12);
+    /* bfloat16 x, float32 running statistics and weight */
+    tn_tensor *xb = tn_to(x, TN_BF16, TN_DEVICE_CPU);
+    tn_tensor *rm32 = tt_f32(1, c2, (float[]){0.1f, -0.2f}, false);
+    tn_tensor *rv32 = tt_f32(1, c2, (float[]){0.9f, 1.1f}, false);
+    tn_tensor *w32 = tt_f32(1, c2, (float[]){1.5f, -0.5f}, true);
+    tn_tensor *y = tn_batch_norm(xb, rm32, rv32, w32, NULL, true, 0.1, 1e-5);
+    assert_non_null(y);
+    assert_int_equal(tn_dtype_of(y), TN_BF16);
+    assert_int_equal(tn_backward(tn_sum(tn_mul(y, y)), NULL, false), TN_OK);
+    assert_int_equal(tn_dtype_of(tn_grad(w32)), TN_F32);
+    tt_assert_close(rm32, tr_rm, 2, 2e-2);
+    tt_assert_close(rv32, tr_rv, 2, 2e-2);
+    tn_scope_end();
+}
+
+#define REFUSED(call, st, msg)                                                                     \
+    do {                                                                                           \
+        tn_tensor *r_ = (call);                                                                    \
+        if (tn_last_status() != (st))                                                              \
+            fail_msg("status %d: %s", (int)tn_last_status(), tn_last_error());                     \
+        tt_assert_refused(r_, st, msg);                                                            \
+    } while (0)
+
+/* PyTorch 1.13's texts, in its order; inputs untouched, nothing leaked (the teardown). */
+static void batch_norm_errors(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    const int64_t s13[] = {1, 3}, s43[] = {4, 3}, s131[] = {1, 3, 1}, c3[] = {3}, c4[] = {4};
+    const int64_t s1[] = {4};
+    tn_tensor *x = tt_filled(2, s43, TN_F32, 0, false), *rm = tn_zeros(1, c3, TN_F32);
+    tn_tensor *rv = tn_ones(1, c3, TN_F32), *r4 = tn_zeros(1, c4, TN_F32);
+    REFUSED(tn_batch_norm(tt_filled(2, s13, TN_F32, 0, false), rm, rv, NULL, NULL, true, 0.1, 1e-5),
+            TN_ERR_SHAPE,
+            "Expected more than 1 value per channel when training, got input size [1, 3]");
+    REFUSED(tn_batch_norm(tt_filled(3, s131, TN_F32, 0, false), NULL, NULL, NULL, NULL, true, 0.1,
+                          1e-5),
+            TN_ERR_SHAPE,
+            "Expected more than 1 value per channel when training, got input size [1, 3, 1]");
+    REFUSED(tn_batch_norm(x, r4, rv, r4, NULL, true, 0.1, 1e-5), TN_ERR_SHAPE,
+            "running_mean should contain 3 elements not 4");
+    REFUSED(tn_batch_norm(x, rm, r4, NULL, NULL, true, 0.1, 1e-5), TN_ERR_SHAPE,
+            "running_var should contain 3 elements not 4");
+    REFUSED(tn_batch_norm(x, NULL, NULL, r4, NULL, true, 0.1, 1e-5), TN_ERR_SHAPE,
+            "weight should contain 3 elements not 4");
+    REFUSED(tn_batch_norm(x, NULL, NULL, NULL, r4, true, 0.1, 1e-5), TN_ERR_SHAPE,
+            "bias should contain 3 elements not 4");
+    REFUSED(tn_batch_norm(x, NULL, NULL, NULL, NULL, false, 0.1, 1e-5), TN_ERR_INVALID_ARGUMENT,
+            "running_mean must be defined in evaluation mode");
+    REFUSED(tn_batch_norm(x, rm, NULL, NULL, NULL, false, 0.1, 1e-5), TN_ERR_INVALID_ARGUMENT,
+            "running_var must be defined in evaluation mode");
+    REFUSED(
+        tn_batch_norm(tt_filled(1, s1, TN_F32, 0, false), NULL, NULL, NULL, NULL, true, 0.1, 1e-5),
+        TN_ERR_SHAPE, "Dimension out of range (expected to be in range of [-1, 0], but got 1)");
+    tn_tensor *rg = tn_zeros(1, c3, TN_F32);
+    assert_int_equal(tn_requires_grad_(rg, true), TN_OK);
+    REFUSED(tn_batch_norm(x, rg, rv, NULL, NULL, true, 0.1, 1e-5), TN_ERR_AUTOGRAD,
+            "The function 'native_batch_norm' is not differentiable with respect to argument "
+            "'running_mean'. This input cannot have requires_grad True.");
+    REFUSED(tn_batch_norm(tn_zeros(2, s43, TN_I64), NULL, NULL, NULL, NULL, true, 0.1, 1e-5),
+            TN_ERR_DTYPE, "\"batch_norm\" not implemented for 'Long'");
+    tn_tensor *rm64 = tn_zeros(1, c3, TN_F64), *rv64 = tn_ones(1, c3, TN_F64);
+    REFUSED(tn_batch_norm(x, rm64, rv64, NULL, NULL, true, 0.1, 1e-5), TN_ERR_DTYPE,
+            "mixed dtype (CPU): expect parameter to have scalar type of Float");
+    REFUSED(tn_batch_norm(x, rm, rv64, NULL, NULL, true, 0.1, 1e-5), TN_ERR_DTYPE,
+            "expected scalar type Float but found Double");
+    REFUSED(tn_batch_norm(tn_to(x, TN_F64, TN_DEVICE_CPU), rm, rv, NULL, NULL, true, 0.1, 1e-5),
+            TN_ERR_DTYPE, "mixed dtype (CPU): expect input to have scalar type of BFloat16");
+    assert_non_null(tn_zeros(1, c3, TN_F32)); /* a success: the NULL below is not a chain's */
+    REFUSED(tn_batch_norm(NULL, rm, rv, NULL, NULL, true, 0.1, 1e-5), TN_ERR_INVALID_ARGUMENT,
+            "tn_batch_norm: argument 'input' is NULL");
+    /* the refused calls left the running statistics alone */
+    tt_assert_close(rm, (double[]){0, 0, 0}, 3, 0);
+    tt_assert_close(rv, (double[]){1, 1, 1}, 3, 0);
+    tn_scope_end();
+}
+
+static void group_norm_errors(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    const int64_t s[] = {4, 6, 5}, s16[] = {1, 6}, c5[] = {5}, c6[] = {6}, s1[] = {6};
+    tn_tensor *x = tt_filled(3, s, TN_F32, 0, false), *w5 = tn_ones(1, c5, TN_F32);
+    tn_tensor *w6 = tn_ones(1, c6, TN_F32);
+    REFUSED(tn_group_norm(x, 4, NULL, NULL, 1e-5), TN_ERR_SHAPE,
+            "Expected number of channels in input to be divisible by num_groups, but got input of "
+            "shape [4, 6, 5] and num_groups=4");
+    REFUSED(tn_group_norm(x, -2, NULL, NULL, 1e-5), TN_ERR_INVALID_ARGUMENT,
+            "Expected num groups to be greater than 0, got -2");
+    REFUSED(tn_group_norm(x, 3, w5, NULL, 1e-5), TN_ERR_SHAPE,
+            "Expected weight to be a vector of size equal to the number of channels in input, but "
+            "got weight of shape [5] and input of shape [4, 6, 5]");
+    REFUSED(tn_group_norm(x, 3, NULL, w5, 1e-5), TN_ERR_SHAPE,
+            "Expected bias to be a vector of size equal to the number of channels in input, but "
+            "got bias of shape [0] and input of shape [4, 6, 5]");
+    REFUSED(tn_group_norm(x, 3, w6, w5, 1e-5), TN_ERR_SHAPE,
+            "Expected bias to be a vector of size equal to the number of channels in input, but "
+            "got bias of shape [6] and input of shape [4, 6, 5]");
+    REFUSED(tn_group_norm(tt_filled(2, s16, TN_F32, 0, false), 6, NULL, NULL, 1e-5), TN_ERR_SHAPE,
+            "Expected more than 1 value per channel when training, got input size [1, 6]");
+    REFUSED(tn_group_norm(tt_filled(1, s1, TN_F32, 0, false), 3, NULL, NULL, 1e-5), TN_ERR_SHAPE,
+            "Dimension out of range (expected to be in range of [-1, 0], but got 1)");
+    REFUSED(tn_group_norm(x, 3, tn_ones(1, c6, TN_F64), NULL, 1e-5), TN_ERR_DTYPE,
+            "expected scalar type Float but found Double");
+    REFUSED(tn_group_norm(tn_zeros(3, s, TN_I64), 3, NULL, NULL, 1e-5), TN_ERR_DTYPE,
+            "\"GroupNormKernelImpl\" not implemented for 'Long'");
+    tn_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        TT_TEST(batch_norm_values),
-        TT_TEST(batch_norm_f32),
-        TT_TEST(group_norm_values),
+        TT_TEST(batch_norm_values),   TT_TEST(batch_norm_f32),     TT_TEST(group_norm_values),
+        TT_TEST(fused_matches_graph), TT_TEST(thread_independent), TT_TEST(empty_inputs),
+        TT_TEST(running_statistics),  TT_TEST(batch_norm_errors),  TT_TEST(group_norm_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -267,6 +267,18 @@ BIN(tril, tn_tril(x[0], (int64_t)p[0]))
 BIN(triu, tn_triu(x[0], (int64_t)p[0]))
 BIN(layer_norm, tn_layer_norm(x[0], (int)p[0], tn_shape(x[0]) + tn_ndim(x[0]) - (int)p[0],
                               p[1] != 0 ? x[1] : NULL, p[2] != 0 ? x[1 + (p[1] != 0)] : NULL, p[3]))
+/* batch_norm: p = training, has weight, has bias, has running statistics, momentum, eps;
+ * x = input[, weight][, bias][, running_mean, running_var] */
+static tn_tensor *g_batch_norm(tn_tensor **x, int n, const double *p, int np) {
+    (void)n, (void)np;
+    int k = 1;
+    tn_tensor *w = p[1] != 0 ? x[k++] : NULL, *b = p[2] != 0 ? x[k++] : NULL;
+    tn_tensor *rm = p[3] != 0 ? x[k] : NULL, *rv = p[3] != 0 ? x[k + 1] : NULL;
+    return tn_batch_norm(x[0], rm, rv, w, b, p[0] != 0, p[4], p[5]);
+}
+/* group_norm: p = num_groups, has weight, has bias, eps; x = input[, weight][, bias] */
+BIN(group_norm, tn_group_norm(x[0], (int64_t)p[0], p[1] != 0 ? x[1] : NULL,
+                              p[2] != 0 ? x[1 + (p[1] != 0)] : NULL, p[3]))
 BIN(gelu, tn_gelu(x[0], p[0] != 0))
 BIN(silu, tn_silu(x[0]))
 BIN(logsumexp, tn_logsumexp(x[0], (int)p[0], p[1] != 0))
@@ -477,6 +489,8 @@ static const struct {
     E(tril),
     E(triu),
     E(layer_norm),
+    E(batch_norm),
+    E(group_norm),
     E(gelu),
     E(silu),
     E(logsumexp),

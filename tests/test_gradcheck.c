@@ -441,6 +441,14 @@ static tn_tensor *f_layer_norm(tn_tensor *const *x, int n, const double *p) {
     const tn_tensor *w = p[1] != 0 ? x[1] : NULL, *b = p[2] != 0 ? x[1 + (p[1] != 0)] : NULL;
     return tn_layer_norm(x[0], nn, tn_shape(x[0]) + tn_ndim(x[0]) - nn, w, b, 1e-5);
 }
+/* batch_norm in training (no running statistics) and group_norm (p[3] groups, 0: batch norm);
+ * p[1], p[2]: whether x[1] is the weight and the next input the bias */
+static tn_tensor *f_channel_norm(tn_tensor *const *x, int n, const double *p) {
+    const tn_tensor *w = p[1] != 0 ? x[1] : NULL, *b = p[2] != 0 ? x[1 + (p[1] != 0)] : NULL;
+    (void)n;
+    if (p[3] != 0) return tn_group_norm(x[0], (int64_t)p[3], w, b, 1e-5);
+    return tn_batch_norm(x[0], NULL, NULL, w, b, true, 0.1, 1e-5);
+}
 F(gelu, tn_gelu(x[0], p[0] != 0))
 F(silu, tn_silu(x[0]))
 F(logsumexp, tn_logsumexp(x[0], (int)p[0], p[1] != 0))
@@ -846,6 +854,20 @@ static void norm_ops(void **state) {
                 gradcheck(name, f_layer_norm, p, n, in, true);
         }
     }
+    /* batch_norm (training) and group_norm (2 groups of x (2, 4, 3)), order 2 */
+    static const int64_t s243[] = {2, 4, 3};
+    for (int g = 0; g <= 2; g += 2)
+        for (int wb = 0; wb < 4; wb++) {
+            double p[4] = {0, wb & 1, wb >> 1, g};
+            gc_in in[3] = {IN(3, s243, V_ANY, 'c'), IN(1, s4, V_ANY, 'c'), IN(1, s4, V_ANY, 'c')};
+            char name[48];
+            snprintf(name, sizeof name, "%s(w%d b%d)", g ? "group_norm" : "batch_norm", wb & 1,
+                     wb >> 1);
+            if (wb == 3)
+                gradcheck_layouts(name, f_channel_norm, p, 1 + (wb & 1) + (wb >> 1), in, true);
+            else
+                gradcheck(name, f_channel_norm, p, 1 + (wb & 1) + (wb >> 1), in, true);
+        }
     gc_in in3[1] = {IN(3, S234, V_ANY, 'c')}, in2[1] = {IN(2, S34, V_ANY, 'c')};
     for (int approx = 0; approx < 2; approx++) {
         const double p[1] = {approx};

@@ -208,11 +208,10 @@ static tn_status finish_running(const tn_tensor *r, tn_tensor *rc, tn_status st)
     return st;
 }
 
-/* The statistics' dtype: x's, or float32 for a half x with float32 parameters */
-static tn_dtype stats_dtype(const tn_tensor *x, const tn_tensor *const p[4]) {
-    for (int i = 0; i < 4; i++)
-        if (p[i]) return p[i]->dtype == x->dtype ? x->dtype : TN_F32;
-    return x->dtype;
+/* The statistics' dtype: x's, float32 for a half x (rounding them to the half would cost the
+ * backward its cancellation: xhat from a rounded mean) */
+static tn_dtype stats_dtype(const tn_tensor *x) {
+    return tn__is_half(x->dtype) ? TN_F32 : x->dtype;
 }
 
 /* The kernel on contiguous operands; mean and rstd are made here. p: {weight, bias,
@@ -228,7 +227,7 @@ static tn_tensor *cn_forward(const tn_tensor *x, const tn_tensor *const p[4], cn
                     .momentum = momentum};
     cn_dims(x, &a.n, &a.c, &a.s);
     int64_t units = cn_units(x, prm.groups);
-    tn_dtype sdt = stats_dtype(x, p);
+    tn_dtype sdt = stats_dtype(x);
     tn_tensor *xc = tn__contiguous_on(x, dev), *pc[4] = {0};
     bool ok = xc != NULL;
     for (int i = 0; i < 4 && ok; i++)
@@ -310,7 +309,7 @@ static tn_status check_batch(int ndim, const int64_t *size) {
 static tn_status check_float(const tn_tensor *x, const char *kernel) {
     if (tn__is_float(x->dtype)) return TN_OK;
     return tn__error(TN_ERR_DTYPE, "\"%s\" not implemented for '%s'", kernel,
-                     tn_dtype_name(x->dtype));
+                     tn__torch_scalar_name(x->dtype));
 }
 
 /* batch_norm's parameters, p = {weight, bias, running_mean, running_var}: all of x's dtype, or
@@ -324,7 +323,8 @@ static tn_status check_mixed(const tn_tensor *x, const tn_tensor *const p[4]) {
         for (int i = first + 1; i < 4; i++)
             if (p[i] && p[i]->dtype != x->dtype)
                 return tn__error(TN_ERR_DTYPE, "expected scalar type %s but found %s",
-                                 tn_dtype_name(x->dtype), tn_dtype_name(p[i]->dtype));
+                                 tn__torch_scalar_name(x->dtype),
+                                 tn__torch_scalar_name(p[i]->dtype));
         return TN_OK;
     }
     for (int i = first; i < 4; i++)
@@ -416,7 +416,7 @@ static tn_status check_group_norm(const tn_tensor *x, int64_t groups, const tn_t
         const tn_tensor *t = i ? b : w;
         if (t && t->dtype != x->dtype)
             st = tn__error(TN_ERR_DTYPE, "expected scalar type %s but found %s",
-                           tn_dtype_name(x->dtype), tn_dtype_name(t->dtype));
+                           tn__torch_scalar_name(x->dtype), tn__torch_scalar_name(t->dtype));
     }
     tn_device dev;
     if (st == TN_OK) st = tn__result_device(3, (const tn_tensor *[]){x, w, b}, &dev);

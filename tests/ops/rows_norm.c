@@ -142,7 +142,7 @@ const tt_op tt_rows_norm[] = {
      TT_CASES(bn_cases),
      .call = call_batch_norm,
      .ref = ref_batch_norm,
-     .no_golden = "tests/golden cases come with the next rows' commit",
+     .golden = "batch_norm",
      .tol = 8},
     {.name = "group_norm",
      .torch = "torch.nn.functional.group_norm",
@@ -153,7 +153,7 @@ const tt_op tt_rows_norm[] = {
      TT_CASES(gn_cases),
      .call = call_group_norm,
      .ref = ref_group_norm,
-     .no_golden = "tests/golden cases come with the next rows' commit",
+     .golden = "group_norm",
      .tol = 8},
 };
 const int tt_nrows_norm = (int)(sizeof tt_rows_norm / sizeof tt_rows_norm[0]);
