@@ -78,6 +78,10 @@ static const bench_case CASES[] = {
      bench_conv2d, false},
     {"max_pool2d", "max_pool2d 2x2 on x (128, 32, 28, 28) float32, forward + backward",
      bench_max_pool2d, false},
+    {"batch_norm2d",
+     "batch_norm training (weight, bias, running statistics) on x (128, 32, 28, 28) and (128, 64, "
+     "14, 14) float32, forward + backward",
+     bench_batch_norm2d, false},
     {"gelu_tanh", "gelu (tanh form) on 1024x128 float32, forward + backward", bench_gelu, true},
     {"attention",
      "scaled_dot_product_attention forward+backward, q,k,v (16,4,L,32) float32 causal, "

@@ -122,6 +122,7 @@ int bench_embedding(const bench_opts *o); /* case_embedding.c */
 int bench_layer_norm(const bench_opts *o);
 int bench_conv2d(const bench_opts *o);
 int bench_max_pool2d(const bench_opts *o);
+int bench_batch_norm2d(const bench_opts *o);
 int bench_gelu(const bench_opts *o);
 int bench_attention(const bench_opts *o);
 int bench_gpt_step(const bench_opts *o);

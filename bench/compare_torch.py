@@ -39,7 +39,7 @@ CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "tiny", "chai
          "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "tiny_anomaly_nan",
          "chain100_anomaly", "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits",
          "sgemm4096", "layer_norm", "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan",
-         "clip_norm", "conv2d", "bf16gemm2048", "hgemm2048", "max_pool2d"]
+         "clip_norm", "conv2d", "bf16gemm2048", "hgemm2048", "max_pool2d", "batch_norm2d"]
 CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "mlp_anomaly_nan", "layer_norm",
               "gelu_tanh", "gpt_step", "gpt_step_anomaly_nan", "clip_norm"]
 DEV = "cpu"  # --device: where the PyTorch tensors of CUDA_CASES live
@@ -287,6 +287,26 @@ def t_max_pool2d(o):
     return [result("max_pool2d", "us/step", [1e6 * s for s in secs])]
 
 
+def t_batch_norm2d(o):
+    """The CNN's batch norm in training at its two sizes: forward + backward, as bench/case_norm.c."""
+    out = []
+    for c, hw in [(32, 28), (64, 14)]:
+        n = 16 if o.quick else 128
+        torch.manual_seed(6)
+        x = torch.randn(n, c, hw, hw, requires_grad=True)
+        w, b = torch.randn(c, requires_grad=True), torch.randn(c, requires_grad=True)
+        g = torch.randn(n, c, hw, hw)
+        rm, rv = torch.zeros(c), torch.ones(c)
+
+        def body(it):
+            for _ in range(it):
+                F.batch_norm(x, rm, rv, w, b, True, 0.1, 1e-5).backward(g)
+        secs, _ = time_body(o, body, 0.2)
+        out.append(result(f"batch_norm2d_c{c}", "us/step", [1e6 * s for s in secs],
+                          **{"GB/s": 20.0 * n * c * hw * hw / median(secs) * 1e-9}))
+    return out
+
+
 def mlp_model(n_in, hidden, n_out, lr, momentum, seed):
     torch.manual_seed(seed)
     model = torch.nn.Sequential(torch.nn.Linear(n_in, hidden), torch.nn.ReLU(),
@@ -517,7 +537,7 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
          "layer_norm": lambda o: t_norm(o, "layer_norm", True),
          "gelu_tanh": lambda o: t_norm(o, "gelu_tanh", False), "attention": t_attention,
          "gpt_step": t_gpt_step, "gpt_step_anomaly_nan": t_gpt_step_anomaly_nan,
-         "clip_norm": t_clip_norm, "conv2d": t_conv2d,
+         "clip_norm": t_clip_norm, "conv2d": t_conv2d, "batch_norm2d": t_batch_norm2d,
          "max_pool2d": t_max_pool2d}
 
 

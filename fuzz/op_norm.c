@@ -1,4 +1,5 @@
-/* fuzz/op_norm.c — layer_norm, gelu, silu, dropout, logsumexp, var, std.
+/* fuzz/op_norm.c — layer_norm, gelu, silu, dropout, logsumexp, var, std; batch_norm and
+ * group_norm (their own opcode).
  * Operands: variant, a, b, c, dim, flag, scalar, dst. */
 #include "program.h"
 
@@ -51,6 +52,36 @@ void tf_op_norm(tf_state *s) {
         break;
     default:
         r = tn_std_dim(a, dim, x, flag);
+        break;
+    }
+    tf_put(s, dst, r);
+}
+
+/* batch_norm with b, c as the running statistics (updated in place when training) or as weight
+ * and bias, momentum or eps the scalar; group_norm with the dim operand as num_groups (hostile
+ * values included), b, c as weight and bias. */
+void tf_op_channel_norm(tf_state *s) {
+    uint8_t v = tf_byte(s) % 4;
+    tn_tensor *a = tf_in(s), *b = tf_in(s), *c = tf_in(s);
+    int dim = tf_dim(s);
+    bool flag = tf_bool(s);
+    double x = tf_scalar(s);
+    uint8_t dst = tf_dst(s);
+    uint64_t n = tf_numel(a);
+    if (!tf_affordable(n, n + tf_numel(b) + tf_numel(c))) return;
+    tn_tensor *r = NULL;
+    switch (v) {
+    case 0:
+        r = tn_batch_norm(a, b, c, NULL, NULL, flag, x, 1e-5);
+        break;
+    case 1:
+        r = tn_batch_norm(a, NULL, NULL, b, c, flag, 0.1, x);
+        break;
+    case 2:
+        r = tn_group_norm(a, dim, b, c, x);
+        break;
+    default:
+        r = tn_group_norm(a, dim, NULL, NULL, 1e-5);
         break;
     }
     tf_put(s, dst, r);

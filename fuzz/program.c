@@ -68,6 +68,7 @@ static const struct {
     {"sampler", tf_op_sampler},
     {"clip", tf_op_clip},
     {"table", tf_op_table},
+    {"channel_norm", tf_op_channel_norm},
 };
 
 FILE *tf_report;

@@ -205,6 +205,8 @@ void tf_op_index(tf_state *s);
 void tf_op_mask(tf_state *s);
 /* op_norm.c: layer_norm, gelu, silu, dropout, logsumexp, var, std */
 void tf_op_norm(tf_state *s);
+/* op_norm.c: batch_norm, group_norm */
+void tf_op_channel_norm(tf_state *s);
 /* op_compute.c: scaled_dot_product_attention */
 void tf_op_attention(tf_state *s);
 void tf_op_profile(tf_state *s);

@@ -587,14 +587,15 @@ static void copy_params(program *g) {
 
 /* One run; every step that fails is run again (the failure fired once). */
 /* layer_norm, gelu (both forms), silu, dropout (seeded at the step's start,
- * so that a rerun draws the same mask), logsumexp, var, std: a first-order
+ * so that a rerun draws the same mask), logsumexp, var, std, batch_norm
+ * (training, a running mean) and group_norm: a first-order
  * gradient with create_graph, a second-order one through it, then backward
  * into the layer norm's weight (also its bias). */
 static bool step_norm(program *g) {
     bool scoped = false;
     begin_step();
     tn_tensor *x = NULL, *w = NULL, *y = NULL, *t = NULL, *u = NULL, *tot = NULL, *gx = NULL,
-              *gg = NULL, *gw = NULL;
+              *gg = NULL, *gw = NULL, *rm = NULL;
     watch(&x);
     watch(&w);
     SCOPE();
@@ -615,6 +616,12 @@ static bool step_norm(program *g) {
     CALL_T(t, tn_sum(t));
     CALL_T(tot, tn_add(tot, t));
     CALL_T(t, tn_sum(u));
+    CALL_T(tot, tn_add(tot, t));
+    CALL_T(rm, tn_zeros(1, (int64_t[]){IN}, TN_F32));
+    CALL_T(t, tn_batch_norm(x, rm, NULL, w, w, true, 0.1, 1e-5)); /* (B, IN) */
+    CALL_T(t, tn_group_norm(t, 2, w, NULL, 1e-5));
+    CALL_T(t, tn_mul(t, t));
+    CALL_T(t, tn_sum(t));
     CALL_T(tot, tn_add(tot, t));
     CALL_S(tn_autograd_grad(1, &tot, NULL, 1, &x, &gx, true, true));
     CALL_T(t, tn_mul(gx, gx));
