@@ -136,8 +136,7 @@ typedef struct tn_backend {
      * NULL for the CPU. */
     tn_status (*readback_begin)(int dev, const void *src, size_t bytes, void **ticket);
     tn_status (*readback_end)(void *ticket, void *dst);
-    /* Batch norm and group norm, forward and backward (tn_cn_args). NULL where the device has
-     * none: the ops compose the device's other entries instead. */
+    /* Batch norm and group norm, forward and backward (tn_cn_args). Deterministic. */
     tn_status (*channel_norm)(int dev, const tn_cn_args *a);
 } tn_backend;
 

@@ -199,11 +199,6 @@ tn_status tn__dev_layer_norm(const tn_ln_args *a, tn_device dev, int nops,
     return st;
 }
 
-bool tn__dev_has_channel_norm(tn_device dev) {
-    const tn_backend *be = tn__table_of(dev);
-    return be && be->channel_norm;
-}
-
 tn_status tn__dev_channel_norm(const tn_cn_args *a, tn_device dev, int nops,
                                const tn_tensor *const *ops, unsigned written) {
     if (a->n * a->c * a->s == 0) return TN_OK; /* empty: the op fills what it needs */

@@ -105,8 +105,6 @@ tn_status tn__dev_layer_norm(const tn_ln_args *a, tn_device dev, int nops,
  * detector, bit k of `written`: ops[k] is written. Empty x: nothing runs. */
 tn_status tn__dev_channel_norm(const tn_cn_args *a, tn_device dev, int nops,
                                const tn_tensor *const *ops, unsigned written);
-/* Whether dev's back end has the fused kernel (else the ops compose it). */
-bool tn__dev_has_channel_norm(tn_device dev);
 /* Fused attention (tn_attn_args) on dev; ops for the race detector: the
  * first n_out are written, the others read. */
 tn_status tn__dev_attention(const tn_attn_args *a, tn_device dev, int nops, int n_out,

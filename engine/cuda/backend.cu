@@ -188,6 +188,7 @@ const tn_backend g_backend = {
     tn__cuda_grad_stats,
     tn__cuda_readback_begin,
     tn__cuda_readback_end,
+    tn__cuda_channel_norm,
 };
 
 } // namespace

@@ -186,6 +186,7 @@ tn_status tn__cuda_nonfinite_poll(int dev, uint64_t out[TN_NONFINITE_WORDS]);
 tn_status tn__cuda_cross_entropy(int dev, const tn_ce_args *a); /* cross_entropy.cu */
 tn_status tn__cuda_index(int dev, const tn_index_args *a); /* index.cu */
 tn_status tn__cuda_layer_norm(int dev, const tn_ln_args *a); /* layer_norm.cu */
+tn_status tn__cuda_channel_norm(int dev, const tn_cn_args *a); /* channel_norm.cu */
 tn_status tn__cuda_conv(int dev, const tn_conv_args *a); /* conv.cu */
 tn_status tn__cuda_pool(int dev, const tn_pool_args *a); /* pool.cu */
 tn_status tn__cuda_attention(int dev, const tn_attn_args *a); /* attention.cu */

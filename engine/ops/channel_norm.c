@@ -38,6 +38,15 @@ typedef struct cn_graph {
     int64_t groups;
 } cn_graph;
 
+static void graph_shapes(int ndim, const int64_t *shape, int64_t groups, cn_graph *gr) {
+    *gr = (cn_graph){.groups = groups};
+    gr->c3[0] = shape[0], gr->c3[1] = shape[1], gr->c3[2] = tn__numel(ndim - 2, shape + 2);
+    gr->w3[0] = 1, gr->w3[1] = gr->c3[1], gr->w3[2] = 1;
+    gr->u3[0] = gr->c3[0];
+    gr->u3[1] = groups ? groups : gr->c3[1];
+    gr->u3[2] = groups ? gr->c3[1] / groups * gr->c3[2] : gr->c3[2];
+}
+
 static tn_tensor *unit_mean(const cn_graph *gr, tn_tensor *t) {
     tn_tensor *m = tn_mean_dim(t, 2, true);
     if (gr->groups || !m) return m;
@@ -63,12 +72,8 @@ static tn_tensor *channel_sum(tn_tensor *t, const tn_input_meta *pm) {
 static tn_status cn_bw_graph(tn_node *n, tn_tensor *x, tn_tensor *w, tn_tensor *g, tn_tensor **gi) {
     const tn_input_meta *m = &n->in_meta[0];
     const cn_params *p = cn_p(n);
-    cn_graph gr = {.groups = p->groups};
-    gr.c3[0] = m->shape[0], gr.c3[1] = m->shape[1], gr.c3[2] = tn__numel(m->ndim - 2, m->shape + 2);
-    gr.w3[0] = 1, gr.w3[1] = gr.c3[1], gr.w3[2] = 1;
-    gr.u3[0] = gr.c3[0];
-    gr.u3[1] = p->groups ? p->groups : gr.c3[1];
-    gr.u3[2] = p->groups ? gr.c3[1] / p->groups * gr.c3[2] : gr.c3[2];
+    cn_graph gr;
+    graph_shapes(m->ndim, m->shape, p->groups, &gr);
     tn_tensor *mean = p->fixed ? tn__node_unpack(n, 2) : NULL;
     tn_tensor *rstd = mean ? tn__node_unpack(n, 3) : NULL;
     enum { NT = 22 };
