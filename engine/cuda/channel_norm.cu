@@ -48,8 +48,7 @@ __device__ __forceinline__ double block_sum(double v, double *sh) {
 
 /* sum over unit u of x (centred false) or of (x - m)^2 */
 template <typename T>
-__device__ double unit_sum(const cn_params<T> &a, int64_t u, bool centred, double m,
-                           double *sh) {
+__device__ double unit_sum(const cn_params<T> &a, int64_t u, bool centred, double m, double *sh) {
     double acc = 0;
     for (int64_t j = 0; j < a.per_unit; j++) {
         const T *x = a.x + plane_of(u, j, a.c, a.groups) * a.s;
@@ -193,8 +192,8 @@ template <typename T> tn_status launch(device_state *ds, int dev, const tn_cn_ar
         scratch ud(dev, static_cast<size_t>(2 * p.units) * sizeof(double));
         p.ud = static_cast<double *>(ud.get());
         if (a->fixed)
-            cn_fixed_stats<T><<<grid_clamp(ds, ceil_div(p.units, THREADS)), THREADS, 0,
-                                ds->stream>>>(p);
+            cn_fixed_stats<T>
+                <<<grid_clamp(ds, ceil_div(p.units, THREADS)), THREADS, 0, ds->stream>>>(p);
         else
             cn_stats<T><<<grid_clamp(ds, p.units), THREADS, 0, ds->stream>>>(p);
         tn_status st = launch_check("batch_norm");
@@ -227,9 +226,8 @@ extern "C" tn_status tn__cuda_channel_norm(int dev, const tn_cn_args *a) {
     if (!a->x || !a->mean || !a->rstd || (fwd && !a->y) || (!fwd && !a->dy) ||
         (fwd && a->fixed && !a->var))
         return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA batch_norm: NULL operand");
-    return on_device_float(dev, a->dtype, [&](device_state *ds, auto t) {
-        return launch<decltype(t)>(ds, dev, a);
-    });
+    return on_device_float(
+        dev, a->dtype, [&](device_state *ds, auto t) { return launch<decltype(t)>(ds, dev, a); });
 }
 
 } // namespace tnc
