@@ -171,23 +171,7 @@ static tn_status ln_bw_fused(tn_node *n, tn_tensor *x, tn_tensor *w, tn_tensor *
 }
 
 static tn_status layer_norm_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
-    tn_tensor *x = tn__node_unpack(n, 0), *w = NULL;
-    TN_TRY(x);
-    tn_status st = TN_OK;
-    if (n->saved[1].defined && !(w = tn__node_unpack(n, 1))) st = tn_last_status();
-    if (st == TN_OK && tn__grad_enabled())
-        st = ln_bw_graph(n, x, w, go[0], gi);
-    else if (st == TN_OK) {
-        /* x was saved as given; the kernel reads it contiguous */
-        tn_tensor *xc = tn__contiguous_on(x, tn__dev(x)), *wc = NULL;
-        if (!xc || (w && !(wc = tn__contiguous_on(w, tn__dev(x))))) st = tn_last_status();
-        if (st == TN_OK) st = ln_bw_fused(n, xc, wc, go[0], gi);
-        tn_release(xc);
-        tn_release(wc);
-    }
-    tn_release(x);
-    tn_release(w);
-    return st;
+    return tn__norm_backward(n, go[0], gi, ln_bw_graph, ln_bw_fused);
 }
 static const tn_fn_info layer_norm_fn = {"NativeLayerNormBackward0", layer_norm_bw};
 

@@ -33,4 +33,14 @@ tn_tensor *tn__to_autograd(tn_tensor *src, tn_dtype dt, tn_device dev);
 /* clone() not registered in scopes: CloneBackward0 when t requires grad. */
 tn_tensor *tn__clone_recorded(const tn_tensor *t);
 
+/* ---- the fused normalisations' backward (norm_backward.c) ---------------------------------- */
+/* gi[] from the gradient g of the output, x and weight (NULL: none) the node's saved ones. */
+typedef tn_status (*tn_norm_bw_fn)(tn_node *n, tn_tensor *x, tn_tensor *w, tn_tensor *g,
+                                   tn_tensor **gi);
+/* The backward of a node that saved {0: x, 1: weight (optional)}: with grad mode on
+ * (create_graph) graph builds the gradients from recorded public ops; else fused runs the
+ * kernel on x and the weight made contiguous. */
+tn_status tn__norm_backward(tn_node *n, tn_tensor *g, tn_tensor **gi, tn_norm_bw_fn graph,
+                            tn_norm_bw_fn fused);
+
 #endif
