@@ -135,35 +135,21 @@ static tn_status cn_bw_graph(tn_node *n, tn_tensor *x, tn_tensor *w, tn_tensor *
 
 /* One fused pass: dx, dweight, dbias from the saved statistics (x, w contiguous). */
 static tn_status cn_bw_fused(tn_node *n, tn_tensor *x, tn_tensor *w, tn_tensor *g, tn_tensor **gi) {
-    tn_tensor *mean = tn__node_unpack(n, 2), *rstd = mean ? tn__node_unpack(n, 3) : NULL;
-    tn_tensor *gc = rstd ? tn__contiguous_on(g, tn__dev(x)) : NULL;
-    tn_status st = gc ? TN_OK : tn_last_status();
+    tn_norm_bw_ops o;
+    tn_status st = tn__norm_bw_begin(n, x, g, gi, &o);
     const cn_params *p = cn_p(n);
     tn_cn_args a = {.mode = TN_CN_BWD, .dtype = x->dtype, .groups = p->groups, .fixed = p->fixed};
     cn_dims(x, &a.n, &a.c, &a.s);
-    bool empty = a.n * a.c * a.s == 0;
-    for (int k = 0; k < 3 && st == TN_OK; k++) {
-        if (!tn__edge_valid(&n->edges[k])) continue;
-        const tn_input_meta *pm = &n->in_meta[k];
-        gi[k] = (empty ? tn__zeros_on : tn__empty_on)(pm->ndim, pm->shape, pm->dtype, tn__dev(x));
-        if (!gi[k]) st = tn_last_status();
-    }
     if (st == TN_OK) {
-        a.x = tn__ptr(x);
-        a.weight = w ? tn__ptr(w) : NULL;
-        a.mean = tn__ptr(mean);
-        a.rstd = tn__ptr(rstd);
-        a.dy = tn__ptr(gc);
+        a.x = tn__ptr(x), a.weight = w ? tn__ptr(w) : NULL, a.dy = tn__ptr(o.g);
+        a.mean = tn__ptr(o.mean), a.rstd = tn__ptr(o.rstd);
         a.dx = gi[0] ? tn__ptr(gi[0]) : NULL;
-        a.dweight = gi[1] ? tn__ptr(gi[1]) : NULL;
-        a.dbias = gi[2] ? tn__ptr(gi[2]) : NULL;
-        const tn_tensor *ops[8] = {gi[0], gi[1], gi[2], gc, x, mean, rstd, w};
+        a.dweight = gi[1] ? tn__ptr(gi[1]) : NULL, a.dbias = gi[2] ? tn__ptr(gi[2]) : NULL;
+        const tn_tensor *ops[8] = {gi[0], gi[1], gi[2], o.g, x, o.mean, o.rstd, w};
         st = tn__dev_channel_norm(&a, tn__dev(x), 8, ops, 7u);
     }
-    tn_release(mean);
-    tn_release(rstd);
-    tn_release(gc);
-    return st; /* the engine releases gi[] on failure */
+    tn__norm_bw_end(&o);
+    return st;
 }
 
 static tn_status cn_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {

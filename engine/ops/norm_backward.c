@@ -22,3 +22,25 @@ tn_status tn__norm_backward(tn_node *n, tn_tensor *g, tn_tensor **gi, tn_norm_bw
     tn_release(w);
     return st;
 }
+
+tn_status tn__norm_bw_begin(tn_node *n, const tn_tensor *x, tn_tensor *g, tn_tensor **gi,
+                            tn_norm_bw_ops *o) {
+    o->mean = tn__node_unpack(n, 2);
+    o->rstd = o->mean ? tn__node_unpack(n, 3) : NULL;
+    o->g = o->rstd ? tn__contiguous_on(g, tn__dev(x)) : NULL;
+    tn_status st = o->g ? TN_OK : tn_last_status();
+    bool empty = tn_numel(x) == 0; /* nothing runs: the parameters' gradients are zeros */
+    for (int k = 0; k < 3 && st == TN_OK; k++) {
+        if (!tn__edge_valid(&n->edges[k])) continue;
+        const tn_input_meta *pm = &n->in_meta[k];
+        gi[k] = (empty ? tn__zeros_on : tn__empty_on)(pm->ndim, pm->shape, pm->dtype, tn__dev(x));
+        if (!gi[k]) st = tn_last_status();
+    }
+    return st;
+}
+
+void tn__norm_bw_end(tn_norm_bw_ops *o) {
+    tn_release(o->mean);
+    tn_release(o->rstd);
+    tn_release(o->g);
+}

@@ -42,5 +42,14 @@ typedef tn_status (*tn_norm_bw_fn)(tn_node *n, tn_tensor *x, tn_tensor *w, tn_te
  * kernel on x and the weight made contiguous. */
 tn_status tn__norm_backward(tn_node *n, tn_tensor *g, tn_tensor **gi, tn_norm_bw_fn graph,
                             tn_norm_bw_fn fused);
+/* The fused backward's operands: the saved mean and rstd (slots 2 and 3), g contiguous on x's
+ * device, and gi[k] for each valid edge k (its input's shape and dtype; zeros when x is empty:
+ * no kernel runs). tn__norm_bw_end releases the three (the engine releases gi[] on failure). */
+typedef struct tn_norm_bw_ops {
+    tn_tensor *mean, *rstd, *g;
+} tn_norm_bw_ops;
+tn_status tn__norm_bw_begin(tn_node *n, const tn_tensor *x, tn_tensor *g, tn_tensor **gi,
+                            tn_norm_bw_ops *o);
+void tn__norm_bw_end(tn_norm_bw_ops *o);
 
 #endif
