@@ -36,6 +36,8 @@ OPS = {
     "linear": (lambda d: F.linear(t(d[0], 3, 4), t(d[1], 2, 4), t(d[2], 2)), 3),
     "conv1d": (lambda d: F.conv1d(t(d[0], 1, 2, 5), t(d[1], 3, 2, 2), t(d[2], 3)), 3),
     "conv2d": (lambda d: F.conv2d(t(d[0], 1, 2, 5, 5), t(d[1], 3, 2, 2, 2), t(d[2], 3)), 3),
+    "conv_transpose2d": (lambda d: F.conv_transpose2d(t(d[0], 1, 2, 4, 4), t(d[1], 2, 3, 2, 2),
+                                                      t(d[2], 3)), 3),
     "scaled_dot_product_attention": (
         lambda d: F.scaled_dot_product_attention(t(d[0], 1, 3, 4), t(d[1], 1, 3, 4),
                                                  t(d[2], 1, 3, 4)), 3),

@@ -287,6 +287,20 @@ OPS["conv1d"] = lambda x, p: _conv(x, p, 1, False)
 OPS["conv1d_mode"] = lambda x, p: _conv(x, p, 1, True)
 
 
+def _conv_t(x, p, sd):
+    """conv_transpose1d / conv_transpose2d; params: stride, padding, output_padding, dilation
+    (conv_transpose2d: each a pair written 10 h + w), groups, has bias; inputs x, weight[, bias]
+    (tests/ops/rows_conv.c)."""
+    v = [(int(q) // 10, int(q) % 10) if sd == 2 else int(q) for q in p[:4]]
+    f = F.conv_transpose2d if sd == 2 else F.conv_transpose1d
+    return f(x[0], x[1], x[2] if p[5] else None, stride=v[0], padding=v[1], output_padding=v[2],
+             groups=int(p[4]), dilation=v[3])
+
+
+OPS["conv_transpose2d"] = lambda x, p: _conv_t(x, p, 2)
+OPS["conv_transpose1d"] = lambda x, p: _conv_t(x, p, 1)
+
+
 def _pair(v):
     v = int(v)
     return (v // 10, v % 10) if v >= 10 else (v, v)
@@ -723,6 +737,23 @@ case("conv1d_stride_dil_groups", "conv1d", [T((2, 4, 11), 0), T((6, 2, 3), 1), T
 case("conv1d_unbatched", "conv1d", [T((3, 7), 0), T((2, 3, 2), 1)], [1, 1, 0, 1, 1, 0])
 case("conv1d_mode_same_even", "conv1d_mode", [T((2, 3, 7), 0), T((2, 3, 4), 1), T((2,), 2)],
      [1, 2, 0, 1, 1, 1])
+# conv_transpose: params stride, padding, output_padding, dilation (2d: 10 h + w), groups, bias
+case("conv_transpose2d_basic", "conv_transpose2d", [T((2, 4, 5, 5), 0), T((4, 3, 3, 3), 1),
+                                                    T((3,), 2)], [11, 0, 0, 11, 1, 1])
+case("conv_transpose2d_stride_pad_outpad", "conv_transpose2d",
+     [T((2, 3, 4, 5), 0), T((3, 2, 3, 3), 1), T((2,), 2)], [21, 12, 10, 11, 1, 1])
+case("conv_transpose2d_dil_groups", "conv_transpose2d", [T((1, 4, 3, 4), 0), T((4, 2, 3, 2), 1)],
+     [22, 11, 11, 22, 2, 0])
+case("conv_transpose2d_depthwise", "conv_transpose2d",
+     [T((2, 3, 4, 4), 0), T((3, 1, 3, 3), 1), T((3,), 2)], [22, 0, 11, 11, 3, 1])
+case("conv_transpose2d_unbatched", "conv_transpose2d",
+     [T((4, 3, 3), 0), T((4, 2, 2, 2), 1), T((2,), 2)], [11, 1, 0, 11, 1, 1])
+case("conv_transpose1d_basic", "conv_transpose1d", [T((2, 4, 5), 0), T((4, 3, 3), 1), T((3,), 2)],
+     [1, 0, 0, 1, 1, 1])
+case("conv_transpose1d_stride_dil_groups", "conv_transpose1d",
+     [T((2, 4, 6), 0), T((4, 1, 3), 1), T((2,), 2)], [3, 1, 2, 2, 2, 1])
+case("conv_transpose1d_unbatched", "conv_transpose1d", [T((3, 5), 0), T((3, 2, 2), 1)],
+     [2, 0, 1, 1, 1, 0])
 
 # pooling: params as tests/ops/rows_pool.c (pairs 10 h + w)
 _TIES = [[1.0, 1.0, 0.5, 2.0, 2.0], [1.0, 1.0, 2.0, 2.0, -1.0], [0.0, 3.0, 3.0, 3.0, 3.0],

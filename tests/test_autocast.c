@@ -40,6 +40,9 @@ static tn_tensor *run_op(const char *op, const tn_dtype *d) {
         return tn_conv1d(R(d[0], 1, 2, 5), R(d[1], 3, 2, 2), R(d[2], 3), 1, 0, 1, 1);
     if (!strcmp(op, "conv2d"))
         return tn_conv2d(R(d[0], 1, 2, 5, 5), R(d[1], 3, 2, 2, 2), R(d[2], 3), NULL, NULL, NULL, 1);
+    if (!strcmp(op, "conv_transpose2d"))
+        return tn_conv_transpose2d(R(d[0], 1, 2, 4, 4), R(d[1], 2, 3, 2, 2), R(d[2], 3), NULL, NULL,
+                                   NULL, 1, NULL);
     if (!strcmp(op, "scaled_dot_product_attention"))
         return tn_scaled_dot_product_attention(R(d[0], 1, 3, 4), R(d[1], 1, 3, 4), R(d[2], 1, 3, 4),
                                                NULL, 0, false);
@@ -119,7 +122,7 @@ static void test_policy_golden(void **state) {
         tn_scope_end();
     }
     fclose(f);
-    assert_int_equal(rows, 74);
+    assert_int_equal(rows, 77);
     assert_int_equal(bad, 0);
 }
 

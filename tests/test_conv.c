@@ -1,9 +1,9 @@
-/* tests/test_conv.c — conv2d and conv1d beyond the op table (tests/ops/rows_conv.c, which checks
- * values, gradients and the CUDA column): PyTorch 1.13's error texts for every refusal (from
- * /usr/bin/python3 with torch 1.13), nothing leaked and the operands unchanged after one; the
- * grad_fn names; second derivatives against finite differences of the first; float32 against
- * float64 on a larger case that takes several column chunks; the same bits for any thread
- * count. */
+/* tests/test_conv.c — conv2d, conv1d, conv_transpose2d and conv_transpose1d beyond the op table
+ * (tests/ops/rows_conv.c, which checks values, gradients and the CUDA column): PyTorch 1.13's error
+ * texts for every refusal (from /usr/bin/python3 with torch 1.13), nothing leaked and the operands
+ * unchanged after one; the grad_fn names; second derivatives against finite differences of the
+ * first; float32 against float64 on a larger case that takes several column chunks; the same bits
+ * for any thread count. */
 #include "util.h"
 
 #include <math.h>
@@ -114,6 +114,104 @@ static void errors_conv1d(void **state) {
                    "negative padding is not supported");
     tt_assert_refused(tn_conv1d_mode(x, w, NULL, 1, (tn_conv_padding)7, 1, 1), TN_ERR_INVALID_ARGUMENT,
                    "Invalid padding: conv1d takes TN_CONV_PAD_VALID or TN_CONV_PAD_SAME");
+    tn_scope_end();
+}
+
+static void errors_conv_transpose(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *x = T(TN_F32, true, 0, 2, 4, 5, 5), *w = T(TN_F32, true, 1, 4, 3, 3, 3);
+    tn_tensor *b = T(TN_F32, true, 2, 3);
+    int64_t one[2] = {1, 1}, zero[2] = {0, 0}, s2[2] = {2, 2};
+    int64_t v0 = tn_version(x), v1 = tn_version(w);
+    tt_assert_refused(tn_conv_transpose2d(T(TN_F32, 0, 0, 2, 3), w, b, one, zero, zero, 1, one),
+                      TN_ERR_SHAPE,
+                      "Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got "
+                      "input of size: [2, 3]");
+    tt_assert_refused(tn_conv_transpose2d(x, w, b, s2, zero, s2, 1, one), TN_ERR_INVALID_ARGUMENT,
+                      "output padding must be smaller than either stride or dilation, but got "
+                      "output_padding_height: 2 output_padding_width: 2 stride_height: 2 "
+                      "stride_width: 2 dilation_height: 1 dilation_width: 1");
+    tt_assert_refused(tn_conv_transpose2d(x, w, b, one, zero, (int64_t[]){0, -1}, 1, one),
+                      TN_ERR_INVALID_ARGUMENT, "negative output_padding is not supported");
+    tt_assert_refused(tn_conv_transpose2d(x, w, b, one, zero, zero, 1, zero),
+                      TN_ERR_INVALID_ARGUMENT,
+                      "dilation should be greater than zero, but got dilation_height: 0, "
+                      "dilation_width: 0");
+    tt_assert_refused(
+        tn_conv_transpose2d(x, T(TN_F32, 0, 0, 5, 3, 3, 3), b, one, zero, zero, 1, one),
+        TN_ERR_SHAPE,
+        "Given transposed=1, weight of size [5, 3, 3, 3], expected input[2, 4, 5, "
+        "5] to have 5 channels, but got 4 channels instead");
+    tt_assert_refused(tn_conv_transpose2d(x, w, T(TN_F32, 0, 0, 4), one, zero, zero, 1, one),
+                      TN_ERR_SHAPE,
+                      "Given transposed=1, weight of size [4, 3, 3, 3], expected bias to be "
+                      "1-dimensional with 3 elements, but got bias of size [4] instead");
+    tt_assert_refused(tn_conv_transpose2d(x, w, NULL, one, zero, zero, 3, one), TN_ERR_SHAPE,
+                      "Given groups=3, expected weight to be divisible by 3 at dimension 0, but "
+                      "got weight of size [[4, 3, 3, 3]] instead");
+    tt_assert_refused(
+        tn_conv_transpose2d(x, T(TN_F32, 0, 0, 4, 3, 0, 3), b, one, zero, zero, 1, one),
+        TN_ERR_SHAPE,
+        "kernel size should be greater than zero, but got kernel_height: 0 "
+        "kernel_width: 3");
+    tt_assert_refused(
+        tn_conv_transpose2d(x, T(TN_F32, 0, 0, 4, 0, 3, 3), NULL, one, zero, zero, 1, one),
+        TN_ERR_SHAPE, "non-empty 2D or 4D weight tensor expected, but got: [4, 0, 3, 3]");
+    tt_assert_refused(tn_conv_transpose2d(T(TN_F32, 0, 0, 2, 4, 4, 4), w, b, one, (int64_t[]){3, 3},
+                                          zero, 1, one),
+                      TN_ERR_SHAPE,
+                      "Given input size per channel: (4 x 4). Calculated output size per "
+                      "channel: (0 x 0). Output size is too small");
+    tt_assert_refused(tn_conv_transpose2d(x, w, T(TN_F64, 0, 0, 3), one, zero, zero, 1, one),
+                      TN_ERR_DTYPE, "expected scalar type Float but found Double");
+    tt_assert_refused(tn_conv_transpose2d(tn_to(x, TN_I32, TN_DEVICE_CPU),
+                                          tn_to(w, TN_I32, TN_DEVICE_CPU), NULL, one, zero, zero, 1,
+                                          one),
+                      TN_ERR_DTYPE, "\"slow_conv_transpose2d_out_cpu\" not implemented for 'Int'");
+    tt_assert_refused(tn_conv_transpose1d(T(TN_F32, 0, 0, 2, 4, 5), T(TN_F32, 0, 0, 4, 3, 3), NULL,
+                                          1, 0, 0, 1, 0),
+                      TN_ERR_INVALID_ARGUMENT,
+                      "dilation should be greater than zero, but got dilation_height: 1, "
+                      "dilation_width: 0");
+    tt_assert_refused(tn_conv_transpose1d(T(TN_F32, 0, 0, 2, 4, 4), T(TN_F32, 0, 0, 4, 3, 3), NULL,
+                                          1, 3, 0, 1, 1),
+                      TN_ERR_SHAPE,
+                      "Given input size per channel: (1 x 4). Calculated output size per "
+                      "channel: (1 x 0). Output size is too small");
+    tn_clear_error();
+    tt_assert_refused(tn_conv_transpose1d(NULL, w, NULL, 1, 0, 0, 1, 1), TN_ERR_INVALID_ARGUMENT,
+                      "tn_conv_transpose1d: argument 'input' is NULL");
+    /* an empty batch skips PyTorch's kernel checks */
+    tn_tensor *e = tn_conv_transpose2d(T(TN_F32, 0, 0, 0, 4, 5, 5), w, b, one, zero, one, 1, one);
+    assert_non_null(e);
+    assert_int_equal(tn_shape(e)[2], 8);
+    assert_int_equal(tn_version(x), v0);
+    assert_int_equal(tn_version(w), v1);
+    assert_null(tn_grad_fn_name(x));
+    tn_scope_end();
+}
+
+/* conv_transpose2d(g, w) is conv2d's input gradient for g, to the bit; its own gradients and
+ * grad_fn. */
+static void transpose_is_input_gradient(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    int64_t st[2] = {2, 1}, pd[2] = {1, 0}, dl[2] = {1, 2}, op[2] = {1, 0};
+    tn_tensor *x = T(TN_F64, true, 0, 2, 4, 8, 7), *w = T(TN_F64, true, 1, 6, 2, 3, 2);
+    tn_tensor *y = tn_conv2d(x, w, NULL, st, pd, dl, 2); /* (2, 6, 4, 5) */
+    tn_tensor *g = T(TN_F64, true, 2, 2, 6, 4, 5), *gx = NULL;
+    assert_int_equal(tn_autograd_grad(1, &y, &g, 1, &x, &gx, false, false), TN_OK);
+    tn_tensor *t = tn_conv_transpose2d(g, w, NULL, st, pd, op, 2, dl);
+    assert_non_null(t);
+    tt_assert_grad_fn(t, "ConvolutionBackward0");
+    assert_int_equal(tn_numel(t), tn_numel(gx));
+    double a[448], b[448];
+    assert_int_equal(tn_copy_to_f64(t, a, 448), TN_OK);
+    assert_int_equal(tn_copy_to_f64(gx, b, 448), TN_OK);
+    assert_memory_equal(a, b, sizeof a);
+    /* create_graph: the gradients are recorded primitives */
+    tn_tensor *s = tn_sum(tn_mul(t, tn_sin(t))), *gg = NULL;
+    assert_int_equal(tn_autograd_grad(1, &s, NULL, 1, &g, &gg, false, true), TN_OK);
+    tt_assert_grad_fn(gg, "ConvolutionBackwardBackward0");
     tn_scope_end();
 }
 
@@ -233,8 +331,14 @@ static void same_bits_any_thread_count(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        TT_TEST(errors_conv2d),   TT_TEST(errors_conv1d), TT_TEST(grad_fn_names),
-        TT_TEST(double_backward), TT_TEST(f32_chunks),    TT_TEST(same_bits_any_thread_count),
+        TT_TEST(errors_conv2d),
+        TT_TEST(errors_conv1d),
+        TT_TEST(grad_fn_names),
+        TT_TEST(double_backward),
+        TT_TEST(f32_chunks),
+        TT_TEST(same_bits_any_thread_count),
+        TT_TEST(errors_conv_transpose),
+        TT_TEST(transpose_is_input_gradient),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

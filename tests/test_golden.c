@@ -309,6 +309,19 @@ BIN(conv1d, tn_conv1d(x[0], x[1], n > 2 ? x[2] : NULL, (int64_t)p[0], (int64_t)p
                       (int64_t)p[4]))
 BIN(conv1d_mode, tn_conv1d_mode(x[0], x[1], n > 2 ? x[2] : NULL, (int64_t)p[0],
                                 (tn_conv_padding)p[1], (int64_t)p[3], (int64_t)p[4]))
+/* conv_transpose: p = stride, padding, output_padding, dilation (conv_transpose2d: 10 h + w),
+ * groups, has bias (tests/ops/rows_conv.c) */
+static tn_tensor *g_conv_transpose2d(tn_tensor **x, int n, const double *p, int np) {
+    int64_t v[4][2];
+    (void)np;
+    for (int i = 0; i < 4; i++)
+        v[i][0] = (int64_t)p[i] / 10, v[i][1] = (int64_t)p[i] % 10;
+    return tn_conv_transpose2d(x[0], x[1], n > 2 ? x[2] : NULL, v[0], v[1], v[2], (int64_t)p[4],
+                               v[3]);
+}
+BIN(conv_transpose1d,
+    tn_conv_transpose1d(x[0], x[1], n > 2 ? x[2] : NULL, (int64_t)p[0], (int64_t)p[1],
+                        (int64_t)p[2], (int64_t)p[4], (int64_t)p[3]))
 
 /* pooling: p as tests/ops/rows_pool.c (a pair written 10 h + w when at least 10; stride 0:
  * the kernel) */
@@ -501,6 +514,8 @@ static const struct {
     E(conv2d_mode),
     E(conv1d),
     E(conv1d_mode),
+    E(conv_transpose2d),
+    E(conv_transpose1d),
     E(max_pool2d),
     E(max_pool2d_indices),
     E(avg_pool2d),

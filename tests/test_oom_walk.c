@@ -10,7 +10,8 @@
  * hook, two roots in one backward (tn_backward_multi) and in-place writes
  * through them, clone, detach, copy_, retain_grad, tn_autograd_grad with
  * create_graph (second order), a create_graph backward into an existing
- * .grad, a parallel backward, the other op families, printing to a string
+ * .grad, a parallel backward, the other op families, convolutions (conv_transpose2d
+ * into conv2d, to second order), printing to a string
  * and to a FILE, an anomaly caught at backward with its report, the graph as
  * DOT.
  *
@@ -45,6 +46,7 @@
 #include <tenet/testing.h>
 
 enum { B = 4, IN = 6, HID = 8, OUT = 3, STEPS = 4, DEPTH = 20 };
+enum { CONV_W = 2 * 3 * 3 * 3 }; /* the conv step's weight (2, 3, 3, 3) */
 enum { MAX_WATCH = 12, MAX_NUMEL = 64, MAX_ISSUES = 20 };
 
 /* ---- the injection, with the harness's own work left out -------------------------------- */
@@ -229,6 +231,7 @@ typedef struct results {
     double misc[2][B * IN], handed[2][2], cgrad[HID * IN], follow[HID * IN];
     char text[512], loss_text[128];
     double norm[2][B * IN], norm_w[IN];
+    double conv[2][CONV_W];
 } results;
 
 typedef struct program {
@@ -637,6 +640,37 @@ failed:
     return step_end(scoped, false);
 }
 
+/* Convolutions: conv_transpose2d (stride 2, output_padding 1) into conv2d, with biases,
+ * backward into the shared weight; a second-order gradient through both. */
+static bool step_conv(program *g) {
+    bool scoped = false;
+    begin_step();
+    tn_tensor *x = NULL, *w = NULL, *b = NULL, *y = NULL, *t = NULL, *tot = NULL, *gw = NULL,
+              *gg = NULL;
+    int64_t two[2] = {2, 2}, one[2] = {1, 1}, zero[2] = {0, 0};
+    watch(&w);
+    SCOPE();
+    CALL_T(x, tn_arange(0, 2 * 3 * 3, 1, TN_F32));
+    CALL_T(x, tn_reshape(x, 4, (int64_t[]){1, 2, 3, 3}));
+    CALL_T(x, tn_sin(x));
+    CALL_T(w, tn_full(4, (int64_t[]){2, 3, 3, 3}, TN_F32, 0.25));
+    CALL_S(tn_requires_grad_(w, true));
+    CALL_T(b, tn_full(1, (int64_t[]){3}, TN_F32, 0.5));
+    CALL_T(y, tn_conv_transpose2d(x, w, b, two, one, one, 1, one)); /* (1, 3, 6, 6) */
+    CALL_T(t, tn_tanh(y));
+    CALL_T(t, tn_conv2d(t, w, NULL, one, zero, one, 1)); /* w as (OC 2, C 3): (1, 2, 4, 4) */
+    CALL_T(tot, tn_sum(t));
+    CALL_S(tn_autograd_grad(1, &tot, NULL, 1, &w, &gw, true, true));
+    CALL_T(t, tn_mul(gw, gw));
+    CALL_T(t, tn_sum(t));
+    CALL_S(tn_autograd_grad(1, &t, NULL, 1, &w, &gg, false, false));
+    CALL_S(tn_copy_to_f64(gw, g->r.conv[0], CONV_W));
+    CALL_S(tn_copy_to_f64(gg, g->r.conv[1], CONV_W));
+    return step_end(scoped, true);
+failed:
+    return step_end(scoped, false);
+}
+
 static void run_program(program *g) {
     memset(&g->r, 0, sizeof g->r);
 #define STEP(call)                                                                                 \
@@ -655,6 +689,7 @@ static void run_program(program *g) {
     STEP(step_misc(g));
     STEP(step_handed(g));
     STEP(step_norm(g));
+    STEP(step_conv(g));
     copy_params(g);
 #undef STEP
 teardown:

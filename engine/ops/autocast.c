@@ -26,15 +26,24 @@ enum { AC_NONE = 0, AC_LOWER, AC_FP32, AC_PROMOTE };
 
 /* [op][device type]: CPU, CUDA */
 static const uint8_t policy[TN_AC_OP_COUNT][2] = {
-    [TN_AC_MATMUL] = {AC_LOWER, AC_LOWER},      [TN_AC_LINEAR] = {AC_LOWER, AC_LOWER},
-    [TN_AC_CONV] = {AC_LOWER, AC_LOWER},        [TN_AC_SDPA] = {AC_LOWER, AC_LOWER},
-    [TN_AC_CROSS_ENTROPY] = {AC_FP32, AC_FP32}, /* cross_entropy_loss; CUDA: nll_loss */
-    [TN_AC_MSE_LOSS] = {AC_FP32, AC_FP32},      [TN_AC_LOGSUMEXP] = {AC_NONE, AC_FP32},
-    [TN_AC_SOFTMAX] = {AC_NONE, AC_FP32},       [TN_AC_LOG_SOFTMAX] = {AC_NONE, AC_FP32},
-    [TN_AC_LAYER_NORM] = {AC_NONE, AC_FP32},    [TN_AC_EXP] = {AC_NONE, AC_FP32},
-    [TN_AC_LOG] = {AC_NONE, AC_FP32},           [TN_AC_POW] = {AC_NONE, AC_FP32},
-    [TN_AC_SUM] = {AC_NONE, AC_FP32},           [TN_AC_CAT] = {AC_PROMOTE, AC_PROMOTE},
-    [TN_AC_STACK] = {AC_PROMOTE, AC_PROMOTE},   [TN_AC_SCATTER_ADD] = {AC_NONE, AC_PROMOTE},
+    [TN_AC_MATMUL] = {AC_LOWER, AC_LOWER},
+    [TN_AC_LINEAR] = {AC_LOWER, AC_LOWER},
+    [TN_AC_CONV] = {AC_LOWER, AC_LOWER},
+    [TN_AC_SDPA] = {AC_LOWER, AC_LOWER},
+    [TN_AC_CONV_TRANSPOSE] = {AC_FP32, AC_LOWER}, /* CPU: conv_transpose*d in fp32 */
+    [TN_AC_CROSS_ENTROPY] = {AC_FP32, AC_FP32},   /* cross_entropy_loss; CUDA: nll_loss */
+    [TN_AC_MSE_LOSS] = {AC_FP32, AC_FP32},
+    [TN_AC_LOGSUMEXP] = {AC_NONE, AC_FP32},
+    [TN_AC_SOFTMAX] = {AC_NONE, AC_FP32},
+    [TN_AC_LOG_SOFTMAX] = {AC_NONE, AC_FP32},
+    [TN_AC_LAYER_NORM] = {AC_NONE, AC_FP32},
+    [TN_AC_EXP] = {AC_NONE, AC_FP32},
+    [TN_AC_LOG] = {AC_NONE, AC_FP32},
+    [TN_AC_POW] = {AC_NONE, AC_FP32},
+    [TN_AC_SUM] = {AC_NONE, AC_FP32},
+    [TN_AC_CAT] = {AC_PROMOTE, AC_PROMOTE},
+    [TN_AC_STACK] = {AC_PROMOTE, AC_PROMOTE},
+    [TN_AC_SCATTER_ADD] = {AC_NONE, AC_PROMOTE},
 };
 
 #define N_DEV 2 /* TN_CPU, TN_CUDA */

@@ -27,6 +27,7 @@ typedef enum tn_ac_op {
     TN_AC_MATMUL,
     TN_AC_LINEAR,
     TN_AC_CONV,
+    TN_AC_CONV_TRANSPOSE,
     TN_AC_SDPA,
     TN_AC_CROSS_ENTROPY,
     TN_AC_MSE_LOSS,

@@ -227,7 +227,7 @@ static tn_tensor *run_prim(int kind, const conv_geom *g, const tn_tensor *a, con
 
 /* ---- recorded primitives and their backward ------------------------------------------ */
 
-static tn_tensor *prim(int kind, const conv_geom *g, tn_tensor *a, tn_tensor *b,
+static tn_tensor *prim(int kind, bool op, const conv_geom *g, tn_tensor *a, tn_tensor *b,
                        const tn_tensor *bias, int out_ndim, const int64_t *out_shape);
 
 /* Gradients of primitive `kind` with result gradient gz into gi[0..1]. */
@@ -241,15 +241,25 @@ static tn_status prim_grads(tn_node *n, const conv_geom *g, tn_tensor *a, tn_ten
         if (!tn__edge_valid(&n->edges[k])) continue;
         const tn_input_meta *m = &n->in_meta[k];
         tn_tensor **o = k == 0 ? oa[kind] : ob[kind];
-        gi[k] = prim(k == 0 ? ka[kind] : kb[kind], g, o[0], o[1], NULL, m->ndim, m->shape);
+        gi[k] = prim(k == 0 ? ka[kind] : kb[kind], false, g, o[0], o[1], NULL, m->ndim, m->shape);
         if (!gi[k]) return tn_last_status();
     }
     return TN_OK;
 }
 
+/* The (images, channels, positions) of primitive `kind`'s result: FWD's is y-like, DX's (the
+ * transposed convolution) x-like. */
+static void out_planes(int kind, const conv_geom *g, int64_t s[3]) {
+    s[0] = g->n;
+    s[1] = kind == CONV_FWD ? g->oc : g->c;
+    s[2] = kind == CONV_FWD ? g->oh * g->ow : g->h * g->w;
+}
+
 /* The bias gradient: gz summed over images and positions. */
-static tn_tensor *bias_grad(const conv_geom *g, tn_tensor *gz) {
-    tn_tensor *r = tn_reshape(gz, 3, (int64_t[]){g->n, g->oc, g->oh * g->ow});
+static tn_tensor *bias_grad(int kind, const conv_geom *g, tn_tensor *gz) {
+    int64_t dims[3];
+    out_planes(kind, g, dims);
+    tn_tensor *r = tn_reshape(gz, 3, dims);
     tn_tensor *s = r ? tn_sum_dim(r, 2, false) : NULL;
     tn_tensor *out = s ? tn_sum_dim(s, 0, false) : NULL;
     tn_release(r);
@@ -263,7 +273,7 @@ static tn_status conv_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     tn_tensor *a = tn__node_unpack(n, 0), *b = a ? tn__node_unpack(n, 1) : NULL;
     tn_status st = b ? prim_grads(n, &g, a, b, go[0], gi) : tn_last_status();
     if (st == TN_OK && n->n_in == 3 && tn__edge_valid(&n->edges[2]) &&
-        !(gi[2] = bias_grad(&g, go[0])))
+        !(gi[2] = bias_grad(conv_p(n)->kind, &g, go[0])))
         st = tn_last_status();
     tn_release(a);
     tn_release(b);
@@ -272,13 +282,15 @@ static tn_status conv_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
 static const tn_fn_info conv_fn = {"ConvolutionBackward0", conv_bw};
 static const tn_fn_info conv_bw_fn = {"ConvolutionBackwardBackward0", conv_bw};
 
-/* y += bias over (n, oc, positions), outside autograd; engine code, so that the public ops'
- * results stay out of the caller's scope. */
-static tn_status add_bias(const conv_geom *g, tn_tensor *y, const tn_tensor *bias) {
+/* y += bias over (n, channels, positions), outside autograd; engine code, so that the public
+ * ops' results stay out of the caller's scope. */
+static tn_status add_bias(int kind, const conv_geom *g, tn_tensor *y, const tn_tensor *bias) {
+    int64_t s[3];
+    out_planes(kind, g, s);
     tn__internal_enter();
     tn_tensor *bd = tn_detach((tn_tensor *)bias);
-    tn_tensor *b3 = bd ? tn_reshape(bd, 3, (int64_t[]){1, g->oc, 1}) : NULL;
-    tn_tensor *y3 = b3 ? tn_reshape(y, 3, (int64_t[]){g->n, g->oc, g->oh * g->ow}) : NULL;
+    tn_tensor *b3 = bd ? tn_reshape(bd, 3, (int64_t[]){1, s[1], 1}) : NULL;
+    tn_tensor *y3 = b3 ? tn_reshape(y, 3, s) : NULL;
     tn_status st = y3 ? tn_add_(y3, b3) : tn_last_status();
     tn_release(bd);
     tn_release(b3);
@@ -287,17 +299,17 @@ static tn_status add_bias(const conv_geom *g, tn_tensor *y, const tn_tensor *bia
     return st;
 }
 
-/* Runs primitive `kind` (bias: FWD only, may be NULL) and records its node
- * when an input needs grad. */
-static tn_tensor *prim(int kind, const conv_geom *g, tn_tensor *a, tn_tensor *b,
+/* Runs primitive `kind` and records its node when an input needs grad; `op`: a public op
+ * (conv: FWD, conv_transpose: DX), with a bias (may be NULL) and PyTorch's grad_fn. */
+static tn_tensor *prim(int kind, bool op, const conv_geom *g, tn_tensor *a, tn_tensor *b,
                        const tn_tensor *bias, int out_ndim, const int64_t *out_shape) {
     tn_tensor *out = run_prim(kind, g, a, b, out_ndim, out_shape);
     if (!out) return NULL;
-    tn_status st = bias ? add_bias(g, out, bias) : TN_OK;
-    int nin = kind == CONV_FWD ? 3 : 2;
+    tn_status st = bias ? add_bias(kind, g, out, bias) : TN_OK;
+    int nin = op ? 3 : 2;
     const tn_tensor *in[3] = {a, b, bias};
     if (st == TN_OK && tn__needs_grad(nin, in)) {
-        tn_node *n = tn__node_new(kind == CONV_FWD ? &conv_fn : &conv_bw_fn, nin, in, 2, 1);
+        tn_node *n = tn__node_new(op ? &conv_fn : &conv_bw_fn, nin, in, 2, 1);
         st = n ? tn__node_set_output(n, out, 0) : tn_last_status();
         if (st == TN_OK) {
             geom_pack(conv_p(n), kind, g);
@@ -316,15 +328,22 @@ static tn_tensor *prim(int kind, const conv_geom *g, tn_tensor *a, tn_tensor *b,
 /* ---- checks (PyTorch's texts) and the public ops --------------------------------------- */
 
 typedef struct conv_call {
-    const char *name; /* "conv1d" / "conv2d" */
+    const char *name; /* "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d" */
     const char *fn;   /* the public entry, for NULL-argument messages */
     int sd;           /* spatial dims: 1 or 2 */
+    bool transposed;  /* conv_transpose: the DX primitive, the input in g's place */
     const int64_t *stride, *dilation;
     int64_t pad_lo[2], pad_hi[2]; /* per spatial dim */
+    int64_t out_pad[2];           /* conv_transpose's output_padding, per spatial dim */
     bool same;
     bool bad_mode; /* a tn_conv_padding value outside the enum */
     int64_t groups;
 } conv_call;
+
+/* Canonical (H = 0, W = 1) value i of a per-spatial-dim array: conv1d's H takes `h1`. */
+static int64_t cv(const conv_call *c, const int64_t *v, int i, int64_t h1) {
+    return c->sd == 2 ? v[i] : i == 0 ? h1 : v[0];
+}
 
 /* The input as PyTorch's batched (N, C, [H,] W) in xb; the input's rank. */
 static tn_status check_input(const conv_call *c, const tn_tensor *x, int64_t *xb) {
@@ -374,14 +393,36 @@ static tn_status check_params(const conv_call *c) {
             return tn__error(TN_ERR_INVALID_ARGUMENT, "negative padding is not supported");
     }
     for (int i = 0; i < c->sd; i++)
+        if (c->out_pad[i] < 0)
+            return tn__error(TN_ERR_INVALID_ARGUMENT, "negative output_padding is not supported");
+    for (int i = 0; i < c->sd; i++)
         if (c->stride[i] <= 0)
             return tn__error(TN_ERR_INVALID_ARGUMENT, "non-positive stride is not supported");
-    for (int i = 0; i < c->sd; i++)
+    for (int i = 0; i < c->sd && !c->transposed; i++) /* conv_transpose: check_transposed */
         if (c->dilation[i] <= 0) /* conv1d runs as conv2d with a leading dilation 1 */
             return tn__error(TN_ERR_INVALID_ARGUMENT,
                              "dilation should be greater than zero, but got [%lld, %lld]",
                              (long long)(c->sd == 2 ? c->dilation[0] : 1),
                              (long long)c->dilation[c->sd - 1]);
+    return TN_OK;
+}
+
+/* conv_transpose's: the weight is (C, OC / groups, ...), the input's channels its first. */
+static tn_status check_channels_t(int64_t G, const tn_tensor *w, const tn_tensor *b,
+                                  const int64_t *xb, const char *ws, const char *xs) {
+    if (xb[1] != w->shape[0])
+        return tn__error(TN_ERR_SHAPE,
+                         "Given transposed=1, weight of size %s, expected input%s to have %lld "
+                         "channels, but got %lld channels instead",
+                         ws, xs, (long long)w->shape[0], (long long)xb[1]);
+    if (b && (b->ndim != 1 || b->shape[0] != w->shape[1] * G)) {
+        char bs[160];
+        tn__format_shape(bs, sizeof bs, b->ndim, b->shape);
+        return tn__error(TN_ERR_SHAPE,
+                         "Given transposed=1, weight of size %s, expected bias to be "
+                         "1-dimensional with %lld elements, but got bias of size %s instead",
+                         ws, (long long)(w->shape[1] * G), bs);
+    }
     return TN_OK;
 }
 
@@ -401,6 +442,7 @@ static tn_status check_channels(const conv_call *c, const tn_tensor *w, const tn
                          "Given groups=%lld, expected weight to be divisible by %lld at dimension "
                          "0, but got weight of size [%s] instead",
                          (long long)G, (long long)G, ws);
+    if (c->transposed) return check_channels_t(G, w, b, xb, ws, xs);
     if (xb[1] != w->shape[1] * G)
         return tn__error(TN_ERR_SHAPE,
                          "Given groups=%lld, weight of size %s, expected input%s to have %lld "
@@ -442,8 +484,8 @@ static tn_status check_bias_type(const tn_tensor *x, const tn_tensor *b) {
                      tn__torch_cpp_name(x->dtype), tn__torch_cpp_name(b->dtype));
 }
 
-static tn_status check_types(const tn_tensor *x, const tn_tensor *w, const tn_tensor *b,
-                             const int64_t *xb, int xd) {
+/* An empty spatial dim of the input (an empty batch or channel dim is served). */
+static tn_status check_empty_dims(const int64_t *xb, int xd) {
     for (int i = 2; i < xd; i++)
         if (xb[i] == 0) {
             char s[160];
@@ -453,14 +495,65 @@ static tn_status check_types(const tn_tensor *x, const tn_tensor *w, const tn_te
                              "input shape: %s",
                              s);
         }
-    if (w->dtype != x->dtype)
-        return tn__error(TN_ERR_DTYPE, "expected scalar type %s but found %s",
-                         tn__torch_scalar_name(x->dtype), tn__torch_scalar_name(w->dtype));
-    if (!tn__is_float(x->dtype)) /* PyTorch's CPU computes these; tenet has no integer kernel */
-        return tn__error(TN_ERR_DTYPE, "\"slow_conv2d_cpu\" not implemented for '%s'",
+    return TN_OK;
+}
+
+/* The operands' dtypes (conv checks the bias's before the shapes) and device. */
+static tn_status check_types(const conv_call *c, const tn_tensor *x, const tn_tensor *w,
+                             const tn_tensor *b) {
+    const tn_tensor *other[2] = {w, c->transposed ? b : NULL};
+    for (int i = 0; i < 2; i++)
+        if (other[i] && other[i]->dtype != x->dtype)
+            return tn__error(TN_ERR_DTYPE, "expected scalar type %s but found %s",
+                             tn__torch_scalar_name(x->dtype),
+                             tn__torch_scalar_name(other[i]->dtype));
+    if (!tn__is_float(x->dtype)) /* PyTorch's CPU computes some; tenet has no integer kernel */
+        return tn__error(TN_ERR_DTYPE, "\"%s\" not implemented for '%s'",
+                         c->transposed ? "slow_conv_transpose2d_out_cpu" : "slow_conv2d_cpu",
                          tn__torch_scalar_name(x->dtype));
     tn_device dev;
     return tn__result_device(3, (const tn_tensor *[]){x, w, b}, &dev);
+}
+
+/* conv_transpose's kernel checks, on the canonical geometry, in PyTorch's order; PyTorch
+ * skips them for an empty batch. */
+static tn_status check_transposed(const conv_call *c, const tn_tensor *w, const conv_geom *g) {
+    if (g->n == 0) {
+        if (g->h >= 0 && g->w >= 0) return TN_OK;
+        return tn__error(TN_ERR_SHAPE, "invalid shape dimension %lld",
+                         (long long)(g->h < 0 ? g->h : g->w));
+    }
+    if (g->kh <= 0 || g->kw <= 0)
+        return tn__error(TN_ERR_SHAPE,
+                         "kernel size should be greater than zero, but got kernel_height: %lld "
+                         "kernel_width: %lld",
+                         (long long)g->kh, (long long)g->kw);
+    if (g->dh <= 0 || g->dw <= 0)
+        return tn__error(TN_ERR_INVALID_ARGUMENT,
+                         "dilation should be greater than zero, but got dilation_height: %lld, "
+                         "dilation_width: %lld",
+                         (long long)g->dh, (long long)g->dw);
+    int64_t oph = cv(c, c->out_pad, 0, 0), opw = cv(c, c->out_pad, 1, 0);
+    if (!(opw < g->sw || opw < g->dw) || !(oph < g->sh || oph < g->dh))
+        return tn__error(TN_ERR_INVALID_ARGUMENT,
+                         "output padding must be smaller than either stride or dilation, but got "
+                         "output_padding_height: %lld output_padding_width: %lld stride_height: "
+                         "%lld stride_width: %lld dilation_height: %lld dilation_width: %lld",
+                         (long long)oph, (long long)opw, (long long)g->sh, (long long)g->sw,
+                         (long long)g->dh, (long long)g->dw);
+    if (tn_numel(w) == 0) {
+        char ws[160];
+        int64_t w4[4] = {w->shape[0], w->shape[1], g->kh, g->kw};
+        tn__format_shape(ws, sizeof ws, 4, w4);
+        return tn__error(TN_ERR_SHAPE, "non-empty 2D or 4D weight tensor expected, but got: %s",
+                         ws);
+    }
+    if (g->h < 1 || g->w < 1)
+        return tn__error(TN_ERR_SHAPE,
+                         "Given input size per channel: (%lld x %lld). Calculated output size "
+                         "per channel: (%lld x %lld). Output size is too small",
+                         (long long)g->oh, (long long)g->ow, (long long)g->h, (long long)g->w);
+    return TN_OK;
 }
 
 /* Every size the node keeps must fit its 32-bit fields. */
@@ -472,6 +565,37 @@ static tn_status check_fits(const conv_geom *g) {
                              "conv: sizes, strides, paddings and dilations must "
                              "be below 2^31");
     return TN_OK;
+}
+
+/* The canonical geometry of the checked call. conv: the input is x; conv_transpose: the input
+ * is g (y-like) and x's sizes follow from PyTorch's formula,
+ * (in - 1) stride - 2 padding + dilation (k - 1) + output_padding + 1. */
+static void set_geom(const conv_call *c, const tn_tensor *w, const int64_t *xb, conv_geom *g) {
+    int o = 2 - c->sd; /* conv1d: the H parameters are the identity's */
+    int64_t in[2] = {o ? 1 : xb[2], xb[3 - o]}, k[2] = {o ? 1 : w->shape[2], w->shape[w->ndim - 1]};
+    int64_t res[2];
+    *g = (conv_geom){.n = xb[0],
+                     .kh = k[0],
+                     .kw = k[1],
+                     .sh = cv(c, c->stride, 0, 1),
+                     .sw = cv(c, c->stride, 1, 1),
+                     .ph = cv(c, c->pad_lo, 0, 0),
+                     .pw = cv(c, c->pad_lo, 1, 0),
+                     .dh = cv(c, c->dilation, 0, 1),
+                     .dw = cv(c, c->dilation, 1, 1),
+                     .groups = c->groups};
+    const int64_t *s = &g->sh, *pl = &g->ph, *d = &g->dh;
+    for (int i = 0; i < 2; i++) {
+        int64_t ext = d[i] * (k[i] - 1) + 1;
+        if (c->transposed)
+            res[i] = (in[i] - 1) * s[i] - 2 * pl[i] + ext + cv(c, c->out_pad, i, 0);
+        else
+            res[i] = (in[i] + pl[i] + cv(c, c->pad_hi, i, 0) - ext) / s[i] + 1;
+    }
+    const int64_t *xs = c->transposed ? res : in, *ys = c->transposed ? in : res;
+    g->h = xs[0], g->w = xs[1], g->oh = ys[0], g->ow = ys[1];
+    g->c = c->transposed ? w->shape[1] * c->groups : xb[1];
+    g->oc = c->transposed ? xb[1] : w->shape[0];
 }
 
 /* The checks in PyTorch's order, then the canonical geometry. */
@@ -492,30 +616,15 @@ static tn_status make_geom(const conv_call *c, const tn_tensor *x, const tn_tens
         return tn__error(TN_ERR_INVALID_ARGUMENT, "non-positive groups is not supported");
     if (st == TN_OK) st = check_weight_rank(c, w, xb, false);
     if (st == TN_OK) st = check_params(c);
-    if (st == TN_OK) st = check_bias_type(x, b);
+    if (st == TN_OK && !c->transposed) st = check_bias_type(x, b);
     if (st == TN_OK) st = check_channels(c, w, b, xb);
-    if (st == TN_OK) st = check_extent(c, w, xb);
-    if (st == TN_OK) st = check_types(x, w, b, xb, c->sd + 2);
+    if (st == TN_OK && !c->transposed) st = check_extent(c, w, xb);
+    if (st == TN_OK) st = check_empty_dims(xb, c->sd + 2);
     if (st < 0) return st;
-    int o = 2 - c->sd; /* conv1d: the H parameters are the identity's */
-    *g = (conv_geom){.n = xb[0],
-                     .c = xb[1],
-                     .h = o ? 1 : xb[2],
-                     .w = xb[3 - o],
-                     .oc = w->shape[0],
-                     .kh = o ? 1 : w->shape[2],
-                     .kw = w->shape[w->ndim - 1],
-                     .sh = o ? 1 : c->stride[0],
-                     .sw = c->stride[c->sd - 1],
-                     .ph = o ? 0 : c->pad_lo[0],
-                     .pw = c->pad_lo[c->sd - 1],
-                     .dh = o ? 1 : c->dilation[0],
-                     .dw = c->dilation[c->sd - 1],
-                     .groups = c->groups};
-    int64_t eh = g->dh * (g->kh - 1) + 1, ew = g->dw * (g->kw - 1) + 1;
-    g->oh = (g->h + g->ph + (o ? 0 : c->pad_hi[0]) - eh) / g->sh + 1;
-    g->ow = (g->w + g->pw + c->pad_hi[c->sd - 1] - ew) / g->sw + 1;
-    return check_fits(g);
+    set_geom(c, w, xb, g);
+    if (c->transposed) st = check_transposed(c, w, g);
+    if (st == TN_OK) st = check_types(c, x, w, b);
+    return st < 0 ? st : check_fits(g);
 }
 
 static tn_tensor *conv_op(conv_call *c, const tn_tensor *x, const tn_tensor *w,
@@ -543,32 +652,26 @@ static tn_tensor *conv_op(conv_call *c, const tn_tensor *x, const tn_tensor *w,
     int64_t shape[4];
     int nd = x->ndim, batched = nd == c->sd + 2;
     if (batched) shape[0] = g.n;
-    shape[batched] = g.oc;
-    if (c->sd == 2) shape[batched + 1] = g.oh;
-    shape[nd - 1] = g.ow;
-    tn_tensor *out = prim(CONV_FWD, &g, (tn_tensor *)x, (tn_tensor *)w, b, nd, shape);
+    shape[batched] = c->transposed ? g.c : g.oc;
+    if (c->sd == 2) shape[batched + 1] = c->transposed ? g.h : g.oh;
+    shape[nd - 1] = c->transposed ? g.w : g.ow;
+    tn_tensor *out = prim(c->transposed ? CONV_DX : CONV_FWD, true, &g, (tn_tensor *)x,
+                          (tn_tensor *)w, b, nd, shape);
     tn__op_done(c->name, t0, out, 3, (const tn_tensor *[]){x, w, b});
     return tn__ret(out);
 }
 
-/* The four public entries: padding (explicit values, NULL for 0) applies in mode
- * TN_CONV_PAD_EXPLICIT; the other modes compute it ('valid': 0; 'same': in conv_op). */
-static tn_tensor *conv_entry(const char *fn, int sd, const tn_tensor *input,
-                             const tn_tensor *weight, const tn_tensor *bias, const int64_t *stride,
-                             const int64_t *padding, tn_conv_padding mode,
-                             const int64_t *dilation, int64_t groups) {
+/* The public entries: the call c (name, entry, dims, stride, dilation, groups; conv_transpose:
+ * output_padding) with padding (explicit values, NULL for 0) in mode TN_CONV_PAD_EXPLICIT;
+ * the other modes compute it ('valid': 0; 'same': in conv_op). */
+static tn_tensor *conv_entry(conv_call c, const tn_tensor *input, const tn_tensor *weight,
+                             const tn_tensor *bias, const int64_t *padding, tn_conv_padding mode) {
     tn_ac_frame f;
-    if (tn__autocast(&f, TN_AC_CONV, 3, (const tn_tensor *[]){input, weight, bias}))
-        return tn__autocast_done(&f, f.ok ? conv_entry(fn, sd, f.t[0], f.t[1], f.t[2], stride,
-                                                       padding, mode, dilation, groups)
+    if (tn__autocast(&f, c.transposed ? TN_AC_CONV_TRANSPOSE : TN_AC_CONV, 3,
+                     (const tn_tensor *[]){input, weight, bias}))
+        return tn__autocast_done(&f, f.ok ? conv_entry(c, f.t[0], f.t[1], f.t[2], padding, mode)
                                           : NULL);
-    conv_call c = {.name = sd == 2 ? "conv2d" : "conv1d",
-                   .fn = fn,
-                   .sd = sd,
-                   .stride = stride,
-                   .dilation = dilation,
-                   .groups = groups};
-    for (int i = 0; i < sd; i++)
+    for (int i = 0; i < c.sd; i++)
         c.pad_lo[i] = c.pad_hi[i] = mode == TN_CONV_PAD_EXPLICIT && padding ? padding[i] : 0;
     c.same = mode == TN_CONV_PAD_SAME;
     c.bad_mode = mode != TN_CONV_PAD_EXPLICIT && mode != TN_CONV_PAD_VALID && !c.same;
@@ -578,24 +681,44 @@ static tn_tensor *conv_entry(const char *fn, int sd, const tn_tensor *input,
 tn_tensor *tn_conv2d(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
                      const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
                      int64_t groups) {
-    return conv_entry(__func__, 2, input, weight, bias, stride, padding, TN_CONV_PAD_EXPLICIT,
-                      dilation, groups);
+    conv_call c = {"conv2d", __func__, 2, false, stride, dilation, .groups = groups};
+    return conv_entry(c, input, weight, bias, padding, TN_CONV_PAD_EXPLICIT);
 }
 
 tn_tensor *tn_conv2d_mode(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
                           const int64_t stride[2], tn_conv_padding padding,
                           const int64_t dilation[2], int64_t groups) {
-    return conv_entry(__func__, 2, input, weight, bias, stride, NULL, padding, dilation, groups);
+    conv_call c = {"conv2d", __func__, 2, false, stride, dilation, .groups = groups};
+    return conv_entry(c, input, weight, bias, NULL, padding);
 }
 
 tn_tensor *tn_conv1d(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
                      int64_t stride, int64_t padding, int64_t dilation, int64_t groups) {
-    return conv_entry(__func__, 1, input, weight, bias, &stride, &padding, TN_CONV_PAD_EXPLICIT,
-                      &dilation, groups);
+    conv_call c = {"conv1d", __func__, 1, false, &stride, &dilation, .groups = groups};
+    return conv_entry(c, input, weight, bias, &padding, TN_CONV_PAD_EXPLICIT);
 }
 
 tn_tensor *tn_conv1d_mode(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
                           int64_t stride, tn_conv_padding padding, int64_t dilation,
                           int64_t groups) {
-    return conv_entry(__func__, 1, input, weight, bias, &stride, NULL, padding, &dilation, groups);
+    conv_call c = {"conv1d", __func__, 1, false, &stride, &dilation, .groups = groups};
+    return conv_entry(c, input, weight, bias, NULL, padding);
+}
+
+tn_tensor *tn_conv_transpose2d(const tn_tensor *input, const tn_tensor *weight,
+                               const tn_tensor *bias, const int64_t stride[2],
+                               const int64_t padding[2], const int64_t output_padding[2],
+                               int64_t groups, const int64_t dilation[2]) {
+    conv_call c = {"conv_transpose2d", __func__, 2, true, stride, dilation, .groups = groups};
+    for (int i = 0; i < 2 && output_padding; i++)
+        c.out_pad[i] = output_padding[i];
+    return conv_entry(c, input, weight, bias, padding, TN_CONV_PAD_EXPLICIT);
+}
+
+tn_tensor *tn_conv_transpose1d(const tn_tensor *input, const tn_tensor *weight,
+                               const tn_tensor *bias, int64_t stride, int64_t padding,
+                               int64_t output_padding, int64_t groups, int64_t dilation) {
+    conv_call c = {"conv_transpose1d",          __func__,        1, true, &stride, &dilation,
+                   .out_pad = {output_padding}, .groups = groups};
+    return conv_entry(c, input, weight, bias, &padding, TN_CONV_PAD_EXPLICIT);
 }

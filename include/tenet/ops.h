@@ -268,6 +268,34 @@ tn_tensor *tn_conv1d(const tn_tensor *input, const tn_tensor *weight, const tn_t
 tn_tensor *tn_conv1d_mode(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
                           int64_t stride, tn_conv_padding padding, int64_t dilation,
                           int64_t groups);
+/* torch.nn.functional.conv_transpose2d (PyTorch 1.13): the gradient of conv2d
+ * with respect to its input, exposed. input (N, C, H, W) or unbatched (C, H,
+ * W), weight (C, OC / groups, KH, KW), bias (OC) or NULL; the result is (N,
+ * OC, OH, OW) (unbatched: (OC, OH, OW)) with OH = (H - 1) stride[0] - 2
+ * padding[0] + dilation[0] (KH - 1) + output_padding[0] + 1, likewise OW.
+ * stride and dilation NULL: 1; padding and output_padding NULL: 0. Note
+ * PyTorch's argument order: groups before dilation. Floating dtypes, the
+ * three of one dtype and one device. Errors (NULL, PyTorch's texts, nothing
+ * changed): as tn_conv2d's for rank, weight, groups, padding and stride;
+ * "negative output_padding is not supported", channels ("Given transposed=1,
+ * weight of size [4, 3, 3, 3], expected input[2, 5, 5, 5] to have 4 channels,
+ * but got 5 channels instead"), the bias, an empty kernel, dilation below 1,
+ * "output padding must be smaller than either stride or dilation, ...", "...
+ * Output size is too small", a dtype mismatch ("expected scalar type Float but
+ * found Double"), integer dtypes ("\"slow_conv_transpose2d_out_cpu\" not
+ * implemented for 'Long'": PyTorch's CPU computes Long, tenet has no integer
+ * kernel). grad_fn ConvolutionBackward0; gradients of input, weight and bias,
+ * and of any order under create_graph. */
+tn_tensor *tn_conv_transpose2d(const tn_tensor *input, const tn_tensor *weight,
+                               const tn_tensor *bias, const int64_t stride[2],
+                               const int64_t padding[2], const int64_t output_padding[2],
+                               int64_t groups, const int64_t dilation[2]);
+/* torch.nn.functional.conv_transpose1d: input (N, C, L) or unbatched (C, L),
+ * weight (C, OC / groups, K); as tn_conv_transpose2d over one spatial dim
+ * (its texts name a height of 1, as PyTorch's). */
+tn_tensor *tn_conv_transpose1d(const tn_tensor *input, const tn_tensor *weight,
+                               const tn_tensor *bias, int64_t stride, int64_t padding,
+                               int64_t output_padding, int64_t groups, int64_t dilation);
 /* ---- pooling ---------------------------------------------------------------- */
 /* torch.nn.functional.max_pool2d (PyTorch 1.13): input (N, C, H, W) or
  * unbatched (C, H, W), float32 / float64; kernel_size (kh, kw); stride NULL:
