@@ -294,6 +294,57 @@ static void f32_chunks(void **state) {
     tn_scope_end();
 }
 
+/* conv2d (no bias) of x (1, C, H, W), w (OC, C, K, K) by the definition, into y. */
+static void naive_conv(const double *x, const double *w, int64_t c, int64_t h, int64_t wd,
+                       int64_t oc, int64_t k, const int64_t geo[3][2], int64_t oh, int64_t ow,
+                       double *y) {
+    const int64_t *st = geo[0], *pd = geo[1], *dl = geo[2];
+    for (int64_t o = 0; o < oc; o++)
+        for (int64_t yy = 0; yy < oh; yy++)
+            for (int64_t xx = 0; xx < ow; xx++) {
+                double s = 0;
+                for (int64_t ci = 0; ci < c; ci++)
+                    for (int64_t i = 0; i < k; i++)
+                        for (int64_t j = 0; j < k; j++) {
+                            int64_t iy = yy * st[0] - pd[0] + i * dl[0];
+                            int64_t ix = xx * st[1] - pd[1] + j * dl[1];
+                            if (iy >= 0 && iy < h && ix >= 0 && ix < wd)
+                                s += x[(ci * h + iy) * wd + ix] * w[((o * c + ci) * k + i) * k + j];
+                        }
+                y[(o * oh + yy) * ow + xx] = s;
+            }
+}
+
+/* One image whose columns exceed a chunk's budget (a chunk of its own per thread), with the
+ * stride, padding and dilation of each dim apart, against the definition. */
+static void big_image_matches_definition(void **state) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    enum { C = 16, H = 100, W = 90, OC = 3, K = 3 };
+    tn_tensor *x = T(TN_F64, false, 0, 1, C, H, W), *w = T(TN_F64, false, 1, OC, C, K, K);
+    double *xv = malloc(C * H * W * sizeof *xv), *wv = malloc(OC * C * K * K * sizeof *wv);
+    assert_int_equal(tn_copy_to_f64(x, xv, C * H * W), TN_OK);
+    assert_int_equal(tn_copy_to_f64(w, wv, OC * C * K * K), TN_OK);
+    const int64_t geo[2][3][2] = {{{1, 1}, {1, 1}, {1, 1}}, {{2, 1}, {1, 0}, {2, 1}}};
+    for (int t = 0; t < 2; t++) {
+        const int64_t *st = geo[t][0], *pd = geo[t][1], *dl = geo[t][2];
+        int64_t oh = (H + 2 * pd[0] - dl[0] * (K - 1) - 1) / st[0] + 1;
+        int64_t ow = (W + 2 * pd[1] - dl[1] * (K - 1) - 1) / st[1] + 1, n = OC * oh * ow;
+        tn_tensor *y = tn_conv2d(x, w, NULL, st, pd, dl, 1);
+        assert_non_null(y);
+        assert_int_equal(tn_numel(y), n);
+        double *got = malloc((size_t)n * sizeof *got), *want = malloc((size_t)n * sizeof *want);
+        assert_int_equal(tn_copy_to_f64(y, got, n), TN_OK);
+        naive_conv(xv, wv, C, H, W, OC, K, geo[t], oh, ow, want);
+        for (int64_t i = 0; i < n; i++)
+            assert_true(fabs(got[i] - want[i]) < 1e-10);
+        free(got);
+        free(want);
+    }
+    free(xv);
+    free(wv);
+    tn_scope_end();
+}
+
 /* out, dx, dw and db of one conv with nt op threads, as float64 values (n of them). */
 static double *run_with_threads(int nt, int64_t *n) {
     tn_set_num_threads(nt);
@@ -339,6 +390,7 @@ int main(void) {
         TT_TEST(same_bits_any_thread_count),
         TT_TEST(errors_conv_transpose),
         TT_TEST(transpose_is_input_gradient),
+        TT_TEST(big_image_matches_definition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

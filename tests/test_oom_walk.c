@@ -658,7 +658,8 @@ static bool step_conv(program *g) {
     CALL_T(b, tn_full(1, (int64_t[]){3}, TN_F32, 0.5));
     CALL_T(y, tn_conv_transpose2d(x, w, b, two, one, one, 1, one)); /* (1, 3, 6, 6) */
     CALL_T(t, tn_tanh(y));
-    CALL_T(t, tn_conv2d(t, w, NULL, one, zero, one, 1)); /* w as (OC 2, C 3): (1, 2, 4, 4) */
+    CALL_T(b, tn_full(1, (int64_t[]){2}, TN_F32, -0.25));
+    CALL_T(t, tn_conv2d(t, w, b, one, zero, one, 1)); /* w as (OC 2, C 3): (1, 2, 4, 4) */
     CALL_T(tot, tn_sum(t));
     CALL_S(tn_autograd_grad(1, &tot, NULL, 1, &w, &gw, true, true));
     CALL_T(t, tn_mul(gw, gw));

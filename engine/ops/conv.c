@@ -25,8 +25,11 @@
 
 enum { CONV_FWD, CONV_DX, CONV_DW };
 
-/* Elements of the column buffer per chunk of images (at least one image). */
+/* Elements of the column buffer per chunk of images (at least one image), and how far it may
+ * grow to give every op thread an image of its own: the products of a chunk are then whole
+ * products per thread, one fork and join per chunk for the columns and one for the products. */
 #define COL_BUDGET ((int64_t)1 << 21)
+#define COL_BUDGET_THREADS ((int64_t)1 << 23)
 
 typedef struct conv_geom {
     int64_t n, c, h, w;                     /* x */
@@ -61,8 +64,9 @@ _Static_assert(sizeof(conv_geom) == CONV_NFIELDS * sizeof(int64_t), "conv_geom i
 
 /* Column-buffer chunk and the shared im2col description. */
 static int64_t chunk_images(const conv_geom *g) {
-    int64_t per = g->c * g->kh * g->kw * g->oh * g->ow;
+    int64_t per = g->c * g->kh * g->kw * g->oh * g->ow, nt = tn_get_num_threads();
     int64_t nb = per ? COL_BUDGET / per : g->n;
+    if (per && nb < nt) nb = COL_BUDGET_THREADS / per < nt ? COL_BUDGET_THREADS / per : nt;
     return nb < 1 ? 1 : nb > g->n ? g->n : nb;
 }
 
@@ -95,9 +99,9 @@ static tn_status im2col(const conv_geom *g, tn_tensor *x, int64_t n0, int64_t nb
     return tn__dev_conv(&a, tn__dev(x), (const tn_tensor *[]){col, x});
 }
 
-/* y[n0 .. n0+nb) = w · col, or dcol = w^T · g[n0 .. n0+nb): one product per
- * (image, group). */
-static tn_status gemm_chunk(const conv_geom *g, bool to_col, tn_tensor *w, tn_tensor *col,
+/* y[n0 .. n0+nb) (+)= w · col, or dcol = w^T · g[n0 .. n0+nb): one product per
+ * (image, group); acc: y holds the bias, the products add to it. */
+static tn_status gemm_chunk(const conv_geom *g, bool to_col, bool acc, tn_tensor *w, tn_tensor *col,
                             tn_tensor *y, int64_t n0, int64_t nb) {
     int64_t G = g->groups, ocg = g->oc / G, kc = g->c / G * g->kh * g->kw, L = g->oh * g->ow;
     size_t es = tn_dtype_size(w->dtype);
@@ -115,7 +119,8 @@ static tn_status gemm_chunk(const conv_geom *g, bool to_col, tn_tensor *w, tn_te
                       .rsb = L,
                       .csb = 1,
                       .c = yp,
-                      .rsc = L};
+                      .rsc = L,
+                      .accumulate = acc};
         b.bsa[1] = ocg * kc, b.bsb[0] = g->c * g->kh * g->kw * L, b.bsb[1] = kc * L;
         b.bsc[0] = g->oc * L, b.bsc[1] = ocg * L;
         return tn__dev_gemm(w->dtype, &m, &b, tn__dev(w), 3, (const tn_tensor *[]){y, w, col});
@@ -160,18 +165,20 @@ static tn_status gemm_dw(const conv_geom *g, tn_tensor *gy, tn_tensor *col, int6
 }
 
 /* The primitive `kind` on contiguous a, b (FWD: x, w; DX: g, w; DW: g, x);
- * out has the result's numel. */
-static tn_status run_kernels(int kind, const conv_geom *g, tn_tensor *a, tn_tensor *b,
+ * out has the result's numel. acc (FWD): out holds the bias, the products add to it. */
+static tn_status run_kernels(int kind, const conv_geom *g, tn_tensor *a, tn_tensor *b, bool acc,
                              tn_tensor *out) {
     if (tn__is_half(a->dtype)) {
         /* the halves: the whole primitive in float32, its result rounded once (as
          * PyTorch's CPU kernels), not each product and col2im add */
         int64_t n = tn_numel(out);
-        tn_tensor *a32 = tn__cast(a, TN_F32), *b32 = a32 ? tn__cast(b, TN_F32) : NULL;
+        tn_tensor *flat = tn__alias(out, 1, &n, (int64_t[]){1}, out->offset);
+        tn_tensor *a32 = flat ? tn__cast(a, TN_F32) : NULL, *b32 = a32 ? tn__cast(b, TN_F32) : NULL;
         tn_tensor *o32 = b32 ? tn__empty_on(1, &n, TN_F32, tn__dev(out)) : NULL;
-        tn_status st = o32 ? run_kernels(kind, g, a32, b32, o32) : tn_last_status();
-        tn_tensor *flat = st == TN_OK ? tn__alias(out, 1, &n, (int64_t[]){1}, out->offset) : NULL;
-        if (st == TN_OK) st = flat ? tn__copy_into(flat, o32) : tn_last_status();
+        tn_status st = o32 ? TN_OK : tn_last_status();
+        if (st == TN_OK && acc) st = tn__copy_into(o32, flat);
+        if (st == TN_OK) st = run_kernels(kind, g, a32, b32, acc, o32);
+        if (st == TN_OK) st = tn__copy_into(flat, o32);
         tn_release(flat);
         tn_release(a32);
         tn_release(b32);
@@ -186,9 +193,9 @@ static tn_status run_kernels(int kind, const conv_geom *g, tn_tensor *a, tn_tens
         int64_t k = g->n - n0 < nb ? g->n - n0 : nb;
         if (kind == CONV_FWD) {
             st = im2col(g, a, n0, k, col);
-            if (st == TN_OK) st = gemm_chunk(g, false, b, col, out, n0, k);
+            if (st == TN_OK) st = gemm_chunk(g, false, acc, b, col, out, n0, k);
         } else if (kind == CONV_DX) {
-            st = gemm_chunk(g, true, b, col, a, n0, k);
+            st = gemm_chunk(g, true, false, b, col, a, n0, k);
             tn_conv_args c = im_args(g, a->dtype, TN_CONV_COL2IM);
             c.nb = k;
             c.im = tn__ptr(out) + (size_t)(n0 * c.ims) * tn_dtype_size(a->dtype);
@@ -204,18 +211,38 @@ static tn_status run_kernels(int kind, const conv_geom *g, tn_tensor *a, tn_tens
     return st;
 }
 
-/* The result of primitive `kind` (shape: out_ndim, out_shape), no autograd. */
+/* y (contiguous, FWD's result) = bias over (n, oc, positions): the products then add to it
+ * (their accumulator starts at the bias), so the bias costs no pass of its own. */
+static tn_status fill_bias(const conv_geom *g, tn_tensor *y, const tn_tensor *bias) {
+    int64_t L = g->oh * g->ow;
+    tn_tensor *y3 =
+        tn__alias(y, 3, (int64_t[]){g->n, g->oc, L}, (int64_t[]){g->oc * L, L, 1}, y->offset);
+    tn_tensor *b3 = y3 ? tn__alias(bias, 3, (int64_t[]){1, g->oc, 1},
+                                   (int64_t[]){0, bias->stride[0], 0}, bias->offset)
+                       : NULL;
+    tn_status st = b3 ? tn__copy_into(y3, b3) : tn_last_status();
+    tn_release(y3);
+    tn_release(b3);
+    return st;
+}
+
+/* The result of primitive `kind` (shape: out_ndim, out_shape), no autograd; bias: FWD's, or
+ * NULL. */
 static tn_tensor *run_prim(int kind, const conv_geom *g, const tn_tensor *a, const tn_tensor *b,
-                           int out_ndim, const int64_t *out_shape) {
+                           const tn_tensor *bias, int out_ndim, const int64_t *out_shape) {
     tn_device dev = tn__dev(a);
     int64_t L = g->oh * g->ow, kc = g->c / g->groups * g->kh * g->kw;
-    /* nothing to sum (an empty product or no image): zeros, or an empty result */
+    /* nothing to sum (an empty product or no image): zeros (or the bias), or an empty result */
     bool zero = kc == 0 || (kind == CONV_DW && (g->n == 0 || L == 0)) ||
                 (kind == CONV_DX && (L == 0 || g->oc == 0));
-    tn_tensor *out = (zero ? tn__zeros_on : tn__empty_on)(out_ndim, out_shape, a->dtype, dev);
-    if (!out || zero || tn__numel(out_ndim, out_shape) == 0) return out;
-    tn_tensor *ac = tn__contiguous_on(a, dev), *bc = ac ? tn__contiguous_on(b, dev) : NULL;
-    tn_status st = bc ? run_kernels(kind, g, ac, bc, out) : tn_last_status();
+    bool empty = tn__numel(out_ndim, out_shape) == 0;
+    tn_tensor *out =
+        (zero && !bias ? tn__zeros_on : tn__empty_on)(out_ndim, out_shape, a->dtype, dev);
+    tn_status st = !out ? tn_last_status() : bias && !empty ? fill_bias(g, out, bias) : TN_OK;
+    if (st == TN_OK && (zero || empty)) return out;
+    tn_tensor *ac = st == TN_OK ? tn__contiguous_on(a, dev) : NULL;
+    tn_tensor *bc = ac ? tn__contiguous_on(b, dev) : NULL;
+    if (st == TN_OK) st = bc ? run_kernels(kind, g, ac, bc, bias != NULL, out) : tn_last_status();
     tn_release(ac);
     tn_release(bc);
     if (st < 0) {
@@ -303,9 +330,10 @@ static tn_status add_bias(int kind, const conv_geom *g, tn_tensor *y, const tn_t
  * (conv: FWD, conv_transpose: DX), with a bias (may be NULL) and PyTorch's grad_fn. */
 static tn_tensor *prim(int kind, bool op, const conv_geom *g, tn_tensor *a, tn_tensor *b,
                        const tn_tensor *bias, int out_ndim, const int64_t *out_shape) {
-    tn_tensor *out = run_prim(kind, g, a, b, out_ndim, out_shape);
+    bool fused = bias && kind == CONV_FWD; /* the bias in the products' accumulator */
+    tn_tensor *out = run_prim(kind, g, a, b, fused ? bias : NULL, out_ndim, out_shape);
     if (!out) return NULL;
-    tn_status st = bias ? add_bias(kind, g, out, bias) : TN_OK;
+    tn_status st = bias && !fused ? add_bias(kind, g, out, bias) : TN_OK;
     int nin = op ? 3 : 2;
     const tn_tensor *in[3] = {a, b, bias};
     if (st == TN_OK && tn__needs_grad(nin, in)) {
