@@ -16,6 +16,9 @@ tn_status tn_requires_grad_(tn_tensor *t, bool requires_grad) {
     if (requires_grad && !tn__is_float(t->dtype))
         return tn__error(TN_ERR_DTYPE,
                          "Only Tensors of floating point and complex dtype can require gradients");
+    if (requires_grad && tn__is_inference(t) && !tn__inference_on)
+        return tn__error(TN_ERR_AUTOGRAD, "Setting requires_grad=True on inference tensor "
+                         "outside InferenceMode is not allowed.");
     if (!requires_grad && !t->ag) return TN_OK;
     tn_autograd_meta *m = tn__meta_get_or_create(t);
     if (!m) return TN_ERR_OUT_OF_MEMORY;

@@ -160,8 +160,9 @@ tn_status tn__view_sync_slow(tn_tensor *t);
 static inline tn_status tn__view_sync(const tn_tensor *t) {
     return TN_UNLIKELY(t && tn__view_stale(t)) ? tn__view_sync_slow((tn_tensor *)t) : TN_OK;
 }
-/* PyTorch's error for a view made in no-grad mode (or a view of one) that is
- * written in place (indirect: its base or another view was written). */
+/* PyTorch's error for a view made in no-grad or inference mode (or a view
+ * of one) that is written in place (indirect: its base or another view was
+ * written). */
 tn_status tn__no_grad_view_error(const tn_tensor *t, bool indirect);
 /* Records t's history as current (a view written in place, whose history
  * was just set). */
@@ -186,7 +187,9 @@ void tn__node_release(tn_node *n);
 /* Makes `out` a non-leaf output `output_nr` of n (out must have no history of
  * its own, or be the target of an in-place op: its old history is dropped). */
 tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr);
-/* Saves t (may be NULL: slot stays undefined). is_output: t is an output of n. */
+/* Saves t (may be NULL: slot stays undefined). is_output: t is an output of n.
+ * An inference tensor cannot be saved (tn__inference_saved_error). */
+tn_status tn__inference_saved_error(void);
 tn_status tn__node_save(tn_node *n, int slot, const tn_tensor *t, bool is_output);
 /* Backward side: a new reference to saved tensor `slot`, after the freed and
  * version checks; NULL + PyTorch's error otherwise. */

@@ -467,6 +467,9 @@ static tn_status wrap_outputs(tn_function_ctx *ctx, tn_tensor **outputs) {
     }
     tn_rebase rb = {0};
     int rb_out = -1;
+    /* commit cannot fail: an inference tensor among the saved is refused now */
+    for (int i = 0; st == TN_OK && n && i < ctx->saved.n; i++)
+        if (ctx->saved.v[i] && tn__is_inference(ctx->saved.v[i])) st = tn__inference_saved_error();
     if (st == TN_OK && n) st = prepare(n, p, n_out, &rb, &rb_out);
     if (st == TN_OK) {
         commit(ctx, n, p, &rb, rb_out);

@@ -10,9 +10,19 @@
  */
 #include "../ops/ops_internal.h"
 
+/* PyTorch refuses the write when it bumps the version, after the kernel
+ * wrote; tenet refuses before, so that nothing is written. */
+static tn_status check_inference_write(const tn_tensor *t) {
+    if (TN_LIKELY(!tn__is_inference(t) || tn__inference_on)) return TN_OK;
+    return tn__error(TN_ERR_AUTOGRAD,
+                     "Inplace update to inference tensor outside InferenceMode is not allowed.You "
+                     "can make a clone to get a normal tensor before doing inplace update.See "
+                     "https://github.com/pytorch/rfcs/pull/17 for more details.");
+}
+
 tn_status tn__check_inplace(const tn_tensor *t, const tn_tensor *src) {
-    if (!tn__grad_enabled()) return TN_OK;
-    if (t->view_base && t->view_mode == TN_VIEW_NO_GRAD &&
+    if (!tn__grad_enabled()) return check_inference_write(t);
+    if (t->view_base && t->view_mode != TN_VIEW_GRAD &&
         (tn__requires_grad(t) || tn__requires_grad(src)))
         return tn__no_grad_view_error(t, false);
     if (t->view_base) {
@@ -26,7 +36,7 @@ tn_status tn__check_inplace(const tn_tensor *t, const tn_tensor *src) {
         return tn__error(TN_ERR_AUTOGRAD,
                          "a leaf Variable that requires grad is being used in an in-place "
                          "operation.");
-    return TN_OK;
+    return check_inference_write(t);
 }
 
 /* Geometry of a strided layout copied into node fields. */

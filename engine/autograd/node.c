@@ -253,10 +253,17 @@ tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr) {
     return TN_OK;
 }
 
+tn_status tn__inference_saved_error(void) {
+    return tn__error(TN_ERR_AUTOGRAD,
+                     "Inference tensors cannot be saved for backward. To work around you can make "
+                     "a clone to get a normal tensor and use it in autograd.");
+}
+
 tn_status tn__node_save(tn_node *n, int slot, const tn_tensor *t, bool is_output) {
     TN_ASSERT(slot >= 0 && slot < n->n_saved);
     tn_saved *s = &n->saved[slot];
     if (!t) return TN_OK;
+    if (TN_UNLIKELY(tn__is_inference(t))) return tn__inference_saved_error();
     if (!is_output && tn__view_sync(t) < 0) return tn_last_status(); /* its history, current */
     s->orig = (tn_tensor *)t;
     tn__weak_retain(s->orig);

@@ -35,13 +35,17 @@ tn_status tn__no_grad_view_error(const tn_tensor *t, bool indirect) {
                  t->ag->output_nr, fn->fn->name);
     else
         snprintf(prefix, sizeof prefix, "A view was created in");
+    bool inf = t->view_mode == TN_VIEW_INFERENCE;
     return tn__error(TN_ERR_AUTOGRAD,
-                     "%s no_grad mode and %s modified inplace with grad mode enabled. Given that "
-                     "this use case is ambiguous and error-prone, it is forbidden. You can "
-                     "clarify your code by moving both the view and the inplace either both "
-                     "inside the no_grad block (if you don't want the inplace to be tracked) or "
-                     "both outside (if you want the inplace to be tracked).",
-                     prefix, indirect ? "its base or another view of its base has been" : "is being");
+                     "%s %s mode and %s modified inplace %s. Given that this use case is "
+                     "ambiguous and error-prone, it is forbidden. You can clarify your code by "
+                     "moving both the view and the inplace either both inside the %s block (if "
+                     "you don't want the inplace to be tracked) or both outside (if you want the "
+                     "inplace to be tracked).",
+                     prefix, inf ? "inference" : "no_grad",
+                     indirect ? "its base or another view of its base has been" : "is being",
+                     inf ? "in normal mode" : "with grad mode enabled",
+                     inf ? "inference_mode" : "no_grad");
 }
 
 /* The new history of stale view t (the guard held). */
@@ -50,7 +54,7 @@ static tn_status regenerate(tn_tensor *t) {
     tn_node *old = tn__grad_fn(t);
     /* Nothing to follow: no history of its own, and the base has none. */
     if (!old && !tn__requires_grad(base)) return TN_OK;
-    if (t->view_mode == TN_VIEW_NO_GRAD) return tn__no_grad_view_error(t, true);
+    if (t->view_mode != TN_VIEW_GRAD) return tn__no_grad_view_error(t, true);
     tn_node *as = tn__as_strided_node(t, base);
     if (!as) return tn_last_status();
     tn__node_retain(old); /* set_output drops the view's reference: retire it instead */

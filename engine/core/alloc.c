@@ -531,7 +531,8 @@ tn_version_block *tn__version_new(void) {
 }
 
 void tn__version_retain(tn_version_block *v) {
-    atomic_fetch_add_explicit(&v->refcount, 1, memory_order_relaxed);
+    if (v) /* NULL: an inference tensor's */
+        atomic_fetch_add_explicit(&v->refcount, 1, memory_order_relaxed);
 }
 
 void tn__version_release(tn_version_block *v) {

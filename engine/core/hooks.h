@@ -185,6 +185,7 @@ extern tn_hooks tn__hooks;
  * anomaly mode, records the write with `op` (a static string). */
 static inline uint64_t tn__version_bump(tn_tensor *t, const char *op) {
     tn__storage_wrote(t->storage);
+    if (!t->version) return 0; /* an inference tensor: no counter (written in inference mode) */
     uint64_t v = atomic_fetch_add_explicit(&t->version->version, 1, memory_order_release) + 1;
     if (TN_UNLIKELY(tn__anomaly_mode() & TN_ANOMALY_ON)) tn__hooks.version_bump(t, v, op);
     return v;

@@ -2,7 +2,8 @@
  *
  * storage   refcounted buffer (jemalloc, 64-byte aligned) + write epoch
  * version   refcounted 64-bit version counter shared by a tensor, its views,
- *           its detach()es and saved aliases (not by .data)
+ *           its detach()es and saved aliases (not by .data); NULL for an
+ *           inference tensor (made in inference mode: no counter at all)
  * tensor    refcounted handle: storage + offset/shape/strides + dtype +
  *           version + autograd meta (NULL when no grad is needed)
  *
@@ -86,7 +87,7 @@ struct tn_tensor {
     tn_dtype dtype;
     int64_t offset; /* elements */
     tn_storage *storage;
-    tn_version_block *version;
+    tn_version_block *version; /* NULL: an inference tensor (tn__is_inference) */
     tn_autograd_meta *ag;  /* NULL: does not require grad, no history */
     tn_tensor *view_base;  /* views: the root base (owned), else NULL */
     /* Views (engine/autograd/view_track.c): the version at which the
@@ -109,8 +110,20 @@ struct tn_tensor {
 
 /* How a view was made: grad mode on (its history follows its base's), off
  * (PyTorch's CreationMeta::NO_GRAD_MODE: writing it in place, or reading
- * its history after its base was written with grad mode on, is an error). */
-typedef enum tn_view_mode { TN_VIEW_GRAD = 0, TN_VIEW_NO_GRAD = 1 } tn_view_mode;
+ * its history after its base was written with grad mode on, is an error),
+ * or in inference mode (CreationMeta::INFERENCE_MODE: the same rules, with
+ * inference mode's messages; only views of normal tensors: a view of an
+ * inference tensor is an inference tensor, not a view). */
+typedef enum tn_view_mode {
+    TN_VIEW_GRAD = 0,
+    TN_VIEW_NO_GRAD = 1,
+    TN_VIEW_INFERENCE = 2
+} tn_view_mode;
+
+/* An inference tensor (made in inference mode, or a view or detach of
+ * one): no version counter, and no autograd meta unless tn_requires_grad_
+ * made it a leaf that requires grad inside inference mode. */
+static inline bool tn__is_inference(const tn_tensor *t) { return !t->version; }
 
 /* requires_grad, as PyTorch's: a view also requires grad when its base
  * does (its history may be stale: see tn__view_sync). */
@@ -143,8 +156,10 @@ static inline void tn__storage_wrote(tn_storage *s) {
 tn_version_block *tn__version_new(void);
 void tn__version_retain(tn_version_block *v);
 void tn__version_release(tn_version_block *v);
+/* 0 for an inference tensor, which is never written while anything that
+ * compares versions (a saved tensor, a view's history) could see it. */
 static inline uint64_t tn__version_get(const tn_tensor *t) {
-    return atomic_load_explicit(&t->version->version, memory_order_acquire);
+    return t->version ? atomic_load_explicit(&t->version->version, memory_order_acquire) : 0;
 }
 
 /* ---- dtype ----------------------------------------------------------------- */
@@ -286,8 +301,13 @@ tn_status tn__callback_leave(const tn__callback_frame *f, tn_status st, int n_re
 #define TN_TLS_INITIAL_EXEC
 #endif
 extern _Thread_local uint8_t tn__autocast_on TN_TLS_INITIAL_EXEC;
+/* Inference mode (tn_set_inference_mode) on this thread: tensors made now
+ * are inference tensors. Plain thread-local, as tn__autocast_on. */
+extern _Thread_local bool tn__inference_on TN_TLS_INITIAL_EXEC;
+/* Grad mode on and inference mode off. */
 bool tn__grad_enabled(void);
-/* True when grad mode is on and one of the (possibly NULL) inputs requires grad. */
+/* True when grad mode is on, one of the (possibly NULL) inputs requires
+ * grad and one is a normal (not inference) tensor. */
 bool tn__needs_grad(int n, const tn_tensor *const *inputs);
 
 #endif

@@ -28,8 +28,8 @@ tn_tensor *tn__empty_on(int ndim, const int64_t *shape, tn_dtype dt, tn_device d
     tn_tensor *t = tn__handle_new(ndim, shape, stride, dt);
     if (!t) return NULL;
     t->storage = tn__storage_new((size_t)numel * tn__dtype_sizes[dt], dev);
-    t->version = t->storage ? tn__version_new() : NULL;
-    if (!t->storage || !t->version) {
+    if (t->storage && !tn__inference_on) t->version = tn__version_new(); /* else: inference */
+    if (!t->storage || (!t->version && !tn__inference_on)) {
         tn_release(t);
         return NULL;
     }
@@ -184,6 +184,10 @@ bool tn_shares_storage(const tn_tensor *a, const tn_tensor *b) {
 }
 int64_t tn_version(const tn_tensor *t) {
     META_CHECK(t, -1);
+    if (tn__is_inference(t)) {
+        tn__error(TN_ERR_AUTOGRAD, "Inference tensors do not track version counter.");
+        return -1;
+    }
     return (int64_t)tn__version_get(t);
 }
 tn_status tn_item(const tn_tensor *t, double *out) {

@@ -1,19 +1,24 @@
 /* The view constructor shared by every view op: a new handle over the same
  * storage and version counter, remembering its root base (for CopySlices and
  * for following the base's history, engine/autograd/view_track.c) and
- * recording the view's backward when the input requires grad. */
+ * recording the view's backward when the input requires grad. A view of an
+ * inference tensor is a plain inference tensor: no base, no history, not
+ * requiring grad (PyTorch's: not `_is_view()`, a leaf). */
 #include "ops_internal.h"
 
 tn_tensor *tn__make_view(tn_tensor *a, int ndim, const int64_t *shape, const int64_t *stride,
                          int64_t offset, const tn_fn_info *fn, tn_node **node_out) {
     if (node_out) *node_out = NULL;
     tn_tensor *v = tn__alias(a, ndim, shape, stride, offset);
-    if (!v) return NULL;
+    if (!v || tn__is_inference(a)) return v;
     v->view_base = tn__retain(a->view_base ? a->view_base : a);
-    /* a view of a view made in no-grad mode inherits its mode (PyTorch's
-     * propagate_creation_meta) */
-    bool inherited = a->view_base && a->view_mode == TN_VIEW_NO_GRAD;
-    v->view_mode = tn__grad_enabled() && !inherited ? TN_VIEW_GRAD : TN_VIEW_NO_GRAD;
+    v->view_mode = tn__inference_on     ? TN_VIEW_INFERENCE
+                   : tn__grad_enabled() ? TN_VIEW_GRAD
+                                        : TN_VIEW_NO_GRAD;
+    /* a view of a view made in no-grad or inference mode inherits its mode,
+     * inference mode's over no-grad's (PyTorch's propagate_creation_meta) */
+    if (a->view_base && (v->view_mode == TN_VIEW_GRAD || a->view_mode == TN_VIEW_INFERENCE))
+        v->view_mode = a->view_mode;
     atomic_init(&v->view_version, tn__version_get(v)); /* a's history is synced below */
     if (!fn || !tn__needs_grad(1, (const tn_tensor *[]){a})) return v;
     tn_node *n = tn__node_new(fn, 1, (const tn_tensor *[]){a}, 0, 1);

@@ -176,9 +176,31 @@ tn_status tn_set_grad(tn_tensor *t, tn_tensor *g);
 /* Clears .grad (sets it to NULL, as zero_grad(set_to_none=True)). */
 tn_status tn_zero_grad(tn_tensor *t);
 
-/* Thread-local grad mode (torch.no_grad). Returns the previous mode. */
+/* Thread-local grad mode (torch.no_grad). Returns the previous setting.
+ * tn_is_grad_enabled is false inside inference mode whatever the setting,
+ * which inference mode overrides without changing it. */
 bool tn_set_grad_enabled(bool enabled);
 bool tn_is_grad_enabled(void);
+
+/* Thread-local inference mode (torch.inference_mode): no-grad, and every
+ * tensor made meanwhile (except views of normal tensors) is an inference
+ * tensor: no version counter and no autograd history, cheaper to make than
+ * under no-grad. Returns the previous mode; restore it with that value:
+ *
+ *     bool prev = tn_set_inference_mode(true);
+ *     ... sample ...
+ *     tn_set_inference_mode(prev);
+ *
+ * Outside inference mode an inference tensor may be read by any op, but
+ * not saved for backward ("Inference tensors cannot be saved for
+ * backward. ..."), written in place ("Inplace update to inference tensor
+ * outside InferenceMode is not allowed. ..."; refused before anything is
+ * written), made to require grad, or asked its version (docs/semantics.md
+ * §4). A new thread starts with it off. */
+bool tn_set_inference_mode(bool on);
+bool tn_is_inference_mode(void);
+/* Tensor.is_inference(); false for NULL. */
+bool tn_is_inference(const tn_tensor *t);
 
 TN_API_END
 #ifdef __cplusplus

@@ -160,7 +160,8 @@ tn_status tn_copy_to(const tn_tensor *t, void *buffer, size_t bytes);
 tn_status tn_copy_to_f64(const tn_tensor *t, double *buffer, int64_t count);
 bool tn_is_contiguous(const tn_tensor *t);
 bool tn_shares_storage(const tn_tensor *a, const tn_tensor *b);
-/* tensor._version: the shared version counter. */
+/* tensor._version: the shared version counter. -1 + error for an inference
+ * tensor ("Inference tensors do not track version counter."). */
 int64_t tn_version(const tn_tensor *t);
 bool tn_requires_grad(const tn_tensor *t);
 bool tn_is_leaf(const tn_tensor *t);
