@@ -36,6 +36,10 @@ static const bench_case CASES[] = {
     {"tiny", "y = sigmoid(x*2).sum(); backward, 16 elements", bench_tiny, false},
     {"chain100", "100 x (y*a+b) on 16 elements, forward+backward, per op pair", bench_chain100,
      false},
+    {"op16_modes",
+     "(x + a) * b on 16 elements, x requiring grad: per op in grad mode, no-grad and inference "
+     "mode",
+     bench_op16_modes, false},
     {"add_1000", "in-place tn_add_ on 1,000 float32", bench_add_inplace, false},
     {"sgemm1024", "tn_matmul 1024x1024 float32", bench_sgemm1024, false},
     {"sgemm2048", "tn_matmul 2048x2048 float32", bench_sgemm2048, false},

@@ -99,6 +99,7 @@ int bench_copy_t(const bench_opts *o);
 int bench_add16(const bench_opts *o);
 int bench_tiny(const bench_opts *o);
 int bench_chain100(const bench_opts *o);
+int bench_op16_modes(const bench_opts *o);
 int bench_add_inplace(const bench_opts *o);
 int bench_tiny_anomaly(const bench_opts *o);
 int bench_tiny_anomaly_nan(const bench_opts *o);

@@ -109,6 +109,56 @@ int bench_chain100(const bench_opts *o) {
     return small_case(o, "chain100", chain_body, 16, true, CHAIN);
 }
 
+/* ---- grad mode, no-grad, inference mode ---------------------------------------- */
+
+/* (x + a) * b on 16 elements, x requiring grad: two ops per iteration. */
+static int modes_body(void *st, int64_t iters) {
+    small *s = st;
+    for (int64_t i = 0; i < iters; i++) {
+        tn_tensor *y = tn_add(s->x, s->a), *z = y ? tn_mul(y, s->b) : NULL;
+        tn_release(y);
+        if (!z) return bench_fail("op16_modes", "tn_add/tn_mul");
+        tn_release(z);
+    }
+    return 0;
+}
+
+static const char *const MODE_NAMES[3] = {"op16_grad", "op16_no_grad", "op16_inference"};
+
+/* 0: grad mode (the ops record), 1: no-grad, 2: inference mode */
+static void set_mode3(int m) {
+    tn_set_grad_enabled(m != 1);
+    tn_set_inference_mode(m == 2);
+}
+
+/* The same body in the three modes, calibrated once (grad mode, the slowest) and alternated
+ * run by run so that the machine's load drifts alike over all three. */
+int bench_op16_modes(const bench_opts *o) {
+    small s;
+    double secs[3][BENCH_MAX_RUNS], t;
+    bench_opts one = *o;
+    one.repeat = 1;
+    int rc = small_init(&s, 16, true) ? 0 : bench_fail("op16_modes", "setup");
+    int64_t iters = rc == 0 ? bench_time(&one, modes_body, &s, SMALL_RUN_S, &t) : -1;
+    for (int m = 1; m < 3 && iters > 0; m++) { /* warm-up of the other two */
+        set_mode3(m);
+        if (modes_body(&s, iters) < 0) iters = -1;
+    }
+    for (int r = 0; r < o->repeat && iters > 0; r++)
+        for (int m = 0; m < 3 && iters > 0; m++) {
+            set_mode3(m);
+            double t0 = bench_now();
+            if (modes_body(&s, iters) < 0) iters = -1;
+            secs[m][r] = (bench_now() - t0) / (double)iters;
+        }
+    set_mode3(0);
+    if (iters > 0)
+        for (int m = 0; m < 3; m++)
+            emit_us(o, MODE_NAMES[m], secs[m], 2);
+    small_free(&s);
+    return iters > 0 ? 0 : -1;
+}
+
 /* tiny with anomaly mode off, then on; "_nan": with check_nan (every op's output and every
  * gradient scanned) */
 static int tiny_anomaly_case(const bench_opts *o, const char *name) {

@@ -35,7 +35,7 @@ try:
 except ImportError:  # tenet's numbers alone
     torch = None
 
-CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "tiny", "chain100",
+CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "op16_modes", "tiny", "chain100",
          "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "tiny_anomaly_nan",
          "chain100_anomaly", "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits",
          "sgemm4096", "layer_norm", "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan",
@@ -196,6 +196,32 @@ def t_add16(o):
         for _ in range(it):
             torch.add(a, b)
     return t_us(o, "add16", body)
+
+
+def t_op16_modes(o):
+    """(x + a) * b in grad mode, under no_grad and under inference_mode, alternated run by run
+    after one calibration in grad mode, as tenet's case."""
+    x, a, b = small(16, True)
+
+    def body(it):
+        for _ in range(it):
+            (x + a) * b
+    modes = [torch.enable_grad, torch.no_grad, torch.inference_mode]
+    names = ["op16_grad", "op16_no_grad", "op16_inference"]
+    one = Opts.__new__(Opts)
+    one.__dict__.update(o.__dict__, repeat=1)
+    _, iters = time_body(one, body, 0.05)
+    for m in modes[1:]:
+        with m():
+            body(iters)
+    secs = [[], [], []]
+    for _ in range(o.repeat):
+        for i, m in enumerate(modes):
+            with m():
+                t0 = time.perf_counter()
+                body(iters)
+                secs[i].append((time.perf_counter() - t0) / iters)
+    return [result(n, "us/op", [1e6 * t / 2 for t in ts]) for n, ts in zip(names, secs)]
 
 
 def t_add_1000(o):
@@ -524,6 +550,7 @@ def t_clip_norm(o):
 
 
 TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add16,
+         "op16_modes": t_op16_modes,
          "tiny": t_tiny, "chain100": t_chain100, "add_1000": t_add_1000,
          "sgemm1024": lambda o: t_sgemm(o, "sgemm1024", 1024),
          "sgemm2048": lambda o: t_sgemm(o, "sgemm2048", 2048), "mlp": t_mlp,

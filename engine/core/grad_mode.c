@@ -5,7 +5,8 @@
  * (engine/ops/autocast.c), read by every autocast op. */
 #include "internal.h"
 
-static _Thread_local bool tls_grad_disabled;
+/* initial-exec, as the two below: read by every op (no __tls_get_addr call) */
+static _Thread_local bool tls_grad_disabled TN_TLS_INITIAL_EXEC;
 _Thread_local uint8_t tn__autocast_on TN_TLS_INITIAL_EXEC;
 _Thread_local bool tn__inference_on TN_TLS_INITIAL_EXEC;
 
