@@ -380,6 +380,42 @@ static void test_mix_functional(void **state) {
     }
 }
 
+/* class F(Function): forward(ctx, x, y): ctx.save_for_backward(y); return x * 2
+ * F.apply(s, c) with c an inference tensor -> "Inference tensors cannot be saved ..." */
+static int save_second_fw(tn_function_ctx *ctx, int n_in, tn_tensor *const *in, int n_out,
+                          tn_tensor **out) {
+    (void)n_in;
+    (void)n_out;
+    out[0] = tn_mul_scalar(in[0], 2);
+    if (!out[0]) return tn_last_status();
+    return tn_function_save_for_backward(ctx, 1, &in[1]);
+}
+static int save_second_bw(tn_function_ctx *ctx, int n_out, tn_tensor *const *gout, int n_in,
+                          tn_tensor **gin) {
+    (void)ctx;
+    (void)n_out;
+    (void)n_in;
+    gin[0] = tn_retain(gout[0]);
+    return 1;
+}
+static const tn_function SAVE_SECOND = {
+    .name = "SaveSecondBackward", .forward = save_second_fw, .backward = save_second_bw};
+
+static void test_custom_function_saves_inference_tensor(void **state) {
+    (void)state;
+    tn_tensor *s = ones(true), *c = inference_ones(false), *o = NULL;
+    assert_failed(tn_function_apply(&SAVE_SECOND, 2, (tn_tensor *[]){s, c}, 1, &o),
+                  TN_ERR_AUTOGRAD, SAVED_ERR);
+    assert_null(o);
+    tn_tensor *n = tn_clone(c); /* the way out */
+    assert_int_equal(tn_function_apply(&SAVE_SECOND, 2, (tn_tensor *[]){s, n}, 1, &o), TN_OK);
+    tt_assert_grad_fn(o, "SaveSecondBackward");
+    tn_release(o);
+    tn_release(n);
+    tn_release(c);
+    tn_release(s);
+}
+
 /* for rg: s = ones(rg); a = s.clone(); with inference_mode(): c = ones()
  * rg: a.mul_(c) -> saved error; torch.mul(s, s, out=c) -> the out= error
  * else: a.mul_(c) fine; torch.mul(s, s, out=c) -> the in-place error */
@@ -567,6 +603,7 @@ int main(void) {
         TT_TEST(test_mix_functional),
         TT_TEST(test_mix_inplace),
         TT_TEST(test_mix_view),
+        TT_TEST(test_custom_function_saves_inference_tensor),
         TT_TEST(test_view_on_rebase_direct),
         TT_TEST(test_sampler_ops),
         TT_TEST(test_threads_toggle),
