@@ -1,8 +1,10 @@
 /* Per-op overhead: ops on tiny tensors, where the time is the engine's
  * bookkeeping (allocation, dispatch, autograd nodes), not arithmetic. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, CLOCK_THREAD_CPUTIME_ID */
 #include "bench.h"
 
 #include <stdio.h>
+#include <time.h>
 
 /* Per-op cases loop until one run lasts this long. */
 #define SMALL_RUN_S 0.05
@@ -24,14 +26,20 @@ static bool small_init(small *s, int64_t n, bool rg) {
     return s->x && s->a && s->b && (!rg || tn_requires_grad_(s->x, true) == TN_OK);
 }
 
-/* Emits one figure in µs per `per` units of work from per-iteration seconds. */
-static void emit_us(const bench_opts *o, const char *name, const double *secs, double per) {
+/* One figure in µs per `per` units of work from per-iteration seconds. */
+static bench_result us_result(const bench_opts *o, const char *name, const double *secs,
+                              double per) {
     double v[BENCH_MAX_RUNS];
     bench_result r = {.unit = "us/op", .higher_is_better = false};
     snprintf(r.name, sizeof r.name, "%s", name);
     for (int i = 0; i < o->repeat; i++)
         v[i] = 1e6 * secs[i] / per;
     bench_stats(&r, v, o->repeat);
+    return r;
+}
+
+static void emit_us(const bench_opts *o, const char *name, const double *secs, double per) {
+    bench_result r = us_result(o, name, secs, per);
     bench_emit(&r);
 }
 
@@ -131,8 +139,17 @@ static void set_mode3(int m) {
     tn_set_inference_mode(m == 2);
 }
 
+/* CPU time of the calling thread, which runs these ops whole (16 elements open no parallel
+ * region): unlike the wall clock, it does not count the time the thread waited for a core, so
+ * a loaded machine changes it little. */
+static double thread_cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* The same body in the three modes, calibrated once (grad mode, the slowest) and alternated
- * run by run so that the machine's load drifts alike over all three. */
+ * run by run so that the machine's load drifts alike over all three; timed in thread CPU time. */
 int bench_op16_modes(const bench_opts *o) {
     small s;
     double secs[3][BENCH_MAX_RUNS], t;
@@ -147,14 +164,23 @@ int bench_op16_modes(const bench_opts *o) {
     for (int r = 0; r < o->repeat && iters > 0; r++)
         for (int m = 0; m < 3 && iters > 0; m++) {
             set_mode3(m);
-            double t0 = bench_now();
+            double t0 = thread_cpu_now();
             if (modes_body(&s, iters) < 0) iters = -1;
-            secs[m][r] = (bench_now() - t0) / (double)iters;
+            secs[m][r] = (thread_cpu_now() - t0) / (double)iters;
         }
     set_mode3(0);
-    if (iters > 0)
-        for (int m = 0; m < 3; m++)
-            emit_us(o, MODE_NAMES[m], secs[m], 2);
+    for (int m = 0; m < 3 && iters > 0; m++) {
+        bench_result res = us_result(o, MODE_NAMES[m], secs[m], 2);
+        if (m == 2) { /* the median of the run-by-run ratios: little hurt by load drift */
+            double q[BENCH_MAX_RUNS];
+            bench_result ratio = res;
+            for (int r = 0; r < o->repeat; r++)
+                q[r] = secs[2][r] / secs[1][r];
+            bench_stats(&ratio, q, o->repeat);
+            bench_extra(&res, "vs_no_grad", ratio.median);
+        }
+        bench_emit(&res);
+    }
     small_free(&s);
     return iters > 0 ? 0 : -1;
 }
