@@ -310,4 +310,12 @@ bool tn__grad_enabled(void);
  * grad and one is a normal (not inference) tensor. */
 bool tn__needs_grad(int n, const tn_tensor *const *inputs);
 
+/* Gives a new handle its own version block, except in inference mode (an
+ * inference tensor has none); false out of memory. */
+static inline bool tn__version_attach(tn_tensor *t) {
+    if (tn__inference_on) return true;
+    t->version = tn__version_new();
+    return t->version != NULL;
+}
+
 #endif

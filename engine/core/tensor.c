@@ -28,8 +28,7 @@ tn_tensor *tn__empty_on(int ndim, const int64_t *shape, tn_dtype dt, tn_device d
     tn_tensor *t = tn__handle_new(ndim, shape, stride, dt);
     if (!t) return NULL;
     t->storage = tn__storage_new((size_t)numel * tn__dtype_sizes[dt], dev);
-    if (t->storage && !tn__inference_on) t->version = tn__version_new(); /* else: inference */
-    if (!t->storage || (!t->version && !tn__inference_on)) {
+    if (!t->storage || !tn__version_attach(t)) {
         tn_release(t);
         return NULL;
     }

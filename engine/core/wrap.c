@@ -55,8 +55,7 @@ tn_tensor *tn__wrap(void *data, tn_dtype dtype, int ndim, const int64_t *shape,
     tn_tensor *t = tn__handle_new(ndim, shape, strides, dtype);
     if (!t) return NULL;
     t->storage = tn__storage_wrap(data, (size_t)span * es, dev, release, ctx);
-    if (t->storage && !tn__inference_on) t->version = tn__version_new(); /* else: inference */
-    if (!t->storage || (!t->version && !tn__inference_on)) {
+    if (!t->storage || !tn__version_attach(t)) {
         if (t->storage) t->storage->release = NULL; /* failed: the memory stays the caller's */
         tn_release(t);
         return NULL;

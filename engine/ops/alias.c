@@ -26,7 +26,8 @@ tn_tensor *tn_detach_(tn_tensor *t) {
 tn_tensor *tn_data(tn_tensor *t) {
     TN_CHECK_NULL_ARG(t, "self");
     tn_tensor *d = tn__detached_alias(t);
-    if (!d || tn__is_inference(t)) return tn__ret(d); /* no counter to renew */
+    if (!d) return NULL;
+    if (tn__is_inference(t)) return tn__ret(d); /* no counter to renew */
     tn_version_block *v = tn__version_new(); /* .data: a fresh counter at 0 */
     if (!v) {
         tn_release(d);
