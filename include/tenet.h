@@ -34,6 +34,7 @@
 #include "tenet/dlpack_io.h"
 #include "tenet/sampler.h"
 #include "tenet/profile.h"
+#include "tenet/numerics.h"
 
 #define TENET_VERSION_MAJOR 0
 #define TENET_VERSION_MINOR 1

@@ -232,6 +232,7 @@ tn_status tn__node_set_output(tn_node *n, tn_tensor *out, int output_nr) {
     om->device = out->storage->device;
     memcpy(om->shape, out->shape, (size_t)out->ndim * sizeof(int64_t));
     if (TN_UNLIKELY(tn__profile_on())) tn__hooks.prof_link(out, n->seq);
+    if (TN_UNLIKELY(tn__numerics_on())) tn__hooks.num_link(out, n->seq);
     if (m->cell && m->retains_grad) {
         /* retain_grad follows the tensor to its new grad_fn (in-place, a
          * view regenerated) and leaves the old one: .grad is the gradient

@@ -171,6 +171,7 @@ static tn_status backward_and_send(tn_run *r, node_state *s, bool hooked) {
     tn_status st = shape_input_grads(n, gin, call_backward(n, s->inbuf, gin));
     if (TN_UNLIKELY(t0 > 0)) tn__hooks.prof_node(n->fn->name, n->seq, t0);
     if (st == TN_OK && r->monitor) tn__hooks.monitor_node(r->monitor, n, gin);
+    if (st == TN_OK && TN_UNLIKELY(tn__numerics_on())) tn__hooks.num_node(n, s->inbuf, gin);
     if (st == TN_OK && hooked) st = tn__run_posthooks(n, gin, s->inbuf);
     st = send_input_grads(r, n, gin, st);
     if (gin != stack_gin) tn__mfree(gin);

@@ -6,6 +6,7 @@ _Thread_local unsigned tn__anomaly_local;
 _Atomic unsigned tn__race_flag;
 _Atomic unsigned tn__monitor_flag;
 _Atomic unsigned tn__profile_flag;
+_Atomic unsigned tn__numerics_flag;
 _Atomic unsigned tn__nf_batched;
 _Atomic unsigned tn__mon_pending;
 

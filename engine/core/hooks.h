@@ -83,6 +83,15 @@ static inline bool tn__profile_on(void) {
     return atomic_load_explicit(&tn__profile_flag, memory_order_relaxed) != 0;
 }
 
+/* The numerics recorder (debug/numerics.c). Relaxed: a plain setting read
+ * at each op, node and optimiser update; it pairs with nothing, for the
+ * recorder's per-thread buffers carry their own ordering (a seq_cst busy word
+ * against the session's end, as the profiler's). */
+extern _Atomic unsigned tn__numerics_flag;
+static inline bool tn__numerics_on(void) {
+    return atomic_load_explicit(&tn__numerics_flag, memory_order_relaxed) != 0;
+}
+
 /* ---- the table ------------------------------------------------------------------------ */
 
 typedef struct tn_saved tn_saved;
@@ -172,6 +181,19 @@ typedef struct tn_hooks {
     /* omp: member `member` of a team of `team` threads ran its share of the OpenMP region
      * `region` from t0 until now (tn__omp_span_end, engine/core/threads.c). */
     void (*prof_omp)(const char *region, double t0, int team, int member);
+
+    /* -- installed by debug/, called by ops/, autograd/ and optim/ (the numerics
+     * recorder on) --
+     * op: a forward op made `out` from in[0..n_in) (outside engine code).
+     * link: node seq was made the grad_fn of `out` (ties the node to its op).
+     * node: backward node n ran: go[0..n->n_out) its incoming gradients (NULL
+     * entries: none), gi[0..n->n_in) the gradients it sends to its inputs.
+     * update: an optimiser (`name`) wrote parameter i of its list (p, after the
+     * update) from gradient g. */
+    void (*num_op)(const char *op, const tn_tensor *out, int n_in, const tn_tensor *const *in);
+    void (*num_link)(const tn_tensor *out, uint64_t seq);
+    void (*num_node)(tn_node *n, tn_tensor *const *go, tn_tensor *const *gi);
+    void (*num_update)(const char *name, int i, const tn_tensor *p, const tn_tensor *g);
 } tn_hooks;
 
 /* The one table (engine/core/hooks.c). Each layer writes its own entries,
@@ -260,11 +282,14 @@ static inline void tn__anomaly_forward(const char *op, const tn_tensor *out, int
 }
 
 /* The end of a producing op that began at t0 = tn__prof_start(): the forward
- * check, and the op's span when the profiler was on at its start. */
+ * check, the op's span when the profiler was on at its start, and its record
+ * when the numerics recorder is on. */
 static inline void tn__op_done(const char *op, double t0, const tn_tensor *out, int n_in,
                                const tn_tensor *const *in) {
     tn__anomaly_forward(op, out, n_in, in);
     if (TN_UNLIKELY(t0 > 0) && out) tn__hooks.prof_op(op, t0, out, n_in, in);
+    if (TN_UNLIKELY(tn__numerics_on()) && out && !tn__in_engine())
+        tn__hooks.num_op(op, out, n_in, in);
 }
 
 #endif

@@ -301,9 +301,12 @@ tn_status tn__optim_apply_param(const tn_optim_params *op, int i, const char *na
                                 tn_pw_code code, int nops, tn_tensor *const *ops, const void *ctx) {
     tn_status st = tn__optim_apply(name, code, nops, ops, ctx);
     tn_tensor *p = op->params[i];
-    if (st < 0 || ops[0] == p) return st;
-    st = tn__copy_into(p, ops[0]); /* the master rounded into the parameter */
-    if (st == TN_OK) tn__version_bump(p, name);
+    if (st == TN_OK && ops[0] != p) {
+        st = tn__copy_into(p, ops[0]); /* the master rounded into the parameter */
+        if (st == TN_OK) tn__version_bump(p, name);
+    }
+    if (st == TN_OK && TN_UNLIKELY(tn__numerics_on()))
+        tn__hooks.num_update(name, i, p, op->grads ? op->grads[i] : NULL);
     return st;
 }
 
