@@ -6,6 +6,12 @@
 #include <string.h>
 
 #include "gpt_model.h"
+#ifdef GPT_PLANTED
+#include "gpt_plant.h"
+#else
+#define gpt_plant_gelu_tanh(layer) true
+#define gpt_plant_reduce(x) (x)
+#endif
 
 /* Index of a block's parameters within m->params. */
 enum {
@@ -195,7 +201,7 @@ static tn_tensor *attention(const gpt_model *m, int l, tn_tensor *x, int64_t B, 
 }
 
 static tn_tensor *mlp(const gpt_model *m, int l, tn_tensor *x) {
-    tn_tensor *h = tn_gelu(tn_linear(x, BLK(m, l, FC_W), BLK(m, l, FC_B)), true);
+    tn_tensor *h = tn_gelu(tn_linear(x, BLK(m, l, FC_W), BLK(m, l, FC_B)), gpt_plant_gelu_tanh(l));
     return tn_linear(h, BLK(m, l, MLP_PROJ_W), BLK(m, l, MLP_PROJ_B));
 }
 
@@ -215,7 +221,7 @@ tn_tensor *gpt_forward(const gpt_model *m, tn_tensor *idx) {
         x = tn_add(x, attention(m, l, layer_norm(m, x, BLK(m, l, LN1_W), BLK(m, l, LN1_B)), B, T));
         x = tn_add(x, mlp(m, l, layer_norm(m, x, BLK(m, l, LN2_W), BLK(m, l, LN2_B))));
     }
-    x = layer_norm(m, x, LNF_W(m), LNF_B(m));
+    x = gpt_plant_reduce(layer_norm(m, x, LNF_W(m), LNF_B(m)));
     return tn_linear(x, WTE(m), NULL); /* lm_head, tied to wte */
 }
 

@@ -497,6 +497,10 @@ tn_status tn_function_apply(const tn_function *fn, int n_in, tn_tensor *const *i
                            .recording = tn__needs_grad(n_in, (const tn_tensor *const *)inputs)};
     st = run_forward(&ctx, outputs);
     ctx.forward = false; /* the context is spent: a ctx kept by the user fails cleanly */
+    if (st == TN_OK && TN_UNLIKELY(tn__numerics_on()) && !tn__in_engine())
+        for (int k = 0; k < n_out; k++) /* before wrap_outputs links each to the node */
+            if (outputs[k])
+                tn__hooks.num_op(fn->name, outputs[k], n_in, (const tn_tensor *const *)inputs);
     if (st == TN_OK)
         st = wrap_outputs(&ctx, outputs);
     else
