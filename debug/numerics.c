@@ -12,9 +12,11 @@
  * is left and closes the file.
  *
  * An op's record stays open until the thread's next record: the node that
- * autograd makes for the op's output is linked after the op ends (num_link),
- * and its number goes into the op's record, which is how the comparer
- * matches backward nodes across runs by identity rather than by order.
+ * autograd makes for the op's output is linked after the op ends (num_link)
+ * or, for the ops that make it inside, just before (kept until the op's
+ * record), and its number goes into the op's record, which is how the
+ * comparer matches backward nodes across runs by identity rather than by
+ * order.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -49,6 +51,8 @@ typedef struct nbuf {
     size_t len, cap;
     bool failed;          /* out of memory: lines were lost */
     const void *open_out; /* the output of the open op record (NULL: none open) */
+    const void *link_out; /* an output linked to node link_node before its op's record */
+    uint64_t link_node;
     tn_num_sites *sites;
 } nbuf;
 
@@ -95,7 +99,7 @@ static nbuf *enter(void) {
         b->session = s;
         b->seq = 0;
         b->len = 0;
-        b->open_out = NULL;
+        b->open_out = b->link_out = NULL;
         b->index = atomic_fetch_add_explicit(&g_next_index, 1, memory_order_relaxed);
     }
     tls_inside = true;
@@ -280,6 +284,11 @@ static void num_op(const char *op, const tn_tensor *out, int n_in, const tn_tens
     put_list(b, "out", 1, &out);
     if (selected(op, site)) save_tensors(b, n_in, "in", in, 1, "out", &out);
     b->open_out = out; /* closed by the next record, after num_link */
+    if (b->link_out == out) { /* the op made its node before it ended */
+        put(b, ",\"node\":%llu", (unsigned long long)b->link_node);
+        close_open(b);
+    }
+    b->link_out = NULL;
     leave(b);
 }
 
@@ -289,6 +298,9 @@ static void num_link(const tn_tensor *out, uint64_t seq) {
     if (b->open_out == out) {
         put(b, ",\"node\":%llu", (unsigned long long)seq);
         close_open(b);
+    } else { /* the op's record is still to come: the last link before it is its output's */
+        b->link_out = out;
+        b->link_node = seq;
     }
     leave(b);
 }
@@ -298,6 +310,7 @@ static void num_node(tn_node *n, tn_tensor *const *go, tn_tensor *const *gi) {
     if (!b) return;
     char site[TN_NUM_SITE];
     head(b, "node", n->fn->name, site);
+    b->link_out = NULL;
     put(b, ",\"node\":%llu", (unsigned long long)n->seq);
     put_list(b, "in", n->n_out, (const tn_tensor *const *)go);
     put_list(b, "out", n->n_in, (const tn_tensor *const *)gi);
@@ -314,6 +327,7 @@ static void num_update(const char *name, int i, const tn_tensor *p, const tn_ten
     if (!b) return;
     char site[TN_NUM_SITE];
     head(b, "update", name, site);
+    b->link_out = NULL;
     put(b, ",\"param\":%d", i);
     put_list(b, "in", 1, &g);
     put_list(b, "out", 1, &p);

@@ -178,6 +178,11 @@ static void align_nodes(dv_run *A, dv_run *B) {
     }
 }
 
+/* An op whose inputs differ within the tolerance and whose output differs
+ * beyond it is a culprit only when it amplified its inputs' difference more
+ * than this (else it carried a difference that crossed the line there). */
+#define DV_CARRY 16
+
 typedef struct verdict {
     int a, b; /* record indices */
     double din, dout, tol;
@@ -300,7 +305,9 @@ static int compare(dv_run *A, dv_run *B, const opts *o, const char *pa, const ch
                      tolerance(a, b, o)};
         all[n++] = v;
         if (v.dout <= v.tol) continue;
-        if (v.din <= v.tol) {
+        /* inputs within the tolerance yet already apart, amplified by less than
+         * DV_CARRY: the op carried a difference that grew past the line */
+        if (v.din <= v.tol && (v.din == 0 || v.dout > DV_CARRY * v.din)) {
             if (nc < 8) culprits[nc] = v;
             nc++;
         } else {
@@ -330,7 +337,7 @@ static int compare(dv_run *A, dv_run *B, const opts *o, const char *pa, const ch
         else fprintf(f, "; %d part beyond the tolerance: %d where the difference starts, %d that "
                         "only carry it on\n", parted, nc, carried);
         for (int k = 0; k < nc && k < 3; k++)
-            print_verdict(f, k ? "then also" : "first culprit", A, B, &culprits[k]);
+            print_verdict(f, k ? "next culprit" : "first culprit", A, B, &culprits[k]);
         if (worst_amp.a >= 0) print_verdict(f, "most amplifying carrier", A, B, &worst_amp);
         if (mixed) ranking(f, A, B, all, n, o->top, false);
     }
