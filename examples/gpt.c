@@ -34,6 +34,9 @@
  *                  process takes its rows of every batch, DDP averages the
  *                  gradients; the losses are the single process's
  * --profile[=PATH] write a timeline (Chrome trace) and print the top ops
+ * --numerics PATH  record the training steps' numerics (tenet/numerics.h) for
+ *                  tenet-diverge; TENET_NUMERICS=PATH records the whole run,
+ *                  the initialisation included
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
@@ -58,7 +61,7 @@ typedef struct options {
     bool cosine;
     tn_device dev;
     tn_dtype autocast; /* TN_DTYPE_SAME: off */
-    const char *data, *tokens, *init, *save, *expect;
+    const char *data, *tokens, *init, *save, *expect, *numerics;
 } options;
 
 static double now_s(void) {
@@ -78,7 +81,7 @@ static void usage(void) {
                     "  [--steps N] [--batch B] [--block T] [--vocab V] [--layers L] [--heads H]\n"
                     "  [--embd C] [--lr X] [--seed S] [--cosine] [--sample N] [--temperature X]\n"
                     "  [--threads N] [--device cpu|cuda] [--autocast bf16|f16]\n"
-                    "  [--expect-losses FILE] [--rtol X]\n");
+                    "  [--expect-losses FILE] [--rtol X] [--numerics PATH]\n");
 }
 
 /* Parses argv into o; false (after a message) on a bad or missing value. */
@@ -112,7 +115,8 @@ static bool parse_args(int argc, char **argv, options *o) {
                  {"--tokens", 0, 0, &o->tokens},
                  {"--init", 0, 0, &o->init},
                  {"--save", 0, 0, &o->save},
-                 {"--expect-losses", 0, 0, &o->expect}};
+                 {"--expect-losses", 0, 0, &o->expect},
+                 {"--numerics", 0, 0, &o->numerics}};
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--cosine")) {
             o->cosine = true;
@@ -491,7 +495,11 @@ int main(int argc, char **argv) {
                tn_get_num_threads(), o.dev.type == TN_CUDA ? ", on cuda:0" : "",
                o.autocast == TN_DTYPE_SAME ? "" : ", autocast ",
                o.autocast == TN_DTYPE_SAME ? "" : tn_dtype_name(o.autocast));
-        rc = train(&m, &d, &o);
+        if (o.numerics && tn_numerics_begin(o.numerics, NULL) != TN_OK)
+            rc = fail("--numerics");
+        if (rc == 0) rc = train(&m, &d, &o);
+        if (o.numerics && tn_numerics_enabled() && tn_numerics_end() != TN_OK && rc == 0)
+            rc = fail("--numerics");
     }
     if (rc == 0 && o.data) rc = validate(&m, &d, &o);
     if (rc == 0 && o.sample) rc = sample(&m, &d, &o);

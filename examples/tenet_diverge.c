@@ -52,6 +52,10 @@ static double tolerance(const dv_rec *a, const dv_rec *b, const opts *o) {
         mixed = mixed || strcmp(a->out[i].dtype, b->out[i].dtype) != 0;
         e = fmax(e, fmax(ea, eb));
     }
+    for (int i = 0; e == 0 && i < a->n_in && i < b->n_in; i++) { /* a node with no outputs */
+        mixed = mixed || strcmp(a->in[i].dtype, b->in[i].dtype) != 0;
+        e = fmax(e, fmax(dtype_eps(a->in[i].dtype), dtype_eps(b->in[i].dtype)));
+    }
     return mixed ? e : 4 * e;
 }
 
@@ -73,10 +77,26 @@ static double diff(const dv_summary *a, const dv_summary *b) {
     return d == 0 && same_dt ? 0x1p-1074 : d; /* the bits differ, the statistics do not */
 }
 
-static double max_diff(int n, const dv_summary *a, const dv_summary *b) {
+static bool same_shape(const dv_summary *a, const dv_summary *b) {
+    return a->ndim == b->ndim && !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof a->shape[0]);
+}
+
+/* The largest difference between the tensors of two lists, each of a's paired
+ * with the first of b's of its shape not yet paired (the lists of two
+ * producers may order an op's tensors differently: PyTorch's embedding takes
+ * the indices first); tensors without a partner are not compared. */
+static double max_diff(int na, const dv_summary *a, int nb, const dv_summary *b) {
     double d = 0;
-    for (int i = 0; i < n; i++)
-        d = fmax(d, diff(&a[i], &b[i]));
+    bool used[DV_MAX_TENSORS] = {false};
+    for (int i = 0; i < na; i++) {
+        if (!a[i].present) continue;
+        int j = i < nb && !used[i] && b[i].present && same_shape(&a[i], &b[i]) ? i : -1;
+        for (int k = 0; k < nb && j < 0; k++)
+            if (!used[k] && b[k].present && same_shape(&a[i], &b[k])) j = k;
+        if (j < 0) continue;
+        used[j] = true;
+        d = fmax(d, diff(&a[i], &b[j]));
+    }
     return d;
 }
 
@@ -160,7 +180,7 @@ static void align_nodes(dv_run *A, dv_run *B) {
         int op = find_op_of(A, a->node);
         if (op < 0 || A->recs[op].partner < 0) continue;
         int j = find_node(B, B->recs[A->recs[op].partner].node);
-        if (j >= 0 && B->recs[j].partner < 0 && !strcmp(B->recs[j].name, a->name))
+        if (j >= 0 && B->recs[j].partner < 0) /* names may differ between producers */
             a->partner = j, B->recs[j].partner = i;
     }
     int j = 0;
@@ -282,12 +302,12 @@ static int usage(FILE *f, int st) {
 /* The difference a record was given: its inputs', and for a backward node
  * also its forward op's inputs and output (what it saved). */
 static double input_diff(const dv_run *A, const dv_run *B, const dv_rec *a, const dv_rec *b) {
-    double d = max_diff(a->n_in < b->n_in ? a->n_in : b->n_in, a->in, b->in);
+    double d = max_diff(a->n_in, a->in, b->n_in, b->in);
     int op = a->kind == DV_NODE ? find_op_of(A, a->node) : -1;
     if (op >= 0 && A->recs[op].partner >= 0) {
         const dv_rec *fa = &A->recs[op], *fb = &B->recs[fa->partner];
-        d = fmax(d, max_diff(fa->n_in < fb->n_in ? fa->n_in : fb->n_in, fa->in, fb->in));
-        d = fmax(d, max_diff(fa->n_out < fb->n_out ? fa->n_out : fb->n_out, fa->out, fb->out));
+        d = fmax(d, max_diff(fa->n_in, fa->in, fb->n_in, fb->in));
+        d = fmax(d, max_diff(fa->n_out, fa->out, fb->n_out, fb->out));
     }
     return d;
 }
@@ -301,8 +321,19 @@ static int compare(dv_run *A, dv_run *B, const opts *o, const char *pa, const ch
         if (a->partner < 0) continue;
         const dv_rec *b = &B->recs[a->partner];
         verdict v = {i, a->partner, input_diff(A, B, a, b),
-                     max_diff(a->n_out < b->n_out ? a->n_out : b->n_out, a->out, b->out),
-                     tolerance(a, b, o)};
+                     max_diff(a->n_out, a->out, b->n_out, b->out), tolerance(a, b, o)};
+        if (a->kind == DV_NODE && (!a->n_out || !b->n_out)) {
+            /* a record with only the gradient the op's output received (PyTorch's):
+             * that gradient is what is compared, against the forward op's tensors */
+            v.dout = max_diff(a->n_in, a->in, b->n_in, b->in);
+            v.din = 0;
+            int op = find_op_of(A, a->node);
+            if (op >= 0 && A->recs[op].partner >= 0) {
+                const dv_rec *fa = &A->recs[op], *fb = &B->recs[fa->partner];
+                v.din = fmax(max_diff(fa->n_in, fa->in, fb->n_in, fb->in),
+                             max_diff(fa->n_out, fa->out, fb->n_out, fb->out));
+            }
+        }
         all[n++] = v;
         if (v.dout <= v.tol) continue;
         /* inputs within the tolerance yet already apart, amplified by less than
