@@ -23,6 +23,7 @@
 
 typedef struct opts {
     double rtol; /* < 0: by dtypes */
+    double run_tol; /* > 0: the runs differ in dtype, every record gets the coarser epsilon */
     bool json, sites;
     int top;
 } opts;
@@ -45,6 +46,7 @@ static double dtype_eps(const char *dt) {
  * among their outputs (bf16 against float32: bf16's epsilon). */
 static double tolerance(const dv_rec *a, const dv_rec *b, const opts *o) {
     if (o->rtol >= 0) return o->rtol;
+    if (o->run_tol > 0) return o->run_tol;
     double e = 0;
     bool mixed = false;
     for (int i = 0; i < a->n_out && i < b->n_out; i++) {
@@ -292,7 +294,7 @@ static void ranking(FILE *f, const dv_run *A, const dv_run *B, verdict *v, int n
 static int usage(FILE *f, int st) {
     fprintf(f, "usage: tenet-diverge [--json] [--rtol X] [--no-sites] [--top N] A.jsonl B.jsonl\n"
                "  --rtol X    tolerance relative to each tensor's scale (default: by dtypes,\n"
-               "              4 ulps for equal dtypes, the coarser epsilon for mixed ones)\n"
+               "              4 ulps when the runs' dtypes agree, else the coarser epsilon)\n"
                "  --no-sites  align without comparing call sites\n"
                "  --top N     ops in the precision ranking of mixed-dtype runs (default 10)\n"
                "exit status: 0 same, 1 parted, 2 could not align\n");
@@ -312,7 +314,24 @@ static double input_diff(const dv_run *A, const dv_run *B, const dv_rec *a, cons
     return d;
 }
 
-static int compare(dv_run *A, dv_run *B, const opts *o, const char *pa, const char *pb) {
+/* Runs in different dtypes (bf16 against float32): the coarser epsilon of
+ * the dtypes that differ, for every record (the float32 master weights of a
+ * bf16 run carry bf16's differences). 0 when the dtypes agree everywhere. */
+static double run_tolerance(const dv_run *A, const dv_run *B) {
+    double e = 0;
+    for (int i = 0; i < A->n; i++) {
+        const dv_rec *a = &A->recs[i];
+        if (a->partner < 0) continue;
+        const dv_rec *b = &B->recs[a->partner];
+        for (int k = 0; k < a->n_out && k < b->n_out; k++)
+            if (strcmp(a->out[k].dtype, b->out[k].dtype))
+                e = fmax(e, fmax(dtype_eps(a->out[k].dtype), dtype_eps(b->out[k].dtype)));
+    }
+    return e;
+}
+
+static int compare(dv_run *A, dv_run *B, opts *o, const char *pa, const char *pb) {
+    o->run_tol = run_tolerance(A, B);
     verdict *all = calloc((size_t)A->n + 1, sizeof *all), *culprits = calloc(8, sizeof *culprits);
     int n = 0, nc = 0, carried = 0;
     verdict worst_amp = {-1, -1, 0, 0, 0};
@@ -378,7 +397,7 @@ static int compare(dv_run *A, dv_run *B, const opts *o, const char *pa, const ch
 }
 
 int main(int argc, char **argv) {
-    opts o = {.rtol = -1, .sites = true, .top = 10};
+    opts o = {.rtol = -1, .run_tol = 0, .sites = true, .top = 10};
     const char *path[2] = {NULL, NULL};
     int np = 0;
     for (int i = 1; i < argc; i++) {
