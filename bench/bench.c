@@ -99,6 +99,10 @@ static const bench_case CASES[] = {
      bench_gpt_step_anomaly_nan, true},
     {"gpt_step_monitor", "gpt_step with the gradient monitor on, as a ratio to off",
      bench_gpt_step_monitor, true},
+    {"gpt_step_numerics",
+     "gpt_step with the numerics recorder on (summaries and call sites, to /dev/null), as a ratio "
+     "to off",
+     bench_gpt_step_numerics, true},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 

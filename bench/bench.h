@@ -129,5 +129,6 @@ int bench_attention(const bench_opts *o);
 int bench_gpt_step(const bench_opts *o);
 int bench_gpt_step_anomaly_nan(const bench_opts *o);
 int bench_gpt_step_monitor(const bench_opts *o);
+int bench_gpt_step_numerics(const bench_opts *o);
 
 #endif

@@ -80,19 +80,32 @@ int bench_gpt_step(const bench_opts *o) {
     return rc;
 }
 
-/* anomaly mode with its NaN/Inf checks, and the gradient monitor, on the same step */
-static int gpt_mode_case(const bench_opts *o, const char *name, bool monitor) {
+/* the numerics recorder's records, formatted and written to /dev/null (what the file costs is the
+ * disk's) */
+static void gpt_numerics_mode(bool on) {
+    if (on)
+        tn_numerics_begin("/dev/null", NULL);
+    else
+        tn_numerics_end();
+}
+
+/* anomaly mode with its NaN/Inf checks, the gradient monitor or the numerics recorder, on the
+ * same step (mode: NULL for anomaly mode) */
+static int gpt_mode_case(const bench_opts *o, const char *name, void (*mode)(bool)) {
     gpt_case c;
     if (!gpt_case_new(&c, o)) return bench_fail(name, "setup");
-    int rc = monitor ? bench_mode_ratio(o, name, gpt_body, &c, 0.2, 1, "ms", gpt_monitor_mode)
-                     : bench_anomaly_ratio(o, name, gpt_body, &c, 0.2, 1, "ms");
+    int rc = mode ? bench_mode_ratio(o, name, gpt_body, &c, 0.2, 1, "ms", mode)
+                  : bench_anomaly_ratio(o, name, gpt_body, &c, 0.2, 1, "ms");
     gpt_case_free(&c);
     return rc;
 }
 
 int bench_gpt_step_anomaly_nan(const bench_opts *o) {
-    return gpt_mode_case(o, "gpt_step_anomaly_nan", false);
+    return gpt_mode_case(o, "gpt_step_anomaly_nan", NULL);
 }
 int bench_gpt_step_monitor(const bench_opts *o) {
-    return gpt_mode_case(o, "gpt_step_monitor", true);
+    return gpt_mode_case(o, "gpt_step_monitor", gpt_monitor_mode);
+}
+int bench_gpt_step_numerics(const bench_opts *o) {
+    return gpt_mode_case(o, "gpt_step_numerics", gpt_numerics_mode);
 }

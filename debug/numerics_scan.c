@@ -7,7 +7,8 @@
  * exact in it, so their hash still tells equal bits from unequal). The block
  * is cut into fixed pieces of TN_NUM_PIECE elements; each piece is summed in
  * 16 float lanes (a loop the compiler vectorises, with no reassociation to
- * ask of it) into float64 partials, and the partials are combined in piece
+ * ask of it; compiled with -fno-trapping-math, without which GCC keeps the
+ * compares scalar) into float64 partials, and the partials are combined in piece
  * order: the summary does not depend on the number of threads. Pieces are
  * split over OpenMP threads above the grain; below it no parallel region at
  * all (libgomp's team costs more than the scan of a small tensor).
@@ -26,36 +27,50 @@ typedef struct piece {
     uint64_t hash;
 } piece;
 
-/* x[0..n), n <= TN_NUM_PIECE. NaNs are left out of min, max and the sums
- * (their count says they were there); Infs are kept. */
-static void scan_piece(const float *x, int64_t n, piece *p) {
+typedef struct lanes {
     float mn[TN_NUM_LANES], mx[TN_NUM_LANES], am[TN_NUM_LANES], sm[TN_NUM_LANES],
         sq[TN_NUM_LANES];
     uint32_t h[TN_NUM_LANES];
     int32_t nn[TN_NUM_LANES], ni[TN_NUM_LANES];
+} lanes;
+
+/* Element v (bits w) into lane j. A NaN compares false: left out of min and
+ * max. The hash step is a rotate, a xor and an add (SSE2 has no 32-bit
+ * lane multiply: a multiply would keep the loop scalar on the baseline ISA). */
+static inline void lane_add(lanes *l, int j, const float *e) {
+    float v = *e;
+    uint32_t w;
+    memcpy(&w, e, sizeof w);
+    bool nan = v != v;
+    float a = fabsf(v), f = nan ? 0.0f : v;
+    uint32_t x = l->h[j] ^ w;
+    l->nn[j] += nan;
+    l->ni[j] += a == INFINITY;
+    l->mn[j] = v < l->mn[j] ? v : l->mn[j];
+    l->mx[j] = v > l->mx[j] ? v : l->mx[j];
+    l->am[j] = a > l->am[j] ? a : l->am[j];
+    l->sm[j] += f;
+    l->sq[j] += f * f;
+    l->h[j] = ((x << 13) | (x >> 19)) + w;
+}
+
+/* x[0..n), n <= TN_NUM_PIECE. NaNs are left out of min, max and the sums
+ * (their count says they were there); Infs are kept. */
+static void scan_piece(const float *x, int64_t n, piece *p) {
+    lanes l;
     for (int j = 0; j < TN_NUM_LANES; j++) {
-        mn[j] = INFINITY, mx[j] = -INFINITY, am[j] = 0, sm[j] = 0, sq[j] = 0;
-        h[j] = 0x811c9dc5u + (uint32_t)j, nn[j] = 0, ni[j] = 0;
+        l.mn[j] = INFINITY, l.mx[j] = -INFINITY, l.am[j] = 0, l.sm[j] = 0, l.sq[j] = 0;
+        l.h[j] = 0x811c9dc5u + (uint32_t)j, l.nn[j] = 0, l.ni[j] = 0;
     }
     int64_t full = n / TN_NUM_LANES * TN_NUM_LANES;
-    for (int64_t i = 0; i < n; i += TN_NUM_LANES) {
-        int lanes = i < full ? TN_NUM_LANES : (int)(n - i);
-        for (int j = 0; j < lanes; j++) {
-            float v = x[i + j];
-            uint32_t w;
-            memcpy(&w, &x[i + j], sizeof w);
-            bool nan = v != v;
-            float a = fabsf(v), f = nan ? 0.0f : v;
-            nn[j] += nan;
-            ni[j] += a == INFINITY;
-            mn[j] = v < mn[j] ? v : mn[j]; /* a NaN compares false: skipped */
-            mx[j] = v > mx[j] ? v : mx[j];
-            am[j] = a > am[j] ? a : am[j];
-            sm[j] += f;
-            sq[j] += f * f;
-            h[j] = (h[j] ^ w) * 0x01000193u;
-        }
-    }
+    for (int64_t i = 0; i < full; i += TN_NUM_LANES)
+        for (int j = 0; j < TN_NUM_LANES; j++) /* constant trip count: vectorised */
+            lane_add(&l, j, &x[i + j]);
+    for (int64_t i = full; i < n; i++)
+        lane_add(&l, (int)(i - full), &x[i]);
+    const float *mn = l.mn, *mx = l.mx, *am = l.am, *sm = l.sm, *sq = l.sq;
+    const uint32_t *h = l.h;
+    const int32_t *nn = l.nn, *ni = l.ni;
     *p = (piece){.min = INFINITY, .max = -INFINITY, .hash = 0xcbf29ce484222325ull};
     for (int j = 0; j < TN_NUM_LANES; j++) {
         p->min = mn[j] < p->min ? mn[j] : p->min;

@@ -58,7 +58,8 @@ M64 = (1 << 64) - 1
 
 def _hash(f32):
     """tenet's hash of the values (debug/numerics_scan.c): per piece of 8192 floats, 16
-    32-bit FNV-style lanes over the bits, folded into a 64-bit FNV; pieces folded in order."""
+    32-bit lanes over the bits (x = h ^ w; h = rotl(x, 13) + w), folded into a 64-bit FNV;
+    pieces folded in order."""
     w = f32.view(np.uint32)
     total = 0xcbf29ce484222325
     for start in range(0, len(w), PIECE):
@@ -68,10 +69,11 @@ def _hash(f32):
         pad = np.zeros(rows * LANES, dtype=np.uint32)
         pad[:n] = piece
         grid = pad.reshape(rows, LANES)
-        h = (np.uint32(0x811c9dc5) + np.arange(LANES, dtype=np.uint32)).astype(np.uint64)
+        h = np.uint32(0x811c9dc5) + np.arange(LANES, dtype=np.uint32)
         last = n - (rows - 1) * LANES
         for r in range(rows):
-            upd = ((h ^ grid[r]) * 0x01000193) & 0xffffffff
+            x = h ^ grid[r]
+            upd = ((x << np.uint32(13)) | (x >> np.uint32(19))) + grid[r]
             if r == rows - 1 and last < LANES:
                 upd[last:] = h[last:]
             h = upd
