@@ -4,6 +4,8 @@
 #             order-dependent reduction) the comparer names PlantedRowSum and its call site;
 #   gelu      the planted erf GELU of block 1 against the tanh one: named, with its call site;
 #   autocast  bf16 autocast against float32: the runs part and the report ranks the ops;
+#   cuda      --device cuda against the CPU: nothing parts beyond 2e-5 (Adam's amplification of
+#             rounding, as against PyTorch); skipped (77) without a CUDA device;
 #   torch     tenet-gpt float32 against PyTorch (scripts/torch_numerics.py over
 #             scripts/gpt_reference.py's model) on the same weights and batches: no op parts
 #             beyond float32 rounding; skipped (77) without torch.
@@ -53,6 +55,14 @@ autocast)
     record "$work/bf16.jsonl" "$gpt" --autocast bf16
     expect 1 "$work/f32.jsonl" "$work/bf16.jsonl"
     grep -q 'precision lost, by op' "$work/report" || fail "no ranking"
+    ;;
+cuda)
+    "$gpt" "${model[@]}" --device cuda --numerics "$work/cuda.jsonl" > "$work/log" 2>&1
+    rc=$?
+    [ $rc = 3 ] && { echo "no CUDA device"; exit 77; }
+    [ $rc = 0 ] || { cat "$work/log"; fail "tenet-gpt --device cuda"; }
+    "$gpt" "${model[@]}" --numerics "$work/cpu.jsonl" > "$work/log" 2>&1 || { cat "$work/log"; fail "tenet-gpt"; }
+    expect 0 --rtol 2e-5 "$work/cpu.jsonl" "$work/cuda.jsonl"
     ;;
 torch)
     /usr/bin/python3 -c 'import torch' 2> /dev/null || { echo "torch not installed"; exit 77; }
