@@ -61,7 +61,7 @@ static _Thread_local nbuf *tls_buf;
 static _Thread_local bool tls_inside; /* the recorder's own work: not recorded */
 static pthread_mutex_t g_session_mu = PTHREAD_MUTEX_INITIALIZER; /* begin / end */
 static pthread_mutex_t g_file_mu = PTHREAD_MUTEX_INITIALIZER;    /* the file's writes */
-static FILE *g_file;                                            /* under g_file_mu */
+static FILE *g_file;                                             /* under g_file_mu */
 /* Read by recording threads once they saw the switch on (seq_cst load, after
  * begin's seq_cst store of the switch, which follows these writes). */
 static _Atomic uint64_t g_session;
@@ -187,8 +187,8 @@ static void put_tensor(nbuf *b, const tn_tensor *t) {
     put_num(b, "mean", s.mean, true);
     put_num(b, "l2", s.l2, true);
     put_num(b, "amax", s.amax, false);
-    put(b, ",\"nan\":%lld,\"inf\":%lld,\"hash\":\"%016llx\"}", (long long)s.nan,
-        (long long)s.inf, (unsigned long long)s.hash);
+    put(b, ",\"nan\":%lld,\"inf\":%lld,\"hash\":\"%016llx\"}", (long long)s.nan, (long long)s.inf,
+        (unsigned long long)s.hash);
 }
 
 static void put_list(nbuf *b, const char *key, int n, const tn_tensor *const *t) {
@@ -283,7 +283,7 @@ static void num_op(const char *op, const tn_tensor *out, int n_in, const tn_tens
     put_list(b, "in", n_in, in);
     put_list(b, "out", 1, &out);
     if (selected(op, site)) save_tensors(b, n_in, "in", in, 1, "out", &out);
-    b->open_out = out; /* closed by the next record, after num_link */
+    b->open_out = out;        /* closed by the next record, after num_link */
     if (b->link_out == out) { /* the op made its node before it ended */
         put(b, ",\"node\":%llu", (unsigned long long)b->link_node);
         close_open(b);
@@ -341,10 +341,12 @@ static void num_update(const char *name, int i, const tn_tensor *p, const tn_ten
 
 tn_status tn_numerics_begin(const char *path, const tn_numerics_options *options) {
     if (!path || !*path || strlen(path) >= sizeof g_path)
-        return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_numerics_begin: path is NULL, empty or too long");
+        return tn__error(TN_ERR_INVALID_ARGUMENT,
+                         "tn_numerics_begin: path is NULL, empty or too long");
     const char *filter = options && options->tensors ? options->tensors : "";
     if (strlen(filter) >= sizeof g_filter)
-        return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_numerics_begin: the tensor filter is too long");
+        return tn__error(TN_ERR_INVALID_ARGUMENT,
+                         "tn_numerics_begin: the tensor filter is too long");
     pthread_mutex_lock(&g_session_mu);
     if (atomic_load_explicit(&tn__numerics_flag, memory_order_relaxed)) {
         pthread_mutex_unlock(&g_session_mu);
@@ -360,8 +362,9 @@ tn_status tn_numerics_begin(const char *path, const tn_numerics_options *options
     g_all_tensors = !strcmp(filter, "all");
     strcpy(g_filter, g_all_tensors ? "" : filter);
     g_no_sites = options && options->no_sites;
-    fprintf(f, "{\"format\":\"tenet-numerics\",\"version\":%d,\"producer\":\"tenet %s\","
-               "\"threads\":%d}\n",
+    fprintf(f,
+            "{\"format\":\"tenet-numerics\",\"version\":%d,\"producer\":\"tenet %s\","
+            "\"threads\":%d}\n",
             TN_NUM_FORMAT_VERSION, tn_version_string(), tn_get_num_threads());
     pthread_mutex_lock(&g_file_mu);
     g_file = f;

@@ -28,8 +28,7 @@ typedef struct piece {
 } piece;
 
 typedef struct lanes {
-    float mn[TN_NUM_LANES], mx[TN_NUM_LANES], am[TN_NUM_LANES], sm[TN_NUM_LANES],
-        sq[TN_NUM_LANES];
+    float mn[TN_NUM_LANES], mx[TN_NUM_LANES], am[TN_NUM_LANES], sm[TN_NUM_LANES], sq[TN_NUM_LANES];
     uint32_t h[TN_NUM_LANES];
     int32_t nn[TN_NUM_LANES], ni[TN_NUM_LANES];
 } lanes;
@@ -127,8 +126,7 @@ static bool scan_block(const float *x, int64_t n, tn_num_summary *s) {
 
 void tn__num_summarize(const tn_tensor *t, tn_num_summary *s) {
     int64_t n = tn__numel(t->ndim, t->shape);
-    *s = (tn_num_summary){.n = n, .min = INFINITY, .max = -INFINITY,
-                          .hash = 0xcbf29ce484222325ull};
+    *s = (tn_num_summary){.n = n, .min = INFINITY, .max = -INFINITY, .hash = 0xcbf29ce484222325ull};
     if (n == 0) {
         s->ok = true;
         return;

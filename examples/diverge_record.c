@@ -87,8 +87,8 @@ static bool header(const char *line, dv_run *run, const char *path) {
         return false;
     }
     if (num(h, "version") > 1)
-        fprintf(stderr, "tenet-diverge: %s: format version %g, newer than this reader's 1\n",
-                path, num(h, "version"));
+        fprintf(stderr, "tenet-diverge: %s: format version %g, newer than this reader's 1\n", path,
+                num(h, "version"));
     str(h, "producer", run->producer, sizeof run->producer);
     run->threads = (int)num(h, "threads");
     cJSON_Delete(h);

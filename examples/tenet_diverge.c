@@ -22,7 +22,7 @@
 #include "diverge_record.h"
 
 typedef struct opts {
-    double rtol; /* < 0: by dtypes */
+    double rtol;    /* < 0: by dtypes */
     double run_tol; /* > 0: the runs differ in dtype, every record gets the coarser epsilon */
     bool json, sites;
     int top;
@@ -118,7 +118,10 @@ static bool same_key(const dv_rec *a, const dv_rec *b, bool sites) {
 }
 
 static void describe(const dv_rec *r) {
-    fprintf(stderr, "%s \"%s\"", r->kind == DV_NODE ? "node" : r->kind == DV_OP ? "op" : "update",
+    fprintf(stderr, "%s \"%s\"",
+            r->kind == DV_NODE ? "node"
+            : r->kind == DV_OP ? "op"
+                               : "update",
             r->name);
     if (r->site[0]) fprintf(stderr, " at %s", r->site);
     if (r->n_out) {
@@ -134,13 +137,17 @@ static void describe(const dv_rec *r) {
 static bool align_forward(dv_run *A, dv_run *B, bool sites) {
     int i = 0, j = 0;
     for (;;) {
-        while (i < A->n && A->recs[i].kind == DV_NODE) i++;
-        while (j < B->n && B->recs[j].kind == DV_NODE) j++;
+        while (i < A->n && A->recs[i].kind == DV_NODE)
+            i++;
+        while (j < B->n && B->recs[j].kind == DV_NODE)
+            j++;
         if (i == A->n || j == B->n) break;
         dv_rec *a = &A->recs[i], *b = &B->recs[j];
         if (!same_key(a, b, sites)) {
-            fprintf(stderr, "tenet-diverge: the runs' op sequences differ (thread %d, record %lld "
-                            "of A, %lld of B):\n  A: ", a->t, (long long)a->seq, (long long)b->seq);
+            fprintf(stderr,
+                    "tenet-diverge: the runs' op sequences differ (thread %d, record %lld "
+                    "of A, %lld of B):\n  A: ",
+                    a->t, (long long)a->seq, (long long)b->seq);
             describe(a);
             fprintf(stderr, "\n  B: ");
             describe(b);
@@ -218,15 +225,15 @@ static const char *site_of(const dv_run *R, const dv_rec *r) {
     return r->site;
 }
 
-static double amplification(const verdict *v) {
-    return v->din > 0 ? v->dout / v->din : INFINITY;
-}
+static double amplification(const verdict *v) { return v->din > 0 ? v->dout / v->din : INFINITY; }
 
 static void print_verdict(FILE *f, const char *what, const dv_run *A, const dv_run *B,
                           const verdict *v) {
     const dv_rec *a = &A->recs[v->a], *b = &B->recs[v->b];
     fprintf(f, "%s: %s \"%s\" (thread %d, record %lld)\n", what,
-            a->kind == DV_NODE ? "backward node" : a->kind == DV_OP ? "op" : "optimiser update",
+            a->kind == DV_NODE ? "backward node"
+            : a->kind == DV_OP ? "op"
+                               : "optimiser update",
             a->name, a->t, (long long)a->seq);
     fprintf(f, "  called at   A: %s\n              B: %s\n", site_of(A, a)[0] ? site_of(A, a) : "?",
             site_of(B, b)[0] ? site_of(B, b) : "?");
@@ -239,12 +246,15 @@ static void print_verdict(FILE *f, const char *what, const dv_run *A, const dv_r
 static void json_verdict(FILE *f, const dv_run *A, const dv_run *B, const verdict *v) {
     const dv_rec *a = &A->recs[v->a], *b = &B->recs[v->b];
     double amp = amplification(v);
-    fprintf(f, "{\"kind\":\"%s\",\"name\":\"%s\",\"thread\":%d,\"seq_a\":%lld,\"seq_b\":%lld,"
-               "\"site_a\":\"%s\",\"site_b\":\"%s\",\"input_diff\":%.6g,\"output_diff\":%.6g,"
-               "\"tolerance\":%.6g,\"amplification\":%.6g}",
-            a->kind == DV_NODE ? "node" : a->kind == DV_OP ? "op" : "update", a->name, a->t,
-            (long long)a->seq, (long long)b->seq, site_of(A, a), site_of(B, b), v->din,
-            isinf(v->dout) ? 1e308 : v->dout, v->tol, isinf(amp) ? -1.0 : amp);
+    fprintf(f,
+            "{\"kind\":\"%s\",\"name\":\"%s\",\"thread\":%d,\"seq_a\":%lld,\"seq_b\":%lld,"
+            "\"site_a\":\"%s\",\"site_b\":\"%s\",\"input_diff\":%.6g,\"output_diff\":%.6g,"
+            "\"tolerance\":%.6g,\"amplification\":%.6g}",
+            a->kind == DV_NODE ? "node"
+            : a->kind == DV_OP ? "op"
+                               : "update",
+            a->name, a->t, (long long)a->seq, (long long)b->seq, site_of(A, a), site_of(B, b),
+            v->din, isinf(v->dout) ? 1e308 : v->dout, v->tol, isinf(amp) ? -1.0 : amp);
 }
 
 static bool mixed_precision(const dv_run *A, const dv_run *B) {
@@ -269,7 +279,8 @@ static int by_added(const void *x, const void *y) {
 static void ranking(FILE *f, const dv_run *A, const dv_run *B, verdict *v, int n, int top,
                     bool json) {
     qsort(v, (size_t)n, sizeof *v, by_added);
-    fprintf(f, json ? ",\"ranking\":[" : "precision lost, by op (difference added: output's less inputs'):\n");
+    fprintf(f, json ? ",\"ranking\":["
+                    : "precision lost, by op (difference added: output's less inputs'):\n");
     int shown = 0;
     for (int i = 0; i < n && shown < top; i++) {
         const dv_rec *a = &A->recs[v[i].a];
@@ -369,8 +380,9 @@ static int compare(dv_run *A, dv_run *B, opts *o, const char *pa, const char *pb
     bool mixed = mixed_precision(A, B);
     int parted = nc + carried;
     if (o->json) {
-        fprintf(f, "{\"a\":\"%s\",\"b\":\"%s\",\"aligned\":%d,\"parted\":%d,\"carried\":%d,"
-                   "\"culprits\":[",
+        fprintf(f,
+                "{\"a\":\"%s\",\"b\":\"%s\",\"aligned\":%d,\"parted\":%d,\"carried\":%d,"
+                "\"culprits\":[",
                 pa, pb, n, parted, carried);
         for (int k = 0; k < nc && k < 8; k++) {
             if (k) fprintf(f, ",");
@@ -383,9 +395,13 @@ static int compare(dv_run *A, dv_run *B, opts *o, const char *pa, const char *pb
     } else {
         fprintf(f, "A: %s (%s)\nB: %s (%s)\n%d records aligned", pa, A->producer, pb, B->producer,
                 n);
-        if (!parted) fprintf(f, "; no op parts beyond the tolerance\n");
-        else fprintf(f, "; %d part beyond the tolerance: %d where the difference starts, %d that "
-                        "only carry it on\n", parted, nc, carried);
+        if (!parted)
+            fprintf(f, "; no op parts beyond the tolerance\n");
+        else
+            fprintf(f,
+                    "; %d part beyond the tolerance: %d where the difference starts, %d that "
+                    "only carry it on\n",
+                    parted, nc, carried);
         for (int k = 0; k < nc && k < 3; k++)
             print_verdict(f, k ? "next culprit" : "first culprit", A, B, &culprits[k]);
         if (worst_amp.a >= 0) print_verdict(f, "most amplifying carrier", A, B, &worst_amp);
@@ -402,12 +418,18 @@ int main(int argc, char **argv) {
     int np = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(stdout, 0);
-        if (!strcmp(argv[i], "--json")) o.json = true;
-        else if (!strcmp(argv[i], "--no-sites")) o.sites = false;
-        else if (!strcmp(argv[i], "--rtol") && i + 1 < argc) o.rtol = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--top") && i + 1 < argc) o.top = atoi(argv[++i]);
-        else if (argv[i][0] != '-' && np < 2) path[np++] = argv[i];
-        else return usage(stderr, 2);
+        if (!strcmp(argv[i], "--json"))
+            o.json = true;
+        else if (!strcmp(argv[i], "--no-sites"))
+            o.sites = false;
+        else if (!strcmp(argv[i], "--rtol") && i + 1 < argc)
+            o.rtol = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--top") && i + 1 < argc)
+            o.top = atoi(argv[++i]);
+        else if (argv[i][0] != '-' && np < 2)
+            path[np++] = argv[i];
+        else
+            return usage(stderr, 2);
     }
     if (np != 2) return usage(stderr, 2);
     dv_run A, B;

@@ -58,8 +58,9 @@ static void test_records_ops_nodes_updates(void **state) {
     const char *mul = strstr(s, "{\"k\":\"op\",\"t\":0,\"seq\":1,\"name\":\"mul\",\"site\":\"");
     assert_non_null(mul);
     assert_non_null(strstr(mul, "tests/test_numerics.c:"));
-    assert_non_null(strstr(mul, "\"out\":[{\"shape\":[2,3],\"dtype\":\"float32\",\"device\":\"cpu\","
-                                "\"min\":1,\"max\":36,\"mean\":15.166666666666666,"));
+    assert_non_null(strstr(mul,
+                           "\"out\":[{\"shape\":[2,3],\"dtype\":\"float32\",\"device\":\"cpu\","
+                           "\"min\":1,\"max\":36,\"mean\":15.166666666666666,"));
     assert_non_null(strstr(s, "\"name\":\"MulBackward0\""));
     assert_int_equal(count(s, "\"k\":\"op\""), 2);
     assert_int_equal(count(s, "\"k\":\"node\""), 2);
