@@ -111,10 +111,24 @@ static bool same_shapes(int n, const dv_summary *a, int m, const dv_summary *b) 
     return true;
 }
 
+/* Two call sites agree when equal, or when the shorter is the end of the
+ * longer after a '/' (one build names files by absolute paths, another
+ * relative to its tree: "/src/tenet/examples/gpt.c:40", "examples/gpt.c:40"). */
+static bool same_site(const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b);
+    if (na < nb) {
+        const char *t = a;
+        a = b, b = t;
+        size_t k = na;
+        na = nb, nb = k;
+    }
+    return !strcmp(a + na - nb, b) && (na == nb || a[na - nb - 1] == '/');
+}
+
 static bool same_key(const dv_rec *a, const dv_rec *b, bool sites) {
     return a->kind == b->kind && a->t == b->t && !strcmp(a->name, b->name) &&
            same_shapes(a->n_out, a->out, b->n_out, b->out) &&
-           (!sites || !a->site[0] || !b->site[0] || !strcmp(a->site, b->site));
+           (!sites || !a->site[0] || !b->site[0] || same_site(a->site, b->site));
 }
 
 static void describe(const dv_rec *r) {
