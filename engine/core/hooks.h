@@ -2,8 +2,9 @@
  *
  * The engine calls out of its own layer only through this table, never by
  * name: debug/ (anomaly mode, the race detector, the gradient monitor, the
- * timeline profiler) is a side-car that installs its entries from
- * constructors (debug/hooks.c, debug/profile.c), and autograd/
+ * timeline profiler, the numerics recorder) is a side-car that installs its
+ * entries from constructors (debug/hooks.c, debug/profile.c,
+ * debug/numerics.c), and autograd/
  * installs the one core needs to free a tensor's autograd meta
  * (engine/autograd/node.c). So core, cpu/, autograd/ and ops/ compile and
  * link without debug/, and the debug code sees the engine only through the
