@@ -39,7 +39,7 @@ set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libtenet-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_ARCHITECTURE amd64)
-set(TENET_DEV_DEPENDS "libtenet${PROJECT_VERSION_MAJOR} (= ${TENET_DEB_VERSION}), libjemalloc-dev, libunwind-dev, libdw-dev, libcjson-dev, libopenblas-dev, libdlpack-dev, pkg-config")
+set(TENET_DEV_DEPENDS "libtenet${PROJECT_VERSION_MAJOR} (= ${TENET_DEB_VERSION}), libjemalloc-dev, libunwind-dev, libdw-dev, libcjson-dev, zlib1g-dev, libopenblas-dev, libdlpack-dev, pkg-config")
 set(CPACK_COMPONENT_DEV_DESCRIPTION
   "tenet: development files
  Headers, static libraries, the CMake package tenet::tenet and the

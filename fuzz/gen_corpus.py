@@ -17,7 +17,8 @@ OPS = ["create", "tensor_from", "arange", "convert", "fail_alloc", "inspect", "b
        "inplace", "inplace_scalar", "alias", "requires_grad", "backward", "autograd_grad", "grad",
        "grad_mode", "anomaly", "scope", "optim", "runtime", "slots", "backward_multi",
        "grad_unused", "graph_walk", "hook", "safetensors_load", "safetensors_save", "index",
-       "mask", "norm", "attention", "profile", "write_inplace", "sampler", "clip", "table"]
+       "mask", "norm", "attention", "profile", "write_inplace", "sampler", "clip", "table",
+       "channel_norm", "idx_load"]
 F32, F64, I16, I32, I64, BOOL, SAME, BAD = range(8)
 
 HOSTILE_SIZES = [-1, -2, -2**63, 2**63 - 1, 2**62, 2**31, 2**32, 2**36, 2**40, 2**62 + 1, 2**20,
@@ -403,6 +404,16 @@ def seeds():
         ins = [0, 3, 1, 2] if row % 3 == 1 else [0, 4, 2, 1] if row % 3 == 2 else [0, 1, 2, 3]
         t.op("table", row, row // 3, ins, dst(5 + row % 8))
     s["table-rows"] = t.op("reduce", 0, 5, dst(13)).op("backward", 13, 0, 0)
+    # idx_load: flags (bit 0 gzip, 1 cut, 2 flip a byte, 3-5 dtype, 6 scale 1/255), length
+    # (2 bytes LE), the bytes, cut, at, dst (fuzz/op_io.c)
+    def idx_file(flags, data, cut=0, at=0, slot=0):
+        return ["idx_load", [flags, len(data) & 0xFF, len(data) >> 8] + list(data) + [cut, at, dst(slot)]]
+    img = bytes([0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 3]) + bytes(range(0, 180, 10))
+    s["idx-load"] = (P().op(*idx_file(64, img)).op(*idx_file(1 | 64, img, slot=1))
+                     .op(*idx_file(1 | 2, img, cut=5, slot=2)).op(*idx_file(1 | 4, img, at=20, slot=3))
+                     .op(*idx_file(4 << 3, bytes([0, 0, 8, 1, 0, 0, 0, 3, 9, 0, 7]), slot=4))
+                     .op(*idx_file(1, bytes([0, 0, 8, 4]) + b"\xff" * 16, slot=5))
+                     .op(*idx_file(6 << 3, bytes([0, 0, 0x0D, 1, 0, 0, 0, 1, 0x3f, 0x80, 0, 0]), slot=6)))
     return s
 
 

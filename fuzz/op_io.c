@@ -1,8 +1,10 @@
 /* fuzz/op_io.c — weights in and out: safetensors files made of the
  * program's bytes (tn_load_buffer), and the slots saved and loaded back
- * (tn_save_buffer, tn_load_state_dict). */
+ * (tn_save_buffer, tn_load_state_dict); data in: IDX files made of the
+ * program's bytes, plain or gzipped, cut or damaged (tn_idx_load_buffer). */
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "program.h"
 
@@ -154,4 +156,59 @@ void tf_op_safetensors_save(tf_state *s) {
     }
     if (tn_state_dict_count(sd) > 0) tf_put(s, dst, tn_state_dict_at(sd, 0));
     tn_state_dict_free(sd);
+}
+
+/* tn_idx_load_buffer of bytes from the program, plain or gzipped: flags
+ * (bit 0: gzip them; bit 1: then cut the gzip's last `cut` bytes; bit 2:
+ * then flip the bits of byte `at`; bits 3-5: the dtype, 6 and 7 meaning
+ * TN_DTYPE_SAME; bit 6: scale 1/255 (else 1)), length (2 bytes,
+ * little-endian), the bytes, cut, at, dst. A load that succeeds must give a
+ * contiguous tensor whose bytes can be read. */
+void tf_op_idx_load(tf_state *s) {
+    static const tn_dtype dtypes[8] = {TN_F32, TN_F64,  TN_I16,        TN_I32,
+                                       TN_I64, TN_BF16, TN_DTYPE_SAME, TN_DTYPE_SAME};
+    uint8_t flags = tf_byte(s);
+    size_t n = tf_byte(s);
+    n |= (size_t)tf_byte(s) << 8;
+    unsigned char *b = malloc(n + 1);
+    if (!b) return;
+    for (size_t i = 0; i < n; i++)
+        b[i] = tf_byte(s);
+    uint8_t cut = tf_byte(s), at = tf_byte(s), dst = tf_dst(s);
+    unsigned char *in = b;
+    size_t len = n;
+    uLongf gn = compressBound((uLong)n) + 32;
+    unsigned char *g = flags & 1 ? malloc(gn) : NULL;
+    if (g) {
+        z_stream z = {0};
+        if (deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK) {
+            z.next_in = b;
+            z.avail_in = (uInt)n;
+            z.next_out = g;
+            z.avail_out = (uInt)gn;
+            if (deflate(&z, Z_FINISH) == Z_STREAM_END) {
+                in = g;
+                len = gn - z.avail_out;
+            }
+            deflateEnd(&z);
+        }
+        if (flags & 2) len = cut < len ? len - cut : 0;
+        if ((flags & 4) && len) g[at % len] ^= 0xff;
+    }
+    tn_dtype dt = dtypes[(flags >> 3) & 7];
+    double scale =
+        (flags & 64) && dt != TN_DTYPE_SAME && dt != TN_I16 && dt != TN_I32 && dt != TN_I64
+            ? 1.0 / 255
+            : 1.0;
+    tn_tensor *t = tn_idx_load_buffer(in, len, dt, scale);
+    free(g);
+    free(b);
+    if (!t) {
+        tf_check_failed("tn_idx_load_buffer");
+        return;
+    }
+    if (!tn_is_contiguous(t) || tn_ndim(t) < 1)
+        tf_fail("tn_idx_load_buffer: a tensor of %d dims, contiguous %d", tn_ndim(t),
+                tn_is_contiguous(t));
+    tf_put(s, dst, t);
 }

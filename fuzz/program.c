@@ -69,6 +69,7 @@ static const struct {
     {"clip", tf_op_clip},
     {"table", tf_op_table},
     {"channel_norm", tf_op_channel_norm},
+    {"idx_load", tf_op_idx_load},
 };
 
 FILE *tf_report;

@@ -197,9 +197,10 @@ void tf_op_backward_multi(tf_state *s);
 void tf_op_grad_unused(tf_state *s);
 void tf_op_graph_walk(tf_state *s);
 void tf_op_hook(tf_state *s);
-/* op_io.c: safetensors files from the program's bytes, slots saved and loaded */
+/* op_io.c: safetensors files from the program's bytes, slots saved and loaded; IDX files */
 void tf_op_safetensors_load(tf_state *s);
 void tf_op_safetensors_save(tf_state *s);
+void tf_op_idx_load(tf_state *s);
 /* op_index.c: embedding, index_select, gather, scatter_add, where, masked_fill(_), tril, triu */
 void tf_op_index(tf_state *s);
 void tf_op_mask(tf_state *s);

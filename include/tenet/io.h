@@ -1,4 +1,5 @@
-/* tenet/io.h — weights in and out: named tensors in the safetensors format.
+/* tenet/io.h — weights in and out: named tensors in the safetensors format;
+ * data sets in: IDX files (MNIST's format), plain or gzipped.
  *
  *   tn_state_dict *sd = tn_state_dict_new();
  *   tn_state_dict_set(sd, "fc.weight", w);            // retains w
@@ -61,6 +62,14 @@
  * allocation of a load is tenet's. A program that uses cJSON itself sees the
  * same allocator; one that installs hooks of its own later (cJSON_InitHooks)
  * replaces them, which tenet supports.
+ *
+ * IDX (tn_idx_load, below): the format of MNIST and Fashion-MNIST: two zero
+ * bytes, a type byte (0x08 unsigned byte, 0x09 signed byte, 0x0B int16,
+ * 0x0C int32, 0x0D float32, 0x0E float64), the number of dims, each dim as a
+ * big-endian uint32, then the values, big-endian, row-major.
+ *
+ *   tn_tensor *x = tn_idx_load("train-images-idx3-ubyte.gz", TN_F32, 1.0 / 255); // [60000,28,28]
+ *   tn_tensor *y = tn_idx_load("train-labels-idx1-ubyte.gz", TN_I64, 1.0);       // [60000]
  */
 #ifndef TENET_IO_H
 #define TENET_IO_H
@@ -161,6 +170,39 @@ void tn_buffer_free(void *buffer);
  * view) leaves the parameters before it written. */
 tn_status tn_load_state_dict(const tn_state_dict *sd, int n, const char *const *names,
                              tn_tensor *const *params, bool strict);
+
+/* ---- IDX ------------------------------------------------------------------- */
+
+/* Reads an IDX file, plain or gzip-compressed (told by its first bytes,
+ * 1f 8b; zlib inflates it), into a new contiguous CPU tensor of the file's
+ * dims (new reference, registered in the open scope; no grad).
+ *
+ * dtype: TN_DTYPE_SAME gives a tenet dtype that holds the file's values
+ * exactly (bytes and int16: TN_I16, as tenet has no 8-bit type; int32:
+ * TN_I32; float32 / float64: TN_F32 / TN_F64). A floating point dtype takes
+ * any file: each value v becomes v * scale computed in double, rounded once
+ * to float32 or float64 (bf16 / f16: rounded to float32, then to the half).
+ * An integer dtype takes the integer types whose every value it holds
+ * (TN_I64 and TN_I32 all of them, TN_I16 bytes and int16), with scale 1;
+ * else TN_ERR_DTYPE (and TN_ERR_INVALID_ARGUMENT for another scale). So
+ * PyTorch's ToTensor() is (dtype TN_F32, scale 1.0 / 255), i.e.
+ * torch.from_numpy(u8).double().mul(1 / 255).float(), and class labels for
+ * tn_cross_entropy are (TN_I64, 1.0).
+ *
+ * A file that breaks the format is NULL + TN_ERR_FORMAT with the reason
+ * ("not a valid IDX file 'f': bad magic number ...", "unknown data type",
+ * "0 dimensions", "the dimensions' product overflows", "the file ends
+ * within the data (truncated?)", "trailing bytes", "truncated or damaged
+ * gzip data (invalid block type)"); more than TN_MAX_DIMS dims is
+ * TN_ERR_SHAPE. The dims are checked against the input's size before memory
+ * is taken (a plain file's size must match them exactly; a gzipped one
+ * cannot inflate more than 1032 times), the bytes are never read past the
+ * input's end, and the gzip trailer (CRC, length) is checked. TN_ERR_IO:
+ * cannot open or read, not a regular file; TN_ERR_OUT_OF_MEMORY. Nothing
+ * leaks on any error. */
+tn_tensor *tn_idx_load(const char *path, tn_dtype dtype, double scale);
+/* The same from a file's bytes in memory (plain or gzipped; not kept). */
+tn_tensor *tn_idx_load_buffer(const void *data, size_t size, tn_dtype dtype, double scale);
 
 TN_API_END
 #ifdef __cplusplus
