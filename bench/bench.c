@@ -103,6 +103,10 @@ static const bench_case CASES[] = {
      "gpt_step with the numerics recorder on (summaries and call sites, to /dev/null), as a ratio "
      "to off",
      bench_gpt_step_numerics, true},
+    {"cnn_step",
+     "Fashion-MNIST CNN training step (examples/cnn_model.h): batch 128, conv-BN-ReLU-pool x2, "
+     "linear x2, SGD momentum",
+     bench_cnn_step, false},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 

@@ -39,7 +39,8 @@ CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "op16_modes",
          "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "tiny_anomaly_nan",
          "chain100_anomaly", "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits",
          "sgemm4096", "layer_norm", "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan",
-         "clip_norm", "conv2d", "bf16gemm2048", "hgemm2048", "max_pool2d", "batch_norm2d"]
+         "clip_norm", "conv2d", "bf16gemm2048", "hgemm2048", "max_pool2d", "batch_norm2d",
+         "cnn_step"]
 CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "mlp_anomaly_nan", "layer_norm",
               "gelu_tanh", "gpt_step", "gpt_step_anomaly_nan", "clip_norm"]
 DEV = "cpu"  # --device: where the PyTorch tensors of CUDA_CASES live
@@ -531,6 +532,27 @@ def t_gpt_step_anomaly_nan(o):
     return anomaly_ratio(o, "gpt_step_anomaly_nan", gpt_case(o)[0], 0.2, 1, "ms")
 
 
+def t_cnn_step(o):
+    """scripts/cnn_reference.py's CNN: one SGD step on a batch of 128 (as bench/case_cnn.c)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+    import cnn_reference as ref
+    n = 16 if o.quick else 128
+    torch.manual_seed(3)
+    model = ref.CNN()
+    opt = ref.optimizer(model, 0.05)
+    x, y = torch.rand(n, 1, 28, 28), torch.arange(n) % 10
+
+    def body(it):
+        for _ in range(it):
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+    secs, _ = time_body(o, body, 0.5)
+    ms = [1e3 * s for s in secs]
+    return [result("cnn_step", "ms/step", ms, images_per_s=n / (1e-3 * median(ms)))]
+
+
 def t_clip_norm(o):
     """tenet's clip_norm: torch.nn.utils.clip_grad_norm_ over 4 GPT-2 small blocks' gradients."""
     shapes = [(768,), (768,), (768, 2304), (2304,), (768, 768), (768,),
@@ -567,7 +589,7 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
          "gelu_tanh": lambda o: t_norm(o, "gelu_tanh", False), "attention": t_attention,
          "gpt_step": t_gpt_step, "gpt_step_anomaly_nan": t_gpt_step_anomaly_nan,
          "clip_norm": t_clip_norm, "conv2d": t_conv2d, "batch_norm2d": t_batch_norm2d,
-         "max_pool2d": t_max_pool2d}
+         "max_pool2d": t_max_pool2d, "cnn_step": t_cnn_step}
 
 
 # ---- tenet's side and the table ---------------------------------------------------------------
