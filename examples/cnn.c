@@ -45,6 +45,7 @@
 
 #include "cnn_model.h"
 #include "dist_flag.h"
+#include "expect_losses.h"
 #include "profile_flag.h"
 
 /* ---- the data ----------------------------------------------------------------- */
@@ -219,21 +220,6 @@ static int64_t *read_int64s(const char *path, int64_t *n) {
     return v;
 }
 
-/* The reference's per-step losses, one per line; NULL (reported) on error. */
-static double *read_losses(const char *path, int steps) {
-    FILE *f = fopen(path, "r");
-    double *v = f ? malloc((size_t)steps * sizeof *v) : NULL;
-    int n = 0;
-    while (v && n < steps && fscanf(f, "%lf", &v[n]) == 1)
-        n++;
-    if (f) fclose(f);
-    if (v && n == steps) return v;
-    fprintf(stderr, "tenet-cnn: %s: %s\n", path,
-            f ? "fewer losses than --steps" : "cannot open the reference losses");
-    free(v);
-    return NULL;
-}
-
 static void progress(int epoch, int64_t step, int64_t steps, double loss, double elapsed) {
     if (!isatty(STDOUT_FILENO)) return;
     int bar = (int)(30 * (step + 1) / steps);
@@ -394,7 +380,7 @@ static int train(const cnn *m, const split *train_set, const split *test, const 
     if (!opt) return fail("making the optimizer");
     int64_t nfile = 0, step = 0;
     int64_t *file = o->batches ? read_int64s(o->batches, &nfile) : NULL;
-    double *ref = o->expect ? read_losses(o->expect, o->steps) : NULL;
+    double *ref = o->expect ? read_losses("tenet-cnn", o->expect, o->steps) : NULL;
     int rc = (o->batches && !file) || (o->expect && !ref) ? 1 : 0;
     if (rc == 0 && file && nfile < (int64_t)o->steps * o->batch) {
         fprintf(stderr, "tenet-cnn: %s holds %lld indices, fewer than --steps x --batch\n",

@@ -51,6 +51,7 @@
 #include "gpt_data.h"
 #include "gpt_model.h"
 #include "dist_flag.h"
+#include "expect_losses.h"
 #include "profile_flag.h"
 
 typedef struct options {
@@ -266,21 +267,6 @@ static double lr_at(const options *o, int step) {
     return o->lr / 10 + 0.5 * (1 + cos(acos(-1.0) * r)) * (o->lr - o->lr / 10);
 }
 
-/* The reference's per-step losses, one per line; NULL (reported) on error. */
-static double *read_losses(const char *path, int steps) {
-    FILE *f = fopen(path, "r");
-    double *v = f ? malloc((size_t)steps * sizeof *v) : NULL;
-    int n = 0;
-    while (v && n < steps && fscanf(f, "%lf", &v[n]) == 1)
-        n++;
-    if (f) fclose(f);
-    if (v && n == steps) return v;
-    fprintf(stderr, "tenet-gpt: %s: %s\n", path,
-            f ? "fewer losses than --steps" : "cannot open the reference losses");
-    free(v);
-    return NULL;
-}
-
 static void print_progress(int step, int steps, double loss, double tok_s, double elapsed) {
     printf("step %d loss %.6f  %.0f tok/s", step, loss, tok_s);
     if (steps >= 100 && step > 0) {
@@ -346,7 +332,7 @@ static int train(const gpt_model *m, data *d, const options *o) {
         tn_adam_free(opt);
         return fail("making the gradient scaler");
     }
-    double *ref = o->expect ? read_losses(o->expect, o->steps) : NULL;
+    double *ref = o->expect ? read_losses("tenet-gpt", o->expect, o->steps) : NULL;
     int rc = o->expect && !ref ? 1 : 0;
     double worst = 0, t0 = now_s();
     const double tokens = (double)o->batch * o->cfg.block;
