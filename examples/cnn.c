@@ -399,6 +399,7 @@ static int train(const cnn *m, const split *train_set, const split *test, const 
             double acc;
             rc = evaluate(m, test, o, &acc);
             if (rc == 0) printf(", test accuracy %.2f%%\n", 100 * acc);
+            fflush(stdout); /* a line per epoch, also into a file or a pipe */
         }
         if (o->steps && step >= o->steps) break;
     }
