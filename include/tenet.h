@@ -24,6 +24,7 @@
 #include "tenet/tensor.h"
 #include "tenet/autograd.h"
 #include "tenet/ops.h"
+#include "tenet/kv_cache.h"
 #include "tenet/optim.h"
 #include "tenet/autocast.h"
 #include "tenet/runtime.h"

@@ -390,7 +390,9 @@ enum { TN_ATTN_MASK_NONE, TN_ATTN_MASK_BOOL, TN_ATTN_MASK_ADD };
  * bshape; stride 0 = broadcast), likewise k, v; the mask's (b, i, j) is
  * mask[sum(idx[d] bsm[d]) + i rsm + j csm] (bool bytes: nonzero takes part;
  * ADD: the dtype, added to the scores). Strides in elements. causal: key j
- * takes part in query row i only when j <= i. Dropout (p > 0): weight (b,
+ * takes part in query row i only when j <= i + causal_offset (0 for the
+ * public op; a KV cache's queries sit causal_offset positions after its
+ * first key). Dropout (p > 0): weight (b,
  * i, j) is kept, scaled by 1/(1-p), when tn_attn_keep(seed, b, i, j, p).
  * A row with no key taking part gives 0 (lse -inf) and no gradient.
  *   ATTN_FWD: writes o (contiguous (nb, L, Ev)) and lse (contiguous (nb, L),
@@ -409,6 +411,7 @@ typedef struct tn_attn_args {
     int64_t rsq, rsk, rsv, rsm, csm;
     int mask_kind;
     bool causal;
+    int64_t causal_offset;
     double dropout_p;
     uint64_t seed;
     void *o, *lse;

@@ -129,8 +129,8 @@ static void F(scores)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, cons
             for (int64_t j = 0; j < n; j++)
                 if (!mr[j * a->csm]) si[j] = ninf;
         }
-        int64_t lim = n; /* keys past it do not take part */
-        if (a->causal && i0 + i - j0 + 1 < lim) lim = i0 + i - j0 + 1 < 0 ? 0 : i0 + i - j0 + 1;
+        int64_t lim = n, last = i0 + i + a->causal_offset - j0; /* keys past it do not take part */
+        if (a->causal && last + 1 < lim) lim = last + 1 < 0 ? 0 : last + 1;
         for (int64_t j = lim; j < BK; j++)
             si[j] = ninf;
     }
@@ -144,6 +144,12 @@ static void F(dropout_row)(const tn_attn_args *a, const attn_slice *sl, T *p, in
         p[j] *= tn_attn_keep(a->seed, sl->b, i, j0 + j, a->dropout_p) ? keep_scale : 0;
 }
 
+/* Key blocks j0.. of query block i0 (m rows) under the causal rule: [0, end). */
+static inline int64_t F(kv_end)(const tn_attn_args *a, int64_t i0, int64_t m) {
+    int64_t end = i0 + m + a->causal_offset;
+    return a->causal && end < a->S ? (end > 0 ? end : 0) : a->S;
+}
+
 /* ---- forward: one block of query rows of one slice -------------------------------------- */
 
 static void F(fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, int64_t i0) {
@@ -153,8 +159,8 @@ static void F(fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, i
         mx[i] = -(T)INFINITY, l[i] = 0;
     for (int64_t i = 0; i < m * Ev; i++)
         acc[i] = 0;
-    int64_t jend = a->causal && i0 + m < a->S ? i0 + m : a->S; /* later tiles: all masked */
-    if (w->kt_slice && w->packed_b != sl->b) {                 /* the whole slice's keys, once */
+    int64_t jend = F(kv_end)(a, i0, m);        /* later tiles: all masked */
+    if (w->kt_slice && w->packed_b != sl->b) { /* the whole slice's keys, once */
         for (int64_t j0 = 0; j0 < a->S; j0 += BK)
             F(pack_t)
             ((T *)w->kt + j0 * a->E, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk,
@@ -231,11 +237,6 @@ static void F(bwd_tile)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, co
     }
 }
 
-/* Key blocks j0.. of query block i0 under the causal rule: [0, end). */
-static inline int64_t F(kv_end)(const tn_attn_args *a, int64_t i0, int64_t m) {
-    return a->causal && i0 + m < a->S ? i0 + m : a->S;
-}
-
 /* Packs key block j0 (n keys) of the slice into kt and vt. */
 static void F(pack_kv)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, int64_t j0,
                        int64_t n) {
@@ -262,7 +263,8 @@ static void F(bwd_kblock)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, 
                           int64_t j0, bool qg) {
     int64_t n = a->S - j0 < BK ? a->S - j0 : BK;
     F(pack_kv)(a, sl, w, j0, n);
-    for (int64_t i0 = a->causal ? j0 / BQ * BQ : 0; i0 < a->L; i0 += BQ) {
+    int64_t first = a->causal && j0 > a->causal_offset ? j0 - a->causal_offset : 0;
+    for (int64_t i0 = first / BQ * BQ; i0 < a->L; i0 += BQ) {
         int64_t m = a->L - i0 < BQ ? a->L - i0 : BQ;
         if (j0 >= F(kv_end)(a, i0, m)) continue;
         F(bwd_tile)(a, sl, w, delta, i0, m, j0, n, true, qg);

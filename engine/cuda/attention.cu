@@ -43,7 +43,7 @@ __device__ slice_off offsets(const tn_attn_args &a, int64_t b) {
  * not take part; all lanes return it. */
 template <typename T>
 __device__ T score(const tn_attn_args &a, const slice_off &so, int64_t i, int64_t j, int lane) {
-    if (a.causal && j > i) return -INFINITY;
+    if (a.causal && j > i + a.causal_offset) return -INFINITY;
     if (a.mask_kind == TN_ATTN_MASK_BOOL &&
         !static_cast<const uint8_t *>(a.mask)[so.m + i * a.rsm + j * a.csm])
         return -INFINITY;
@@ -146,7 +146,8 @@ template <typename T> __device__ void dkv_row(const tn_attn_args &a, int64_t r, 
         dk[e] = 0;
     for (int64_t e = lane; e < a.Ev; e += 32)
         dv[e] = 0;
-    for (int64_t i = a.causal ? j : 0; i < a.L; i++) {
+    const int64_t first = a.causal && j > a.causal_offset ? j - a.causal_offset : 0;
+    for (int64_t i = first; i < a.L; i++) {
         const int64_t qr = b * a.L + i;
         const T lse = static_cast<const T *>(a.lse)[qr];
         const pds<T> t = grad_terms<T>(a, so, b, i, j, lse, row_delta<T>(a, qr, lane), lane);

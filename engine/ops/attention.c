@@ -240,7 +240,7 @@ static tn_status dense_masks(const tn_attn_args *a, const attn_geom *g, tn_tenso
                                                    (a->mask_kind == TN_ATTN_MASK_BOOL ? 1 : es)
                                          : NULL;
                 double add = 0;
-                if (a->causal && j > i) add = -INFINITY;
+                if (a->causal && j > i + a->causal_offset) add = -INFINITY;
                 if (mk && a->mask_kind == TN_ATTN_MASK_BOOL && !*(const uint8_t *)mk)
                     add = -INFINITY;
                 if (mk && a->mask_kind == TN_ATTN_MASK_ADD) add = tn__load(mk, dt);
@@ -351,6 +351,48 @@ static const tn_fn_info sdpa_fn = {"ScaledDotProductFlashAttentionForCpuBackward
 
 /* ---- forward --------------------------------------------------------------------------- */
 
+/* The kernel's forward: out (*, L, Ev) and lse (nb, L), new references
+ * (both NULL on error). */
+static tn_status forward(const attn_geom *g, const tn_tensor *q, const tn_tensor *k,
+                         const tn_tensor *v, const tn_tensor *mask, double p, bool causal,
+                         int64_t offset, uint64_t seed, tn_tensor **out, tn_tensor **lse) {
+    attn_in in;
+    *out = *lse = NULL;
+    if (in_prepare(&in, q, k, v, mask) < 0) return tn_last_status();
+    int64_t so[TN_MAX_DIMS];
+    out_shape(g, g->L, g->Ev, so);
+    tn_device dev = tn__dev(q);
+    *out = tn__empty_on(g->bdim + 2, so, q->dtype, dev);
+    *lse = *out ? tn__empty_on(2, (int64_t[]){g->nb, g->L}, q->dtype, dev) : NULL;
+    tn_status st = *lse ? TN_OK : tn_last_status();
+    if (st == TN_OK && tn_numel(*out) + tn_numel(*lse) > 0) {
+        tn_attn_args a;
+        fill_args(&a, g, in.q, in.k, in.v, in.mask, p, causal, seed);
+        a.causal_offset = offset;
+        a.mode = TN_ATTN_FWD;
+        a.o = tn__ptr(*out), a.lse = tn__ptr(*lse);
+        const tn_tensor *ops[] = {*out, *lse, in.q, in.k, in.v, in.mask};
+        st = tn__dev_attention(&a, dev, in.mask ? 6 : 5, 2, ops);
+    }
+    in_release(&in);
+    if (st < 0) {
+        tn_release(*out), tn_release(*lse);
+        *out = *lse = NULL;
+    }
+    return st;
+}
+
+tn_tensor *tn__sdpa_offset(const tn_tensor *q, const tn_tensor *k, const tn_tensor *v,
+                           const tn_tensor *key_mask, int64_t offset) {
+    attn_geom g;
+    if (check_inputs(q, k, v, key_mask, 0.0, false) < 0 || make_geom(q, k, v, key_mask, &g) < 0)
+        return NULL;
+    tn_tensor *out, *lse;
+    if (forward(&g, q, k, v, key_mask, 0.0, true, offset, 0, &out, &lse) < 0) return NULL;
+    tn_release(lse);
+    return out;
+}
+
 static tn_status record(const tn_tensor *q, const tn_tensor *k, const tn_tensor *v,
                         const tn_tensor *mask, double p, bool causal, uint64_t seed, tn_tensor *out,
                         tn_tensor *lse) {
@@ -387,23 +429,8 @@ tn_tensor *tn_scaled_dot_product_attention(const tn_tensor *q, const tn_tensor *
         make_geom(q, k, v, attn_mask, &g) < 0)
         return NULL;
     uint64_t seed = dropout_p > 0 ? tn__rand_u64() : 0;
-    attn_in in;
-    if (in_prepare(&in, q, k, v, attn_mask) < 0) return NULL;
-    int64_t so[TN_MAX_DIMS];
-    out_shape(&g, g.L, g.Ev, so);
-    tn_device dev = tn__dev(q);
-    tn_tensor *out = tn__empty_on(g.bdim + 2, so, q->dtype, dev);
-    tn_tensor *lse = out ? tn__empty_on(2, (int64_t[]){g.nb, g.L}, q->dtype, dev) : NULL;
-    tn_status st = lse ? TN_OK : tn_last_status();
-    if (st == TN_OK && tn_numel(out) + tn_numel(lse) > 0) {
-        tn_attn_args a;
-        fill_args(&a, &g, in.q, in.k, in.v, in.mask, dropout_p, is_causal, seed);
-        a.mode = TN_ATTN_FWD;
-        a.o = tn__ptr(out), a.lse = tn__ptr(lse);
-        const tn_tensor *ops[] = {out, lse, in.q, in.k, in.v, in.mask};
-        st = tn__dev_attention(&a, dev, in.mask ? 6 : 5, 2, ops);
-    }
-    in_release(&in);
+    tn_tensor *out, *lse;
+    tn_status st = forward(&g, q, k, v, attn_mask, dropout_p, is_causal, 0, seed, &out, &lse);
     if (st == TN_OK)
         tn__op_done("scaled_dot_product_attention", t0, out, 3, (const tn_tensor *[]){q, k, v});
     if (st == TN_OK && tn__needs_grad(3, (const tn_tensor *[]){q, k, v}))

@@ -52,4 +52,9 @@ tn_status tn__norm_bw_begin(tn_node *n, const tn_tensor *x, tn_tensor *g, tn_ten
                             tn_norm_bw_ops *o);
 void tn__norm_bw_end(tn_norm_bw_ops *o);
 
+/* The fused attention's forward with a bool key mask (or NULL) and the causal rule key j <= i +
+ * offset; not recorded for autograd (attention.c, for kv_cache.c). */
+tn_tensor *tn__sdpa_offset(const tn_tensor *q, const tn_tensor *k, const tn_tensor *v,
+                           const tn_tensor *key_mask, int64_t offset);
+
 #endif
