@@ -5,6 +5,7 @@
  *
  *   tenet-gpt --data FILE [--steps N] [--sample N] [options]
  *   tenet-gpt --init W.safetensors --tokens B.bin --expect-losses L.txt ...
+ *   tenet-gpt [--init W.safetensors | --data FILE] --generate N --prompts FILE
  *
  * --data FILE      a text (UTF-8 or any bytes): byte-level vocabulary of the
  *                  bytes it holds; random windows of the first 90% train, the
@@ -17,8 +18,21 @@
  * --steps N (200) --batch B (16) --block T (64) --layers L (4) --heads H (4)
  * --embd C (128) --vocab V (the text's, or 96) --lr X (1e-3) --seed S (1337)
  * --cosine         warm up for 5% of the steps, then cosine decay to lr / 10
- * --sample N       generate N bytes at the end (needs --data)
- * --temperature X  for sampling (1.0)
+ * --sample N       generate N bytes at the end (needs --data), one at a time
+ *                  with a KV cache; past the block, the context restarts from
+ *                  its last block / 2 bytes
+ * --temperature X  for sampling (1.0; 0: the most likely token)
+ * --top-k K        sample from the K most likely tokens only (0: all)
+ * --top-p P        ... and from the fewest whose probability reaches P (1.0)
+ * --generate N     generate N tokens after each of --batch prompts (the lines
+ *                  of --prompts FILE, cycled), left-padded into one batch
+ *                  with a KV cache; prints the texts and tokens/s. Without
+ *                  --data or --tokens nothing is trained (the weights: --init,
+ *                  or random) and the vocabulary is newline then the 95
+ *                  printable ASCII bytes (--vocab 96)
+ * --expect-generation FILE   compare each step's logits (within --rtol) and
+ *                  picks with FILE's (scripts/gpt_generate_reference.py);
+ *                  exit 1 on a difference
  * --threads N      tenet's threads (default: all)
  * --device D       cpu (default) or cuda: the model and every step on the
  *                  first GPU (exit status 3 when there is none)
@@ -49,20 +63,24 @@
 #include <tenet.h>
 
 #include "gpt_data.h"
+#include "gpt_generate.h"
 #include "gpt_model.h"
 #include "dist_flag.h"
 #include "expect_losses.h"
 #include "profile_flag.h"
 
+/* Without a text: newline, then the printable ASCII bytes ' ' .. '~'. */
+enum { BUILTIN_VOCAB = 96 };
+
 typedef struct options {
     gpt_config cfg;
-    int steps, batch, sample, threads;
-    double lr, temperature, rtol;
+    int steps, batch, sample, threads, generate, top_k;
+    double lr, temperature, rtol, top_p;
     uint64_t seed;
     bool cosine;
     tn_device dev;
     tn_dtype autocast; /* TN_DTYPE_SAME: off */
-    const char *data, *tokens, *init, *save, *expect, *numerics;
+    const char *data, *tokens, *init, *save, *expect, *numerics, *prompts, *expect_gen;
 } options;
 
 static double now_s(void) {
@@ -82,7 +100,8 @@ static void usage(void) {
                     "  [--steps N] [--batch B] [--block T] [--vocab V] [--layers L] [--heads H]\n"
                     "  [--embd C] [--lr X] [--seed S] [--cosine] [--sample N] [--temperature X]\n"
                     "  [--threads N] [--device cpu|cuda] [--autocast bf16|f16]\n"
-                    "  [--expect-losses FILE] [--rtol X] [--numerics PATH]\n");
+                    "  [--expect-losses FILE] [--rtol X] [--numerics PATH] [--top-k K] [--top-p P]\n"
+                    "  [--generate N --prompts FILE [--expect-generation FILE]]\n");
 }
 
 /* Parses argv into o; false (after a message) on a bad or missing value. */
@@ -93,6 +112,7 @@ static bool parse_args(int argc, char **argv, options *o) {
                    .lr = 1e-3,
                    .temperature = 1.0,
                    .rtol = 1e-4,
+                   .top_p = 1.0,
                    .seed = 1337,
                    .autocast = TN_DTYPE_SAME};
     struct {
@@ -109,6 +129,11 @@ static bool parse_args(int argc, char **argv, options *o) {
                  {"--embd", &o->cfg.embd, 0, 0},
                  {"--sample", &o->sample, 0, 0},
                  {"--threads", &o->threads, 0, 0},
+                 {"--generate", &o->generate, 0, 0},
+                 {"--top-k", &o->top_k, 0, 0},
+                 {"--top-p", 0, &o->top_p, 0},
+                 {"--prompts", 0, 0, &o->prompts},
+                 {"--expect-generation", 0, 0, &o->expect_gen},
                  {"--lr", 0, &o->lr, 0},
                  {"--temperature", 0, &o->temperature, 0},
                  {"--rtol", 0, &o->rtol, 0},
@@ -174,7 +199,11 @@ static bool parse_args(int argc, char **argv, options *o) {
         }
     }
     const gpt_config *c = &o->cfg;
-    const char *bad = !o->data && !o->tokens              ? "give --data FILE or --tokens FILE"
+    const char *bad = !o->data && !o->tokens && !o->generate
+                          ? "give --data FILE, --tokens FILE or --generate N"
+                      : o->generate && !o->prompts        ? "--generate needs --prompts FILE"
+                      : !(o->top_p > 0 && o->top_p <= 1)  ? "--top-p must be in (0, 1]"
+                      : !(o->temperature >= 0)            ? "--temperature must be >= 0"
                       : o->data && o->tokens              ? "--data and --tokens exclude each other"
                       : o->sample && !o->data             ? "--sample needs --data (its vocabulary)"
                       : c->block < 1 || o->batch < 1      ? "--block and --batch must be positive"
@@ -214,6 +243,8 @@ static bool data_open(data *d, options *o) {
                      o->data, d->text.vocab_size, (long long)d->text.n, d->text.vocab_size, T);
             goto bad;
         }
+    } else if (!o->tokens) { /* generation only: the built-in vocabulary */
+        if (o->cfg.vocab == 0) o->cfg.vocab = BUILTIN_VOCAB;
     } else {
         if (o->cfg.vocab == 0) o->cfg.vocab = 96;
         if (!gpt_tokens_load(&d->file, o->tokens, B, T, o->cfg.vocab, err, sizeof err)) goto bad;
@@ -400,41 +431,149 @@ static int validate(const gpt_model *m, data *d, const options *o) {
     return rc;
 }
 
-/* Generates o->sample bytes from a newline (or the text's first byte). */
+/* Token <-> byte: the text's vocabulary, or the built-in one. */
+typedef struct vocab {
+    int n;
+    unsigned char sym[256];
+    int id[256]; /* -1: no token */
+} vocab;
+
+static void vocab_of(const data *d, vocab *v) {
+    v->n = d->text.vocab_size ? d->text.vocab_size : BUILTIN_VOCAB;
+    for (int i = 0; i < v->n; i++)
+        v->sym[i] = d->text.vocab_size ? d->text.vocab[i] : i ? (unsigned char)(31 + i) : '\n';
+    for (int c = 0; c < 256; c++)
+        v->id[c] = -1;
+    for (int i = 0; i < v->n; i++)
+        v->id[v->sym[i]] = i;
+}
+
+static void put_token(const vocab *v, int64_t t, bool escape_nl) {
+    int c = t < v->n ? v->sym[t] : '?';
+    if (c == '\n' && escape_nl)
+        fputs("\\n", stdout);
+    else
+        putchar(c);
+}
+
+static gpt_sampling sampling_of(const options *o) {
+    return (gpt_sampling){.temperature = o->temperature, .top_p = o->top_p, .top_k = o->top_k};
+}
+
+/* Feeds ctx[from, to) to the model through the cache; the last one's logits into lg. */
+static bool feed(const gpt_model *m, tn_kv_cache *c, const int64_t *ctx, int64_t from, int64_t to,
+                 float *lg) {
+    if (tn_scope_begin() != TN_OK) return false;
+    tn_tensor *x = tn_to(tn_tensor_from(ctx + from, TN_I64, 2, (int64_t[]){1, to - from}, false),
+                         TN_DTYPE_SAME, tn_device_of(m->params[0]));
+    tn_tensor *logits = gpt_forward_cached(m, c, x);
+    bool ok = tn_copy_to(logits, lg, (size_t)m->cfg.vocab * sizeof *lg) == TN_OK;
+    tn_scope_end();
+    return ok;
+}
+
+/* Generates o->sample bytes from a newline (or the text's first byte), one
+ * token a step through a KV cache of the block's length; when it is full,
+ * the cache restarts from the last block / 2 tokens. */
 static int sample(const gpt_model *m, const data *d, const options *o) {
     const gpt_text *t = &d->text;
     const int T = o->cfg.block, V = o->cfg.vocab;
     int64_t *ctx = malloc((size_t)(o->sample + 1) * sizeof *ctx);
-    float *probs = malloc((size_t)V * sizeof *probs);
+    float *lg = malloc((size_t)V * sizeof *lg);
     const unsigned char *nl = memchr(t->vocab, '\n', (size_t)t->vocab_size);
     uint64_t rng = o->seed ^ 0x5a3b1e;
-    int rc = ctx && probs ? 0 : 1;
+    const gpt_sampling sp = sampling_of(o);
+    vocab voc;
+    vocab_of(d, &voc);
+    tn_kv_cache *c = gpt_cache_new(m, 1, T);
+    int rc = !c ? fail("making the KV cache") : ctx && lg ? 0 : 1;
     if (rc == 0) ctx[0] = nl ? nl - t->vocab : t->tokens[0];
     bool prev = tn_set_grad_enabled(false);
     printf("sample:\n");
+    int64_t fed = 0; /* ctx[0, fed) are in the cache (from ctx[fed - length]) */
     for (int n = 1; n <= o->sample && rc == 0; n++) {
-        int64_t len = n < T ? n : T;
-        if (tn_scope_begin() != TN_OK) {
-            rc = fail("opening a scope");
+        if (tn_kv_cache_length(c, 0) == T) { /* full: restart from the last T / 2 tokens */
+            tn_kv_cache_reset(c);
+            fed = n - 1 - (T / 2 > 0 ? T / 2 : 1);
+        }
+        if (!feed(m, c, ctx, fed, n, lg)) {
+            rc = fail("sampling");
             break;
         }
-        tn_tensor *x = tn_to(tn_tensor_from(ctx + n - len, TN_I64, 2, (int64_t[]){1, len}, false),
-                             TN_DTYPE_SAME, o->dev);
-        tn_tensor *logits = tn_select(tn_select(gpt_forward(m, x), 0, 0), 0, len - 1);
-        tn_tensor *p = tn_softmax(tn_mul_scalar(logits, 1.0 / o->temperature), 0);
-        if (tn_copy_to(p, probs, (size_t)V * sizeof *probs) != TN_OK) rc = fail("sampling");
-        tn_scope_end();
-        double u = gpt_rand_uniform(&rng), acc = 0;
-        int tok = 0;
-        while (tok < V - 1 && (acc += probs[tok]) <= u)
-            tok++;
-        ctx[n] = tok < t->vocab_size ? tok : 0;
-        putchar(t->vocab[ctx[n]]);
+        fed = n;
+        int tok = gpt_pick(lg, V, &sp, &rng);
+        ctx[n] = tok >= 0 && tok < t->vocab_size ? tok : 0;
+        put_token(&voc, ctx[n], false);
     }
     printf("\n");
     tn_set_grad_enabled(prev);
+    tn_kv_cache_free(c);
     free(ctx);
-    free(probs);
+    free(lg);
+    return rc;
+}
+
+/* The lines of path (cycled) as --batch prompts of tokens, left-padded. */
+static bool read_prompts(const char *path, const vocab *v, int B, gpt_prompts *p) {
+    FILE *f = fopen(path, "rb");
+    char line[4096];
+    int64_t *tok[256] = {0}, len[256] = {0};
+    int n = 0;
+    bool ok = f != NULL;
+    while (ok && n < 256 && fgets(line, sizeof line, f)) {
+        size_t l = strcspn(line, "\r\n");
+        if (l == 0) continue;
+        ok = (tok[n] = malloc(l * sizeof *tok[n])) != NULL;
+        for (size_t i = 0; ok && i < l; i++)
+            if ((tok[n][i] = v->id[(unsigned char)line[i]]) < 0) {
+                fprintf(stderr, "tenet-gpt: %s: byte 0x%02x of line %d has no token\n", path,
+                        (unsigned char)line[i], n + 1);
+                ok = false;
+            }
+        len[n++] = (int64_t)l;
+    }
+    if (f) fclose(f);
+    if (ok && n == 0) fprintf(stderr, "tenet-gpt: %s: no prompt\n", path);
+    if (!f) fprintf(stderr, "tenet-gpt: %s: cannot open\n", path);
+    ok = ok && n > 0;
+    *p = (gpt_prompts){.B = B};
+    for (int b = 0; ok && b < B; b++)
+        p->T = len[b % n] > p->T ? len[b % n] : p->T;
+    p->pad = ok ? calloc((size_t)B, sizeof *p->pad) : NULL;
+    p->idx = ok ? calloc((size_t)B * (size_t)p->T, sizeof *p->idx) : NULL;
+    ok = ok && p->pad && p->idx;
+    for (int b = 0; ok && b < B; b++) {
+        p->pad[b] = p->T - len[b % n];
+        memcpy(p->idx + b * p->T + p->pad[b], tok[b % n], (size_t)len[b % n] * sizeof *p->idx);
+    }
+    for (int i = 0; i < n; i++)
+        free(tok[i]);
+    return ok;
+}
+
+/* --generate: o->generate tokens after each of o->batch prompts; prints them. */
+static int generate(const gpt_model *m, const data *d, const options *o) {
+    vocab voc;
+    vocab_of(d, &voc);
+    gpt_prompts p;
+    if (!read_prompts(o->prompts, &voc, o->batch, &p)) {
+        free(p.pad), free(p.idx);
+        return 1;
+    }
+    const int64_t N = o->generate;
+    int64_t *out = malloc((size_t)(o->batch * N + 1) * sizeof *out);
+    gpt_gen_run r = {N, sampling_of(o), o->seed, o->expect_gen, o->rtol};
+    int rc = out ? gpt_generate(m, &p, &r, out) : 1;
+    for (int b = 0; rc == 0 && b < o->batch; b++) {
+        printf("[%d] ", b);
+        for (int64_t i = p.pad[b]; i < p.T; i++)
+            put_token(&voc, p.idx[b * p.T + i], true);
+        printf(" |");
+        for (int64_t i = 0; i < N; i++)
+            put_token(&voc, out[b * N + i], true);
+        printf("\n");
+    }
+    free(out), free(p.pad), free(p.idx);
     return rc;
 }
 
@@ -483,12 +622,13 @@ int main(int argc, char **argv) {
                o.autocast == TN_DTYPE_SAME ? "" : tn_dtype_name(o.autocast));
         if (o.numerics && tn_numerics_begin(o.numerics, NULL) != TN_OK)
             rc = fail("--numerics");
-        if (rc == 0) rc = train(&m, &d, &o);
+        if (rc == 0 && (o.data || o.tokens)) rc = train(&m, &d, &o);
         if (o.numerics && tn_numerics_enabled() && tn_numerics_end() != TN_OK && rc == 0)
             rc = fail("--numerics");
     }
     if (rc == 0 && o.data) rc = validate(&m, &d, &o);
     if (rc == 0 && o.sample) rc = sample(&m, &d, &o);
+    if (rc == 0 && o.generate) rc = generate(&m, &d, &o);
     if (rc == 0 && o.save && dist_rank == 0 && !gpt_save(&m, o.save)) rc = fail("saving --save");
 #ifdef TENET_EXAMPLES_MPI
     tn_ddp_free(ddp);

@@ -225,6 +225,41 @@ tn_tensor *gpt_forward(const gpt_model *m, tn_tensor *idx) {
     return tn_linear(x, WTE(m), NULL); /* lm_head, tied to wte */
 }
 
+tn_kv_cache *gpt_cache_new(const gpt_model *m, int64_t batch, int64_t max_len) {
+    const gpt_config *c = &m->cfg;
+    return tn_kv_cache_new(c->layers, batch, c->heads, max_len, c->embd / c->heads,
+                           tn_dtype_of(WTE(m)), tn_device_of(WTE(m)));
+}
+
+/* attention of x [B, n, C] over the cache of layer l, after appending x's keys and values */
+static tn_tensor *attention_cached(const gpt_model *m, tn_kv_cache *cache, int l, tn_tensor *x,
+                                   int64_t B, int64_t n) {
+    const int64_t C = m->cfg.embd;
+    tn_tensor *qkv = tn_linear(x, BLK(m, l, ATTN_W), BLK(m, l, ATTN_B));
+    tn_tensor *q = split_heads(tn_narrow(qkv, 2, 0, C), &m->cfg, B, n);
+    tn_tensor *k = split_heads(tn_narrow(qkv, 2, C, C), &m->cfg, B, n);
+    tn_tensor *v = split_heads(tn_narrow(qkv, 2, 2 * C, C), &m->cfg, B, n);
+    if (!q || !k || !v || tn_kv_cache_append(cache, l, k, v) != TN_OK) return NULL;
+    tn_tensor *y = tn_kv_cache_attention(cache, l, q);
+    y = tn_reshape(tn_transpose(y, 1, 2), 3, (int64_t[]){B, n, C});
+    return tn_linear(y, BLK(m, l, ATTN_PROJ_W), BLK(m, l, ATTN_PROJ_B));
+}
+
+tn_tensor *gpt_forward_cached(const gpt_model *m, tn_kv_cache *cache, tn_tensor *idx) {
+    if (!idx || !cache) return NULL;
+    const int64_t B = tn_shape(idx)[0], n = tn_shape(idx)[1];
+    tn_tensor *x =
+        tn_add(tn_embedding(WTE(m), idx), tn_embedding(WPE(m), tn_kv_cache_positions(cache, n)));
+    for (int l = 0; l < m->cfg.layers && x; l++) {
+        tn_tensor *a = attention_cached(m, cache, l,
+                                        layer_norm(m, x, BLK(m, l, LN1_W), BLK(m, l, LN1_B)), B, n);
+        x = tn_add(x, a);
+        x = tn_add(x, mlp(m, l, layer_norm(m, x, BLK(m, l, LN2_W), BLK(m, l, LN2_B))));
+    }
+    x = layer_norm(m, tn_select(x, 1, n - 1), LNF_W(m), LNF_B(m)); /* [B, C]: the last token */
+    return tn_linear(x, WTE(m), NULL);
+}
+
 tn_tensor *gpt_loss(const gpt_model *m, tn_tensor *idx, tn_tensor *targets) {
     tn_tensor *logits = gpt_forward(m, idx);
     if (!logits || !targets) return NULL;

@@ -55,6 +55,15 @@ bool gpt_save(const gpt_model *m, const char *path);
 /* Logits [B, T, V] for idx [B, T] (int64, T <= block, on the parameters'
  * device). NULL propagates. */
 tn_tensor *gpt_forward(const gpt_model *m, tn_tensor *idx);
+/* A KV cache for generation with m: every layer, `batch` rows of at most
+ * max_len (<= block) positions, on the parameters' device. NULL + error. */
+tn_kv_cache *gpt_cache_new(const gpt_model *m, int64_t batch, int64_t max_len);
+/* Logits [B, V] of the last of the n new tokens idx [B, n], the positions
+ * before them held by cache (their keys and values are appended to it; the
+ * position ids are tn_kv_cache_positions', so a left-padded row's first real
+ * token has position 0). O(cached positions) attention work per token, not
+ * the whole context's recomputation. Under no-grad; NULL propagates. */
+tn_tensor *gpt_forward_cached(const gpt_model *m, tn_kv_cache *cache, tn_tensor *idx);
 /* Mean cross-entropy of the next-token predictions (targets [B, T]). */
 tn_tensor *gpt_loss(const gpt_model *m, tn_tensor *idx, tn_tensor *targets);
 
