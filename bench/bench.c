@@ -107,6 +107,10 @@ static const bench_case CASES[] = {
      "Fashion-MNIST CNN training step (examples/cnn_model.h): batch 128, conv-BN-ReLU-pool x2, "
      "linear x2, SGD momentum",
      bench_cnn_step, false},
+    {"gpt_generate",
+     "GPT-2 generation (12 layers, 12 heads, embd 768, block 256, vocab 96) with a KV cache: "
+     "64-token prompt, greedy to position 256, batch 1 and 16; tokens/s",
+     bench_gpt_generate, false},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 

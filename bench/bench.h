@@ -131,5 +131,6 @@ int bench_gpt_step_anomaly_nan(const bench_opts *o);
 int bench_gpt_step_monitor(const bench_opts *o);
 int bench_gpt_step_numerics(const bench_opts *o);
 int bench_cnn_step(const bench_opts *o); /* case_cnn.c */
+int bench_gpt_generate(const bench_opts *o); /* case_generate.c */
 
 #endif

@@ -40,7 +40,7 @@ CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "op16_modes",
          "chain100_anomaly", "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits",
          "sgemm4096", "layer_norm", "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan",
          "clip_norm", "conv2d", "bf16gemm2048", "hgemm2048", "max_pool2d", "batch_norm2d",
-         "cnn_step"]
+         "cnn_step", "gpt_generate"]
 CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "mlp_anomaly_nan", "layer_norm",
               "gelu_tanh", "gpt_step", "gpt_step_anomaly_nan", "clip_norm"]
 DEV = "cpu"  # --device: where the PyTorch tensors of CUDA_CASES live
@@ -50,7 +50,7 @@ def sync():
     """Waits for the GPU, so that a timed body covers its kernels (as tenet-bench)."""
     if DEV != "cpu":
         torch.cuda.synchronize()
-RATE_UNITS = {"GB/s", "GFLOP/s", "steps/s"}
+RATE_UNITS = {"GB/s", "GFLOP/s", "steps/s", "tokens/s"}
 
 
 # ---- timing: the same protocol as bench/bench.c -------------------------------------------
@@ -573,6 +573,22 @@ def t_clip_norm(o):
     return [result("clip_norm", "ms", ms, **{"GB/s": 12.0 * elems / (1e6 * median(ms))})]
 
 
+def t_gpt_generate(o):
+    """scripts/gpt_generate_reference.py's generation with a preallocated KV cache, as
+    bench/case_generate.c: batch 1 and 16, in inference mode."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+    import gpt_generate_reference as gen
+    out = []
+    for B in (1, 2 if o.quick else 16):
+        runs, prompt, wbytes = gen.bench_runs(B, o.quick, min(o.repeat, 3))
+        rates, around = gen.bench_summary(B, runs, prompt)
+        extra = {"tok_s_at_%d" % p: v for p, v in around.items()}
+        out.append(result("gpt_generate_b%d" % (1 if B == 1 else 16), "tokens/s", rates,
+                          ms_per_step=1e3 * B / median(rates), weight_bytes=wbytes, batch=B,
+                          **extra))
+    return out
+
+
 TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add16,
          "op16_modes": t_op16_modes,
          "tiny": t_tiny, "chain100": t_chain100, "add_1000": t_add_1000,
@@ -589,7 +605,7 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
          "gelu_tanh": lambda o: t_norm(o, "gelu_tanh", False), "attention": t_attention,
          "gpt_step": t_gpt_step, "gpt_step_anomaly_nan": t_gpt_step_anomaly_nan,
          "clip_norm": t_clip_norm, "conv2d": t_conv2d, "batch_norm2d": t_batch_norm2d,
-         "max_pool2d": t_max_pool2d, "cnn_step": t_cnn_step}
+         "max_pool2d": t_max_pool2d, "cnn_step": t_cnn_step, "gpt_generate": t_gpt_generate}
 
 
 # ---- tenet's side and the table ---------------------------------------------------------------
@@ -617,6 +633,9 @@ def fmt(r):
         s += ", x%.2f" % r["speedup"]
     if "vs_no_grad" in r:
         s += ", %.3f of no-grad" % r["vs_no_grad"]
+    if "tok_s_at_64" in r:
+        s += "; at 64/128/256: %.1f/%.1f/%.1f" % (r["tok_s_at_64"], r["tok_s_at_128"],
+                                                  r["tok_s_at_256"])
     return s
 
 
@@ -633,6 +652,10 @@ def ratio(tn, pt):
 
 
 def limit_pct(r, limits):
+    if r and "weight_bytes" in r and "GB/s" in limits:
+        # generation: every step streams the weights once, so at most
+        # batch x triad / weight_bytes tokens/s
+        return "%.0f%%" % (100.0 * r["median"] * r["weight_bytes"] / (r["batch"] * 1e9 * limits["GB/s"]))
     lim = limits.get(r["unit"]) if r else None
     if not lim or r["name"] in ("triad", "fma_peak"):
         return ""

@@ -18,8 +18,9 @@ row, as Hugging Face) where tenet gives 0; neither reaches a real row.
     /usr/bin/python3 scripts/gpt_generate_reference.py --bench B [--threads N]
         GPT-2 dimensions (12 layers, 12 heads, embd 768, block 256, vocab 96),
         random weights, float32, under torch.inference_mode(): a 64-token
-        prompt then 256 - 64 new tokens per row... times tokens/s at positions
-        64, 128 and 256 (the median of steps around each) and overall.
+        prompt, then greedy steps to position 256; tokens/s overall and
+        around positions 64, 128 and 256 (bench/compare_torch.py's
+        gpt_generate case runs the same code).
 
 The built-in vocabulary of tenet-gpt: token 0 is a newline, token i (1..95)
 the byte 31 + i.
@@ -141,37 +142,50 @@ def reference(out_dir, root):
     print("wrote", os.path.join(out_dir, "expected.txt"))
 
 
-def bench(B, prompt=64, block=256, reps=3):
-    cfg = dict(vocab=96, block=block, layers=12, heads=12, embd=768)
+def bench_runs(B, quick=False, runs=3, prompt=64):
+    """Per run, the seconds of each step after the prompt (step i feeds position prompt + i),
+    as bench/case_generate.c: GPT-2 dimensions, random weights, greedy, inference mode."""
+    cfg = dict(vocab=96, block=32 if quick else 256, layers=2 if quick else 12,
+               heads=2 if quick else 12, embd=64 if quick else 768)
+    prompt = 16 if quick else prompt
     torch.manual_seed(0)
     model = GPT(cfg)
     model.eval()
-    idx = torch.randint(0, cfg["vocab"], (B, prompt))
-    at = (64, 128, 256)
-    runs = []
+    idx = torch.tensor([i * 7 % cfg["vocab"] for i in range(B * prompt)]).view(B, prompt)
+    out = []
     with torch.inference_mode():
-        for _ in range(reps):
-            cache = Cache(cfg, B, block, [0] * B)
-            step_s = []
-            logits = forward_cached(model, cache, idx)
-            feed = logits.argmax(dim=-1)[:, None]
-            while cache.len < block:
+        for r in range(runs + 1):  # run 0: the warm-up
+            cache = Cache(cfg, B, cfg["block"], [0] * B)
+            feed = forward_cached(model, cache, idx).argmax(dim=-1)[:, None]
+            steps = []
+            while cache.len < cfg["block"]:
                 t0 = time.perf_counter()
-                logits = forward_cached(model, cache, feed)
-                step_s.append(time.perf_counter() - t0)
-                feed = logits.argmax(dim=-1)[:, None]
-            runs.append(step_s)
-    # step i feeds position prompt + i
+                feed = forward_cached(model, cache, feed).argmax(dim=-1)[:, None]
+                steps.append(time.perf_counter() - t0)
+            if r:
+                out.append(steps)
+    weight_bytes = 4 * sum(p.numel() for p in model.parameters())
+    return out, prompt, weight_bytes
+
+
+def bench_summary(B, runs, prompt, at=(64, 128, 256), window=4):
+    """tokens/s per run over all steps, and around positions `at` (median of +-window steps)."""
     med = lambda xs: sorted(xs)[len(xs) // 2]
-    out = {}
+    rates = [B * len(r) / sum(r) for r in runs]
+    around = {}
     for p in at:
         i = min(max(p - prompt, 0), len(runs[0]) - 1)
-        window = [r[j] for r in runs for j in range(max(i - 4, 0), min(i + 5, len(r)))]
-        out[p] = B / med(window)
-    total = med([sum(r) for r in runs])
-    print("torch generate batch %d threads %d: %.1f tokens/s overall; at positions %s: %s"
-          % (B, torch.get_num_threads(), B * len(runs[0]) / total,
-             ", ".join(str(p) for p in at), ", ".join("%.1f" % out[p] for p in at)))
+        around[p] = B / med([r[j] for r in runs
+                             for j in range(max(i - window, 0), min(i + window + 1, len(r)))])
+    return rates, around
+
+
+def bench(B):
+    runs, prompt, _ = bench_runs(B)
+    rates, around = bench_summary(B, runs, prompt)
+    print("torch generate batch %d, %d threads: %.1f tokens/s (median of runs); around "
+          "positions 64, 128, 256: %s" % (B, torch.get_num_threads(), sorted(rates)[len(rates) // 2],
+                                          ", ".join("%.1f" % v for v in around.values())))
 
 
 def main():
