@@ -47,9 +47,26 @@ static inline void F(ukr)(T t[MR][BK], int64_t k, const T *restrict a, int64_t a
     }
 }
 
+/* One row of the register tile: t (BK) = sum over p < k of a[p aps] b(p, :). A query of one
+ * row (a generation step over a KV cache) would waste MR - 1 of ukr's rows. */
+static inline void F(ukr1)(T *restrict t, int64_t k, const T *restrict a, int64_t aps,
+                           const T *restrict b, int64_t brs) {
+    for (int j = 0; j < BK; j++)
+        t[j] = 0;
+    for (int64_t p = 0; p < k; p++, b += brs) {
+        const T ap = a[p * aps];
+        for (int j = 0; j < BK; j++)
+            t[j] = FMADD(ap, b[j], t[j]);
+    }
+}
+
 /* s (m x BK) = a (m x d, row stride rs) times bt (d x BK). */
 static void F(tile_abt)(T *restrict s, const T *restrict a, int64_t rs, int64_t m,
                         const T *restrict bt, int64_t d) {
+    if (m == 1) {
+        F(ukr1)(s, d, a, 1, bt, BK);
+        return;
+    }
     for (int64_t i0 = 0; i0 < m; i0 += MR) {
         int mr = m - i0 < MR ? (int)(m - i0) : MR;
         T t[MR][BK];
@@ -68,6 +85,12 @@ static void F(tile_axpy)(T *restrict c, int64_t rc, int64_t m, const T *restrict
         int mr = m - r0 < MR ? (int)(m - r0) : MR;
         const T *pr = p + r0 * prs;
         int64_t e0 = 0;
+        for (; mr == 1 && e0 + BK <= d; e0 += BK) {
+            T t[BK];
+            F(ukr1)(t, n, pr, pts, b + e0, rb);
+            for (int j = 0; j < BK; j++)
+                c[r0 * rc + e0 + j] += t[j];
+        }
         for (; e0 + BK <= d; e0 += BK) {
             T t[MR][BK];
             F(ukr)(t, n, pr, prs, pts, mr, b + e0, rb);
