@@ -428,6 +428,10 @@ static void matmul_big_blocked(void **state) {
     check_big(3, 400, 300, false, false, TN_F32);   /* short: thin path */
     check_big(3000, 1500, 1, false, false, TN_F64); /* one column: dot products */
     check_big(9, 2000, 600, true, false, TN_F32);   /* split by columns across threads */
+    /* one row (a linear layer fed one token): columns across threads, each weight row a dot */
+    check_big(1, 768, 2304, false, true, TN_F32);
+    check_big(1, 300, 517, false, false, TN_F64);
+    check_big(1, 301, 900, true, true, TN_F32);
 }
 
 /* Many small products: split by batch across threads; on tenet's kernel the

@@ -338,7 +338,7 @@ tn_status tn__gemm_blas(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batc
     int64_t nbatch = batch ? tn__numel(batch->ndim, batch->shape) : 1;
     if (nbatch <= 0) return TN__BLAS_DECLINED;
     /* the same thread count as tenet's kernel (gemm.c) */
-    int nt = tn__threads_for(g->m * g->n * g->k / 128 * nbatch);
+    int nt = tn__threads_for(tn__gemm_work(g) * nbatch);
     run(&p, g, batch, nbatch, nt);
     return TN_OK;
 }

@@ -67,12 +67,14 @@ typedef struct kernel {
     int mr, nr;
     size_t esize;
     void (*direct)(const tn_gemm *g, int64_t i0, int64_t i1);
+    void (*direct_cols)(const tn_gemm *g, int64_t j0, int64_t j1); /* m == 1; floats */
     void (*blocked)(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1, void *apack,
                     void *bpack);
 } kernel;
 
-#define FLOAT_KERNEL(ID, CT, S) [ID] = {MR_##S, NR_##S, sizeof(CT), direct_##S, blocked_v_##S},
-#define INT_KERNEL(ID, CT, S) [ID] = {1, 1, sizeof(CT), direct_##S, NULL},
+#define FLOAT_KERNEL(ID, CT, S)                                                                    \
+    [ID] = {MR_##S, NR_##S, sizeof(CT), direct_##S, direct_cols_##S, blocked_v_##S},
+#define INT_KERNEL(ID, CT, S) [ID] = {1, 1, sizeof(CT), direct_##S, NULL, NULL},
 static const kernel kernels[TN_DTYPE_COUNT] = {TN_FOR_EACH_WIDE(FLOAT_KERNEL)
                                                    TN_FOR_EACH_INT(INT_KERNEL)};
 
@@ -101,7 +103,9 @@ static void run_task(const kernel *kr, const tn_gemm *g, bool by_cols, int64_t t
     int64_t tiles = (len + tile - 1) / tile;
     int64_t lo = MIN(len, tiles * t / ntask * tile), hi = MIN(len, tiles * (t + 1) / ntask * tile);
     if (hi <= lo) return;
-    if (use_direct(kr, g))
+    if (use_direct(kr, g) && by_cols)
+        kr->direct_cols(g, lo, hi);
+    else if (use_direct(kr, g))
         kr->direct(g, lo, hi);
     else if (by_cols)
         kr->blocked(g, 0, g->m, lo, hi, buf, buf + na * (int64_t)kr->esize);
@@ -117,12 +121,14 @@ static void run_task(const kernel *kr, const tn_gemm *g, bool by_cols, int64_t t
  * is summed in the same order whichever task computes it. */
 static void run_one(const kernel *kr, const tn_gemm *g, int nt, char *buf, int64_t per,
                     int64_t na) {
+    /* one row (a GEMV): split by columns, each weight read by one thread only */
+    bool gemv = g->m == 1 && kr->direct_cols && use_direct(kr, g);
     if (nt == 1) {
-        run_task(kr, g, false, 0, 1, buf, na);
+        run_task(kr, g, gemv, 0, 1, buf, na);
         return;
     }
     int64_t mt = (g->m + kr->mr - 1) / kr->mr, ntl = (g->n + kr->nr - 1) / kr->nr;
-    bool by_cols = !use_direct(kr, g) && mt < 2 * nt && ntl > mt;
+    bool by_cols = gemv || (!use_direct(kr, g) && mt < 2 * nt && ntl > mt);
     int64_t ntask = MIN(by_cols ? ntl : mt, 3 * nt);
 #pragma omp parallel num_threads(nt)
     {
@@ -168,9 +174,7 @@ tn_status tn__gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch) {
     }
     tn_status bs = tn__gemm_blas(dt, g, batch);
     if (bs != TN__BLAS_DECLINED) return bs;
-    int64_t mnk = g->m * g->n * g->k;
-    /* a thread is worth its fork/join (~2 us) from ~4M multiply-adds on */
-    int nt = tn__threads_for(mnk / 128 * nbatch);
+    int nt = tn__threads_for(tn__gemm_work(g) * nbatch);
     /* many products: one per thread at a time; few: each on all threads */
     bool by_batch = nbatch > 1 && nt > 1 && nbatch >= (g->m + kr->mr - 1) / kr->mr;
     int64_t na = 0, nb = 0;

@@ -30,6 +30,14 @@
 #endif
 // clang-format on
 
+/* The work of one product for tn__threads_for: a thread is worth its fork/join (~2 us) from
+ * ~4M multiply-adds on; a matrix-vector product (one row or column of C) is bound by reading
+ * the matrix, whose bytes take more threads' bandwidth from ~256K elements on. */
+static inline int64_t tn__gemm_work(const tn_gemm *g) {
+    int64_t mnk = g->m * g->n * g->k;
+    return g->m == 1 || g->n == 1 ? mnk / 8 : mnk / 128;
+}
+
 /* dt: TN_F32, TN_F64, TN_I16, TN_I32 or TN_I64. batch may be NULL (one
  * product). Fails only on out-of-memory for the packing buffers. */
 tn_status tn__gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch);

@@ -59,6 +59,46 @@ static void F(direct)(const tn_gemm *g, int64_t i0, int64_t i1) {
 }
 
 #if TN_IS_FLOAT(SUF)
+/* C's one row, columns [j0, j1): c[j] = sum over p of a(p) B(p, j), the matrix-vector product
+ * of a linear layer fed one token. With B's columns contiguous (a weight [out, in] read
+ * transposed) each c[j] is a dot product over a contiguous weight row, kept in DOT_LANES
+ * partial sums; otherwise rows of B are added in. Either way each weight is read once. */
+static void F(direct_cols)(const tn_gemm *g, int64_t j0, int64_t j1) {
+    const T *a = g->a, *b = g->b;
+    T *c = g->c;
+    const int64_t k = g->k, csa = g->csa, rsb = g->rsb, csb = g->csb;
+    const bool acc = g->accumulate;
+    if (rsb == 1 && csa == 1) {
+        for (int64_t j = j0; j < j1; j++) {
+            const T *restrict bj = b + j * csb;
+            T s[DOT_LANES] = {0};
+            int64_t p = 0;
+            for (; p + DOT_LANES <= k; p += DOT_LANES) {
+#pragma omp simd
+                for (int l = 0; l < DOT_LANES; l++)
+                    s[l] = FMADD(a[p + l], bj[p + l], s[l]);
+            }
+            for (; p < k; p++)
+                s[p % DOT_LANES] = FMADD(a[p], bj[p], s[p % DOT_LANES]);
+            T sum = acc ? c[j] : (T)0;
+            for (int l = 0; l < DOT_LANES; l++)
+                sum += s[l];
+            c[j] = sum;
+        }
+        return;
+    }
+    T *restrict cr = c;
+    if (!acc)
+        for (int64_t j = j0; j < j1; j++)
+            cr[j] = 0;
+    for (int64_t p = 0; p < k; p++) {
+        const T ap = a[p * csa];
+        const T *restrict br = b + p * rsb;
+        for (int64_t j = j0; j < j1; j++)
+            cr[j] = FMADD(ap, br[j * csb], cr[j]);
+    }
+}
+
 #define MR TN_CAT(MR_, SUF)
 #define NR TN_CAT(NR_, SUF)
 
