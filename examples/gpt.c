@@ -29,7 +29,8 @@
  *                  with a KV cache; prints the texts and tokens/s. Without
  *                  --data or --tokens nothing is trained (the weights: --init,
  *                  or random) and the vocabulary is newline then the 95
- *                  printable ASCII bytes (--vocab 96)
+ *                  printable ASCII bytes (--vocab 96); with --data, --steps 0
+ *                  generates from --init's weights in the text's vocabulary
  * --expect-generation FILE   compare each step's logits (within --rtol) and
  *                  picks with FILE's (scripts/gpt_generate_reference.py);
  *                  exit 1 on a difference
@@ -209,7 +210,7 @@ static bool parse_args(int argc, char **argv, options *o) {
                       : c->block < 1 || o->batch < 1      ? "--block and --batch must be positive"
                       : c->layers < 1 || c->heads < 1     ? "--layers and --heads must be positive"
                       : c->embd < 1 || c->embd % c->heads ? "--embd must be a multiple of --heads"
-                      : o->steps < 1                      ? "--steps must be positive"
+                      : o->steps < 1 && !o->generate      ? "--steps must be positive"
                                                           : NULL;
     if (bad) {
         fprintf(stderr, "tenet-gpt: %s\n", bad);

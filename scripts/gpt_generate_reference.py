@@ -154,11 +154,11 @@ def bench_runs(B, quick=False, runs=3, prompt=64):
     idx = torch.tensor([i * 7 % cfg["vocab"] for i in range(B * prompt)]).view(B, prompt)
     out = []
     with torch.inference_mode():
-        for r in range(runs + 1):  # run 0: the warm-up
+        for r in range(runs + 1):  # run 0: the warm-up, the prompt and 8 steps
             cache = Cache(cfg, B, cfg["block"], [0] * B)
             feed = forward_cached(model, cache, idx).argmax(dim=-1)[:, None]
             steps = []
-            while cache.len < cfg["block"]:
+            while cache.len < (cfg["block"] if r else prompt + 8):
                 t0 = time.perf_counter()
                 feed = forward_cached(model, cache, feed).argmax(dim=-1)[:, None]
                 steps.append(time.perf_counter() - t0)

@@ -990,6 +990,42 @@ static void autocast_on_gpu(void **state) {
     tn_release(w), tn_release(wc), tn_release(ones), tn_release(a), tn_release(c);
 }
 
+/* A KV cache on the GPU (tenet/kv_cache.h): a left-padded prompt then one-token steps through
+ * the device's attention kernel with its causal offset and key mask, against the CPU cache fed
+ * the same; positions made on the device. */
+static void kv_cache_on_gpu(void **state) {
+    (void)state;
+    NEED_GPU();
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    bool prev = tn_set_grad_enabled(false);
+    const int64_t B = 2, H = 3, T = 9, D = 8, pad[2] = {0, 3}, sh[4] = {B, H, T, D};
+    tn_tensor *q = rand_t(4, sh, TN_F32, false), *k = rand_t(4, sh, TN_F32, false);
+    tn_tensor *v = rand_t(4, sh, TN_F32, false);
+    tn_kv_cache *cg = tn_kv_cache_new(1, B, H, 12, D, TN_F32, CUDA0);
+    tn_kv_cache *cc = tn_kv_cache_new(1, B, H, 12, D, TN_F32, TN_DEVICE_CPU);
+    assert_non_null(cg);
+    assert_non_null(cc);
+    assert_int_equal(tn_kv_cache_set_padding(cg, pad), TN_OK);
+    assert_int_equal(tn_kv_cache_set_padding(cc, pad), TN_OK);
+    for (int64_t t0 = 0, n = 5; t0 < T; t0 += n, n = 1) {
+        tn_tensor *qn = tn_narrow(q, 2, t0, n), *kn = tn_narrow(k, 2, t0, n);
+        tn_tensor *vn = tn_narrow(v, 2, t0, n);
+        assert_same(tn_kv_cache_positions(cg, n), tn_kv_cache_positions(cc, n), 0, "positions");
+        assert_int_equal(tn_kv_cache_append(cc, 0, kn, vn), TN_OK);
+        assert_int_equal(tn_kv_cache_append(cg, 0, tn_to(kn, TN_F32, CUDA0),
+                                            tn_to(vn, TN_F32, CUDA0)),
+                         TN_OK);
+        tn_tensor *yg = tn_kv_cache_attention(cg, 0, tn_to(qn, TN_F32, CUDA0));
+        assert_true(tn_device_of(yg).type == TN_CUDA);
+        assert_same(yg, tn_kv_cache_attention(cc, 0, qn), 1e-5, "kv attention");
+    }
+    assert_int_equal(tn_kv_cache_append(cg, 0, k, v), TN_ERR_DEVICE);
+    tn_kv_cache_free(cg);
+    tn_kv_cache_free(cc);
+    tn_set_grad_enabled(prev);
+    tn_scope_end();
+}
+
 /* The gradient scaler on CUDA float32 gradients: the inf/NaN check through the device's
  * grad_stats, the unscale in place on the device. */
 static void grad_scaler_on_gpu(void **state) {
@@ -1041,6 +1077,7 @@ int main(void) {
         TT_TEST(clip_on_gpu),
         TT_TEST(autocast_on_gpu),
         TT_TEST(grad_scaler_on_gpu),
+        TT_TEST(kv_cache_on_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
