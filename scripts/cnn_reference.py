@@ -42,6 +42,9 @@ except ImportError:
           "(apt-get install python3-torch)")
     sys.exit(0)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpt_reference import save_safetensors  # noqa: E402
+
 DATA = "/usr/share/datasets/fashion-mnist"
 BATCH, STEPS, SEED, STEP_LR = 128, 20, 1234, 0.005
 MOMENTUM, WEIGHT_DECAY = 0.9, 5e-4
@@ -78,23 +81,6 @@ def dataset(split):
     y = idx_load(os.path.join(DATA, f"{split}-labels-idx1-ubyte.gz"))
     x = torch.from_numpy(x.astype(np.float64) * (1.0 / 255)).float().unsqueeze(1)
     return x, torch.from_numpy(y.astype(np.int64))
-
-
-def save_safetensors(path, tensors):
-    """The format, written out: 8-byte header size, JSON header, raw bytes (F32 and I64)."""
-    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
-    for name, t in tensors.items():
-        t = t.detach().contiguous()
-        st, npt = ("I64", "<i8") if t.dtype == torch.int64 else ("F32", "<f4")
-        b = t.numpy().astype(npt).tobytes()
-        header[name] = {"dtype": st, "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(b)]}
-        blobs.append(b)
-        offset += len(b)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 def optimizer(model, lr):

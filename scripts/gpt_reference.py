@@ -131,11 +131,14 @@ def optimizer(model):
 
 
 def save_safetensors(path, tensors):
-    """The format, written out: 8-byte header size, JSON header, raw bytes."""
+    """The format, written out: 8-byte header size, JSON header, raw bytes
+    (int64 tensors as I64, every other as F32)."""
     header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
     for name, t in tensors.items():
-        b = t.detach().contiguous().numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape),
+        t = t.detach().contiguous()
+        st, npt = ("I64", "<i8") if t.dtype == torch.int64 else ("F32", "<f4")
+        b = t.numpy().astype(npt).tobytes()
+        header[name] = {"dtype": st, "shape": list(t.shape),
                         "data_offsets": [offset, offset + len(b)]}
         blobs.append(b)
         offset += len(b)

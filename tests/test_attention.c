@@ -26,25 +26,6 @@ static tn_tensor *rnd(int nd, const int64_t *shape, tn_dtype dt, bool rg) {
     return t;
 }
 
-/* Asserts a and b hold the same values within tol * (1 + |b|). */
-static void close_tt(const tn_tensor *a, const tn_tensor *b, double tol) {
-    assert_non_null(a);
-    assert_non_null(b);
-    int64_t n = tn_numel(b);
-    assert_int_equal(tn_numel(a), n);
-    double *x = malloc(sizeof(double) * (size_t)(n + 1)),
-           *y = malloc(sizeof(double) * (size_t)(n + 1));
-    assert_int_equal(tn_copy_to_f64(a, x, n), TN_OK);
-    assert_int_equal(tn_copy_to_f64(b, y, n), TN_OK);
-    for (int64_t i = 0; i < n; i++)
-        if (!(fabs(x[i] - y[i]) <= tol * (1 + fabs(y[i])))) {
-            print_error("element %lld: %.9g vs %.9g\n", (long long)i, x[i], y[i]);
-            free(x), free(y);
-            fail();
-        }
-    free(x), free(y);
-}
-
 /* softmax(q k^T scale + madd) (times z) v with the public ops. */
 static tn_tensor *ref_sdpa(tn_tensor *q, tn_tensor *k, tn_tensor *v, tn_tensor *madd,
                            tn_tensor *z) {
@@ -122,7 +103,7 @@ static void run_case(tn_dtype dt, const int64_t *qs, const int64_t *ks, const in
     assert_non_null(out);
     assert_string_equal(tn_grad_fn_name(out), "ScaledDotProductFlashAttentionForCpuBackward0");
     tn_tensor *want = ref_sdpa(q, k, v, madd, NULL);
-    close_tt(out, want, tol);
+    tt_assert_close_tensors(out, want, tol);
     tn_tensor *g = rnd(tn_ndim(out), tn_shape(out), dt, false);
     assert_int_equal(tn_backward(out, g, false), TN_OK);
     tn_tensor *gq = tn_grad(q), *gk = tn_grad(k), *gv = tn_grad(v);
@@ -130,9 +111,9 @@ static void run_case(tn_dtype dt, const int64_t *qs, const int64_t *ks, const in
     assert_int_equal(tn_set_grad(k, NULL), TN_OK);
     assert_int_equal(tn_set_grad(v, NULL), TN_OK);
     assert_int_equal(tn_backward(want, g, false), TN_OK);
-    close_tt(gq, tn_grad(q), tol);
-    close_tt(gk, tn_grad(k), tol);
-    close_tt(gv, tn_grad(v), tol);
+    tt_assert_close_tensors(gq, tn_grad(q), tol);
+    tt_assert_close_tensors(gk, tn_grad(k), tol);
+    tt_assert_close_tensors(gv, tn_grad(v), tol);
     tn_scope_end();
 }
 
@@ -164,14 +145,14 @@ static void broadcast_and_strides(void **state) {
     assert_int_equal(tn_ndim(out), 4);
     assert_int_equal(tn_shape(out)[1], 3);
     tn_tensor *want = ref_sdpa(q, k, v, causal_additive(9, 11, TN_F64), NULL);
-    close_tt(out, want, 1e-12);
+    tt_assert_close_tensors(out, want, 1e-12);
     tn_tensor *g = rnd(4, tn_shape(out), TN_F64, false);
     tn_tensor *gr[3], *gw[3], *in[3] = {q0, k, v};
     assert_int_equal(tn_autograd_grad(1, &out, &g, 3, in, gr, false, false), TN_OK);
     assert_int_equal(tn_autograd_grad(1, &want, &g, 3, in, gw, false, false), TN_OK);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(tn_ndim(gr[i]), tn_ndim(in[i]));
-        close_tt(gr[i], gw[i], 1e-12);
+        tt_assert_close_tensors(gr[i], gw[i], 1e-12);
         tn_release(gr[i]), tn_release(gw[i]);
     }
     tn_scope_end();
@@ -209,11 +190,11 @@ static void fully_masked_rows(void **state) {
     /* additive -inf rows likewise; create_graph path too */
     tn_tensor *ma = additive_of(mask, TN_F32), *gi = NULL;
     tn_tensor *o2 = tn_scaled_dot_product_attention(q, k, v, ma, 0, false);
-    close_tt(o2, out, 0);
+    tt_assert_close_tensors(o2, out, 0);
     assert_int_equal(tn_autograd_grad(1, &o2, (tn_tensor *[]){tn_full(2, S(L, 3), TN_F32, 1.0)}, 1,
                                       &q, &gi, false, true),
                      TN_OK);
-    close_tt(gi, tn_grad(q), 1e-5);
+    tt_assert_close_tensors(gi, tn_grad(q), 1e-5);
     tn_release(gi);
     tn_scope_end();
 }
@@ -263,14 +244,14 @@ static void double_backward(void **state) {
         assert_int_equal(tn_autograd_grad(1, &want, &g, 3, in, gb, true, true), TN_OK);
         tn_tensor *la = tn_sum(tn_mul(ga[0], ga[0])), *lb = tn_sum(tn_mul(gb[0], gb[0]));
         for (int i = 0; i < 3; i++) {
-            close_tt(ga[i], gb[i], 1e-12);
+            tt_assert_close_tensors(ga[i], gb[i], 1e-12);
             tn_release(ga[i]), tn_release(gb[i]);
         }
         tn_tensor *da[3], *db[3];
         assert_int_equal(tn_autograd_grad(1, &la, NULL, 3, in, da, false, false), TN_OK);
         assert_int_equal(tn_autograd_grad(1, &lb, NULL, 3, in, db, false, false), TN_OK);
         for (int i = 0; i < 3; i++) {
-            close_tt(da[i], db[i], 1e-10);
+            tt_assert_close_tensors(da[i], db[i], 1e-10);
             tn_release(da[i]), tn_release(db[i]);
         }
         tn_scope_end();
@@ -313,14 +294,14 @@ static void dropout(void **state) {
             tn_manual_seed(77);
             tn_tensor *out = tn_scaled_dot_product_attention(q, k, v, NULL, p, causal);
             tn_tensor *want = ref_sdpa(q, k, v, causal ? causal_additive(40, 50, TN_F32) : NULL, z);
-            close_tt(out, want, 2e-5);
+            tt_assert_close_tensors(out, want, 2e-5);
             tn_tensor *g = rnd(4, S(2, 3, 40, 8), TN_F32, false), *ga[3], *gb[3], *gc[3];
             assert_int_equal(tn_autograd_grad(1, &out, &g, 3, in, ga, true, false), TN_OK);
             assert_int_equal(tn_autograd_grad(1, &out, &g, 3, in, gc, false, true), TN_OK);
             assert_int_equal(tn_autograd_grad(1, &want, &g, 3, in, gb, false, false), TN_OK);
             for (int i = 0; i < 3; i++) {
-                close_tt(ga[i], gb[i], 2e-5);
-                close_tt(gc[i], gb[i], 2e-5);
+                tt_assert_close_tensors(ga[i], gb[i], 2e-5);
+                tt_assert_close_tensors(gc[i], gb[i], 2e-5);
                 tn_release(ga[i]), tn_release(gb[i]), tn_release(gc[i]);
             }
             tn_scope_end();
@@ -330,7 +311,7 @@ static void dropout(void **state) {
     assert_int_equal(tn_scope_begin(), TN_OK);
     tn_tensor *q = rnd(3, S(1, 4, 8), TN_F32, false);
     tn_tensor *o = tn_scaled_dot_product_attention(q, q, q, NULL, 1.0, false);
-    close_tt(o, tn_zeros(3, S(1, 4, 8), TN_F32), 0);
+    tt_assert_close_tensors(o, tn_zeros(3, S(1, 4, 8), TN_F32), 0);
     tn_scope_end();
 }
 
@@ -345,8 +326,8 @@ static void no_grad_and_empty(void **state) {
     tn_tensor *o0 = tn_scaled_dot_product_attention(q0, k0, v0, NULL, 0, false);
     assert_int_equal(tn_numel(o0), 0);
     assert_int_equal(tn_backward(tn_sum(o0), NULL, false), TN_OK);
-    close_tt(tn_grad(k0), tn_zeros(3, S(2, 5, 8), TN_F32), 0);
-    close_tt(tn_grad(v0), tn_zeros(3, S(2, 5, 3), TN_F32), 0);
+    tt_assert_close_tensors(tn_grad(k0), tn_zeros(3, S(2, 5, 8), TN_F32), 0);
+    tt_assert_close_tensors(tn_grad(v0), tn_zeros(3, S(2, 5, 3), TN_F32), 0);
     tn_tensor *q2 = rnd(3, S(2, 5, 8), TN_F32, false);
     tn_tensor *o2 = tn_scaled_dot_product_attention(q2, q2, q2, NULL, 0, true);
     assert_null(tn_grad_fn_name(o2));

@@ -12,7 +12,6 @@
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include "util.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,14 +19,6 @@
 #include <zlib.h>
 
 #include <tenet/testing.h>
-
-static char g_dir[64];
-
-static const char *tmp_path(const char *name) {
-    static char p[512];
-    snprintf(p, sizeof p, "%s/%s", g_dir, name);
-    return p;
-}
 
 /* An IDX file's bytes (malloc'd, *n set): header of `type` and dims, then
  * nbytes of data. */
@@ -83,10 +74,10 @@ static void load_four_ways(const unsigned char *b, size_t n, tn_dtype dt, double
     unsigned char *g = gzipped(b, n, &gn);
     out[0] = tn_idx_load_buffer(b, n, dt, scale);
     out[1] = tn_idx_load_buffer(g, gn, dt, scale);
-    write_file(tmp_path("plain.idx"), b, n);
-    write_file(tmp_path("packed.idx.gz"), g, gn);
-    out[2] = tn_idx_load(tmp_path("plain.idx"), dt, scale);
-    out[3] = tn_idx_load(tmp_path("packed.idx.gz"), dt, scale);
+    write_file(tt_tmp_path("plain.idx"), b, n);
+    write_file(tt_tmp_path("packed.idx.gz"), g, gn);
+    out[2] = tn_idx_load(tt_tmp_path("plain.idx"), dt, scale);
+    out[3] = tn_idx_load(tt_tmp_path("packed.idx.gz"), dt, scale);
     free(g);
 }
 
@@ -287,18 +278,18 @@ static void truncated_and_corrupted(void **state) {
         }
     }
     /* the same through a file: a truncated gzip file */
-    write_file(tmp_path("cut.gz"), g, gn - 10);
-    assert_null(tn_idx_load(tmp_path("cut.gz"), TN_F32, 1.0));
+    write_file(tt_tmp_path("cut.gz"), g, gn - 10);
+    assert_null(tn_idx_load(tt_tmp_path("cut.gz"), TN_F32, 1.0));
     tt_assert_error(TN_ERR_FORMAT, "cut.gz': truncated or damaged gzip data");
     /* damaged deflate data: a CRC or block error */
     g[gn / 2] ^= 0xff;
-    write_file(tmp_path("bad.gz"), g, gn);
-    assert_null(tn_idx_load(tmp_path("bad.gz"), TN_F32, 1.0));
+    write_file(tt_tmp_path("bad.gz"), g, gn);
+    assert_null(tn_idx_load(tt_tmp_path("bad.gz"), TN_F32, 1.0));
     tt_assert_error(TN_ERR_FORMAT, "bad.gz': truncated or damaged gzip data (");
     assert_null(tn_idx_load_buffer(g, gn, TN_F32, 1.0));
     assert_int_equal(tn_last_status(), TN_ERR_FORMAT);
-    write_file(tmp_path("cut.idx"), b, n - 1);
-    assert_null(tn_idx_load(tmp_path("cut.idx"), TN_F32, 1.0));
+    write_file(tt_tmp_path("cut.idx"), b, n - 1);
+    assert_null(tn_idx_load(tt_tmp_path("cut.idx"), TN_F32, 1.0));
     tt_assert_error(TN_ERR_FORMAT, "cut.idx': truncated: 315 bytes, the header says 316");
     free(g);
     free(b);
@@ -306,10 +297,10 @@ static void truncated_and_corrupted(void **state) {
 
 static void file_errors(void **state) {
     (void)state;
-    assert_null(tn_idx_load(tmp_path("no-such.idx"), TN_F32, 1.0));
+    assert_null(tn_idx_load(tt_tmp_path("no-such.idx"), TN_F32, 1.0));
     tt_assert_error(TN_ERR_IO, "cannot open '");
     tt_assert_error(TN_ERR_IO, "no-such.idx': No such file or directory");
-    assert_null(tn_idx_load(g_dir, TN_F32, 1.0));
+    assert_null(tn_idx_load(tt_tmp_dir(), TN_F32, 1.0));
     tt_assert_error(TN_ERR_IO, "not a regular file");
     assert_null(tn_idx_load(NULL, TN_F32, 1.0));
     assert_int_equal(tn_last_status(), TN_ERR_INVALID_ARGUMENT);
@@ -324,13 +315,13 @@ static void oom_walk(void **state) {
     size_t n, gn;
     unsigned char *b = idx_bytes(0x08, 2, (const uint32_t[]){10, 20}, px, sizeof px, &n);
     unsigned char *g = gzipped(b, n, &gn);
-    write_file(tmp_path("walk.gz"), g, gn);
+    write_file(tt_tmp_path("walk.gz"), g, gn);
     for (int64_t k = 1;; k++) {
         tn_clear_error();
         tn_test_fail_alloc_at(k);
         tn_tensor *t[3] = {tn_idx_load_buffer(b, n, TN_BF16, 0.5),
                            tn_idx_load_buffer(g, gn, TN_F32, 1.0),
-                           tn_idx_load(tmp_path("walk.gz"), TN_I64, 1.0)};
+                           tn_idx_load(tt_tmp_path("walk.gz"), TN_I64, 1.0)};
         bool fired = tn_test_alloc_failed();
         tn_test_fail_alloc_at(0);
         int failed = !t[0] + !t[1] + !t[2];
@@ -380,28 +371,11 @@ static void fashion_mnist(void **state) {
     tn_release(y);
 }
 
-static int group_setup(void **state) {
-    (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/tenet-idx-XXXXXX");
-    return mkdtemp(g_dir) ? 0 : -1;
-}
-
-static int group_teardown(void **state) {
-    (void)state;
-    DIR *d = opendir(g_dir);
-    if (!d) return 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.') unlink(tmp_path(e->d_name));
-    closedir(d);
-    rmdir(g_dir);
-    return 0;
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(every_type),      TT_TEST(images_and_labels),       TT_TEST(dtype_and_scale_rules),
         TT_TEST(hostile_headers), TT_TEST(truncated_and_corrupted), TT_TEST(file_errors),
         TT_TEST(oom_walk),        TT_TEST(fashion_mnist),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, tt_tmpdir_setup, tt_tmpdir_teardown);
 }

@@ -13,25 +13,6 @@
 
 #define S(...) ((const int64_t[]){__VA_ARGS__})
 
-/* Asserts a and b hold the same values within tol * (1 + |b|). */
-static void close_tt(const tn_tensor *a, const tn_tensor *b, double tol) {
-    assert_non_null(a);
-    assert_non_null(b);
-    int64_t n = tn_numel(b);
-    assert_int_equal(tn_numel(a), n);
-    double *x = malloc(sizeof(double) * (size_t)(n + 1)),
-           *y = malloc(sizeof(double) * (size_t)(n + 1));
-    assert_int_equal(tn_copy_to_f64(a, x, n), TN_OK);
-    assert_int_equal(tn_copy_to_f64(b, y, n), TN_OK);
-    for (int64_t i = 0; i < n; i++)
-        if (!(fabs(x[i] - y[i]) <= tol * (1 + fabs(y[i])))) {
-            print_error("element %lld: %.9g vs %.9g\n", (long long)i, x[i], y[i]);
-            free(x), free(y);
-            fail();
-        }
-    free(x), free(y);
-}
-
 /* Fills a 2-layer cache with q, k, v (B, H, T, D) in chunks of the given
  * sizes (cycled) and checks each chunk's attention against the full causal
  * attention's rows; layer 1 holds k and v swapped. */
@@ -53,12 +34,13 @@ static void incremental(tn_dtype dt, int64_t B, int64_t H, int64_t T, int64_t D,
         for (int l = 0; l < 2; l++) {
             assert_int_equal(tn_kv_cache_append(c, l, l ? vn : kn, l ? kn : vn), TN_OK);
             assert_int_equal(tn_kv_cache_length(c, l), t0 + n);
-            close_tt(tn_kv_cache_attention(c, l, qn), tn_narrow(ref[l], 2, t0, n), tol);
+            tt_assert_close_tensors(tn_kv_cache_attention(c, l, qn), tn_narrow(ref[l], 2, t0, n),
+                                    tol);
         }
         t0 += n;
     }
-    close_tt(tn_kv_cache_keys(c, 0), k, 0);
-    close_tt(tn_kv_cache_values(c, 0), v, 0);
+    tt_assert_close_tensors(tn_kv_cache_keys(c, 0), k, 0);
+    tt_assert_close_tensors(tn_kv_cache_values(c, 0), v, 0);
     tn_kv_cache_free(c);
     tn_set_grad_enabled(prev);
     tn_scope_end();
@@ -108,10 +90,10 @@ static void left_padding(void **state) {
         tn_tensor *kb = tn_narrow(tn_narrow(k, 0, b, 1), 2, pad[b], n);
         tn_tensor *vb = tn_narrow(tn_narrow(v, 0, b, 1), 2, pad[b], n);
         tn_tensor *ref = tn_scaled_dot_product_attention(qb, kb, vb, NULL, 0, true);
-        close_tt(tn_narrow(tn_narrow(all, 0, b, 1), 2, pad[b], n), ref, 2e-6);
+        tt_assert_close_tensors(tn_narrow(tn_narrow(all, 0, b, 1), 2, pad[b], n), ref, 2e-6);
         if (pad[b])
-            close_tt(tn_narrow(tn_narrow(all, 0, b, 1), 2, 0, pad[b]),
-                     tn_zeros(4, S(1, H, pad[b], D), TN_F32), 0);
+            tt_assert_close_tensors(tn_narrow(tn_narrow(all, 0, b, 1), 2, 0, pad[b]),
+                                    tn_zeros(4, S(1, H, pad[b], D), TN_F32), 0);
     }
     /* reset: empty, no padding */
     assert_int_equal(tn_kv_cache_reset(c), TN_OK);
@@ -140,7 +122,7 @@ static void errors_change_nothing(void **state) {
     tt_assert_error(TN_ERR_INDEX,
                     "tn_kv_cache_append: layer 0 holds 4 of its 6 positions: 4 more do not fit");
     assert_int_equal(tn_kv_cache_length(c, 0), 4);
-    close_tt(tn_kv_cache_keys(c, 0), k, 0);
+    tt_assert_close_tensors(tn_kv_cache_keys(c, 0), k, 0);
     /* shapes, dtype, layer */
     tn_tensor *bad = tn_randn(4, S(2, 2, 1, 4), TN_F32);
     assert_int_equal(tn_kv_cache_append(c, 0, bad, bad), TN_ERR_SHAPE);

@@ -25,14 +25,6 @@
 
 /* ---- helpers ------------------------------------------------------------------- */
 
-static char g_dir[64]; /* a fresh temporary folder for files */
-
-static const char *tmp_path(const char *name) {
-    static char p[512];
-    snprintf(p, sizeof p, "%s/%s", g_dir, name);
-    return p;
-}
-
 static unsigned char *read_file(const char *path, size_t *size) {
     FILE *f = fopen(path, "rb");
     assert_non_null(f);
@@ -175,8 +167,8 @@ static void round_trip_every_dtype(void **state) {
     size_t bn;
     unsigned char *bb = tn_save_buffer(bd, &bn);
     assert_memory_equal(bb + bn - 4, "\x00\x01\x01\x01", 4);
-    assert_int_equal(tn_save(tmp_path("bool.safetensors"), bd), TN_OK);
-    tn_state_dict *bl = tn_load(tmp_path("bool.safetensors"));
+    assert_int_equal(tn_save(tt_tmp_path("bool.safetensors"), bd), TN_OK);
+    tn_state_dict *bl = tn_load(tt_tmp_path("bool.safetensors"));
     assert_non_null(bl);
     tn_tensor *lb = tn_state_dict_get(bl, "raw");
     tt_assert_close(lb, (double[]){0, 1, 1, 1}, 4, 0);
@@ -186,12 +178,12 @@ static void round_trip_every_dtype(void **state) {
     tn_state_dict_free(bd);
     tn_release(raw);
     /* the file holds the same bytes as the buffer */
-    assert_int_equal(tn_save(tmp_path("rt.safetensors"), sd), TN_OK);
+    assert_int_equal(tn_save(tt_tmp_path("rt.safetensors"), sd), TN_OK);
     size_t fn;
-    unsigned char *file = read_file(tmp_path("rt.safetensors"), &fn);
+    unsigned char *file = read_file(tt_tmp_path("rt.safetensors"), &fn);
     assert_int_equal(fn, n);
     assert_memory_equal(file, buf, n);
-    tn_state_dict *again = tn_load(tmp_path("rt.safetensors"));
+    tn_state_dict *again = tn_load(tt_tmp_path("rt.safetensors"));
     assert_non_null(again);
     assert_dicts_equal(sd, again);
     free(file);
@@ -207,9 +199,9 @@ static void save_tensors_and_order(void **state) {
     tn_tensor *c = tn_zeros(1, (int64_t[]){3}, TN_BOOL);
     const char *names[] = {"b", "a", "c"};
     tn_tensor *ts[] = {a, b, c};
-    assert_int_equal(tn_save_tensors(tmp_path("three.safetensors"), 3, names, ts), TN_OK);
+    assert_int_equal(tn_save_tensors(tt_tmp_path("three.safetensors"), 3, names, ts), TN_OK);
     size_t n;
-    unsigned char *f = read_file(tmp_path("three.safetensors"), &n);
+    unsigned char *f = read_file(tt_tmp_path("three.safetensors"), &n);
     /* I64 first, then F32, then BOOL; no __metadata__; padded with spaces */
     const char *hdr = "{\"a\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]},"
                       "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]},"
@@ -291,8 +283,8 @@ static void device_tensors_are_copied_to_the_host(void **state) {
     tn_tensor *gt = tn_transpose(g2, 0, 1), *ht = tn_transpose(h2, 0, 1);
     const char *names[] = {"g", "gt"};
     tn_tensor *ts[] = {g, gt};
-    assert_int_equal(tn_save_tensors(tmp_path("cuda.safetensors"), 2, names, ts), TN_OK);
-    tn_state_dict *sd = tn_load(tmp_path("cuda.safetensors"));
+    assert_int_equal(tn_save_tensors(tt_tmp_path("cuda.safetensors"), 2, names, ts), TN_OK);
+    tn_state_dict *sd = tn_load(tt_tmp_path("cuda.safetensors"));
     tn_tensor *lg = tn_state_dict_get(sd, "g"), *lgt = tn_state_dict_get(sd, "gt");
     assert_int_equal(tn_device_of(lg).type, TN_CPU);
     assert_same(lg, h);
@@ -529,7 +521,7 @@ static void docs_example(void **state) {
     tn_tensor *w1 = tn_randn(2, (int64_t[]){3, 4}, TN_F32), *b1 = tn_zeros(1, (int64_t[]){3}, TN_F32);
     tn_tensor *w2 = tn_randn(2, (int64_t[]){2, 3}, TN_F32), *b2 = tn_ones(1, (int64_t[]){2}, TN_F32);
     char path[512];
-    snprintf(path, sizeof path, "%s", tmp_path("mlp.safetensors"));
+    snprintf(path, sizeof path, "%s", tt_tmp_path("mlp.safetensors"));
 #define tn_save(p, sd) tn_save(path, sd)
 #define tn_load(p) tn_load(path)
     const char *names[] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
@@ -791,9 +783,9 @@ static void hostile_files(void **state) {
         tn_clear_error();
         expect_load_error(h->what, tn_load_buffer(b, n), h->st, h->needle);
         /* the same bytes as a file: the same error, naming the file */
-        write_file(tmp_path("hostile.safetensors"), b, n);
+        write_file(tt_tmp_path("hostile.safetensors"), b, n);
         tn_clear_error();
-        expect_load_error(h->what, tn_load(tmp_path("hostile.safetensors")), h->st, h->needle);
+        expect_load_error(h->what, tn_load(tt_tmp_path("hostile.safetensors")), h->st, h->needle);
         assert_non_null(strstr(tn_last_error(), "hostile.safetensors"));
         free(b);
     }
@@ -804,8 +796,8 @@ static void hostile_files(void **state) {
     expect_load_error("NULL", tn_load_buffer(NULL, 0), TN_ERR_FORMAT, "HeaderTooSmall");
     expect_load_error("7 bytes", tn_load_buffer("\x02\0\0\0\0\0\0", 7), TN_ERR_FORMAT,
                       "HeaderTooSmall");
-    write_file(tmp_path("empty.safetensors"), "", 0);
-    expect_load_error("empty file", tn_load(tmp_path("empty.safetensors")), TN_ERR_FORMAT,
+    write_file(tt_tmp_path("empty.safetensors"), "", 0);
+    expect_load_error("empty file", tn_load(tt_tmp_path("empty.safetensors")), TN_ERR_FORMAT,
                       "HeaderTooSmall");
     expect_load_error("NULL data", tn_load_buffer(NULL, 8), TN_ERR_INVALID_ARGUMENT, "NULL");
     expect_load_error("NULL path", tn_load(NULL), TN_ERR_INVALID_ARGUMENT, "NULL");
@@ -863,8 +855,8 @@ static void truncated_and_corrupted(void **state) {
         tn_clear_error();
         expect_load_error("truncated", tn_load_buffer(cut, len), TN_ERR_FORMAT, NULL);
         if (len % 7 == 0) {
-            write_file(tmp_path("cut.safetensors"), cut, len);
-            expect_load_error("truncated file", tn_load(tmp_path("cut.safetensors")),
+            write_file(tt_tmp_path("cut.safetensors"), cut, len);
+            expect_load_error("truncated file", tn_load(tt_tmp_path("cut.safetensors")),
                               TN_ERR_FORMAT, NULL);
         }
         free(cut);
@@ -909,41 +901,41 @@ static int count_dir_entries(const char *dir) {
 static void file_errors(void **state) {
     (void)state;
     tn_clear_error();
-    expect_load_error("missing file", tn_load(tmp_path("absent.safetensors")), TN_ERR_IO,
+    expect_load_error("missing file", tn_load(tt_tmp_path("absent.safetensors")), TN_ERR_IO,
                       "No such file or directory");
-    expect_load_error("a folder", tn_load(g_dir), TN_ERR_IO, "not a regular file");
-    assert_int_equal(mkfifo(tmp_path("fifo"), 0600), 0); /* refused without blocking */
-    expect_load_error("a FIFO", tn_load(tmp_path("fifo")), TN_ERR_IO, "not a regular file");
-    unlink(tmp_path("fifo"));
+    expect_load_error("a folder", tn_load(tt_tmp_dir()), TN_ERR_IO, "not a regular file");
+    assert_int_equal(mkfifo(tt_tmp_path("fifo"), 0600), 0); /* refused without blocking */
+    expect_load_error("a FIFO", tn_load(tt_tmp_path("fifo")), TN_ERR_IO, "not a regular file");
+    unlink(tt_tmp_path("fifo"));
     tn_tensor *t = tn_ones(1, (int64_t[]){3}, TN_F32);
     tn_state_dict *sd = dict_of(1, (const char *[]){"t"}, &t);
     assert_int_equal(tn_save("/nonexistent-tenet-dir/x.safetensors", sd), TN_ERR_IO);
     tt_assert_error(TN_ERR_IO, "No such file or directory");
     /* saving over a folder fails at the rename and leaves no temporary file */
     char sub[128];
-    snprintf(sub, sizeof sub, "%s/folder", g_dir);
+    snprintf(sub, sizeof sub, "%s/folder", tt_tmp_dir());
     assert_int_equal(mkdir(sub, 0777), 0);
-    int before = count_dir_entries(g_dir);
+    int before = count_dir_entries(tt_tmp_dir());
     assert_int_equal(tn_save(sub, sd), TN_ERR_IO);
     tt_assert_error(TN_ERR_IO, "cannot save to");
-    assert_int_equal(count_dir_entries(g_dir), before);
+    assert_int_equal(count_dir_entries(tt_tmp_dir()), before);
     rmdir(sub);
     /* tn_save_tensors' checks */
     tn_tensor *ts[] = {t, t};
-    assert_int_equal(tn_save_tensors(tmp_path("x"), 2, (const char *[]){"a", "a"}, ts),
+    assert_int_equal(tn_save_tensors(tt_tmp_path("x"), 2, (const char *[]){"a", "a"}, ts),
                      TN_ERR_INVALID_ARGUMENT);
     tt_assert_error(TN_ERR_INVALID_ARGUMENT, "the name 'a' is given twice");
-    assert_int_equal(tn_save_tensors(tmp_path("x"), 1, (const char *[]){"__metadata__"}, ts),
+    assert_int_equal(tn_save_tensors(tt_tmp_path("x"), 1, (const char *[]){"__metadata__"}, ts),
                      TN_ERR_INVALID_ARGUMENT);
-    assert_int_equal(tn_save_tensors(tmp_path("x"), 1, (const char *[]){"\xe2\x82"}, ts),
+    assert_int_equal(tn_save_tensors(tt_tmp_path("x"), 1, (const char *[]){"\xe2\x82"}, ts),
                      TN_ERR_INVALID_ARGUMENT);
     tt_assert_error(TN_ERR_INVALID_ARGUMENT, "not valid UTF-8");
-    assert_int_equal(tn_save_tensors(tmp_path("x"), 1, (const char *[]){"a"},
+    assert_int_equal(tn_save_tensors(tt_tmp_path("x"), 1, (const char *[]){"a"},
                                      (tn_tensor *[]){NULL}),
                      TN_ERR_INVALID_ARGUMENT);
-    assert_int_equal(tn_save_tensors(tmp_path("x"), -1, NULL, NULL), TN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(tn_save_tensors(tt_tmp_path("x"), -1, NULL, NULL), TN_ERR_INVALID_ARGUMENT);
     assert_int_equal(tn_save_tensors(NULL, 0, NULL, NULL), TN_ERR_INVALID_ARGUMENT);
-    assert_int_equal(tn_save(tmp_path("x"), NULL), TN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(tn_save(tt_tmp_path("x"), NULL), TN_ERR_INVALID_ARGUMENT);
     size_t n;
     assert_null(tn_save_buffer(sd, NULL));
     assert_null(tn_save_buffer(NULL, &n));
@@ -951,7 +943,7 @@ static void file_errors(void **state) {
     tn_tensor *one = tn_scalar(1, TN_F32);
     tn_tensor *huge = tn_expand(one, 2, (int64_t[]){INT64_C(1) << 27, INT64_C(1) << 27});
     assert_non_null(huge);
-    assert_int_equal(tn_save_tensors(tmp_path("x"), 1, (const char *[]){"huge"}, &huge),
+    assert_int_equal(tn_save_tensors(tt_tmp_path("x"), 1, (const char *[]){"huge"}, &huge),
                      TN_ERR_INVALID_ARGUMENT);
     tt_assert_error(TN_ERR_INVALID_ARGUMENT, "cannot save tensor 'huge': the data would reach 2^53");
     tn_release(huge);
@@ -959,12 +951,12 @@ static void file_errors(void **state) {
     /* an empty tensor with a size of 2^60: no byte, but a size JSON numbers do not hold */
     tn_tensor *wide = tn_zeros(2, (int64_t[]){0, INT64_C(1) << 60}, TN_F32);
     assert_non_null(wide);
-    assert_int_equal(tn_save_tensors(tmp_path("x"), 1, (const char *[]){"wide"}, &wide),
+    assert_int_equal(tn_save_tensors(tt_tmp_path("x"), 1, (const char *[]){"wide"}, &wide),
                      TN_ERR_INVALID_ARGUMENT);
     tt_assert_error(TN_ERR_INVALID_ARGUMENT, "cannot save tensor 'wide': its size "
                                              "1152921504606846976 in dim 1 reaches 2^53");
     tn_release(wide);
-    assert_int_equal(access(tmp_path("x"), F_OK), -1); /* no failed save left a file */
+    assert_int_equal(access(tt_tmp_path("x"), F_OK), -1); /* no failed save left a file */
     tn_state_dict_free(sd);
     tn_release(t);
 }
@@ -979,9 +971,9 @@ static void oom_walk(void **state) {
     tn_state_dict *sd = sample_dict();
     size_t n0;
     unsigned char *ref = tn_save_buffer(sd, &n0);
-    const char *path = tmp_path("walk.safetensors");
+    const char *path = tt_tmp_path("walk.safetensors");
     write_file(path, "old", 3);
-    int files = count_dir_entries(g_dir);
+    int files = count_dir_entries(tt_tmp_dir());
     tn_tensor *p[4];
     mlp_params(p);
     tn_state_dict *mlp = tn_load("data/st_mlp.safetensors");
@@ -1016,7 +1008,7 @@ static void oom_walk(void **state) {
             free(old);
         }
         if (loaded < 0) assert_int_equal(tn_version(p[0]), v0);
-        assert_int_equal(count_dir_entries(g_dir), files);
+        assert_int_equal(count_dir_entries(tt_tmp_dir()), files);
         failures += failed;
         tn_buffer_free(buf);
         tn_state_dict_free(back);
@@ -1085,23 +1077,6 @@ static void threads_load_and_read(void **state) {
     tn_state_dict_free(sd);
 }
 
-static int group_setup(void **state) {
-    (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/tenet-st-XXXXXX");
-    return mkdtemp(g_dir) ? 0 : -1;
-}
-
-static int group_teardown(void **state) {
-    (void)state;
-    DIR *d = opendir(g_dir);
-    if (!d) return 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.') unlink(tmp_path(e->d_name));
-    closedir(d);
-    rmdir(g_dir);
-    return 0;
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(round_trip_every_dtype),
@@ -1122,5 +1097,5 @@ int main(void) {
         TT_TEST(oom_walk),
         TT_TEST(threads_load_and_read),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, tt_tmpdir_setup, tt_tmpdir_teardown);
 }

@@ -1,5 +1,6 @@
 /* tests/util.c — helpers shared by the cmocka tests. */
 #define _POSIX_C_SOURCE 200809L /* dup, dup2, fileno, open_memstream */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,8 +105,8 @@ void tt_assert_sq_max(const float *h, int64_t n, const double got[2]) {
         mx = fabs(h[i]) > mx ? fabs(h[i]) : mx;
     }
     if (!(fabs(got[0] - sq) <= 1e-12 * sq) || got[1] != mx)
-        fail_msg("grad_stats of %lld elements: %.17g %.17g, want %.17g %.17g", (long long)n,
-                 got[0], got[1], sq, mx);
+        fail_msg("grad_stats of %lld elements: %.17g %.17g, want %.17g %.17g", (long long)n, got[0],
+                 got[1], sq, mx);
 }
 
 void tt_capture_begin(tt_capture *c) {
@@ -167,4 +168,49 @@ void tt_assert_refused(tn_tensor *r, tn_status st, const char *want) {
         print_error("got:  %s\nwant: %s\n", tn_last_error(), want);
         fail();
     }
+}
+
+void tt_assert_close_tensors(const tn_tensor *a, const tn_tensor *b, double tol) {
+    assert_non_null(a);
+    assert_non_null(b);
+    int64_t n = tn_numel(b);
+    assert_int_equal(tn_numel(a), n);
+    double *x = malloc(sizeof(double) * (size_t)(n + 1)),
+           *y = malloc(sizeof(double) * (size_t)(n + 1));
+    assert_int_equal(tn_copy_to_f64(a, x, n), TN_OK);
+    assert_int_equal(tn_copy_to_f64(b, y, n), TN_OK);
+    for (int64_t i = 0; i < n; i++)
+        if (!(fabs(x[i] - y[i]) <= tol * (1 + fabs(y[i])))) {
+            print_error("element %lld: %.9g vs %.9g\n", (long long)i, x[i], y[i]);
+            free(x), free(y);
+            fail();
+        }
+    free(x), free(y);
+}
+
+static char tmp_dir[64];
+
+const char *tt_tmp_path(const char *name) {
+    static char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmp_dir, name);
+    return p;
+}
+
+const char *tt_tmp_dir(void) { return tmp_dir; }
+
+int tt_tmpdir_setup(void **state) {
+    (void)state;
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/tenet-test-XXXXXX");
+    return mkdtemp(tmp_dir) ? 0 : -1;
+}
+
+int tt_tmpdir_teardown(void **state) {
+    (void)state;
+    DIR *d = opendir(tmp_dir);
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.') unlink(tt_tmp_path(e->d_name));
+    closedir(d);
+    rmdir(tmp_dir);
+    return 0;
 }

@@ -2,12 +2,12 @@
 #ifndef TN_TEST_UTIL_H
 #define TN_TEST_UTIL_H
 
+#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <cmocka.h>
 
 #include <tenet.h>
 
@@ -17,6 +17,9 @@ tn_tensor *tt_f32(int ndim, const int64_t *shape, const float *v, bool requires_
 /* Asserts every element of t (any dtype) is within tol of want[i]; prints
  * the first mismatch. */
 void tt_assert_close(const tn_tensor *t, const double *want, int64_t n, double tol);
+/* Asserts a and b (any dtypes, same number of elements) hold the same values
+ * within tol * (1 + |b|); prints the first mismatch. */
+void tt_assert_close_tensors(const tn_tensor *a, const tn_tensor *b, double tol);
 /* Asserts t's .grad equals want (n elements) within tol. */
 void tt_assert_grad(tn_tensor *t, const double *want, int64_t n, double tol);
 /* Asserts t's grad_fn is named `name` (NULL: t has none). */
@@ -47,6 +50,14 @@ typedef struct tt_capture {
 void tt_capture_begin(tt_capture *c);
 const char *tt_capture_text(tt_capture *c);
 const char *tt_capture_end(tt_capture *c);
+
+/* A fresh temporary folder for a test group's files: tt_tmp_path(name) is
+ * a file in it (a static buffer, valid until the next call); the group's
+ * teardown removes the folder and what the tests left in it. */
+int tt_tmpdir_setup(void **state);
+int tt_tmpdir_teardown(void **state);
+const char *tt_tmp_path(const char *name);
+const char *tt_tmp_dir(void);
 
 int tt_setup(void **state);
 int tt_teardown(void **state);
