@@ -212,6 +212,11 @@ OPS = {
     "max_dim": lambda x, p: x[0].max(int(p[0]), keepdim=bool(p[1]))[0],
     "argmax": lambda x, p: torch.argmax(x[0]),
     "argmax_dim": lambda x, p: torch.argmax(x[0], int(p[0]), keepdim=bool(p[1])),
+    "min_dim": lambda x, p: x[0].min(int(p[0]), keepdim=bool(p[1]))[0],
+    "max_dim_indices": lambda x, p: x[0].max(int(p[0]), keepdim=bool(p[1]))[1],
+    "min_dim_indices": lambda x, p: x[0].min(int(p[0]), keepdim=bool(p[1]))[1],
+    "argmin": lambda x, p: torch.argmin(x[0]),
+    "argmin_dim": lambda x, p: torch.argmin(x[0], int(p[0]), keepdim=bool(p[1])),
     "matmul": lambda x, p: torch.matmul(x[0], x[1]),
     "linear": lambda x, p: F.linear(x[0], x[1], x[2] if len(x) > 2 else None),
     "softmax": lambda x, p: torch.softmax(x[0], int(p[0])),
@@ -233,6 +238,13 @@ OPS = {
     "clone": lambda x, p: x[0].clone(),
     "cat": lambda x, p: torch.cat(list(x), int(p[0])),
     "stack": lambda x, p: torch.stack(list(x), int(p[0])),
+    # several views: one piece (the last parameter but for split_with_sizes: dim, piece, n,
+    # sizes...)
+    "split": lambda x, p: x[0].split(int(p[0]), int(p[1]))[int(p[2])],
+    "split_with_sizes": lambda x, p: x[0].split([int(s) for s in p[3:3 + int(p[2])]],
+                                                int(p[0]))[int(p[1])],
+    "chunk": lambda x, p: x[0].chunk(int(p[0]), int(p[1]))[int(p[2])],
+    "unbind": lambda x, p: x[0].unbind(int(p[0]))[int(p[1])],
     # a small composite: chains several backward formulas
     "mlp": lambda x, p: F.cross_entropy(
         F.linear(torch.tanh(F.linear(x[0], x[1], x[2])), x[3], x[4]), x[5]),
@@ -491,6 +503,19 @@ case("argmax", "argmax", [C(vals(X3, 0))])
 case("argmax_ties", "argmax", [C(torch.tensor([[1.0, 3.0, 3.0], [3.0, 2.0, 0.0]]))])
 case("argmax_dim_1", "argmax_dim", [C(vals(X3, 0))], [1, 0])
 case("argmax_dim_m1_keep", "argmax_dim", [C(vals(X3, 0))], [-1, 1])
+for d in [0, -1]:
+    for kd in [0, 1]:
+        tag = f"{d if d >= 0 else 'm1'}_{'keep' if kd else 'nokeep'}"
+        case(f"min_dim_{tag}", "min_dim", [T(X3, 0)], [d, kd])
+        case(f"max_dim_indices_{tag}", "max_dim_indices", [C(vals(X3, 0))], [d, kd])
+        case(f"min_dim_indices_{tag}", "min_dim_indices", [C(vals(X3, 0))], [d, kd])
+case("min_dim_ties_1", "min_dim", [Tv([[1.0, 0.0, 0.0], [2.0, 2.0, 3.0]])], [1, 0])
+case("min_dim_indices_ties", "min_dim_indices", [C(torch.tensor([[1.0, 0.0, 0.0], [2.0, 2.0, 3.0]]))],
+     [1, 0])
+case("argmin", "argmin", [C(vals(X3, 0))])
+case("argmin_ties", "argmin", [C(torch.tensor([[1.0, 0.0, 3.0], [0.0, 2.0, 0.0]]))])
+case("argmin_dim_1", "argmin_dim", [C(vals(X3, 0))], [1, 0])
+case("argmin_dim_m1_keep", "argmin_dim", [C(vals(X3, 0))], [-1, 1])
 
 MM = [
     ("1d_1d", (4,), (4,)),
@@ -563,6 +588,16 @@ case("cat_dimm1_transposed", "cat", [T((3, 2), 0, layout="t"), T((3, 4), 1)], [-
 case("stack_dim0", "stack", [T(S, 0), T(S, 1), T(S, 2)], [0])
 case("stack_dim1", "stack", [T(S, 0), T(S, 1)], [1])
 case("stack_dim2", "stack", [T(S, 0), T(S, 1, layout="t")], [2])
+case("split_dim0", "split", [T((5, 3), 0)], [2, 0, 2])
+case("split_dim1_transposed", "split", [T((3, 5), 1, layout="t")], [2, 1, 1])
+case("split_dim_m1", "split", [T(X3, 0)], [3, -1, 0])
+case("split_with_sizes", "split_with_sizes", [T((2, 6), 0)], [1, 1, 3, 1, 3, 2])
+case("split_with_sizes_dim0", "split_with_sizes", [T((4, 3), 1)], [0, 0, 2, 3, 1])
+case("chunk_ragged", "chunk", [T((2, 5), 0)], [4, 1, 2])
+case("chunk_dim0", "chunk", [T((6, 2), 1)], [3, 0, 1])
+case("unbind_dim0", "unbind", [T((3, 4), 0)], [0, 1])
+case("unbind_dim_m1", "unbind", [T(X3, 1)], [-1, 3])
+case("unbind_transposed", "unbind", [T((3, 4), 2, layout="t")], [1, 0])
 
 case("mlp", "mlp", [T((4, 3), 0), T((5, 3), 1), T((5,), 2), T((3, 5), 3), T((3,), 4),
                     C(torch.tensor([2, 0, 1, 1], dtype=torch.int64))])

@@ -237,6 +237,9 @@ BIN(mean_dim, tn_mean_dim(x[0], (int)p[0], p[1] != 0))
 BIN(max_dim, tn_max_dim(x[0], (int)p[0], p[1] != 0))
 BIN(argmax, tn_argmax(x[0]))
 BIN(argmax_dim, tn_argmax_dim(x[0], (int)p[0], p[1] != 0))
+BIN(min_dim, tn_min_dim(x[0], (int)p[0], p[1] != 0))
+BIN(argmin, tn_argmin(x[0]))
+BIN(argmin_dim, tn_argmin_dim(x[0], (int)p[0], p[1] != 0))
 BIN(matmul, tn_matmul(x[0], x[1]))
 BIN(linear, tn_linear(x[0], x[1], n > 2 ? x[2] : NULL))
 BIN(softmax, tn_softmax(x[0], (int)p[0]))
@@ -364,6 +367,55 @@ static tn_tensor *g_adaptive_max_pool2d_indices(tn_tensor **x, int n, const doub
 }
 
 BIN(sdpa, tn_scaled_dot_product_attention(x[0], x[1], x[2], n > 3 ? x[3] : NULL, p[1], p[0] != 0))
+
+/* max/min along a dim: the indices */
+static tn_tensor *g_max_dim_indices(tn_tensor **x, int n, const double *p, int np) {
+    tn_tensor *idx = NULL, *y = tn_max_dim_with_indices(x[0], (int)p[0], p[1] != 0, &idx);
+    (void)n, (void)np;
+    return y ? idx : NULL;
+}
+static tn_tensor *g_min_dim_indices(tn_tensor **x, int n, const double *p, int np) {
+    tn_tensor *idx = NULL, *y = tn_min_dim_with_indices(x[0], (int)p[0], p[1] != 0, &idx);
+    (void)n, (void)np;
+    return y ? idx : NULL;
+}
+
+/* The ops returning several views: one piece (the others stay in the case's scope). */
+#define PIECES 16
+static tn_tensor *piece_of(tn_status st, tn_tensor **out, int count, double k) {
+    return st == TN_OK && k >= 0 && k < count ? out[(int)k] : NULL;
+}
+static tn_tensor *g_split(tn_tensor **x, int n, const double *p, int np) {
+    tn_tensor *out[PIECES];
+    int count = 0;
+    (void)n, (void)np;
+    tn_status st = tn_split(x[0], (int64_t)p[0], (int)p[1], out, PIECES, &count);
+    return piece_of(st, out, count, p[2]);
+}
+static tn_tensor *g_split_with_sizes(tn_tensor **x, int n, const double *p, int np) {
+    tn_tensor *out[PIECES];
+    int64_t sizes[PIECES];
+    int count = (int)p[2];
+    (void)n;
+    for (int i = 0; i < count && 3 + i < np; i++)
+        sizes[i] = (int64_t)p[3 + i];
+    tn_status st = tn_split_with_sizes(x[0], count, sizes, (int)p[0], out);
+    return piece_of(st, out, count, p[1]);
+}
+static tn_tensor *g_chunk(tn_tensor **x, int n, const double *p, int np) {
+    tn_tensor *out[PIECES];
+    int count = 0;
+    (void)n, (void)np;
+    tn_status st = tn_chunk(x[0], (int)p[0], (int)p[1], out, &count);
+    return piece_of(st, out, count, p[2]);
+}
+static tn_tensor *g_unbind(tn_tensor **x, int n, const double *p, int np) {
+    tn_tensor *out[PIECES];
+    int count = 0;
+    (void)n, (void)np;
+    tn_status st = tn_unbind(x[0], (int)p[0], out, PIECES, &count);
+    return piece_of(st, out, count, p[1]);
+}
 
 static tn_tensor *g_permute(tn_tensor **x, int n, const double *p, int np) {
     int dims[TN_MAX_DIMS];
@@ -522,6 +574,15 @@ static const struct {
     E(adaptive_avg_pool2d),
     E(adaptive_max_pool2d),
     E(adaptive_max_pool2d_indices),
+    E(min_dim),
+    E(max_dim_indices),
+    E(min_dim_indices),
+    E(argmin),
+    E(argmin_dim),
+    E(split),
+    E(split_with_sizes),
+    E(chunk),
+    E(unbind),
 #undef E
 };
 

@@ -29,6 +29,21 @@
 
 tn_status tn__no_grad_view_error(const tn_tensor *t, bool indirect) {
     const tn_node *fn = tn__grad_fn(t);
+    if (t->view_mode == TN_VIEW_MULTI) { /* PyTorch's MULTI_OUTPUT_NODE texts */
+        char head[160];
+        if (fn)
+            snprintf(head, sizeof head, "Output %d of %s is a view and", t->ag->output_nr,
+                     fn->fn->name);
+        else
+            snprintf(head, sizeof head, "A view was created in no_grad mode and");
+        return tn__error(TN_ERR_AUTOGRAD,
+                         "%s %s modified inplace%s. This view is the output of a function that "
+                         "returns multiple views. Such functions do not allow the output views "
+                         "to be modified inplace. You should replace the inplace operation by an "
+                         "out-of-place one.",
+                         head, indirect ? "its base or another view of its base has been" : "is being",
+                         fn ? "" : " with grad mode enabled");
+    }
     char prefix[160];
     if (fn) /* a view of a view made in no-grad mode, itself made with grad mode on */
         snprintf(prefix, sizeof prefix, "Output %d of %s is a view of a view which was created in",

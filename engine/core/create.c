@@ -1,6 +1,6 @@
 /* Creation of fresh tensors that need no autograd (torch.zeros / ones /
- * full / empty / arange / rand / randn and 0-dim scalars): allocation and
- * filling. The factories that can make a leaf requiring grad or record a
+ * full / empty / arange / rand / randn, their *_like forms and 0-dim
+ * scalars): allocation and filling. The factories that can make a leaf requiring grad or record a
  * node (tn_tensor_from, tn_new_tensor, tn_to) are ops (engine/ops/factory.c). */
 #include <math.h>
 
@@ -52,6 +52,8 @@ tn_tensor *tn_arange(double start, double end, double step, tn_dtype dtype) {
     return tn__ret(t);
 }
 
+/* Random values are drawn on the CPU (the thread's generator), whatever the
+ * device they go to. */
 static tn_tensor *random_fill(int ndim, const int64_t *shape, tn_dtype dtype, bool normal) {
     if (tn__valid_dtype(dtype) && !tn__is_float(dtype)) {
         tn__error(TN_ERR_DTYPE, "%s is not implemented for %s", normal ? "normal_" : "uniform_",
@@ -67,13 +69,41 @@ static tn_tensor *random_fill(int ndim, const int64_t *shape, tn_dtype dtype, bo
         else if (dtype == TN_F64) ((double *)t->storage->data)[i] = v;
         else tn__store((char *)t->storage->data + i * 2, dtype, v); /* the halves */
     }
-    return tn__ret(t);
+    return t;
 }
 
 tn_tensor *tn_rand(int ndim, const int64_t *shape, tn_dtype dtype) {
-    return random_fill(ndim, shape, dtype, false);
+    return tn__ret(random_fill(ndim, shape, dtype, false));
 }
 
 tn_tensor *tn_randn(int ndim, const int64_t *shape, tn_dtype dtype) {
-    return random_fill(ndim, shape, dtype, true);
+    return tn__ret(random_fill(ndim, shape, dtype, true));
 }
+
+/* ---- *_like: a's shape, dtype and device; contiguous; no history ------------ */
+
+enum like_kind { LIKE_EMPTY, LIKE_FULL, LIKE_RAND, LIKE_RANDN };
+
+static tn_tensor *like(const char *fn, const tn_tensor *a, enum like_kind kind, double v) {
+    TN_CHECK_NULL_ARG_IN(fn, a, "self");
+    tn_device dev = tn__dev(a);
+    if (kind == LIKE_EMPTY) return tn__ret(tn__empty_on(a->ndim, a->shape, a->dtype, dev));
+    if (kind == LIKE_FULL) {
+        if (tn__check_scalar(v, a->dtype) < 0) return NULL;
+        return tn__ret(tn__full_on(a->ndim, a->shape, a->dtype, v, dev));
+    }
+    tn_tensor *t = random_fill(a->ndim, a->shape, a->dtype, kind == LIKE_RANDN);
+    if (!t || dev.type == TN_CPU) return tn__ret(t);
+    tn_tensor *d = tn__copy_to_device(t, a->dtype, dev);
+    tn_release(t);
+    return tn__ret(d);
+}
+
+tn_tensor *tn_empty_like(const tn_tensor *a) { return like(__func__, a, LIKE_EMPTY, 0); }
+tn_tensor *tn_zeros_like(const tn_tensor *a) { return like(__func__, a, LIKE_FULL, 0); }
+tn_tensor *tn_ones_like(const tn_tensor *a) { return like(__func__, a, LIKE_FULL, 1); }
+tn_tensor *tn_full_like(const tn_tensor *a, double value) {
+    return like(__func__, a, LIKE_FULL, value);
+}
+tn_tensor *tn_rand_like(const tn_tensor *a) { return like(__func__, a, LIKE_RAND, 0); }
+tn_tensor *tn_randn_like(const tn_tensor *a) { return like(__func__, a, LIKE_RANDN, 0); }

@@ -113,11 +113,15 @@ struct tn_tensor {
  * its history after its base was written with grad mode on, is an error),
  * or in inference mode (CreationMeta::INFERENCE_MODE: the same rules, with
  * inference mode's messages; only views of normal tensors: a view of an
- * inference tensor is an inference tensor, not a view). */
+ * inference tensor is an inference tensor, not a view), or by an op
+ * returning several views (split, chunk, unbind: PyTorch's
+ * MULTI_OUTPUT_NODE, the same errors in other words). A plain view of a
+ * view keeps its base's mode (PyTorch's propagate_creation_meta). */
 typedef enum tn_view_mode {
     TN_VIEW_GRAD = 0,
     TN_VIEW_NO_GRAD = 1,
-    TN_VIEW_INFERENCE = 2
+    TN_VIEW_INFERENCE = 2,
+    TN_VIEW_MULTI = 3
 } tn_view_mode;
 
 /* An inference tensor (made in inference mode, or a view or detach of

@@ -24,6 +24,10 @@ tn_status tn__add_into(tn_tensor *dst, const tn_tensor *src);
 tn_tensor *tn__make_view(tn_tensor *a, int ndim, const int64_t *shape,
                          const int64_t *stride, int64_t offset, const tn_fn_info *fn,
                          tn_node **node_out);
+/* Makes v (an alias of a's storage, no history yet) a view of a: its root
+ * base, its mode (multi: one of several views an op returns, split's) and
+ * its version; the caller records the history. */
+void tn__view_link(tn_tensor *v, const tn_tensor *a, bool multi);
 
 /* ---- conversions (alias.c) ------------------------------------------------------------ */
 /* src converted to dtype with ToCopyBackward0 when src requires grad. */

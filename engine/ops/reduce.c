@@ -1,8 +1,9 @@
-/* Reductions: sum, mean, max, min over the whole tensor or one dim, argmax,
- * with their backward. The kernels run through tn__dev_reduce
+/* Reductions: sum, mean, max, min over the whole tensor or one dim (max and
+ * min along a dim with their indices too), argmax, argmin, with their
+ * backward. The kernels run through tn__dev_reduce
  * (engine/core/reduce.c; the CPU's is engine/cpu/reduce_kernels.c).
  * Node layout: input {a}; parameters reduce_params; saved {0: a (whole
- * max/min) or the indices (max_dim), 1: the result (whole max/min)}. */
+ * max/min) or the indices (max_dim, min_dim), 1: the result (whole max/min)}. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -96,7 +97,7 @@ static tn_tensor *unselected_mask(const tn_input_meta *m, int dim, const tn_tens
     return md;
 }
 
-/* max_dim: the gradient goes to the first maximum of each slice
+/* max_dim, min_dim: the gradient goes to the first extremum of each slice
  * (value_selecting_reduction_backward). */
 static tn_status extreme_dim_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     tn_tensor *idx = tn__node_unpack(n, 0);
@@ -121,6 +122,7 @@ static const tn_fn_info mean_dim_fn = {"MeanBackward1", mean_bw};
 static const tn_fn_info max_fn = {"MaxBackward1", extreme_all_bw};
 static const tn_fn_info min_fn = {"MinBackward1", extreme_all_bw};
 static const tn_fn_info max_dim_fn = {"MaxBackward0", extreme_dim_bw};
+static const tn_fn_info min_dim_fn = {"MinBackward0", extreme_dim_bw};
 
 /* ---- forward ----------------------------------------------------------------------- */
 
@@ -138,7 +140,9 @@ static const reduction r_mean_dim = {"mean", TN_RED_SUM, true, true, false, &mea
 static const reduction r_max = {"max", TN_RED_MAX, false, true, false, &max_fn};
 static const reduction r_min = {"min", TN_RED_MIN, false, true, false, &min_fn};
 static const reduction r_max_dim = {"max", TN_RED_MAX, false, true, false, &max_dim_fn};
+static const reduction r_min_dim = {"min", TN_RED_MIN, false, true, false, &min_dim_fn};
 static const reduction r_argmax = {"argmax", TN_RED_MAX, false, false, true, NULL};
+static const reduction r_argmin = {"argmin", TN_RED_MIN, false, false, true, NULL};
 
 static tn_status check_dtype(const reduction *r, const tn_tensor *a) {
     if (r->mean && !tn__is_float(a->dtype))
@@ -147,7 +151,7 @@ static tn_status check_dtype(const reduction *r, const tn_tensor *a) {
                          "floating point or complex dtype. Got: %s",
                          tn_dtype_name(a->dtype));
     if (r->want_idx && a->dtype == TN_BOOL)
-        return tn__error(TN_ERR_DTYPE, "\"argmax_cpu\" not implemented for '%s'",
+        return tn__error(TN_ERR_DTYPE, "\"%s_cpu\" not implemented for '%s'", r->name,
                          tn_dtype_name(a->dtype));
     return TN_OK;
 }
@@ -254,9 +258,11 @@ static tn_status compute(const reduction *r, const tn_tensor *a, int dim, int nd
 }
 
 /* The common path of every reduction; whole: over all elements (dim is
- * ignored). Returns the values, or the indices for argmax. */
-static tn_tensor *reduce(const char *api, const reduction *r, const tn_tensor *a, bool whole,
-                         int dim, bool keepdim) {
+ * ignored). Returns the values, or the indices for argmax/argmin; indices
+ * (max_dim, min_dim; may be NULL) receives the indices beside the values. */
+static tn_tensor *reduce_ex(const char *api, const reduction *r, const tn_tensor *a, bool whole,
+                            int dim, bool keepdim, tn_tensor **indices) {
+    if (indices) *indices = NULL;
     double t0 = tn__prof_start(); /* the profiler: the op's span */
     TN_CHECK_NULL_ARG_IN(api, a, "self");
     if (whole)
@@ -268,19 +274,30 @@ static tn_tensor *reduce(const char *api, const reduction *r, const tn_tensor *a
     int nd = result_shape(a, dim, keepdim, shape);
     bool grad = r->grad && tn__needs_grad(1, &a);
     /* max_dim's backward needs the indices */
-    bool need_idx = r->want_idx || (grad && !whole && r->op != TN_RED_SUM);
+    bool need_idx = r->want_idx || indices || (grad && !whole && r->op != TN_RED_SUM);
     tn_tensor *vals = NULL, *idx = NULL;
     tn_status st = compute(r, a, dim, nd, shape, need_idx, &vals, &idx);
     if (st == TN_OK && grad)
         st = record(r, vals, a, dim, keepdim, r->mean ? mean_div(a, dim) : 1, idx);
-    tn_tensor *res = r->want_vals ? vals : idx;
-    tn_release(res == vals ? idx : vals);
+    tn_tensor *res = r->want_vals ? vals : idx, *other = res == vals ? idx : vals;
+    if (st < 0 || !indices) tn_release(other);
     if (st < 0) {
         tn_release(res);
         return NULL;
     }
     tn__op_done(r->name, t0, res, 1, &a);
-    return tn__ret(res);
+    if (!indices) return tn__ret(res);
+    if (!(res = tn__ret(res))) { /* the scope could not take it */
+        tn_release(other);
+        return NULL;
+    }
+    *indices = tn__ret(other);
+    return *indices ? res : NULL; /* res: the scope's */
+}
+
+static tn_tensor *reduce(const char *api, const reduction *r, const tn_tensor *a, bool whole,
+                         int dim, bool keepdim) {
+    return reduce_ex(api, r, a, whole, dim, keepdim, NULL);
 }
 
 tn_tensor *tn_sum(const tn_tensor *a) {
@@ -307,4 +324,21 @@ tn_tensor *tn_max_dim(const tn_tensor *a, int dim, bool keepdim) {
 }
 tn_tensor *tn_argmax_dim(const tn_tensor *a, int dim, bool keepdim) {
     return reduce(__func__, &r_argmax, a, false, dim, keepdim);
+}
+tn_tensor *tn_min_dim(const tn_tensor *a, int dim, bool keepdim) {
+    return reduce(__func__, &r_min_dim, a, false, dim, keepdim);
+}
+tn_tensor *tn_max_dim_with_indices(const tn_tensor *a, int dim, bool keepdim,
+                                   tn_tensor **indices) {
+    TN_CHECK_NULL_PTR(indices, "indices");
+    return reduce_ex(__func__, &r_max_dim, a, false, dim, keepdim, indices);
+}
+tn_tensor *tn_min_dim_with_indices(const tn_tensor *a, int dim, bool keepdim,
+                                   tn_tensor **indices) {
+    TN_CHECK_NULL_PTR(indices, "indices");
+    return reduce_ex(__func__, &r_min_dim, a, false, dim, keepdim, indices);
+}
+tn_tensor *tn_argmin(const tn_tensor *a) { return reduce(__func__, &r_argmin, a, true, 0, false); }
+tn_tensor *tn_argmin_dim(const tn_tensor *a, int dim, bool keepdim) {
+    return reduce(__func__, &r_argmin, a, false, dim, keepdim);
 }

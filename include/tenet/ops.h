@@ -77,9 +77,25 @@ tn_tensor *tn_sum_dim(const tn_tensor *a, int dim, bool keepdim);
 tn_tensor *tn_mean_dim(const tn_tensor *a, int dim, bool keepdim);
 /* Values of the max along dim (the gradient goes to the first maximum). */
 tn_tensor *tn_max_dim(const tn_tensor *a, int dim, bool keepdim);
-/* int64 index of the first maximum of the flattened tensor (0-dim). */
+/* Values of the min along dim (torch.min(a, dim)[0]; the gradient goes to
+ * the first minimum). MinBackward0. */
+tn_tensor *tn_min_dim(const tn_tensor *a, int dim, bool keepdim);
+/* torch.max(a, dim, keepdim) / torch.min(a, dim, keepdim): the values (the
+ * result) and, in *indices, the int64 index along dim of each slice's first
+ * maximum / minimum (the first NaN when there is one), a new reference of
+ * the values' shape that never requires grad. indices must not be NULL; on
+ * failure *indices is NULL. An empty dim is PyTorch's error ("max():
+ * Expected reduction dim 0 to have non-zero size."). */
+tn_tensor *tn_max_dim_with_indices(const tn_tensor *a, int dim, bool keepdim,
+                                   tn_tensor **indices);
+tn_tensor *tn_min_dim_with_indices(const tn_tensor *a, int dim, bool keepdim,
+                                   tn_tensor **indices);
+/* int64 index of the first maximum / minimum of the flattened tensor
+ * (0-dim); the _dim forms along dim. Bool inputs: PyTorch's error. */
 tn_tensor *tn_argmax(const tn_tensor *a);
 tn_tensor *tn_argmax_dim(const tn_tensor *a, int dim, bool keepdim);
+tn_tensor *tn_argmin(const tn_tensor *a);
+tn_tensor *tn_argmin_dim(const tn_tensor *a, int dim, bool keepdim);
 
 /* ---- linear algebra ------------------------------------------------------ */
 /* torch.matmul: 1-D/2-D/batched with broadcast batch dims. */
@@ -114,6 +130,36 @@ tn_tensor *tn_flatten(tn_tensor *a, int start_dim, int end_dim);
 tn_tensor *tn_contiguous(tn_tensor *a);
 tn_tensor *tn_cat(int n, tn_tensor *const *ts, int dim);
 tn_tensor *tn_stack(int n, tn_tensor *const *ts, int dim);
+
+/* ---- split, chunk, unbind: several views of one tensor ---------------------
+ * Ownership: the pieces are written to the caller's array out[0..*n_out);
+ * each is a new reference (owned by the innermost open scope, if any),
+ * released one by one as any op's result. out NULL: only the number of
+ * pieces is written to *n_out (TN_OK); more pieces than cap: nothing is
+ * made, *n_out still says how many, TN_ERR_INVALID_ARGUMENT. On any failure
+ * out holds NULLs. n_out may be NULL. The pieces are views made by one
+ * autograd node (SplitBackward0, SplitWithSizesBackward0, UnbindBackward0):
+ * as in PyTorch, writing one in place while grad mode is on and something
+ * requires grad, or using one after its base was written, is an error
+ * ("... This view is the output of a function that returns multiple
+ * views. ..."). Errors (PyTorch's texts): a 0-dim input, a bad dim. */
+/* torch.split(a, split_size, dim): pieces of split_size along dim, the last
+ * smaller when it does not divide; an empty dim gives one empty piece.
+ * split_size < 0, or 0 on a non-empty dim: an error. SplitBackward0. */
+tn_status tn_split(tn_tensor *a, int64_t split_size, int dim, tn_tensor **out, int cap,
+                   int *n_out);
+/* torch.split(a, [sizes...], dim): n pieces of the given sizes, which must
+ * be non-negative and sum to a.size(dim); out has room for n.
+ * SplitWithSizesBackward0. */
+tn_status tn_split_with_sizes(tn_tensor *a, int n, const int64_t *sizes, int dim,
+                              tn_tensor **out);
+/* torch.chunk(a, chunks, dim): split with split_size ceil(size / chunks),
+ * so at most chunks pieces (fewer when they run out; chunks empty pieces of
+ * an empty dim); out has room for chunks. chunks <= 0: an error. */
+tn_status tn_chunk(tn_tensor *a, int chunks, int dim, tn_tensor **out, int *n_out);
+/* torch.unbind(a, dim): the a.size(dim) slices select(dim, i).
+ * UnbindBackward0. */
+tn_status tn_unbind(tn_tensor *a, int dim, tn_tensor **out, int cap, int *n_out);
 
 /* ---- in-place (bump the version; leaf/view rules) -------------------------- */
 tn_status tn_add_(tn_tensor *a, const tn_tensor *b);

@@ -95,6 +95,18 @@ tn_tensor *tn_arange(double start, double end, double step, tn_dtype dtype);
 /* Uniform [0,1) / standard normal, from this thread's generator. */
 tn_tensor *tn_rand(int ndim, const int64_t *shape, tn_dtype dtype);
 tn_tensor *tn_randn(int ndim, const int64_t *shape, tn_dtype dtype);
+/* torch.empty_like / zeros_like / ones_like / full_like / rand_like /
+ * randn_like: a new tensor of a's shape, dtype and device, contiguous (torch
+ * keeps a dense input's strides; the values are the same), no history,
+ * requires_grad false. full_like's value must fit the dtype (tn_full's
+ * error); rand_like and randn_like need a floating dtype and draw from the
+ * calling thread's generator, on the CPU for any device. */
+tn_tensor *tn_empty_like(const tn_tensor *a);
+tn_tensor *tn_zeros_like(const tn_tensor *a);
+tn_tensor *tn_ones_like(const tn_tensor *a);
+tn_tensor *tn_full_like(const tn_tensor *a, double value);
+tn_tensor *tn_rand_like(const tn_tensor *a);
+tn_tensor *tn_randn_like(const tn_tensor *a);
 /* Seeds the generator of the calling thread (and the default for new threads). */
 void tn_manual_seed(uint64_t seed);
 /* torch.Tensor.new_tensor(src): a deep copy with a fresh version counter, no

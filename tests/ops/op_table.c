@@ -16,6 +16,7 @@ static const struct {
     {tt_rows_pool, &tt_nrows_pool},
     {tt_rows_norm, &tt_nrows_norm},
     {tt_rows_view, &tt_nrows_view},
+    {tt_rows_split, &tt_nrows_split},
     {tt_rows_index, &tt_nrows_index},
     {tt_rows_inplace, &tt_nrows_inplace},
 };

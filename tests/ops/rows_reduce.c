@@ -1,4 +1,5 @@
 /* tests/ops/rows_reduce.c — rows of the reductions (whole tensor and along a dim), argmax,
+ * argmin, max/min along a dim with their indices,
  * logsumexp, var, std, and the along-dim maps softmax and log_softmax. References fold each
  * slice of the input along the dim with a plain loop. */
 #include <math.h>
@@ -37,6 +38,13 @@ static double fold_argmax(const double *x, int64_t n, int64_t s, const double *p
     int64_t k = 0;
     for (int64_t i = 1; i < n; i++)
         if (x[i * s] > x[k * s]) k = i;
+    return (double)k;
+}
+static double fold_argmin(const double *x, int64_t n, int64_t s, const double *p) {
+    (void)p;
+    int64_t k = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (x[i * s] < x[k * s]) k = i;
     return (double)k;
 }
 static double fold_logsumexp(const double *x, int64_t n, int64_t s, const double *p) {
@@ -96,6 +104,30 @@ ALONG(sum_dim, fold_sum)
 ALONG(mean_dim, fold_mean)
 ALONG(max_dim, fold_max)
 ALONG(argmax_dim, fold_argmax)
+WHOLE(argmin, fold_argmin)
+ALONG(min_dim, fold_min)
+ALONG(argmin_dim, fold_argmin)
+/* max/min with indices: the indices (the values are the _dim rows') */
+static bool ref_max_dim_indices(tt_ref_io *io) { return ref_argmax_dim(io); }
+static bool ref_min_dim_indices(tt_ref_io *io) { return ref_argmin_dim(io); }
+static tn_tensor *indices_body(tn_tensor *const *in, const double *p, bool max) {
+    tn_tensor *idx = NULL;
+    tn_tensor *v = (max ? tn_max_dim_with_indices : tn_min_dim_with_indices)(in[0], (int)p[0],
+                                                                             p[1] != 0, &idx);
+    return v ? idx : NULL; /* v: the scope's */
+}
+static tn_tensor *max_indices_body(tn_tensor *const *in, const double *p) {
+    return indices_body(in, p, true);
+}
+static tn_tensor *min_indices_body(tn_tensor *const *in, const double *p) {
+    return indices_body(in, p, false);
+}
+static tn_tensor *call_max_dim_indices(tn_tensor *const *in, const double *p) {
+    return tt_scoped(max_indices_body, in, p);
+}
+static tn_tensor *call_min_dim_indices(tn_tensor *const *in, const double *p) {
+    return tt_scoped(min_indices_body, in, p);
+}
 ALONG(logsumexp, fold_logsumexp)
 
 static bool ref_var_dim(tt_ref_io *io) {
@@ -268,6 +300,56 @@ const tt_op tt_rows_reduce[] = {
      .call = call_argmax_dim,
      .ref = ref_argmax_dim,
      .golden = "argmax_dim",
+     .flags = TT_NO_GRAD},
+    {.name = "min_dim",
+     .torch = "torch.min(dim=)",
+     .arity = 1,
+     .diff = 1,
+     .dtypes = TT_NUMERIC,
+     .backends = TT_ALL_BACKENDS,
+     TT_CASES(dim_cases),
+     .call = call_min_dim,
+     .ref = ref_min_dim,
+     .golden = "min_dim"},
+    {.name = "max_dim_with_indices",
+     .torch = "torch.max(dim=).indices",
+     .arity = 1,
+     .dtypes = TT_NUMERIC,
+     .backends = TT_ALL_BACKENDS,
+     TT_CASES(dim_cases),
+     .call = call_max_dim_indices,
+     .ref = ref_max_dim_indices,
+     .golden = "max_dim_indices",
+     .flags = TT_NO_GRAD},
+    {.name = "min_dim_with_indices",
+     .torch = "torch.min(dim=).indices",
+     .arity = 1,
+     .dtypes = TT_NUMERIC,
+     .backends = TT_ALL_BACKENDS,
+     TT_CASES(dim_cases),
+     .call = call_min_dim_indices,
+     .ref = ref_min_dim_indices,
+     .golden = "min_dim_indices",
+     .flags = TT_NO_GRAD},
+    {.name = "argmin",
+     .torch = "torch.argmin",
+     .arity = 1,
+     .dtypes = TT_NUMERIC,
+     .backends = TT_ALL_BACKENDS,
+     TT_CASES(whole_nonempty_cases),
+     .call = call_argmin,
+     .ref = ref_argmin,
+     .golden = "argmin",
+     .flags = TT_NO_GRAD},
+    {.name = "argmin_dim",
+     .torch = "torch.argmin(dim=)",
+     .arity = 1,
+     .dtypes = TT_NUMERIC,
+     .backends = TT_ALL_BACKENDS,
+     TT_CASES(dim_cases),
+     .call = call_argmin_dim,
+     .ref = ref_argmin_dim,
+     .golden = "argmin_dim",
      .flags = TT_NO_GRAD},
     {.name = "logsumexp",
      .torch = "torch.logsumexp",
