@@ -169,6 +169,8 @@ def _inplace_view_direct(name):
     return f
 
 
+_RED = ["mean", "sum", "none"]
+
 OPS = {
     "add": lambda x, p: x[0] + x[1],
     "sub": lambda x, p: x[0] - x[1],
@@ -223,6 +225,13 @@ OPS = {
     "log_softmax": lambda x, p: torch.log_softmax(x[0], int(p[0])),
     "cross_entropy": lambda x, p: F.cross_entropy(x[0], x[1]),
     "mse_loss": lambda x, p: F.mse_loss(x[0], x[1]),
+    # params: reduction (0 mean, 1 sum, 2 none), ignore_index, label_smoothing, has weight;
+    # inputs: input, target[, weight]
+    "nll_loss": lambda x, p: F.nll_loss(x[0], x[1], weight=x[2] if p[3] else None,
+                                        ignore_index=int(p[1]), reduction=_RED[int(p[0])]),
+    "cross_entropy_ex": lambda x, p: F.cross_entropy(
+        x[0], x[1], weight=x[2] if p[3] else None, ignore_index=int(p[1]),
+        reduction=_RED[int(p[0])], label_smoothing=p[2]),
     "view": lambda x, p: x[0].view([int(s) for s in p]),
     "reshape": lambda x, p: x[0].reshape([int(s) for s in p]),
     "transpose": lambda x, p: x[0].transpose(int(p[0]), int(p[1])),
@@ -555,6 +564,35 @@ case("cross_entropy_transposed", "cross_entropy",
      [T((4, 5), 1, layout="t"), C(torch.tensor([3, 3, 0, 1], dtype=torch.int64))])
 case("cross_entropy_large", "cross_entropy",
      [Tv([[500.0, 0.0, -500.0], [1.0, 2.0, 3.0]]), C(torch.tensor([2, 0], dtype=torch.int64))])
+_W5, _W3 = C(vals((5,), 3, "pos")), C(vals((3,), 4, "pos"))
+_T4 = C(torch.tensor([1, 0, 4, 2]))
+_T6 = C(torch.tensor([1, 0, 2, 1, 1, 0]))
+_T24 = C(torch.tensor([[0, 2, 1, 2], [1, 1, 0, 2]]))
+_T222 = C(torch.tensor([[[0, 2], [1, 2]], [[1, 1], [0, 2]]]))
+case("nll_loss_2d_mean", "nll_loss", [T((4, 5), 0), _T4], [0, -100, 0, 0])
+case("nll_loss_2d_sum_weight", "nll_loss", [T((4, 5), 0), _T4, _W5], [1, -100, 0, 1])
+case("nll_loss_2d_none_ignore", "nll_loss", [T((6, 3), 1), _T6], [2, 1, 0, 0])
+case("nll_loss_2d_mean_weight_ignore", "nll_loss", [T((6, 3), 1), _T6, _W3], [0, 1, 0, 1])
+case("nll_loss_1d", "nll_loss", [T((5,), 2), C(torch.tensor(3))], [0, -100, 0, 0])
+case("nll_loss_3d_none", "nll_loss", [T((2, 3, 4), 0), _T24], [2, -100, 0, 0])
+case("nll_loss_3d_mean_ignore", "nll_loss", [T((2, 3, 4), 0), _T24], [0, 2, 0, 0])
+case("nll_loss_4d_mean_weight", "nll_loss", [T((2, 3, 2, 2), 1), _T222, _W3], [0, -100, 0, 1])
+case("nll_loss_4d_none", "nll_loss", [T((2, 3, 2, 2), 1, layout="t"), _T222], [2, -100, 0, 0])
+case("cross_entropy_ex_smooth", "cross_entropy_ex", [T((4, 5), 0), _T4], [0, -100, 0.1, 0])
+case("cross_entropy_ex_smooth_weight_ignore", "cross_entropy_ex", [T((6, 3), 1), _T6, _W3],
+     [0, 1, 0.2, 1])
+case("cross_entropy_ex_smooth_3d_none", "cross_entropy_ex", [T((2, 3, 4), 0), _T24],
+     [2, -100, 0.3, 0])
+case("cross_entropy_ex_smooth_sum_weight", "cross_entropy_ex", [T((4, 5), 0), _T4, _W5],
+     [1, -100, 0.25, 1])
+case("cross_entropy_ex_4d_weight", "cross_entropy_ex", [T((2, 3, 2, 2), 1), _T222, _W3],
+     [0, -100, 0, 1])
+case("cross_entropy_ex_none", "cross_entropy_ex", [T((4, 5), 2), _T4], [2, -100, 0, 0])
+_P45 = C(torch.softmax(vals((4, 5), 6), 1))
+case("cross_entropy_ex_prob", "cross_entropy_ex", [T((4, 5), 0), _P45], [0, -100, 0, 0])
+case("cross_entropy_ex_prob_smooth_weight_none", "cross_entropy_ex", [T((4, 5), 0), _P45, _W5],
+     [2, -100, 0.2, 1])
+case("cross_entropy_ex_prob_sum", "cross_entropy_ex", [T((4, 5), 1), _P45], [1, -100, 0, 0])
 case("mse_loss", "mse_loss", [T((3, 4), 0), T((3, 4), 1)])
 case("mse_loss_const_target", "mse_loss", [T((3, 4), 0), C(vals((3, 4), 5))])
 

@@ -246,6 +246,9 @@ BIN(softmax, tn_softmax(x[0], (int)p[0]))
 BIN(log_softmax, tn_log_softmax(x[0], (int)p[0]))
 BIN(cross_entropy, tn_cross_entropy(x[0], x[1]))
 BIN(mse_loss, tn_mse_loss(x[0], x[1]))
+BIN(nll_loss, tn_nll_loss(x[0], x[1], p[3] != 0 ? x[2] : NULL, (tn_reduction)p[0], (int64_t)p[1]))
+BIN(cross_entropy_ex, tn_cross_entropy_ex(x[0], x[1], p[3] != 0 ? x[2] : NULL, (tn_reduction)p[0],
+                                          (int64_t)p[1], p[2]))
 BIN(view, tn_view(x[0], np, pshape(p, np)))
 BIN(reshape, tn_reshape(x[0], np, pshape(p, np)))
 BIN(transpose, tn_transpose(x[0], (int)p[0], (int)p[1]))
@@ -574,6 +577,8 @@ static const struct {
     E(adaptive_avg_pool2d),
     E(adaptive_max_pool2d),
     E(adaptive_max_pool2d_indices),
+    E(nll_loss),
+    E(cross_entropy_ex),
     E(min_dim),
     E(max_dim_indices),
     E(min_dim_indices),

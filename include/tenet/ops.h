@@ -108,6 +108,33 @@ tn_tensor *tn_softmax(const tn_tensor *a, int dim);
 tn_tensor *tn_log_softmax(const tn_tensor *a, int dim);
 /* logits (N, C), targets int64 (N) in [0, C): mean of -log_softmax[target]. */
 tn_tensor *tn_cross_entropy(const tn_tensor *logits, const tn_tensor *targets);
+/* How a loss reduces its per-element values (PyTorch's reduction=). */
+typedef enum tn_reduction {
+    TN_REDUCTION_MEAN = 0, /* 'mean' */
+    TN_REDUCTION_SUM = 1,  /* 'sum' */
+    TN_REDUCTION_NONE = 2  /* 'none': one value per target */
+} tn_reduction;
+/* torch.nn.functional.nll_loss(input, target, weight, ignore_index=,
+ * reduction=): input (C), (N, C) or (N, C, d1, ...) of log-probabilities
+ * (float), target int64 () / (1), (N) or (N, d1, ...) of class indices in [0,
+ * C) or ignore_index, weight (C) or NULL. Each target's loss is
+ * -weight[t] input[..., t, ...] (0 when ignored); 'mean' divides the sum by
+ * the total weight of the targets not ignored (NaN when there is none).
+ * grad_fn NllLossBackward0 (NllLoss2DBackward0 from 3 dims on). Errors:
+ * PyTorch 1.13's texts (batch sizes, target shape and dtype, weight size,
+ * "Target 5 is out of bounds.", "3 is not a valid value for reduction"). */
+tn_tensor *tn_nll_loss(const tn_tensor *input, const tn_tensor *target, const tn_tensor *weight,
+                       tn_reduction reduction, int64_t ignore_index);
+/* torch.nn.functional.cross_entropy with every option: log_softmax over the
+ * class dim (0 for a 1-dim input, else 1) then nll_loss; label_smoothing in
+ * [0, 1] mixes in the uniform distribution as PyTorch 1.13 does. A float
+ * target of input's shape holds class probabilities (ignore_index must then
+ * be -100, "ignore_index is not supported for floating point target"). The
+ * defaults (NULL, TN_REDUCTION_MEAN, -100, 0) on (C) or (N, C) are
+ * tn_cross_entropy's fused kernel. */
+tn_tensor *tn_cross_entropy_ex(const tn_tensor *input, const tn_tensor *target,
+                               const tn_tensor *weight, tn_reduction reduction,
+                               int64_t ignore_index, double label_smoothing);
 /* mean((a - b)^2), broadcasting. */
 tn_tensor *tn_mse_loss(const tn_tensor *a, const tn_tensor *b);
 

@@ -12,6 +12,7 @@ static const struct {
     {tt_rows_pointwise, &tt_nrows_pointwise},
     {tt_rows_reduce, &tt_nrows_reduce},
     {tt_rows_nn, &tt_nrows_nn},
+    {tt_rows_loss, &tt_nrows_loss},
     {tt_rows_conv, &tt_nrows_conv},
     {tt_rows_pool, &tt_nrows_pool},
     {tt_rows_norm, &tt_nrows_norm},

@@ -123,9 +123,9 @@ tn_tensor *tt_scoped(tt_call_fn body, tn_tensor *const *in, const double *p);
 /* The family arrays (tests/ops/rows_*.c). */
 extern const tt_op tt_rows_pointwise[], tt_rows_reduce[], tt_rows_nn[], tt_rows_view[],
     tt_rows_index[], tt_rows_inplace[], tt_rows_conv[], tt_rows_pool[], tt_rows_norm[],
-    tt_rows_split[];
+    tt_rows_split[], tt_rows_loss[];
 extern const int tt_nrows_pointwise, tt_nrows_reduce, tt_nrows_nn, tt_nrows_view, tt_nrows_index,
-    tt_nrows_inplace, tt_nrows_conv, tt_nrows_pool, tt_nrows_norm, tt_nrows_split;
+    tt_nrows_inplace, tt_nrows_conv, tt_nrows_pool, tt_nrows_norm, tt_nrows_split, tt_nrows_loss;
 
 /* ---- reference helpers (tests/ops/ref.c) ------------------------------------------------- */
 int64_t tt_numel(int ndim, const int64_t *shape);
