@@ -218,6 +218,10 @@ OPS = {
     "max_dim_indices": lambda x, p: x[0].max(int(p[0]), keepdim=bool(p[1]))[1],
     "min_dim_indices": lambda x, p: x[0].min(int(p[0]), keepdim=bool(p[1]))[1],
     "argmin": lambda x, p: torch.argmin(x[0]),
+    # params: ord, keepdim, ndims (0: all), dims...
+    "vector_norm": lambda x, p: torch.linalg.vector_norm(
+        x[0], p[0], dim=[int(d) for d in p[3:3 + int(p[2])]] if p[2] else None,
+        keepdim=bool(p[1])),
     "argmin_dim": lambda x, p: torch.argmin(x[0], int(p[0]), keepdim=bool(p[1])),
     "matmul": lambda x, p: torch.matmul(x[0], x[1]),
     "linear": lambda x, p: F.linear(x[0], x[1], x[2] if len(x) > 2 else None),
@@ -522,6 +526,17 @@ case("min_dim_ties_1", "min_dim", [Tv([[1.0, 0.0, 0.0], [2.0, 2.0, 3.0]])], [1, 
 case("min_dim_indices_ties", "min_dim_indices", [C(torch.tensor([[1.0, 0.0, 0.0], [2.0, 2.0, 3.0]]))],
      [1, 0])
 case("argmin", "argmin", [C(vals(X3, 0))])
+_INF = float("inf")
+for o, kd, dims in [(2, 0, []), (1, 0, [1]), (_INF, 1, [0]), (-_INF, 0, [-1]), (3, 0, [0, 2]),
+                    (1.5, 1, [2, 1]), (0.5, 0, [1])]:
+    tag = str(o).replace("-", "m").replace(".", "p")
+    case(f"vector_norm_{tag}_{len(dims)}{'_keep' if kd else ''}", "vector_norm", [T(X3, 1)],
+         [o, kd, len(dims)] + dims)
+case("vector_norm_transposed", "vector_norm", [T((3, 4), 0, layout="t")], [2, 0, 1, 1])
+_ZROW = [[0.0, 0.0, 0.0], [1.0, -2.0, 2.0], [3.0, 3.0, -1.0]]
+for o in [2, 1, _INF, -_INF, 3, 0.5, 1.5]:
+    tag = str(o).replace("-", "m").replace(".", "p")
+    case(f"vector_norm_zero_row_{tag}", "vector_norm", [Tv(_ZROW)], [o, 0, 1, 1])
 case("argmin_ties", "argmin", [C(torch.tensor([[1.0, 0.0, 3.0], [0.0, 2.0, 0.0]]))])
 case("argmin_dim_1", "argmin_dim", [C(vals(X3, 0))], [1, 0])
 case("argmin_dim_m1_keep", "argmin_dim", [C(vals(X3, 0))], [-1, 1])

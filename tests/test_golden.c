@@ -239,6 +239,9 @@ BIN(argmax, tn_argmax(x[0]))
 BIN(argmax_dim, tn_argmax_dim(x[0], (int)p[0], p[1] != 0))
 BIN(min_dim, tn_min_dim(x[0], (int)p[0], p[1] != 0))
 BIN(argmin, tn_argmin(x[0]))
+BIN(vector_norm, tn_vector_norm(x[0], p[0], (int)p[2], (int[]){np > 3 ? (int)p[3] : 0,
+                                                          np > 4 ? (int)p[4] : 0},
+                                p[1] != 0))
 BIN(argmin_dim, tn_argmin_dim(x[0], (int)p[0], p[1] != 0))
 BIN(matmul, tn_matmul(x[0], x[1]))
 BIN(linear, tn_linear(x[0], x[1], n > 2 ? x[2] : NULL))
@@ -583,6 +586,7 @@ static const struct {
     E(max_dim_indices),
     E(min_dim_indices),
     E(argmin),
+    E(vector_norm),
     E(argmin_dim),
     E(split),
     E(split_with_sizes),

@@ -97,6 +97,17 @@ tn_tensor *tn_argmax_dim(const tn_tensor *a, int dim, bool keepdim);
 tn_tensor *tn_argmin(const tn_tensor *a);
 tn_tensor *tn_argmin_dim(const tn_tensor *a, int dim, bool keepdim);
 
+/* torch.linalg.vector_norm(x, ord, dim, keepdim): (sum |x|^ord)^(1/ord) over
+ * dims[0..ndims) (ndims 0 or dims NULL: every dim); ord INFINITY / -INFINITY:
+ * max / min |x|, 0: the count of non-zeros, 1, 2 or any other p. Float
+ * inputs only ("linalg.vector_norm: Expected a floating point or complex
+ * tensor as input. Got Long"); the inf norms of an empty reduction and a
+ * repeated dim are PyTorch's errors. LinalgVectorNormBackward0, with
+ * PyTorch's gradient where the norm is 0 (zero), for the inf norms (shared
+ * by the extreme elements) and for ord 0 (none). */
+tn_tensor *tn_vector_norm(const tn_tensor *x, double ord, int ndims, const int *dims,
+                          bool keepdim);
+
 /* ---- linear algebra ------------------------------------------------------ */
 /* torch.matmul: 1-D/2-D/batched with broadcast batch dims. */
 tn_tensor *tn_matmul(const tn_tensor *a, const tn_tensor *b);

@@ -130,6 +130,46 @@ static tn_tensor *call_min_dim_indices(tn_tensor *const *in, const double *p) {
 }
 ALONG(logsumexp, fold_logsumexp)
 
+/* vector_norm; p: ord, keepdim, ndims (0: all), dims... */
+static bool ref_vector_norm(tt_ref_io *io) {
+    int nd = io->ndim[0], nsel = (int)io->p[2], ond = 0;
+    const int64_t *sh = io->shape[0];
+    double ord = io->p[0];
+    bool sel[TN_MAX_DIMS] = {false}, keep = io->p[1] != 0;
+    for (int i = 0; i < nsel; i++) {
+        int d = (int)io->p[3 + i];
+        if (!tt_ref_dim(&d, nd) || sel[d]) return false;
+        sel[d] = true;
+    }
+    int64_t oshape[TN_MAX_DIMS], n = tt_numel(nd, sh);
+    for (int d = 0; d < nd; d++) {
+        if (nsel == 0) sel[d] = true;
+        if (!sel[d]) oshape[ond++] = sh[d];
+        else if (keep) oshape[ond++] = 1;
+    }
+    if (!tt_ref_set_shape(io, ond, oshape)) return false;
+    int64_t on = tt_numel(ond, oshape);
+    for (int64_t j = 0; j < on; j++)
+        io->out[j] = isinf(ord) ? (ord > 0 ? -INFINITY : INFINITY) : 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = i, o = 0, m = 1;
+        for (int d = nd - 1; d >= 0; d--) { /* the output position of element i */
+            int64_t c = r % sh[d];
+            r /= sh[d];
+            if (!sel[d]) o += c * m, m *= sh[d];
+        }
+        double a = fabs(io->x[0][i]), *y = &io->out[o];
+        if (isinf(ord)) *y = ord > 0 ? fmax(*y, a) : fmin(*y, a);
+        else *y += ord == 0 ? (a != 0) : pow(a, ord);
+    }
+    for (int64_t j = 0; j < on && !isinf(ord) && ord != 0; j++)
+        io->out[j] = pow(io->out[j], 1 / ord);
+    return n > 0 || !isinf(ord);
+}
+static tn_tensor *call_vector_norm(tn_tensor *const *in, const double *p) {
+    int dims[2] = {(int)p[3], (int)p[4]};
+    return tn_vector_norm(in[0], p[0], (int)p[2], dims, p[1] != 0);
+}
 static bool ref_var_dim(tt_ref_io *io) {
     return reduce(io, fold_var, false, (int)io->p[0], io->p[2] != 0);
 }
@@ -194,6 +234,22 @@ static const tt_case dim_sum_cases[] = {
     {.tag = "0-d", .ndim = {0}, .p = {0, 1}},
     {.tag = "empty_reduced_dim", .ndim = {2}, .shape = {{0, 3}}, .p = {0, 0}},
     {.tag = "empty_kept_dim", .ndim = {2}, .shape = {{0, 3}}, .p = {1, 1}},
+};
+static const tt_case norm_cases[] = {
+    /* p: ord, keepdim, ndims, dims */
+    {.tag = "l2_all", .ndim = {2}, .shape = {{3, 4}}, .p = {2, 0, 0}},
+    {.tag = "l1_dim1", .ndim = {2}, .shape = {{3, 4}}, .p = {1, 0, 1, 1}},
+    {.tag = "inf_dim0_keep", .ndim = {2}, .shape = {{3, 4}}, .p = {INFINITY, 1, 1, 0}},
+    {.tag = "-inf_dim-1", .ndim = {3}, .shape = {{2, 3, 4}}, .p = {-INFINITY, 0, 1, -1}},
+    {.tag = "p3_dims02", .ndim = {3}, .shape = {{2, 3, 4}}, .p = {3, 0, 2, 0, 2}},
+    {.tag = "p1.5_keep", .ndim = {3}, .shape = {{2, 3, 4}}, .p = {1.5, 1, 2, 2, 1}},
+    {.tag = "p0.5", .ndim = {2}, .shape = {{3, 4}}, .p = {0.5, 0, 1, 1}},
+    {.tag = "0-d", .ndim = {0}, .p = {2, 0, 0}},
+    {.tag = "empty", .ndim = {2}, .shape = {{0, 3}}, .p = {2, 0, 1, 0}},
+};
+static const tt_case norm0_cases[] = {
+    {.tag = "l0_all", .ndim = {2}, .shape = {{3, 4}}, .p = {0, 0, 0}},
+    {.tag = "l0_dim1", .ndim = {2}, .shape = {{3, 4}}, .p = {0, 1, 1, 1}},
 };
 static const tt_case var_cases[] = {
     /* p: dim, correction, keepdim */
@@ -350,6 +406,27 @@ const tt_op tt_rows_reduce[] = {
      .call = call_argmin_dim,
      .ref = ref_argmin_dim,
      .golden = "argmin_dim",
+     .flags = TT_NO_GRAD},
+    {.name = "vector_norm",
+     .torch = "torch.linalg.vector_norm",
+     .arity = 1,
+     .diff = 1,
+     .dtypes = TT_FLOATS,
+     .backends = TT_ALL_BACKENDS,
+     TT_CASES(norm_cases),
+     .call = call_vector_norm,
+     .ref = ref_vector_norm,
+     .golden = "vector_norm",
+     .tol = 2},
+    {.name = "vector_norm_ord0",
+     .torch = "torch.linalg.vector_norm(ord=0)",
+     .arity = 1,
+     .dtypes = TT_FLOATS,
+     .backends = TT_ALL_BACKENDS,
+     TT_CASES(norm0_cases),
+     .call = call_vector_norm,
+     .ref = ref_vector_norm,
+     .golden = "vector_norm",
      .flags = TT_NO_GRAD},
     {.name = "logsumexp",
      .torch = "torch.logsumexp",
