@@ -26,6 +26,7 @@
 #include "tenet/ops.h"
 #include "tenet/kv_cache.h"
 #include "tenet/optim.h"
+#include "tenet/init.h"
 #include "tenet/autocast.h"
 #include "tenet/runtime.h"
 #include "tenet/debug.h"

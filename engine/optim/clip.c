@@ -1,5 +1,6 @@
 /* torch.nn.utils.clip_grad_norm_ (torch 1.13): the norm of all gradients
- * together, then every gradient scaled in place by the clamped coefficient.
+ * together, then every gradient scaled in place by the clamped coefficient;
+ * and clip_grad_value_: every gradient clamped in place.
  *
  * The per-gradient sums are taken in float64 (torch sums in the gradients'
  * dtype), then the coefficient is rounded as torch computes it: in the
@@ -58,13 +59,16 @@ static double clip_coef(double max_norm, double total, tn_dtype dt) {
     return c > 1.0 ? 1.0 : c; /* torch.clamp(max=1.0) passes a NaN on */
 }
 
-static tn_status check_args(int n, tn_tensor *const *params, double max_norm, double p) {
-    if (n < 0)
-        return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_clip_grad_norm_: n = %d is negative", n);
-    if (n > 0 && !params)
-        return tn__null_arg(false, "tn_clip_grad_norm_: argument 'params' is NULL");
+static tn_status check_params(const char *fn, int n, tn_tensor *const *params) {
+    if (n < 0) return tn__error(TN_ERR_INVALID_ARGUMENT, "%s: n = %d is negative", fn, n);
+    if (n > 0 && !params) return tn__null_arg(false, "%s: argument 'params' is NULL", fn);
     for (int i = 0; i < n; i++)
-        if (!params[i]) return tn__null_arg(true, "tn_clip_grad_norm_: params[%d] is NULL", i);
+        if (!params[i]) return tn__null_arg(true, "%s: params[%d] is NULL", fn, i);
+    return TN_OK;
+}
+
+static tn_status check_args(int n, tn_tensor *const *params, double max_norm, double p) {
+    if (check_params("tn_clip_grad_norm_", n, params) < 0) return tn_last_status();
     if (isnan(max_norm))
         return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_clip_grad_norm_: max_norm is NaN");
     if (!(p > 0))
@@ -133,4 +137,21 @@ tn_status tn_clip_grad_norm_(int n, tn_tensor *const *params, double max_norm, d
     tn__free_small(grads);
     if (st == TN_OK && total_norm_out) *total_norm_out = total;
     return st < 0 ? st : TN_OK;
+}
+
+tn_status tn_clip_grad_value_(int n, tn_tensor *const *params, double clip_value) {
+    tn_status st = check_params(__func__, n, params);
+    if (st < 0) return st;
+    if (isnan(clip_value))
+        return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_clip_grad_value_: clip_value is NaN");
+    tn__internal_enter();
+    bool prev = tn_set_grad_enabled(false);
+    for (int i = 0; i < n && st == TN_OK; i++) { /* only a device can fail here */
+        tn_tensor *g = tn_grad(params[i]);
+        if (g) st = tn_clamp_(g, -clip_value, clip_value);
+        tn_release(g);
+    }
+    tn_set_grad_enabled(prev);
+    tn__internal_leave();
+    return st;
 }

@@ -117,6 +117,12 @@ tn_status tn_optimizer_step(tn_optimizer *opt);
  * error. */
 tn_status tn_clip_grad_norm_(int n, tn_tensor *const *params, double max_norm, double norm_type,
                              double *total_norm);
+/* torch.nn.utils.clip_grad_value_(params, clip_value): every .grad of
+ * params[0..n) (those without one are skipped) clamped in place to
+ * [-clip_value, clip_value] under no-grad (each grad's version moves once).
+ * A NaN clip_value or a NULL parameter: TN_ERR_INVALID_ARGUMENT, nothing
+ * clamped. */
+tn_status tn_clip_grad_value_(int n, tn_tensor *const *params, double clip_value);
 
 TN_API_END
 #ifdef __cplusplus
