@@ -95,6 +95,20 @@ tn_tensor *tn_arange(double start, double end, double step, tn_dtype dtype);
 /* Uniform [0,1) / standard normal, from this thread's generator. */
 tn_tensor *tn_rand(int ndim, const int64_t *shape, tn_dtype dtype);
 tn_tensor *tn_randn(int ndim, const int64_t *shape, tn_dtype dtype);
+/* torch.randint(low, high, shape, dtype=): uniform integers in [low, high)
+ * (low >= high: PyTorch's error; both ends must fit dtype). torch.randperm(n,
+ * dtype=): a random permutation of 0..n-1. From this thread's generator
+ * (tenet's stream, not torch's). */
+tn_tensor *tn_randint(int64_t low, int64_t high, int ndim, const int64_t *shape, tn_dtype dtype);
+tn_tensor *tn_randperm(int64_t n, tn_dtype dtype);
+/* torch.multinomial(probs, num_samples, replacement): probs (C) or (R, C) of
+ * non-negative finite weights (any positive sum; float dtypes); num_samples
+ * int64 class indices per row ((num_samples) or (R, num_samples)), on
+ * probs' device, drawn with replacement, or without (each class at most
+ * once, num_samples <= C; zero-weight classes come last). PyTorch 1.13's
+ * errors ("probability tensor contains either `inf`, `nan` or element < 0",
+ * "invalid multinomial distribution (sum of probabilities <= 0)", ...). */
+tn_tensor *tn_multinomial(const tn_tensor *probs, int64_t num_samples, bool replacement);
 /* torch.empty_like / zeros_like / ones_like / full_like / rand_like /
  * randn_like: a new tensor of a's shape, dtype and device, contiguous (torch
  * keeps a dense input's strides; the values are the same), no history,
