@@ -1,5 +1,7 @@
 /* tenet/testing.h — allocation-failure injection, for testing that a program
- * (and tenet) handles running out of memory. Not included by tenet.h.
+ * (and tenet) handles running out of memory, and gradient checks for
+ * functions built from tenet ops (a custom function's backward). Not
+ * included by tenet.h.
  *
  * Every allocation tenet makes (tensor buffers, handles, autograd nodes,
  * backward's working memory, scope stacks, printing buffers, anomaly-mode
@@ -36,6 +38,34 @@ void tn_test_fail_alloc_at(int64_t n);
 int64_t tn_test_alloc_count(void);
 /* Whether the armed failure has happened. */
 bool tn_test_alloc_failed(void);
+
+/* ---- gradient checks (torch.autograd.gradcheck / gradgradcheck) ------------
+ * fn(inputs, n, ctx) computes one tensor from inputs[0..n) with tenet ops
+ * and returns it (a new reference, or one the open scope owns; NULL + an
+ * error on failure); it is called many times, each call in a scope of its
+ * own, with the caller's inputs (the analytical pass) or with private
+ * contiguous float64 CPU copies of them (the numerical pass; the caller's
+ * tensors are never written). tn_gradcheck compares, for every input that
+ * requires grad (at least one must), the analytical Jacobian (one backward
+ * per output element) with central differences of step eps, element by
+ * element as allclose: |analytical - numerical| <= atol + rtol
+ * |numerical| (PyTorch's defaults: eps 1e-6, atol 1e-5, rtol 1e-3; inputs
+ * should be float64: others are warned about, as PyTorch). Returns TN_OK,
+ * or TN_ERR_AUTOGRAD with PyTorch's report as the message ("Jacobian
+ * mismatch for output 0 with respect to input 1,\nnumerical:tensor(...)
+ * analytical:tensor(...)", each Jacobian (input numel, output numel)), or
+ * the status of fn's failure. tn_gradgradcheck checks the second
+ * derivatives: gradcheck of the gradients of sum(fn(inputs) * v) with
+ * respect to the inputs that require grad, v fixed values of fn's output
+ * shape, also checked as an input. n: 1..TN_GRADCHECK_MAX_INPUTS (one
+ * less for gradgradcheck). Not thread-safe against other gradient checks
+ * on the same inputs; fn must be deterministic. */
+#define TN_GRADCHECK_MAX_INPUTS 16
+typedef tn_tensor *(*tn_gradcheck_fn)(tn_tensor *const *inputs, int n, void *ctx);
+tn_status tn_gradcheck(tn_gradcheck_fn fn, void *ctx, int n, tn_tensor *const *inputs, double eps,
+                       double atol, double rtol);
+tn_status tn_gradgradcheck(tn_gradcheck_fn fn, void *ctx, int n, tn_tensor *const *inputs,
+                           double eps, double atol, double rtol);
 
 TN_API_END
 #ifdef __cplusplus
