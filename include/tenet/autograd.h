@@ -46,6 +46,9 @@ tn_status tn_backward_ex(tn_tensor *t, const tn_tensor *grad, bool retain_graph,
                          bool create_graph);
 /* Functional gradients: grads_out[i] (new references, NULL where an input is
  * unreachable) of sum(outputs[j] * grad_outputs[j]) w.r.t. inputs[i].
+ * Ownership: as any op's result, each grads_out[i] belongs to the innermost
+ * open scope when there is one (do not release it then), else to the
+ * caller (release it). On failure every grads_out[i] is NULL.
  * grad_outputs may be NULL (all outputs must then be scalars). Nothing is
  * accumulated into .grad. */
 tn_status tn_autograd_grad(int n_out, tn_tensor *const *outputs,

@@ -3,6 +3,10 @@
  * Ownership: every function returning tn_tensor * returns a NEW reference
  * that the caller owns (tn_release it), unless the comment says "borrowed".
  * Inside a scope (tn_scope_begin) returned tensors are owned by the scope.
+ * The same holds for tensors written to out-parameters (tn_autograd_grad's
+ * grads_out, the *indices of tn_max_dim_with_indices and the pools,
+ * tn_split's and tn_unbind's pieces): new references, the innermost open
+ * scope's when there is one, else the caller's.
  *
  * Errors: pointer-returning functions return NULL, status-returning ones a
  * negative tn_status; tn_last_status()/tn_last_error() (thread-local) say why.
