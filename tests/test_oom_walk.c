@@ -232,6 +232,7 @@ typedef struct results {
     char text[512], loss_text[128];
     double norm[2][B * IN], norm_w[IN];
     double conv[2][CONV_W];
+    double extra[B * IN], extra_w[B * IN], extra_s[3 * B];
 } results;
 
 typedef struct program {
@@ -672,6 +673,54 @@ failed:
     return step_end(scoped, false);
 }
 
+/* The functions a PyTorch user reaches for: split, chunk, unbind, min with indices,
+ * nll_loss, cross_entropy with smoothing, vector_norm, the initialisers,
+ * clip_grad_value_, multinomial. */
+static bool step_extras(program *g) {
+    bool scoped = false;
+    begin_step();
+    tn_tensor *x = NULL, *w = NULL, *pc[4] = {0}, *ub[B] = {0}, *t = NULL, *u = NULL, *tot = NULL,
+              *idx = NULL, *tg = NULL, *gx = NULL, *gw = NULL;
+    int np = 0;
+    watch(&x);
+    watch(&w);
+    SCOPE();
+    tn_manual_seed(9);
+    CALL_T(x, input_batch()); /* (B, IN) */
+    CALL_S(tn_requires_grad_(x, true));
+    CALL_T(w, tn_empty(2, (int64_t[]){B, IN}, TN_F32));
+    CALL_S(tn_init_kaiming_uniform_(w, 0, "fan_in", "relu"));
+    CALL_S(tn_init_xavier_normal_(w, 1.0));
+    CALL_S(tn_requires_grad_(w, true));
+    CALL_T(t, tn_mul(x, w));
+    CALL_S(tn_chunk(t, 2, 1, pc, &np));
+    CALL_S(tn_split(t, 1, 0, ub, B, &np));
+    CALL_S(tn_unbind(pc[0], 0, ub, B, &np));
+    CALL_T(u, tn_min_dim_with_indices(pc[1], 1, false, &idx)); /* (B) */
+    CALL_T(tot, tn_sum(u));
+    CALL_T(u, tn_vector_norm(ub[0], 2, 0, NULL, false));
+    CALL_T(tot, tn_add(tot, u));
+    CALL_T(tg, tn_argmax_dim(x, 1, false));
+    CALL_T(u, tn_cross_entropy_ex(t, tg, NULL, TN_REDUCTION_MEAN, -100, 0.1));
+    CALL_T(tot, tn_add(tot, u));
+    CALL_T(u, tn_log_softmax(x, 1));
+    CALL_T(u, tn_nll_loss(u, tg, NULL, TN_REDUCTION_SUM, 0));
+    CALL_T(tot, tn_add(tot, u));
+    CALL_S(tn_backward(tot, NULL, false));
+    CALL_S(tn_clip_grad_value_(2, (tn_tensor *[]){x, w}, 0.05));
+    CALL_T(gx, tn_grad(x));
+    CALL_T(gw, tn_grad(w));
+    CALL_S(tn_copy_to_f64(gx, g->r.extra, B * IN));
+    CALL_S(tn_copy_to_f64(gw, g->r.extra_w, B * IN));
+    CALL_T(u, tn_softmax(x, 1));
+    CALL_T(u, tn_multinomial(u, 2, false));
+    CALL_S(tn_copy_to_f64(idx, g->r.extra_s, B));
+    CALL_S(tn_copy_to_f64(u, g->r.extra_s + B, 2 * B));
+    return step_end(scoped, true);
+failed:
+    return step_end(scoped, false);
+}
+
 static void run_program(program *g) {
     memset(&g->r, 0, sizeof g->r);
 #define STEP(call)                                                                                 \
@@ -691,6 +740,7 @@ static void run_program(program *g) {
     STEP(step_handed(g));
     STEP(step_norm(g));
     STEP(step_conv(g));
+    STEP(step_extras(g));
     copy_params(g);
 #undef STEP
 teardown:

@@ -237,6 +237,12 @@ static tn_tensor *class_view(const tn_tensor *w, int nd, int cd) {
     return tn_reshape((tn_tensor *)w, nd, shape);
 }
 
+/* Each step its own statement: a chain's first failure (out of memory) must
+ * be the last call before the NULL reaches the next op, whatever order C
+ * evaluates arguments in. */
+#define STEP(v, e)                                                                                 \
+    if (!((v) = (e))) return NULL
+
 /* PyTorch 1.13's cross_entropy_loss_label_smoothing: (1 - ls) nll + ls / C
  * times the reduced -sum of the (weighted) log-probabilities, 0 where the
  * target is ignored. Runs in the caller's scope. */
@@ -244,23 +250,38 @@ static tn_tensor *smoothed(tn_tensor *lp, const tn_tensor *t, const tn_tensor *w
                            int64_t ignore, double ls, tn_tensor *nll) {
     int cd = lp->ndim == 1 ? 0 : 1;
     int64_t c = lp->shape[cd];
-    tn_tensor *prod = w ? tn_mul(lp, class_view(w, lp->ndim, cd)) : lp;
-    tn_tensor *ig = tn_scalar((double)ignore, TN_I64), *ign = tn_eq(t, ig);
-    tn_tensor *sm = tn_masked_fill(tn_neg(tn_sum_dim(prod, cd, false)), ign, 0);
-    tn_tensor *ret = sm;
-    if (red != TN_REDUCTION_NONE) ret = tn_sum(sm);
-    if (red == TN_REDUCTION_MEAN) {
-        tn_tensor *valid = tn_ne(t, ig);
-        tn_tensor *den = tn_sum(valid);
-        if (w) {
-            tn_tensor *safe = tn_where(valid, (tn_tensor *)t, tn_zeros(0, NULL, TN_I64));
-            tn_tensor *flat = tn_reshape(safe, 1, (const int64_t[]){-1});
-            tn_tensor *wflat = tn_reshape(valid, 1, (const int64_t[]){-1});
-            den = tn_sum(tn_mul(tn_index_select(w, 0, flat), wflat));
-        }
-        ret = tn_div(ret, den);
+    tn_tensor *prod = lp, *wv, *ig, *ign, *sm, *ret, *a, *b;
+    if (w) {
+        STEP(wv, class_view(w, lp->ndim, cd));
+        STEP(prod, tn_mul(lp, wv));
     }
-    return tn_add(tn_mul_scalar(nll, 1 - ls), tn_mul_scalar(ret, ls / (double)c));
+    STEP(ig, tn_scalar((double)ignore, TN_I64));
+    STEP(ign, tn_eq(t, ig));
+    STEP(sm, tn_sum_dim(prod, cd, false));
+    STEP(sm, tn_neg(sm));
+    STEP(sm, tn_masked_fill(sm, ign, 0));
+    ret = sm;
+    if (red != TN_REDUCTION_NONE) STEP(ret, tn_sum(sm));
+    if (red == TN_REDUCTION_MEAN) {
+        tn_tensor *valid, *den;
+        STEP(valid, tn_ne(t, ig));
+        if (w) {
+            tn_tensor *zero, *safe, *flat, *vflat, *wt;
+            STEP(zero, tn_zeros(0, NULL, TN_I64));
+            STEP(safe, tn_where(valid, (tn_tensor *)t, zero));
+            STEP(flat, tn_reshape(safe, 1, (const int64_t[]){-1}));
+            STEP(vflat, tn_reshape(valid, 1, (const int64_t[]){-1}));
+            STEP(wt, tn_index_select(w, 0, flat));
+            STEP(den, tn_mul(wt, vflat));
+            STEP(den, tn_sum(den));
+        } else {
+            STEP(den, tn_sum(valid));
+        }
+        STEP(ret, tn_div(ret, den));
+    }
+    STEP(a, tn_mul_scalar(nll, 1 - ls));
+    STEP(b, tn_mul_scalar(ret, ls / (double)c));
+    return tn_add(a, b);
 }
 
 /* PyTorch 1.13's cross_entropy_loss_prob_target. */
@@ -268,12 +289,23 @@ static tn_tensor *prob_target(const tn_tensor *x, const tn_tensor *t, const tn_t
                               double ls) {
     int cd = x->ndim == 1 ? 0 : 1;
     int64_t c = x->shape[cd];
-    tn_tensor *lp = tn_log_softmax((tn_tensor *)x, cd);
-    tn_tensor *tt = ls > 0 ? tn_add_scalar(tn_mul_scalar(t, 1 - ls), ls / (double)c) : (tn_tensor *)t;
-    tn_tensor *prod = tn_mul(lp, tt);
-    if (w) prod = tn_mul(prod, class_view(w, x->ndim, cd));
-    if (red == TN_REDUCTION_NONE) return tn_neg(tn_sum_dim(prod, cd, false));
-    tn_tensor *sum = tn_neg(tn_sum(prod));
+    tn_tensor *lp, *tt = (tn_tensor *)t, *prod, *wv, *sum;
+    STEP(lp, tn_log_softmax((tn_tensor *)x, cd));
+    if (ls > 0) {
+        STEP(tt, tn_mul_scalar(t, 1 - ls));
+        STEP(tt, tn_add_scalar(tt, ls / (double)c));
+    }
+    STEP(prod, tn_mul(lp, tt));
+    if (w) {
+        STEP(wv, class_view(w, x->ndim, cd));
+        STEP(prod, tn_mul(prod, wv));
+    }
+    if (red == TN_REDUCTION_NONE) {
+        STEP(sum, tn_sum_dim(prod, cd, false));
+        return tn_neg(sum);
+    }
+    STEP(sum, tn_sum(prod));
+    STEP(sum, tn_neg(sum));
     if (red == TN_REDUCTION_SUM) return sum;
     int64_t rows = c ? tn__numel(x->ndim, x->shape) / c : 0;
     return tn_div_scalar(sum, rows ? (double)rows : NAN);
@@ -287,9 +319,10 @@ static tn_tensor *ce_ex(const tn_tensor *x, const tn_tensor *t, const tn_tensor 
         return NULL;
     }
     if (nll_check(x, t, w) < 0) return NULL;
-    tn_tensor *lp = tn_log_softmax((tn_tensor *)x, x->ndim == 1 ? 0 : 1);
-    tn_tensor *nll = tn_nll_loss(lp, t, w, (tn_reduction)red, ignore);
-    if (ls == 0 || !nll) return nll;
+    tn_tensor *lp, *nll;
+    STEP(lp, tn_log_softmax((tn_tensor *)x, x->ndim == 1 ? 0 : 1));
+    STEP(nll, tn_nll_loss(lp, t, w, (tn_reduction)red, ignore));
+    if (ls == 0) return nll;
     return smoothed(lp, t, w, red, ignore, ls, nll);
 }
 

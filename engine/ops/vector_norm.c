@@ -9,6 +9,7 @@
  * NaNs), ord 0 has none.
  * Node layout: input {x}; saved {0: x, 1: the norm}; parameters norm_params. */
 #include <math.h>
+#include <stdio.h>
 
 #include "pointwise_driver.h"
 
@@ -72,12 +73,18 @@ static tn_tensor *norm_value(tn_tensor *x, double ord, uint32_t sel, bool keepdi
 /* Backward's intermediates, released together (backward runs as engine
  * code: no scope owns what the public ops return there). */
 typedef struct pool {
-    tn_tensor *t[32];
+    tn_tensor *t[64];
     int n;
+    tn_status st;  /* the first failure: the order in which C evaluates an op's */
+    char msg[256]; /* arguments may put a later call between it and the NULL */
 } pool;
 static tn_tensor *P(pool *p, tn_tensor *t) {
-    if (t && TN_ALWAYS(p->n < 32)) p->t[p->n++] = t;
-    return t; /* NULL: the next op passes the failure on */
+    if (t && TN_ALWAYS(p->n < 64)) p->t[p->n++] = t;
+    if (!t && p->st == TN_OK) {
+        p->st = tn_last_status();
+        snprintf(p->msg, sizeof p->msg, "%s", tn_last_error());
+    }
+    return t;
 }
 
 /* sgn(x): x / |x|, 0 at 0 (public ops: recorded under create_graph). */
@@ -126,10 +133,11 @@ static tn_status norm_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi) {
     if (norm_p(n)->ord == 0) return TN_OK; /* no gradient, as PyTorch */
     pool p = {.n = 0};
     tn_tensor *x = P(&p, tn__node_unpack(n, 0)), *norm = x ? P(&p, tn__node_unpack(n, 1)) : NULL;
-    gi[0] = norm ? norm_grad(&p, x, norm, go[0], norm_p(n)) : NULL;
-    for (int i = 0; i < p.n; i++)
+    gi[0] = norm ? P(&p, norm_grad(&p, x, norm, go[0], norm_p(n))) : NULL;
+    for (int i = 0; i < p.n - (gi[0] != NULL); i++)
         tn_release(p.t[i]);
-    return gi[0] ? TN_OK : tn_last_status();
+    if (gi[0]) return TN_OK;
+    return p.st < 0 ? tn__error(p.st, "%s", p.msg) : tn_last_status();
 }
 static const tn_fn_info norm_fn = {"LinalgVectorNormBackward0", norm_bw};
 
