@@ -2,12 +2,13 @@
 #ifndef TN_TEST_UTIL_H
 #define TN_TEST_UTIL_H
 
-#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+/* cmocka.h needs the headers above first */
+#include <cmocka.h>
 
 #include <tenet.h>
 
