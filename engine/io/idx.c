@@ -62,7 +62,7 @@ static tn_status src_read(idx_src *s, unsigned char *dst, size_t n, size_t *got)
     }
     if (!s->inflating) {
         *got = n < s->size - s->pos ? n : s->size - s->pos;
-        memcpy(dst, s->buf + s->pos, *got);
+        if (*got) memcpy(dst, s->buf + s->pos, *got); /* buf may be NULL when empty */
         s->pos += *got;
         return TN_OK;
     }

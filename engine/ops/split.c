@@ -97,14 +97,19 @@ static tn_status make_pieces(tn_tensor *a, int d, int n, const int64_t *sizes, b
     return TN_OK;
 }
 
+/* The caller's out[0..cap) set to NULL before anything is checked, so that
+ * every failure, the argument checks' included, leaves NULLs there. */
+static void clear_out(tn_tensor **out, int cap) {
+    for (int k = 0; out && k < cap; k++)
+        out[k] = NULL;
+}
+
 /* Checks the capacity of the caller's array for n pieces; out NULL asks for
  * the count only. Returns 1 when the pieces are to be made. */
 static int fits(const char *fn, int n, tn_tensor **out, int cap, int *n_out) {
     if (n_out) *n_out = n;
     if (!out) return 0;
     if (n > cap) {
-        for (int k = 0; k < cap; k++)
-            out[k] = NULL;
         tn__error(TN_ERR_INVALID_ARGUMENT,
                   "%s: %d pieces do not fit in the output array of capacity %d", fn, n, cap);
         return -1;
@@ -155,6 +160,7 @@ static tn_status split_impl(const char *fn, tn_tensor *a, int64_t split_size, in
 tn_status tn_split(tn_tensor *a, int64_t split_size, int dim, tn_tensor **out, int cap,
                    int *n_out) {
     if (n_out) *n_out = 0;
+    clear_out(out, cap);
     TN_CHECK_NULL_ARG_ST(a, "self");
     int d = split_dim(a, dim, "split");
     if (d < 0) return tn_last_status();
@@ -170,6 +176,7 @@ tn_status tn_split_with_sizes(tn_tensor *a, int n, const int64_t *sizes, int dim
     }
     if (n < 0)
         return tn__error(TN_ERR_INVALID_ARGUMENT, "tn_split_with_sizes: n is negative (%d)", n);
+    clear_out(out, n);
     int d = split_dim(a, dim, "split_with_sizes");
     if (d < 0) return tn_last_status();
     char buf[256];
@@ -196,6 +203,7 @@ tn_status tn_split_with_sizes(tn_tensor *a, int n, const int64_t *sizes, int dim
 
 tn_status tn_chunk(tn_tensor *a, int chunks, int dim, tn_tensor **out, int *n_out) {
     if (n_out) *n_out = 0;
+    clear_out(out, chunks);
     TN_CHECK_NULL_ARG_ST(a, "self");
     int d = split_dim(a, dim, "chunk");
     if (d < 0) return tn_last_status();
@@ -217,6 +225,7 @@ tn_status tn_chunk(tn_tensor *a, int chunks, int dim, tn_tensor **out, int *n_ou
 
 tn_status tn_unbind(tn_tensor *a, int dim, tn_tensor **out, int cap, int *n_out) {
     if (n_out) *n_out = 0;
+    clear_out(out, cap);
     TN_CHECK_NULL_ARG_ST(a, "self");
     if (a->ndim == 0)
         return tn__error(TN_ERR_INDEX, "Dimension specified as %d but tensor has no dimensions",
