@@ -29,6 +29,9 @@ set(CPACK_COMPONENTS_ALL runtime dev)
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libtenet${PROJECT_VERSION_MAJOR})
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
+# the dev package carries tenet-prof and tenet-diverge (examples/CMakeLists.txt): their
+# shared libraries (libc, cJSON, OpenMP, ...) become its dependencies too
+set(CPACK_DEBIAN_DEV_PACKAGE_SHLIBDEPS ON)
 # the shared libraries' ldconfig runs from a trigger, as Debian's policy asks
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/cmake/deb/triggers)
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
