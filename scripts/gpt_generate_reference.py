@@ -78,11 +78,7 @@ class Cache:
 
 def attention(block, cache, l, x):
     B, n, C = x.shape
-    H = block.heads
-    q, k, v = block.attn.c_attn(x).split(C, dim=2)
-    q = q.view(B, n, H, C // H).transpose(1, 2)
-    k = k.view(B, n, H, C // H).transpose(1, 2)
-    v = v.view(B, n, H, C // H).transpose(1, 2)
+    q, k, v = block.qkv(x)
     L = cache.len
     cache.k[l][:, :, L:L + n] = k
     cache.v[l][:, :, L:L + n] = v

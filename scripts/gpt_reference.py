@@ -68,13 +68,16 @@ class Block(nn.Module):
 
     fused = False  # reference_autocast: attention as one fused op (see there)
 
-    def attention(self, x):
+    def qkv(self, x):
+        """The query, key and value heads of x (B, T, C): each (B, H, T, C / H)."""
         B, T, C = x.shape
         H = self.heads
         q, k, v = self.attn.c_attn(x).split(C, dim=2)
-        q = q.view(B, T, H, C // H).transpose(1, 2)
-        k = k.view(B, T, H, C // H).transpose(1, 2)
-        v = v.view(B, T, H, C // H).transpose(1, 2)
+        return [t.view(B, T, H, C // H).transpose(1, 2) for t in (q, k, v)]
+
+    def attention(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x)
         dt = q.dtype
         if self.fused:
             q, k, v = q.float(), k.float(), v.float()
