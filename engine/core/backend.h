@@ -90,9 +90,14 @@ typedef struct tn_backend {
     /* Deterministic: the same inputs give the same bits on every run. Never
      * called with an empty input (core/reduce.c fills those results). */
     tn_status (*reduce)(int dev, const tn_red_args *a);
-    /* float32 / float64 (integers: TN_ERR_DTYPE). TF32 only when allowed by
-     * tn_cuda_set_allow_tf32. */
+    /* float32 / float64 (integers: TN_ERR_DTYPE), and the half dtypes of
+     * gemm_halves. TF32 only when allowed by tn_cuda_set_allow_tf32. */
     tn_status (*gemm)(int dev, tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b);
+    /* Bit (1u << dt) for each half dtype (TN_BF16, TN_F16) gemm takes itself:
+     * float32 products and sums, each output rounded once (beta = 1 reads C
+     * widened), as float32 copies through the float32 gemm give. For the
+     * others core makes those copies (engine/core/widen.h). */
+    uint32_t gemm_halves;
     tn_status (*softmax)(int dev, const tn_sm_args *a);
     /* Anomaly mode: for each of the `count` (<= TN_NONFINITE_MAX) items
      * holding a NaN, lowers its word to the item's key when that is smaller;
@@ -177,7 +182,7 @@ const tn_backend *tn__backend_loaded(tn_device_type type);
  * libtenet: every core function its files call goes through the host. */
 /* Bumped whenever tn_backend, the kernel argument structs (kernel_args.h) or
  * tn_plugin_host change. */
-#define TN_PLUGIN_ABI 4u
+#define TN_PLUGIN_ABI 5u
 /* from tenet.h, which the files that use it include */
 #define TN_PLUGIN_VERSION                                                                          \
     ((uint32_t)TENET_VERSION_MAJOR * 10000u + TENET_VERSION_MINOR * 100u + TENET_VERSION_PATCH)

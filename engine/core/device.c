@@ -119,13 +119,13 @@ tn_status tn__dev_pointwise(tn_pw_code code, tn_dtype dt, int nops, tn_tensor *c
 
 tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn_device dev,
                        int nops, const tn_tensor *const *ops) {
-    if (tn__is_half(dt)) {
+    const tn_backend *be = tn__table_of(dev);
+    if (!be) return tn_last_status();
+    if (tn__is_half(dt) && !(be->gemm_halves & (1u << dt))) {
         tn_gemm f = *g;
         WIDEN_CALL(nops, ops, 1u, tn__dev_gemm(TN_F32, &f, b, dev, nops, w.ops), &f.a, &f.b,
                    &f.c);
     }
-    const tn_backend *be = tn__table_of(dev);
-    if (!be) return tn_last_status();
     tn_race_access ra; /* C written, A and B read */
     tn__race_begin(&ra, nops, ops, 1u, "matmul");
     tn_status st = be->gemm(dev.index, dt, g, b);

@@ -176,6 +176,7 @@ const tn_backend g_backend = {
     tn__cuda_fill,
     tn__cuda_reduce,
     tn__cuda_gemm,
+    (1u << TN_BF16) | (1u << TN_F16), /* gemm_halves: both on tensor cores */
     tn__cuda_softmax,
     tn__cuda_nonfinite_check,
     tn__cuda_nonfinite_poll,

@@ -14,8 +14,12 @@
  * uniformly; the innermost merged dim becomes one strided-batched call
  * (stride 0 broadcasts an operand), the outer ones a loop.
  *
+ * bfloat16 and float16 (the table's gemm_halves): half operands and output,
+ * CUBLAS_COMPUTE_32F on tensor cores, each output rounded once.
+ *
  * One cuBLAS handle per device, bound to the device's stream and created
- * with the default math mode, which never uses TF32. float32 products ask
+ * with the default math mode, which never uses TF32, and reduced-precision
+ * split-K reductions disallowed. float32 products ask
  * for CUBLAS_COMPUTE_32F_FAST_TF32 per call when tn_cuda_set_allow_tf32 is
  * on, CUBLAS_COMPUTE_32F otherwise: a per-call choice, because the handle is
  * shared by every thread and changing its math mode would race.
@@ -39,7 +43,12 @@ tn_status get_handle(int dev, device_state *ds, cublasHandle_t *out) {
         cublasHandle_t h = nullptr;
         cublasStatus_t s = cublasCreate(&h);
         if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetStream(h, ds->stream);
-        if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+        /* halves' split-K partial sums stay float32 (their compute type), never
+         * rounded to the output's 16 bits on the way */
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = cublasSetMathMode(h, static_cast<cublasMath_t>(
+                                         CUBLAS_DEFAULT_MATH |
+                                         CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
         if (s != CUBLAS_STATUS_SUCCESS) {
             st = cublas_fail(s, "creating the cuBLAS handle");
             if (h) cublasDestroy(h);
@@ -103,6 +112,15 @@ tn_status call(cublasHandle_t h, tn_dtype dt, const plan &p, const char *a, cons
                 h, p.opb, p.opa, p.n, p.m, p.k, &one, b, CUDA_R_32F, static_cast<int>(p.ldb), sb, a,
                 CUDA_R_32F, static_cast<int>(p.lda), sa, &beta, c, CUDA_R_32F,
                 static_cast<int>(p.ldc), sc, chunk, ct, CUBLAS_GEMM_DEFAULT);
+        } else if (dt == TN_BF16 || dt == TN_F16) {
+            /* tensor cores, float32 products and sums, one rounding of each output */
+            const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+            const cudaDataType t = dt == TN_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+            s = cublasGemmStridedBatchedEx(h, p.opb, p.opa, p.n, p.m, p.k, &one, b, t,
+                                           static_cast<int>(p.ldb), sb, a, t,
+                                           static_cast<int>(p.lda), sa, &beta, c, t,
+                                           static_cast<int>(p.ldc), sc, chunk, CUBLAS_COMPUTE_32F,
+                                           CUBLAS_GEMM_DEFAULT);
         } else {
             const double one = 1.0, beta = accumulate ? 1.0 : 0.0;
             s = cublasGemmStridedBatchedEx(
@@ -145,8 +163,10 @@ tn_status empty_sum(device_state *ds, const tn_gemm *g, int nb, const int64_t *b
 
 extern "C" tn_status tn__cuda_gemm(int dev, tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b) {
     if (!g) return tn__error(TN_ERR_INVALID_ARGUMENT, "CUDA matmul: arguments are NULL");
-    if (dt != TN_F32 && dt != TN_F64)
-        return tn__error(TN_ERR_DTYPE, "CUDA matmul supports float32 and float64 only (got '%s')",
+    if (dt != TN_F32 && dt != TN_F64 && dt != TN_BF16 && dt != TN_F16)
+        return tn__error(TN_ERR_DTYPE,
+                         "CUDA matmul supports float32, float64, bfloat16 and float16 only (got "
+                         "'%s')",
                          dtype_name(dt));
     if (g->m < 0 || g->n < 0 || g->k < 0)
         return tn__error(TN_ERR_SHAPE, "CUDA matmul: negative size");

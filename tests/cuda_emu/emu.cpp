@@ -1,4 +1,5 @@
 #include "emu.h"
+#include "../../engine/core/half.h"
 #include <map>
 #include <mutex>
 static std::recursive_mutex g_emu_lock; /* host threads launch concurrently: one at a time */
@@ -190,21 +191,34 @@ cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STA
 cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
 const char *cublasGetStatusString(cublasStatus_t s) { static char b[32]; snprintf(b, sizeof b, "emu blas %d", (int)s); return b; }
 
-template <typename T>
-static void gemm_col(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, T alpha, const T *A, int lda, long long sa, const T *B, int ldb, long long sb, T beta, T *C, int ldc, long long sc, int batch) {
+/* A column-major product in the accumulator type S over storage type T (halves: float32 sums,
+ * one rounding of each output, as cuBLAS's CUBLAS_COMPUTE_32F without reduced-precision
+ * reductions). */
+template <typename T, typename S> static S ld_as(T v) {
+    if constexpr (std::is_same<T, tn_bf16>::value) return tn_bf16_to_f32(v);
+    else if constexpr (std::is_same<T, tn_f16>::value) return tn_f16_to_f32(v);
+    else return v;
+}
+template <typename T, typename S> static T st_as(S v) {
+    if constexpr (std::is_same<T, tn_bf16>::value) return tn_f32_to_bf16(v);
+    else if constexpr (std::is_same<T, tn_f16>::value) return tn_f32_to_f16(v);
+    else return v;
+}
+template <typename T, typename S>
+static void gemm_col(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, S alpha, const T *A, int lda, long long sa, const T *B, int ldb, long long sb, S beta, T *C, int ldc, long long sc, int batch) {
     for (int b = 0; b < batch; b++) {
         const T *a = A + b * sa, *bb = B + b * sb;
         T *c = C + b * sc;
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j++) {
-                T s = 0;
+                S s = 0;
                 for (int p = 0; p < k; p++) {
-                    T x = ta == CUBLAS_OP_N ? a[i + (long)p * lda] : a[p + (long)i * lda];
-                    T y = tb == CUBLAS_OP_N ? bb[p + (long)j * ldb] : bb[j + (long)p * ldb];
+                    S x = ld_as<T, S>(ta == CUBLAS_OP_N ? a[i + (long)p * lda] : a[p + (long)i * lda]);
+                    S y = ld_as<T, S>(tb == CUBLAS_OP_N ? bb[p + (long)j * ldb] : bb[j + (long)p * ldb]);
                     s += x * y;
                 }
                 T &o = c[i + (long)j * ldc];
-                o = beta == 0 ? alpha * s : alpha * s + beta * o;
+                o = st_as<T, S>(beta == 0 ? alpha * s : alpha * s + beta * ld_as<T, S>(o));
             }
     }
 }
@@ -216,12 +230,25 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation_t ta, 
         return CUBLAS_STATUS_INVALID_VALUE;
     }
     if (at != bt || at != ct) return CUBLAS_STATUS_INVALID_VALUE;
-    if (at == CUDA_R_32F) {
+    const float fa = *(const float *)alpha, fb = *(const float *)beta;
+    switch (at) {
+    case CUDA_R_32F:
         if (comp != CUBLAS_COMPUTE_32F && comp != CUBLAS_COMPUTE_32F_FAST_TF32) return CUBLAS_STATUS_INVALID_VALUE;
-        gemm_col<float>(ta, tb, m, n, k, *(const float *)alpha, (const float *)A, lda, sa, (const float *)B, ldb, sb, *(const float *)beta, (float *)C, ldc, sc, batch);
-    } else {
+        gemm_col<float, float>(ta, tb, m, n, k, fa, (const float *)A, lda, sa, (const float *)B, ldb, sb, fb, (float *)C, ldc, sc, batch);
+        break;
+    case CUDA_R_16BF: /* float32 alpha and beta with CUBLAS_COMPUTE_32F */
+        if (comp != CUBLAS_COMPUTE_32F) return CUBLAS_STATUS_INVALID_VALUE;
+        gemm_col<tn_bf16, float>(ta, tb, m, n, k, fa, (const tn_bf16 *)A, lda, sa, (const tn_bf16 *)B, ldb, sb, fb, (tn_bf16 *)C, ldc, sc, batch);
+        break;
+    case CUDA_R_16F:
+        if (comp != CUBLAS_COMPUTE_32F) return CUBLAS_STATUS_INVALID_VALUE;
+        gemm_col<tn_f16, float>(ta, tb, m, n, k, fa, (const tn_f16 *)A, lda, sa, (const tn_f16 *)B, ldb, sb, fb, (tn_f16 *)C, ldc, sc, batch);
+        break;
+    case CUDA_R_64F:
         if (comp != CUBLAS_COMPUTE_64F) return CUBLAS_STATUS_INVALID_VALUE;
-        gemm_col<double>(ta, tb, m, n, k, *(const double *)alpha, (const double *)A, lda, sa, (const double *)B, ldb, sb, *(const double *)beta, (double *)C, ldc, sc, batch);
+        gemm_col<double, double>(ta, tb, m, n, k, *(const double *)alpha, (const double *)A, lda, sa, (const double *)B, ldb, sb, *(const double *)beta, (double *)C, ldc, sc, batch);
+        break;
+    default: return CUBLAS_STATUS_INVALID_VALUE;
     }
     return CUBLAS_STATUS_SUCCESS;
 }
