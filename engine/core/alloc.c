@@ -99,13 +99,18 @@ static _Atomic int64_t g_bytes_peak;
  * once, so every big tensor was faulted in afresh, 4 KiB at a time: on a
  * virtual machine that costs ~10 us a page, e.g. 40 ms to first touch 16 MiB
  * against 0.5 ms to write it again. Big buffers therefore come from an arena
- * of ours that keeps freed pages for a while (the decay below: a training
- * loop reuses them within milliseconds, an idle process still gives them
- * back), aligned to 2 MiB and advised to use transparent huge pages, so the
- * pages that must be faulted come 2 MiB at a time. */
+ * of ours, aligned to 2 MiB and advised to use transparent huge pages, so the
+ * pages that must be faulted come 2 MiB at a time. The arena never purges on
+ * its own (dirty_decay_ms -1): jemalloc's decay purges by the growth of the
+ * dirty set, and a training loop that frees and reallocates the same
+ * activations every step does not grow it, so a 10 s decay still returned
+ * (and the next step refaulted and the kernel zeroed) most of each step's
+ * activations: a third of a CNN step's time. Freed big pages are kept for
+ * the next allocation, at most the process's peak of big buffers, as glibc's
+ * heap keeps freed blocks; tn_memory_release_cached gives them back. */
 #define TN_BIG_BYTES ((size_t)4 << 20)
 #define TN_HUGE_PAGE ((size_t)2 << 20)
-#define TN_BIG_DECAY_MS 10000
+#define TN_BIG_DECAY_MS (-1)
 static unsigned g_big_arena; /* written once under g_big_once */
 static bool g_big_ok;
 static pthread_once_t g_big_once = PTHREAD_ONCE_INIT;
@@ -178,8 +183,8 @@ static pthread_key_t g_exit_key;
 static bool g_exit_key_ok;
 static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
 
-static void thread_exit(void *arg) {
-    thread_state *t = arg;
+/* Gives a thread's cached small blocks back to jemalloc. */
+static void small_drain(thread_state *t) {
     for (size_t k = 0; k < TN_SMALL_CLASSES; k++) {
         while (t->head[k]) {
             small_block *b = t->head[k];
@@ -188,6 +193,11 @@ static void thread_exit(void *arg) {
         }
     }
     t->cached = 0;
+}
+
+static void thread_exit(void *arg) {
+    thread_state *t = arg;
+    small_drain(t);
     /* release: pairs with the acquire CAS of the slot's next owner, which
      * then continues from our final counts. */
     if (t->slot && t->slot != &g_slots[TN_STATS_SHARED])
@@ -546,6 +556,20 @@ int64_t tn__bytes_live(void) {
     int64_t bytes, storages;
     sum_slots(&bytes, &storages);
     return bytes;
+}
+
+tn_status tn_memory_release_cached(void) {
+    /* the calling thread's small blocks go back to jemalloc (the lists are
+     * per thread: another thread keeps its own, at most TN_SMALL_CACHE_BYTES) */
+    small_drain(&t_state);
+    pthread_once(&g_big_once, big_arena_init);
+    if (!g_big_ok) return TN_OK; /* sanitizer builds, or no arena of ours: nothing kept */
+    char name[64];
+    snprintf(name, sizeof name, "arena.%u.purge", g_big_arena);
+    if (mallctl(name, NULL, NULL, NULL, 0) != 0)
+        return tn__error(TN_ERR_INTERNAL, "tn_memory_release_cached: jemalloc refused '%s'",
+                         name);
+    return TN_OK;
 }
 
 tn_status tn_memory_stats(tn_memory_stats_t *out) {

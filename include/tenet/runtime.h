@@ -53,6 +53,15 @@ typedef struct tn_memory_stats_t {
 
 tn_status tn_memory_stats(tn_memory_stats_t *out);
 
+/* Gives the pages of freed CPU tensor buffers back to the operating system.
+ * A freed buffer of 4 MiB or more keeps its pages for the next allocation (a
+ * training step reuses them instead of faulting and zeroing fresh pages), so
+ * a process holds up to its peak of such buffers until it calls this, as
+ * torch.cuda.empty_cache() does for PyTorch's device cache; the calling
+ * thread's cache of small blocks goes back to the allocator too. Live
+ * tensors are untouched. Any thread; TN_ERR_INTERNAL if jemalloc refused. */
+tn_status tn_memory_release_cached(void);
+
 /* ---- CUDA (all callable in every build; without CUDA there are no devices) ----
  * Work on a device is asynchronous: kernels are enqueued on the device's one
  * stream and run in order. Reading values on the host (tn_item, tn_copy_to,
