@@ -6,7 +6,8 @@
  * Three bilinear primitives, each im2col / col2im (the backend's `conv`
  * entry, tn_conv_args) around products (its `gemm` entry), batched over
  * (images of a chunk, groups), the columns made for at most COL_BUDGET
- * elements at a time:
+ * elements at a time (COL_BUDGET_DEVICE on a device, whose weight gradient
+ * also takes the chunk's images in one batched product: dw_device):
  *   FWD (x, w) -> y       y = conv(x, w)
  *   DX  (g, w) -> x-like  the input gradient: col2im(w^T g)
  *   DW  (g, x) -> w-like  the weight gradient: sum over images of g col(x)^T
@@ -30,6 +31,10 @@ enum { CONV_FWD, CONV_DX, CONV_DW };
  * products per thread, one fork and join per chunk for the columns and one for the products. */
 #define COL_BUDGET ((int64_t)1 << 21)
 #define COL_BUDGET_THREADS ((int64_t)1 << 23)
+/* A device's products are fast only when big: a chunk there is every image up to 64 Mi
+ * column elements (256 MB in float32), so a batch of 32 ImageNet-size images is one
+ * im2col and one batched product, not eight of a few hundred thread blocks each. */
+#define COL_BUDGET_DEVICE ((int64_t)1 << 26)
 
 typedef struct conv_geom {
     int64_t n, c, h, w;                     /* x */
@@ -63,10 +68,11 @@ _Static_assert(sizeof(conv_geom) == CONV_NFIELDS * sizeof(int64_t), "conv_geom i
 /* ---- the primitives' kernels (no autograd) ------------------------------------------- */
 
 /* Column-buffer chunk and the shared im2col description. */
-static int64_t chunk_images(const conv_geom *g) {
+static int64_t chunk_images(const conv_geom *g, tn_device dev) {
     int64_t per = g->c * g->kh * g->kw * g->oh * g->ow, nt = tn_get_num_threads();
-    int64_t nb = per ? COL_BUDGET / per : g->n;
-    if (per && nb < nt) nb = COL_BUDGET_THREADS / per < nt ? COL_BUDGET_THREADS / per : nt;
+    int64_t nb = per ? (dev.type == TN_CPU ? COL_BUDGET : COL_BUDGET_DEVICE) / per : g->n;
+    if (per && dev.type == TN_CPU && nb < nt)
+        nb = COL_BUDGET_THREADS / per < nt ? COL_BUDGET_THREADS / per : nt;
     return nb < 1 ? 1 : nb > g->n ? g->n : nb;
 }
 
@@ -142,11 +148,12 @@ static tn_status gemm_chunk(const conv_geom *g, bool to_col, bool acc, tn_tensor
     return tn__dev_gemm(w->dtype, &m, &b, tn__dev(w), 3, (const tn_tensor *[]){col, w, y});
 }
 
-/* dw (+)= g[img] · col(x[img])^T, one product per group. */
+/* dw (+)= g[img] · col(x[img])^T for the nb images from img, one product per (image, group),
+ * into dw (nb == 1) or into nb partial weight gradients at out (nb, oc, kc) (acc: never). */
 static tn_status gemm_dw(const conv_geom *g, tn_tensor *gy, tn_tensor *col, int64_t img, int64_t ci,
-                         tn_tensor *dw) {
+                         int64_t nb, bool acc, tn_tensor *out) {
     int64_t G = g->groups, ocg = g->oc / G, kc = g->c / G * g->kh * g->kw, L = g->oh * g->ow;
-    size_t es = tn_dtype_size(dw->dtype);
+    size_t es = tn_dtype_size(out->dtype);
     tn_gemm m = {.m = ocg,
                  .n = kc,
                  .k = L,
@@ -156,12 +163,40 @@ static tn_status gemm_dw(const conv_geom *g, tn_tensor *gy, tn_tensor *col, int6
                  .b = tn__ptr(col) + (size_t)(ci * g->c * g->kh * g->kw * L) * es,
                  .rsb = 1,
                  .csb = L,
-                 .c = tn__ptr(dw),
+                 .c = tn__ptr(out),
                  .rsc = kc,
-                 .accumulate = img > 0};
-    tn_gemm_batch b = {
-        .ndim = 1, .shape = {G}, .bsa = {ocg * L}, .bsb = {kc * L}, .bsc = {ocg * kc}};
-    return tn__dev_gemm(dw->dtype, &m, &b, tn__dev(dw), 3, (const tn_tensor *[]){dw, gy, col});
+                 .accumulate = acc};
+    tn_gemm_batch b = {.ndim = 2,
+                       .shape = {nb, G},
+                       .bsa = {g->oc * L, ocg * L},
+                       .bsb = {g->c * g->kh * g->kw * L, kc * L},
+                       .bsc = {g->oc * kc, ocg * kc}};
+    return tn__dev_gemm(out->dtype, &m, &b, tn__dev(out), 3, (const tn_tensor *[]){out, gy, col});
+}
+
+/* A device's weight gradient for a chunk of nb images: the nb products at once into partials
+ * (one batched call instead of nb calls of a few thread blocks each), then dw (+)= their sum
+ * as one more product, ones(1, nb) · partials (nb, oc·kc): the images added in a fixed
+ * order, the same bits every run. */
+static tn_status dw_device(const conv_geom *g, tn_tensor *gy, tn_tensor *col, int64_t n0,
+                           int64_t nb, tn_tensor *part, tn_tensor *ones, tn_tensor *dw) {
+    tn_status st = gemm_dw(g, gy, col, n0, 0, nb, false, part);
+    int64_t wn = g->oc * (g->c / g->groups) * g->kh * g->kw;
+    tn_gemm m = {.m = 1,
+                 .n = wn,
+                 .k = nb,
+                 .a = tn__ptr(ones),
+                 .rsa = nb,
+                 .csa = 1,
+                 .b = tn__ptr(part),
+                 .rsb = wn,
+                 .csb = 1,
+                 .c = tn__ptr(dw),
+                 .rsc = wn,
+                 .accumulate = n0 > 0};
+    if (st == TN_OK)
+        st = tn__dev_gemm(dw->dtype, &m, NULL, tn__dev(dw), 3, (const tn_tensor *[]){dw, ones, part});
+    return st;
 }
 
 /* The primitive `kind` on contiguous a, b (FWD: x, w; DX: g, w; DW: g, x);
@@ -185,10 +220,24 @@ static tn_status run_kernels(int kind, const conv_geom *g, tn_tensor *a, tn_tens
         tn_release(o32);
         return st;
     }
-    int64_t nb = chunk_images(g);
+    const tn_device dev = tn__dev(a);
+    int64_t nb = chunk_images(g, dev);
+    if (kind == CONV_DW && dev.type != TN_CPU && tn_numel(out) > 0) {
+        /* dw_device's partials, nb weight gradients, within a quarter of the budget */
+        int64_t cap = COL_BUDGET_DEVICE / 4 / tn_numel(out);
+        if (nb > cap) nb = cap > 1 ? cap : 1;
+    }
     int64_t cshape = nb * g->c * g->kh * g->kw * g->oh * g->ow;
-    tn_tensor *col = tn__empty_on(1, &cshape, a->dtype, tn__dev(a));
+    tn_tensor *col = tn__empty_on(1, &cshape, a->dtype, dev);
     tn_status st = col ? TN_OK : tn_last_status();
+    /* a device's weight gradient: the partials and the ones that add them (dw_device) */
+    tn_tensor *part = NULL, *ones = NULL;
+    if (st == TN_OK && kind == CONV_DW && dev.type != TN_CPU && nb > 1) {
+        int64_t pn = nb * tn_numel(out);
+        part = tn__empty_on(1, &pn, a->dtype, dev);
+        ones = part ? tn__full_on(1, &nb, a->dtype, 1.0, dev) : NULL;
+        st = ones ? TN_OK : tn_last_status();
+    }
     for (int64_t n0 = 0; st == TN_OK && n0 < g->n; n0 += nb) {
         int64_t k = g->n - n0 < nb ? g->n - n0 : nb;
         if (kind == CONV_FWD) {
@@ -203,11 +252,17 @@ static tn_status run_kernels(int kind, const conv_geom *g, tn_tensor *a, tn_tens
             if (st == TN_OK) st = tn__dev_conv(&c, tn__dev(out), (const tn_tensor *[]){out, col});
         } else {
             st = im2col(g, b, n0, k, col);
-            for (int64_t i = 0; st == TN_OK && i < k; i++)
-                st = gemm_dw(g, a, col, n0 + i, i, out);
+            if (part) {
+                if (st == TN_OK) st = dw_device(g, a, col, n0, k, part, ones, out);
+            } else { /* the CPU: each product runs on every thread already */
+                for (int64_t i = 0; st == TN_OK && i < k; i++)
+                    st = gemm_dw(g, a, col, n0 + i, i, 1, n0 + i > 0, out);
+            }
         }
     }
     tn_release(col);
+    tn_release(part);
+    tn_release(ones);
     return st;
 }
 
