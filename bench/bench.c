@@ -45,8 +45,8 @@ static const bench_case CASES[] = {
     {"sgemm2048", "tn_matmul 2048x2048 float32", bench_sgemm2048, false},
     {"sgemm4096", "tn_matmul 4096x4096 float32 (GPU: no TF32)", bench_sgemm4096, true},
     {"bf16gemm2048", "tn_matmul 2048x2048 bfloat16 (float32 accumulation)", bench_bf16gemm2048,
-     false},
-    {"hgemm2048", "tn_matmul 2048x2048 float16 (float32 accumulation)", bench_hgemm2048, false},
+     true},
+    {"hgemm2048", "tn_matmul 2048x2048 float16 (float32 accumulation)", bench_hgemm2048, true},
     {"mlp",
      "MLP training step 256x784->256->10, ReLU, cross-entropy, SGD "
      "(--device cuda: batch 4096, 784->1024->10)",
@@ -79,13 +79,13 @@ static const bench_case CASES[] = {
     {"layer_norm", "layer_norm (1024x128 float32, weight, bias) forward + backward",
      bench_layer_norm, true},
     {"conv2d", "conv2d forward, x (32, 64, 56, 56) float32, 3x3 weight 64->64, bias, padding 1",
-     bench_conv2d, false},
+     bench_conv2d, true},
     {"max_pool2d", "max_pool2d 2x2 on x (128, 32, 28, 28) float32, forward + backward",
-     bench_max_pool2d, false},
+     bench_max_pool2d, true},
     {"batch_norm2d",
      "batch_norm training (weight, bias, running statistics) on x (128, 32, 28, 28) and (128, 64, "
      "14, 14) float32, forward + backward",
-     bench_batch_norm2d, false},
+     bench_batch_norm2d, true},
     {"gelu_tanh", "gelu (tanh form) on 1024x128 float32, forward + backward", bench_gelu, true},
     {"attention",
      "scaled_dot_product_attention forward+backward, q,k,v (16,4,L,32) float32 causal, "
@@ -106,7 +106,7 @@ static const bench_case CASES[] = {
     {"cnn_step",
      "Fashion-MNIST CNN training step (examples/cnn_model.h): batch 128, conv-BN-ReLU-pool x2, "
      "linear x2, SGD momentum",
-     bench_cnn_step, false},
+     bench_cnn_step, true},
     {"gpt_generate",
      "GPT-2 generation (12 layers, 12 heads, embd 768, block 256, vocab 96) with a KV cache: "
      "64-token prompt, greedy to position 256, batch 1 and 16; tokens/s",

@@ -42,7 +42,8 @@ CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "op16_modes",
          "clip_norm", "conv2d", "bf16gemm2048", "hgemm2048", "max_pool2d", "batch_norm2d",
          "cnn_step", "gpt_generate"]
 CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "mlp_anomaly_nan", "layer_norm",
-              "gelu_tanh", "gpt_step", "gpt_step_anomaly_nan", "clip_norm"]
+              "gelu_tanh", "gpt_step", "gpt_step_anomaly_nan", "clip_norm", "bf16gemm2048",
+              "hgemm2048", "conv2d", "max_pool2d", "batch_norm2d", "cnn_step"]
 DEV = "cpu"  # --device: where the PyTorch tensors of CUDA_CASES live
 
 
@@ -293,7 +294,8 @@ def t_sgemm(o, name, n, dtype=None):
 def t_conv2d(o):
     n, c, hw = (4 if o.quick else 32), 64, 56
     torch.manual_seed(3)
-    x, w, b = torch.randn(n, c, hw, hw), torch.randn(c, c, 3, 3), torch.randn(c)
+    x, w, b = (torch.randn(n, c, hw, hw, device=DEV), torch.randn(c, c, 3, 3, device=DEV),
+               torch.randn(c, device=DEV))
     flops = 2.0 * n * c * hw * hw * c * 9
 
     def body(it):
@@ -306,8 +308,8 @@ def t_conv2d(o):
 def t_max_pool2d(o):
     n, c, hw = (16 if o.quick else 128), 32, 28
     torch.manual_seed(4)
-    x = torch.randn(n, c, hw, hw, requires_grad=True)
-    g = torch.randn(n, c, hw // 2, hw // 2)
+    x = torch.randn(n, c, hw, hw, device=DEV, requires_grad=True)
+    g = torch.randn(n, c, hw // 2, hw // 2, device=DEV)
 
     def body(it):
         for _ in range(it):
@@ -322,10 +324,11 @@ def t_batch_norm2d(o):
     for c, hw in [(32, 28), (64, 14)]:
         n = 16 if o.quick else 128
         torch.manual_seed(6)
-        x = torch.randn(n, c, hw, hw, requires_grad=True)
-        w, b = torch.randn(c, requires_grad=True), torch.randn(c, requires_grad=True)
-        g = torch.randn(n, c, hw, hw)
-        rm, rv = torch.zeros(c), torch.ones(c)
+        x = torch.randn(n, c, hw, hw, device=DEV, requires_grad=True)
+        w = torch.randn(c, device=DEV, requires_grad=True)
+        b = torch.randn(c, device=DEV, requires_grad=True)
+        g = torch.randn(n, c, hw, hw, device=DEV)
+        rm, rv = torch.zeros(c, device=DEV), torch.ones(c, device=DEV)
 
         def body(it):
             for _ in range(it):
@@ -538,9 +541,9 @@ def t_cnn_step(o):
     import cnn_reference as ref
     n = 16 if o.quick else 128
     torch.manual_seed(3)
-    model = ref.CNN()
+    model = ref.CNN().to(DEV)
     opt = ref.optimizer(model, 0.05)
-    x, y = torch.rand(n, 1, 28, 28), torch.arange(n) % 10
+    x, y = torch.rand(n, 1, 28, 28, device=DEV), torch.arange(n, device=DEV) % 10
 
     def body(it):
         for _ in range(it):
@@ -731,6 +734,11 @@ def main():
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
     global DEV
     DEV = a.device
+    if DEV == "cuda" and torch is not None:  # as tenet's kernels: float32 FMAs, no TF32; halves accumulate in float32
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
     cases = CUDA_CASES if a.device == "cuda" else CASES
     if a.case:
         cases = [c for arg in a.case for c in arg.split(",")]
