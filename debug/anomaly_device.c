@@ -139,7 +139,7 @@ static tn_status enqueue(const tn_tensor *t, uint64_t s, int word) {
      * copy made now, whose storage is the batch's alone */
     int64_t n = 0;
     const bool dense = tn__dense_block(t, true, &n);
-    tn_tensor *c = dense ? tn__retain((tn_tensor *)t) : tn__copy_as(t, t->dtype);
+    tn_tensor *c = dense ? tn__retain(t) : tn__copy_as(t, t->dtype);
     if (!c) return tn_last_status();
     if (!b->count) {
         pthread_once(&g_exit_once, make_exit_key);

@@ -164,7 +164,7 @@ static void mark_unread(mon_entry *e) {
  * block has numel(t) of them), else a contiguous copy; NULL when that copy fails. */
 static tn_tensor *measurable(const tn_tensor *t) {
     int64_t n;
-    return tn__dense_block(t, false, &n) ? tn__retain((tn_tensor *)t) : tn__copy_as(t, t->dtype);
+    return tn__dense_block(t, false, &n) ? tn__retain(t) : tn__copy_as(t, t->dtype);
 }
 
 /* Measures CPU gradient t for e (grad_stats, at once). */

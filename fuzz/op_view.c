@@ -19,7 +19,7 @@ void tf_op_view(tf_state *s) {
 }
 
 /* A view taking two dims: src, dim, dim, dst */
-static void two_dims(tf_state *s, tn_tensor *(*view)(tn_tensor *, int, int)) {
+static void two_dims(tf_state *s, tn_tensor *(*view)(const tn_tensor *, int, int)) {
     tn_tensor *a = tf_in(s);
     int d0 = tf_dim(s), d1 = tf_dim(s);
     tf_put(s, tf_dst(s), view(a, d0, d1));

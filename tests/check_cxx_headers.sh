@@ -2,7 +2,8 @@
 # The public headers are C++ too: each one, on its own, parses as C++11 with -Wall -Wextra
 # -pedantic -Werror (so it includes what it uses and uses nothing C++ refuses), and a C++
 # program (tests/cxx_probe.cpp) that includes <tenet.h> links the shared library and runs
-# (the declarations have C linkage).
+# (the declarations have C linkage); it passes a const tn_tensor * to every function that does
+# not change its tensor, which C++ refuses unless the parameter is const.
 # usage: check_cxx_headers.sh CXX INCLUDE_DIR LIBTENET_SO
 set -euo pipefail
 cxx="$1"

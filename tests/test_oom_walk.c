@@ -115,7 +115,7 @@ static void take(const tn_tensor *t, bool retains, snap *s) {
     tn_copy_to_f64(t, s->v, MAX_NUMEL);
     if (!retains && (!tn_is_leaf(t) || !tn_requires_grad(t))) return;
     if (tn_scope_begin() != TN_OK) return; /* owns the grad's reference */
-    tn_tensor *g = tn_grad((tn_tensor *)t);
+    tn_tensor *g = tn_grad(t);
     s->has_grad = g != NULL;
     if (g) tn_copy_to_f64(g, s->g, MAX_NUMEL);
     tn_scope_end();

@@ -3746,7 +3746,7 @@ static tn_status penalty_hook(const tn_tensor *grad, tn_tensor **replace, void *
     tn_hook_remove(c->handle);
     if (c->param && tn_set_grad(c->param, NULL) < 0) return tn_last_status();
     bool prev = tn_set_grad_enabled(true);
-    tn_tensor *g = tn_detach((tn_tensor *)grad), *other = NULL, *t = NULL, *u = NULL, *s = NULL;
+    tn_tensor *g = tn_detach(grad), *other = NULL, *t = NULL, *u = NULL, *s = NULL;
     tn_status st = g ? tn_requires_grad_(g, true) : tn_last_status();
     if (st == TN_OK) {
         other = c->param ? tn_detach(c->param) : NULL;

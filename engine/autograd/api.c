@@ -79,7 +79,7 @@ static tn_tensor *seed_grad(const tn_tensor *t, const tn_tensor *grad, int index
                   index, a, index, b);
         return NULL;
     }
-    return tn__retain((tn_tensor *)grad);
+    return tn__retain(grad);
 }
 
 static tn_status backward(const char *api, tn_tensor *t, const tn_tensor *grad,
@@ -193,7 +193,7 @@ tn_status tn_autograd_grad_ex(int n_out, tn_tensor *const *outputs,
     return st;
 }
 
-tn_tensor *tn_grad(tn_tensor *t) {
+tn_tensor *tn_grad(const tn_tensor *t) {
     TN_CHECK_NULL_ARG(t, "t");
     if (tn__view_sync(t) < 0) return NULL;
     tn_autograd_meta *m = t->ag;

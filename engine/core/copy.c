@@ -9,8 +9,8 @@
  * on the source's device and scattered into a strided dst on its own. */
 static tn_status copy_across(tn_tensor *dst, const tn_tensor *src) {
     bool direct = src->dtype == dst->dtype && tn__same_shape(src, dst) && tn__is_contiguous(src);
-    tn_tensor *stage = direct ? tn__retain((tn_tensor *)src)
-                              : tn__empty_on(dst->ndim, dst->shape, dst->dtype, tn__dev(src));
+    tn_tensor *stage =
+        direct ? tn__retain(src) : tn__empty_on(dst->ndim, dst->shape, dst->dtype, tn__dev(src));
     tn_status st = stage ? TN_OK : tn_last_status();
     if (st == TN_OK && !direct) st = tn__copy_into(stage, src);
     tn_tensor *land = NULL;
@@ -58,12 +58,12 @@ tn_tensor *tn__copy_as(const tn_tensor *src, tn_dtype dt) {
 }
 
 tn_tensor *tn__contiguous_on(const tn_tensor *t, tn_device d) {
-    if (tn__same_device(tn__dev(t), d) && tn__is_contiguous(t)) return tn__retain((tn_tensor *)t);
+    if (tn__same_device(tn__dev(t), d) && tn__is_contiguous(t)) return tn__retain(t);
     return tn__copy_to_device(t, t->dtype, d);
 }
 
 tn_tensor *tn__cast(const tn_tensor *src, tn_dtype dt) {
-    if (src->dtype == dt) return tn__retain((tn_tensor *)src);
+    if (src->dtype == dt) return tn__retain(src);
     return tn__copy_as(src, dt);
 }
 

@@ -81,7 +81,7 @@ tn_status tn__result_device_slow(int n, const tn_tensor *const *ts, tn_device *o
 }
 
 tn_tensor *tn__on_device(const tn_tensor *t, tn_device d) {
-    if (tn__same_device(tn__dev(t), d)) return tn__retain((tn_tensor *)t);
+    if (tn__same_device(tn__dev(t), d)) return tn__retain(t);
     return tn__copy_to_device(t, t->dtype, d);
 }
 

@@ -216,9 +216,16 @@ tn_tensor *tn__alias(const tn_tensor *src, int ndim, const int64_t *shape,
                      const int64_t *stride, int64_t offset);
 /* Same geometry as src. */
 tn_tensor *tn__detached_alias(const tn_tensor *src);
-static inline tn_tensor *tn__retain(tn_tensor *t) {
-    atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
-    return t;
+/* A new reference to t. The one place that casts const away from a tensor
+ * the engine keeps: a `const tn_tensor *` argument promises that the call
+ * does not change the tensor (docs/api.md, Conventions), and taking a
+ * reference is not a change; the result is non-const because the holder (a
+ * view's base, a result that is the input itself, a saved tensor) is later
+ * released through it. */
+static inline tn_tensor *tn__retain(const tn_tensor *t) {
+    tn_tensor *held = (tn_tensor *)t;
+    atomic_fetch_add_explicit(&held->refcount, 1, memory_order_relaxed);
+    return held;
 }
 /* Weak references: keep the handle's memory, not its contents. A weak
  * reference is made from a strong one; tn__try_retain turns it back into a

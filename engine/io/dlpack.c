@@ -61,7 +61,7 @@ struct DLManagedTensor *tn_to_dlpack(const tn_tensor *t) {
     if (!tn__on_cpu(t) && tn_synchronize(tn__dev(t)) < 0) return NULL; /* the kernels that write it */
     export_ctx *c = tn__malloc(sizeof *c);
     if (!c) return NULL;
-    *c = (export_ctx){.ref = tn__retain((tn_tensor *)t)};
+    *c = (export_ctx){.ref = tn__retain(t)};
     for (int d = 0; d < t->ndim; d++) {
         c->shape[d] = t->shape[d];
         c->strides[d] = t->stride[d];

@@ -2,7 +2,7 @@
  * copy_, dtype conversion. */
 #include "pointwise_driver.h"
 
-tn_tensor *tn_detach(tn_tensor *t) {
+tn_tensor *tn_detach(const tn_tensor *t) {
     TN_CHECK_NULL_ARG(t, "self");
     return tn__ret(tn__detached_alias(t)); /* shares storage AND version counter */
 }
@@ -23,7 +23,7 @@ tn_tensor *tn_detach_(tn_tensor *t) {
     return t;
 }
 
-tn_tensor *tn_data(tn_tensor *t) {
+tn_tensor *tn_data(const tn_tensor *t) {
     TN_CHECK_NULL_ARG(t, "self");
     tn_tensor *d = tn__detached_alias(t);
     if (!d) return NULL;
@@ -74,7 +74,7 @@ static tn_tensor *copy_recorded(const tn_tensor *src, tn_dtype dt, tn_device dev
     return out;
 }
 
-tn_tensor *tn_clone(tn_tensor *t) {
+tn_tensor *tn_clone(const tn_tensor *t) {
     TN_CHECK_NULL_ARG(t, "self");
     return tn__ret(copy_recorded(t, t->dtype, tn__dev(t), &clone_fn));
 }
@@ -83,11 +83,11 @@ tn_tensor *tn__clone_recorded(const tn_tensor *t) {
     return copy_recorded(t, t->dtype, tn__dev(t), &clone_fn);
 }
 
-tn_tensor *tn__to_dtype_autograd(tn_tensor *src, tn_dtype dt) {
+tn_tensor *tn__to_dtype_autograd(const tn_tensor *src, tn_dtype dt) {
     return copy_recorded(src, dt, tn__dev(src), &to_copy_fn);
 }
 
-tn_tensor *tn__to_autograd(tn_tensor *src, tn_dtype dt, tn_device dev) {
+tn_tensor *tn__to_autograd(const tn_tensor *src, tn_dtype dt, tn_device dev) {
     return copy_recorded(src, dt, dev, &to_copy_fn);
 }
 

@@ -137,8 +137,7 @@ static void batch_strides(const tn_tensor *t, int extra, const attn_geom *g, int
 
 /* t itself when its last dim is unit-stride (or size 1), else a contiguous copy. */
 static tn_tensor *rows_contig(const tn_tensor *t) {
-    if (t->shape[t->ndim - 1] <= 1 || t->stride[t->ndim - 1] == 1)
-        return tn__retain((tn_tensor *)t);
+    if (t->shape[t->ndim - 1] <= 1 || t->stride[t->ndim - 1] == 1) return tn__retain(t);
     return tn__contiguous_on(t, tn__dev(t));
 }
 
@@ -190,8 +189,7 @@ static tn_status in_prepare(attn_in *in, const tn_tensor *q, const tn_tensor *k,
     in->q = rows_contig(q), in->k = in->q ? rows_contig(k) : NULL;
     in->v = in->k ? rows_contig(v) : NULL;
     if (in->v && mask) {
-        tn_tensor *m =
-            mask->dtype == TN_BOOL ? tn__retain((tn_tensor *)mask) : tn__cast(mask, q->dtype);
+        tn_tensor *m = mask->dtype == TN_BOOL ? tn__retain(mask) : tn__cast(mask, q->dtype);
         in->mask = m ? tn__on_device(m, tn__dev(q)) : NULL;
         tn_release(m);
     }

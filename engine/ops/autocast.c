@@ -151,7 +151,7 @@ static tn_tensor *cache_find(const tn_tensor *t) {
 }
 
 /* Keeps the cast; a full cache that cannot grow just does not keep it. */
-static void cache_add(tn_tensor *t, tn_tensor *cast) {
+static void cache_add(const tn_tensor *t, tn_tensor *cast) {
     if (tls_cache_n == tls_cache_cap) {
         int cap = tls_cache_cap ? 2 * tls_cache_cap : 16;
         cache_entry *c = tn__realloc(tls_cache, (size_t)cap * sizeof *c);
@@ -163,7 +163,7 @@ static void cache_add(tn_tensor *t, tn_tensor *cast) {
 
 /* t converted to `to`, recorded (ToCopyBackward0). Casts made with grad mode
  * off are not cached: they have no history (pytorch/pytorch#105211). */
-static tn_tensor *cast_one(tn_tensor *t, tn_dtype to, int d) {
+static tn_tensor *cast_one(const tn_tensor *t, tn_dtype to, int d) {
     bool keep = cacheable(t, to, d);
     tn_tensor *c = keep ? cache_find(t) : NULL;
     if (c) return c;
@@ -206,7 +206,7 @@ bool tn__autocast_apply(tn_ac_frame *f, tn_ac_op op, int n, const tn_tensor *con
         return true;
     }
     for (int i = 0; i < n; i++) {
-        tn_tensor *t = (tn_tensor *)in[i]; /* tn_to's signature: not written */
+        const tn_tensor *t = in[i];
         if (!eligible(t, d) || t->dtype == to) {
             f->t[i] = t ? tn__retain(t) : NULL;
         } else if (!(f->t[i] = cast_one(t, to, d))) {

@@ -370,7 +370,7 @@ static tn_status add_bias(int kind, const conv_geom *g, tn_tensor *y, const tn_t
     int64_t s[3];
     out_planes(kind, g, s);
     tn__internal_enter();
-    tn_tensor *bd = tn_detach((tn_tensor *)bias);
+    tn_tensor *bd = tn_detach(bias);
     tn_tensor *b3 = bd ? tn_reshape(bd, 3, (int64_t[]){1, s[1], 1}) : NULL;
     tn_tensor *y3 = b3 ? tn_reshape(y, 3, s) : NULL;
     tn_status st = y3 ? tn_add_(y3, b3) : tn_last_status();

@@ -65,7 +65,7 @@ tn_tensor *tn_dropout(const tn_tensor *x, double p, bool training) {
                   "dropout probability has to be between 0 and 1, but got %s", v);
         return NULL;
     }
-    if (p == 0 || !training) return tn__ret(tn__retain((tn_tensor *)x));
+    if (p == 0 || !training) return tn__ret(tn__retain(x));
     if (!tn__is_float(x->dtype)) {
         tn__error(TN_ERR_DTYPE, "result type %s can't be cast to the desired output type %s",
                   tn_dtype_name(TN_F32), tn_dtype_name(x->dtype));

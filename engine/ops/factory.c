@@ -57,7 +57,7 @@ tn_tensor *tn_new_tensor(const tn_tensor *src, tn_dtype dtype, tn_device device,
     return finish_leaf(tn__copy_to_device(src, dtype, device), requires_grad);
 }
 
-tn_tensor *tn_to(tn_tensor *src, tn_dtype dtype, tn_device device) {
+tn_tensor *tn_to(const tn_tensor *src, tn_dtype dtype, tn_device device) {
     TN_CHECK_NULL_ARG(src, "src");
     if (conversion_target(src, &dtype, &device) < 0) return NULL;
     if (dtype == src->dtype && tn__same_device(device, tn__dev(src)))

@@ -147,14 +147,14 @@ static tn_tensor *finish(const char *op, double t0, tn_tensor *out, int n_in,
  * recorded scatter_add with the index expanded over g's shape. */
 static tn_tensor *index_add_rows(const tn_tensor *g, const tn_tensor *idx, int nd,
                                  const int64_t *shape, int dim) {
-    if (nd == 0) return tn__retain((tn_tensor *)g); /* a 0-dim input: its one index is 0 */
+    if (nd == 0) return tn__retain(g); /* a 0-dim input: its one index is 0 */
     tn_tensor *z = tn__zeros_on(nd, shape, g->dtype, tn__dev(g));
     if (!z || tn_numel(z) == 0) return z;
     if (tn__grad_enabled()) {
         int64_t vs[TN_MAX_DIMS];
         for (int d = 0; d < nd; d++)
             vs[d] = d == dim ? tn_numel(idx) : 1;
-        tn_tensor *v = tn_view((tn_tensor *)idx, nd, vs);
+        tn_tensor *v = tn_view(idx, nd, vs);
         tn_tensor *e = v ? tn_expand(v, g->ndim, g->shape) : NULL;
         tn_tensor *r = e ? tn_scatter_add(z, dim, e, g) : NULL;
         tn_release(v);

@@ -78,10 +78,8 @@ static tn_status product(tn_tensor *out, const tn_tensor *a, bool a_vec, const t
                          bool b_vec, int nbd, const int64_t *bshape, bool accumulate) {
     if (tn__on_cpu(out) || (blas_layout(a, a_vec) && blas_layout(b, b_vec)))
         return product_on(out, a, a_vec, b, b_vec, nbd, bshape, accumulate);
-    tn_tensor *ac = blas_layout(a, a_vec) ? tn__retain((tn_tensor *)a) : tn__copy_as(a, a->dtype);
-    tn_tensor *bc = !ac ? NULL
-                    : blas_layout(b, b_vec) ? tn__retain((tn_tensor *)b)
-                                            : tn__copy_as(b, b->dtype);
+    tn_tensor *ac = blas_layout(a, a_vec) ? tn__retain(a) : tn__copy_as(a, a->dtype);
+    tn_tensor *bc = !ac ? NULL : blas_layout(b, b_vec) ? tn__retain(b) : tn__copy_as(b, b->dtype);
     tn_status st = bc ? product_on(out, ac, a_vec, bc, b_vec, nbd, bshape, accumulate)
                       : tn_last_status();
     tn_release(ac);

@@ -234,7 +234,7 @@ static tn_tensor *class_view(const tn_tensor *w, int nd, int cd) {
     int64_t shape[TN_MAX_DIMS];
     for (int d = 0; d < nd; d++)
         shape[d] = d == cd ? w->shape[0] : 1;
-    return tn_reshape((tn_tensor *)w, nd, shape);
+    return tn_reshape(w, nd, shape);
 }
 
 /* Each step its own statement: a chain's first failure (out of memory) must

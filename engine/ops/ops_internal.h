@@ -21,9 +21,8 @@ tn_status tn__add_into(tn_tensor *dst, const tn_tensor *src);
 /* Creates a view of a with the given geometry (offset in elements, absolute);
  * records `fn` (with params set by the caller afterwards via *node_out when
  * non-NULL) when a requires grad (view_core.c). */
-tn_tensor *tn__make_view(tn_tensor *a, int ndim, const int64_t *shape,
-                         const int64_t *stride, int64_t offset, const tn_fn_info *fn,
-                         tn_node **node_out);
+tn_tensor *tn__make_view(const tn_tensor *a, int ndim, const int64_t *shape, const int64_t *stride,
+                         int64_t offset, const tn_fn_info *fn, tn_node **node_out);
 /* Makes v (an alias of a's storage, no history yet) a view of a: its root
  * base, its mode (multi: one of several views an op returns, split's) and
  * its version; the caller records the history. */
@@ -31,9 +30,9 @@ void tn__view_link(tn_tensor *v, const tn_tensor *a, bool multi);
 
 /* ---- conversions (alias.c) ------------------------------------------------------------ */
 /* src converted to dtype with ToCopyBackward0 when src requires grad. */
-tn_tensor *tn__to_dtype_autograd(tn_tensor *src, tn_dtype dt);
+tn_tensor *tn__to_dtype_autograd(const tn_tensor *src, tn_dtype dt);
 /* Same to another device and/or dtype. */
-tn_tensor *tn__to_autograd(tn_tensor *src, tn_dtype dt, tn_device dev);
+tn_tensor *tn__to_autograd(const tn_tensor *src, tn_dtype dt, tn_device dev);
 /* clone() not registered in scopes: CloneBackward0 when t requires grad. */
 tn_tensor *tn__clone_recorded(const tn_tensor *t);
 

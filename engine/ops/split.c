@@ -34,7 +34,7 @@ static const tn_fn_info unbind_fn = {"UnbindBackward0", unbind_bw};
 
 /* Piece k of a along d: sizes[k] elements from start (unbind: the element at
  * start, d removed). */
-static tn_tensor *piece(tn_tensor *a, int d, int64_t start, int64_t size, bool drop) {
+static tn_tensor *piece(const tn_tensor *a, int d, int64_t start, int64_t size, bool drop) {
     int nd = a->ndim;
     int64_t sh[TN_MAX_DIMS], st[TN_MAX_DIMS];
     memcpy(sh, a->shape, sizeof sh);
@@ -61,7 +61,7 @@ static void release_all(int n, tn_tensor **out) {
 
 /* The n pieces of a along d with the given sizes (drop: unbind's), recorded
  * by one node of fn; registered in the caller's scope. */
-static tn_status make_pieces(tn_tensor *a, int d, int n, const int64_t *sizes, bool drop,
+static tn_status make_pieces(const tn_tensor *a, int d, int n, const int64_t *sizes, bool drop,
                              const tn_fn_info *fn, tn_tensor **out) {
     for (int k = 0; k < n; k++)
         out[k] = NULL;
@@ -129,7 +129,7 @@ static int split_dim(const tn_tensor *a, int dim, const char *op) {
 
 /* Pieces of split_size along d (the last may be smaller; one empty piece for
  * an empty dim). */
-static tn_status split_impl(const char *fn, tn_tensor *a, int64_t split_size, int d,
+static tn_status split_impl(const char *fn, const tn_tensor *a, int64_t split_size, int d,
                             tn_tensor **out, int cap, int *n_out) {
     int64_t len = a->shape[d];
     if (split_size < 0)
@@ -157,7 +157,7 @@ static tn_status split_impl(const char *fn, tn_tensor *a, int64_t split_size, in
     return st;
 }
 
-tn_status tn_split(tn_tensor *a, int64_t split_size, int dim, tn_tensor **out, int cap,
+tn_status tn_split(const tn_tensor *a, int64_t split_size, int dim, tn_tensor **out, int cap,
                    int *n_out) {
     if (n_out) *n_out = 0;
     clear_out(out, cap);
@@ -167,7 +167,7 @@ tn_status tn_split(tn_tensor *a, int64_t split_size, int dim, tn_tensor **out, i
     return split_impl("tn_split", a, split_size, d, out, cap, n_out);
 }
 
-tn_status tn_split_with_sizes(tn_tensor *a, int n, const int64_t *sizes, int dim,
+tn_status tn_split_with_sizes(const tn_tensor *a, int n, const int64_t *sizes, int dim,
                               tn_tensor **out) {
     TN_CHECK_NULL_ARG_ST(a, "self");
     if (n > 0) {
@@ -201,7 +201,7 @@ tn_status tn_split_with_sizes(tn_tensor *a, int n, const int64_t *sizes, int dim
     return make_pieces(a, d, n, sizes, false, &split_sizes_fn, out);
 }
 
-tn_status tn_chunk(tn_tensor *a, int chunks, int dim, tn_tensor **out, int *n_out) {
+tn_status tn_chunk(const tn_tensor *a, int chunks, int dim, tn_tensor **out, int *n_out) {
     if (n_out) *n_out = 0;
     clear_out(out, chunks);
     TN_CHECK_NULL_ARG_ST(a, "self");
@@ -223,7 +223,7 @@ tn_status tn_chunk(tn_tensor *a, int chunks, int dim, tn_tensor **out, int *n_ou
     return split_impl("tn_chunk", a, size, d, out, chunks, n_out);
 }
 
-tn_status tn_unbind(tn_tensor *a, int dim, tn_tensor **out, int cap, int *n_out) {
+tn_status tn_unbind(const tn_tensor *a, int dim, tn_tensor **out, int cap, int *n_out) {
     if (n_out) *n_out = 0;
     clear_out(out, cap);
     TN_CHECK_NULL_ARG_ST(a, "self");

@@ -114,7 +114,7 @@ tn_tensor *tn_logsumexp(const tn_tensor *x, int dim, bool keepdim) {
     int d = tn__wrap_dim(dim, x->ndim);
     if (d < 0) return NULL;
     /* integer and bool inputs give float32 (PyTorch 1.13) */
-    tn_tensor *xf = tn__is_float(x->dtype) ? tn__retain((tn_tensor *)x) : tn__cast(x, TN_F32);
+    tn_tensor *xf = tn__is_float(x->dtype) ? tn__retain(x) : tn__cast(x, TN_F32);
     if (!xf) return NULL;
     int64_t keep[TN_MAX_DIMS], shape[TN_MAX_DIMS];
     int nd = stat_shapes(xf, d, keepdim, keep, shape);

@@ -35,7 +35,7 @@ static tn_status chain(tn_node *n, tn_tensor *g, int slot, local_grad_fn fn, tn_
     return *gi ? TN_OK : tn_last_status();
 }
 
-static tn_tensor *d_exp(tn_node *n, const tn_tensor *r) { return tn__retain((tn_tensor *)r); }
+static tn_tensor *d_exp(tn_node *n, const tn_tensor *r) { return tn__retain(r); }
 static tn_tensor *d_log(tn_node *n, const tn_tensor *x) { return tn_pow_scalar(x, -1); }
 static tn_tensor *d_sqrt(tn_node *n, const tn_tensor *r) { /* 1 / (2 r) */
     tn_tensor *t = tn_mul_scalar(r, 2), *d = t ? tn_pow_scalar(t, -1) : NULL;

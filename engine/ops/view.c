@@ -212,14 +212,14 @@ static tn_tensor *embed(tn_tensor *g, const tn_input_meta *m, const slice_spec *
 
 /* A view of a as shape (already inferred) or NULL when the strides do not
  * allow one (no error set). */
-static tn_tensor *try_view(tn_tensor *a, int nd, const int64_t *shape, const tn_fn_info *fn,
+static tn_tensor *try_view(const tn_tensor *a, int nd, const int64_t *shape, const tn_fn_info *fn,
                            bool *impossible) {
     int64_t st[TN_MAX_DIMS];
     *impossible = !view_strides(a, nd, shape, st);
     return *impossible ? NULL : tn__make_view(a, nd, shape, st, a->offset, fn, NULL);
 }
 
-static tn_tensor *view_impl(tn_tensor *a, int ndim, const int64_t *shape) {
+static tn_tensor *view_impl(const tn_tensor *a, int ndim, const int64_t *shape) {
     int64_t sh[TN_MAX_DIMS];
     if (infer_size(ndim, shape, tn__numel(a->ndim, a->shape), sh) < 0) return NULL;
     bool impossible;
@@ -234,7 +234,7 @@ static tn_tensor *view_impl(tn_tensor *a, int ndim, const int64_t *shape) {
 
 /* reshape: a view when the strides allow one, else a contiguous copy
  * (CloneBackward0) reinterpreted as shape (UnsafeViewBackward0, not a view). */
-static tn_tensor *reshape_impl(tn_tensor *a, int ndim, const int64_t *shape) {
+static tn_tensor *reshape_impl(const tn_tensor *a, int ndim, const int64_t *shape) {
     int64_t sh[TN_MAX_DIMS], st[TN_MAX_DIMS];
     if (infer_size(ndim, shape, tn__numel(a->ndim, a->shape), sh) < 0) return NULL;
     bool impossible;
@@ -260,17 +260,17 @@ static tn_tensor *reshape_impl(tn_tensor *a, int ndim, const int64_t *shape) {
     return out;
 }
 
-tn_tensor *tn_view(tn_tensor *a, int ndim, const int64_t *shape) {
+tn_tensor *tn_view(const tn_tensor *a, int ndim, const int64_t *shape) {
     TN_CHECK_NULL_ARG(a, "self");
     return tn__ret(view_impl(a, ndim, shape));
 }
 
-tn_tensor *tn_reshape(tn_tensor *a, int ndim, const int64_t *shape) {
+tn_tensor *tn_reshape(const tn_tensor *a, int ndim, const int64_t *shape) {
     TN_CHECK_NULL_ARG(a, "self");
     return tn__ret(reshape_impl(a, ndim, shape));
 }
 
-tn_tensor *tn_flatten(tn_tensor *a, int start_dim, int end_dim) {
+tn_tensor *tn_flatten(const tn_tensor *a, int start_dim, int end_dim) {
     TN_CHECK_NULL_ARG(a, "self");
     int s = tn__wrap_dim(start_dim, a->ndim), e = s < 0 ? -1 : tn__wrap_dim(end_dim, a->ndim);
     if (e < 0) return NULL;
@@ -298,7 +298,7 @@ tn_tensor *tn_flatten(tn_tensor *a, int start_dim, int end_dim) {
     return tn__ret(reshape_impl(a, nd, sh));
 }
 
-tn_tensor *tn_contiguous(tn_tensor *a) {
+tn_tensor *tn_contiguous(const tn_tensor *a) {
     TN_CHECK_NULL_ARG(a, "self");
     if (tn__is_contiguous(a)) return tn__ret(tn__retain(a));
     return tn_clone(a); /* contiguous copy, CloneBackward0 (registered by tn_clone) */
@@ -306,7 +306,7 @@ tn_tensor *tn_contiguous(tn_tensor *a) {
 
 /* ---- dim shuffles ------------------------------------------------------------------- */
 
-tn_tensor *tn_transpose(tn_tensor *a, int dim0, int dim1) {
+tn_tensor *tn_transpose(const tn_tensor *a, int dim0, int dim1) {
     TN_CHECK_NULL_ARG(a, "self");
     int d0 = tn__wrap_dim(dim0, a->ndim), d1 = d0 < 0 ? -1 : tn__wrap_dim(dim1, a->ndim);
     if (d1 < 0) return NULL;
@@ -323,7 +323,7 @@ tn_tensor *tn_transpose(tn_tensor *a, int dim0, int dim1) {
     return tn__ret(v);
 }
 
-tn_tensor *tn_permute(tn_tensor *a, int ndim, const int *dims) {
+tn_tensor *tn_permute(const tn_tensor *a, int ndim, const int *dims) {
     TN_CHECK_NULL_ARG(a, "self");
     if (ndim > 0) TN_CHECK_NULL_PTR(dims, "dims");
     if (ndim != a->ndim) {
@@ -356,7 +356,7 @@ tn_tensor *tn_permute(tn_tensor *a, int ndim, const int *dims) {
 
 /* ---- slices ------------------------------------------------------------------------- */
 
-static tn_tensor *slice_view(tn_tensor *a, const slice_spec *p) {
+static tn_tensor *slice_view(const tn_tensor *a, const slice_spec *p) {
     int nd;
     int64_t sh[TN_MAX_DIMS], st[TN_MAX_DIMS];
     int64_t off = slice_geometry(a->ndim, a->shape, a->stride, a->offset, p, &nd, sh, st);
@@ -366,7 +366,7 @@ static tn_tensor *slice_view(tn_tensor *a, const slice_spec *p) {
     return v;
 }
 
-tn_tensor *tn_narrow(tn_tensor *a, int dim, int64_t start, int64_t length) {
+tn_tensor *tn_narrow(const tn_tensor *a, int dim, int64_t start, int64_t length) {
     TN_CHECK_NULL_ARG(a, "self");
     if (a->ndim == 0) {
         tn__error(TN_ERR_SHAPE, "narrow() cannot be applied to a 0-dim tensor.");
@@ -394,7 +394,7 @@ tn_tensor *tn_narrow(tn_tensor *a, int dim, int64_t start, int64_t length) {
     return tn__ret(slice_view(a, &(slice_spec){.dim = d, .start = start, .length = length}));
 }
 
-tn_tensor *tn_select(tn_tensor *a, int dim, int64_t index) {
+tn_tensor *tn_select(const tn_tensor *a, int dim, int64_t index) {
     TN_CHECK_NULL_ARG(a, "self");
     if (a->ndim == 0) {
         tn__error(TN_ERR_INDEX, "select() cannot be applied to a 0-dim tensor.");
@@ -475,7 +475,7 @@ static tn_status expand_geometry(const tn_tensor *a, int ndim, const int64_t *sh
     return tn__check_shape(ndim, sh, a->dtype, NULL);
 }
 
-tn_tensor *tn_expand(tn_tensor *a, int ndim, const int64_t *shape) {
+tn_tensor *tn_expand(const tn_tensor *a, int ndim, const int64_t *shape) {
     TN_CHECK_NULL_ARG(a, "self");
     if (ndim > 0) TN_CHECK_NULL_PTR(shape, "shape");
     int64_t sh[TN_MAX_DIMS], st[TN_MAX_DIMS];
@@ -490,7 +490,7 @@ tn_tensor *tn_expand(tn_tensor *a, int ndim, const int64_t *shape) {
 /* ---- squeeze / unsqueeze ------------------------------------------------------------ */
 
 /* a without dim `only` (or every size-1 dim when only < 0) of size 1. */
-static tn_tensor *squeeze_impl(tn_tensor *a, int only, const tn_fn_info *fn) {
+static tn_tensor *squeeze_impl(const tn_tensor *a, int only, const tn_fn_info *fn) {
     int64_t sh[TN_MAX_DIMS], st[TN_MAX_DIMS];
     int nd = 0;
     for (int d = 0; d < a->ndim; d++) {
@@ -502,19 +502,19 @@ static tn_tensor *squeeze_impl(tn_tensor *a, int only, const tn_fn_info *fn) {
     return tn__make_view(a, nd, sh, st, a->offset, fn, NULL);
 }
 
-tn_tensor *tn_squeeze(tn_tensor *a) {
+tn_tensor *tn_squeeze(const tn_tensor *a) {
     TN_CHECK_NULL_ARG(a, "self");
     return tn__ret(squeeze_impl(a, -1, &squeeze_fn));
 }
 
-tn_tensor *tn_squeeze_dim(tn_tensor *a, int dim) {
+tn_tensor *tn_squeeze_dim(const tn_tensor *a, int dim) {
     TN_CHECK_NULL_ARG(a, "self");
     int d = tn__wrap_dim(dim, a->ndim);
     if (d < 0) return NULL;
     return tn__ret(squeeze_impl(a, d, &squeeze_dim_fn));
 }
 
-tn_tensor *tn_unsqueeze(tn_tensor *a, int dim) {
+tn_tensor *tn_unsqueeze(const tn_tensor *a, int dim) {
     TN_CHECK_NULL_ARG(a, "self");
     int d = tn__wrap_dim(dim, a->ndim + 1);
     if (d < 0) return NULL;

@@ -7,7 +7,7 @@
 #include "ops_internal.h"
 
 void tn__view_link(tn_tensor *v, const tn_tensor *a, bool multi) {
-    v->view_base = tn__retain(a->view_base ? a->view_base : (tn_tensor *)a);
+    v->view_base = tn__retain(a->view_base ? a->view_base : a);
     tn_view_mode mode = tn__inference_on     ? TN_VIEW_INFERENCE
                         : !tn__grad_enabled() ? TN_VIEW_NO_GRAD
                         : multi               ? TN_VIEW_MULTI
@@ -20,7 +20,7 @@ void tn__view_link(tn_tensor *v, const tn_tensor *a, bool multi) {
     atomic_init(&v->view_version, tn__version_get(v)); /* a's history is synced by the caller */
 }
 
-tn_tensor *tn__make_view(tn_tensor *a, int ndim, const int64_t *shape, const int64_t *stride,
+tn_tensor *tn__make_view(const tn_tensor *a, int ndim, const int64_t *shape, const int64_t *stride,
                          int64_t offset, const tn_fn_info *fn, tn_node **node_out) {
     if (node_out) *node_out = NULL;
     tn_tensor *v = tn__alias(a, ndim, shape, stride, offset);

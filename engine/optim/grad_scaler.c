@@ -80,11 +80,11 @@ int64_t tn_grad_scaler_growth_tracker(const tn_grad_scaler *sc) {
 tn_tensor *tn_grad_scaler_scale(tn_grad_scaler *sc, const tn_tensor *loss) {
     TN_CHECK_NULL_PTR(sc, "scaler");
     TN_CHECK_NULL_ARG(loss, "outputs");
-    if (!sc->enabled) return tn__ret(tn__retain((tn_tensor *)loss));
+    if (!sc->enabled) return tn__ret(tn__retain(loss));
     sc->started = true;
     /* torch multiplies by a float32 tensor of shape (1,): a half loss gives float32 */
-    tn_tensor *l = tn__is_half(loss->dtype) ? tn__to_dtype_autograd((tn_tensor *)loss, TN_F32)
-                                            : tn__retain((tn_tensor *)loss);
+    tn_tensor *l =
+        tn__is_half(loss->dtype) ? tn__to_dtype_autograd(loss, TN_F32) : tn__retain(loss);
     tn_tensor *out = l ? tn_mul_scalar(l, (double)sc->scale) : NULL;
     tn_release(l);
     return out;

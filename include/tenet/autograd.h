@@ -23,14 +23,14 @@ tn_status tn_requires_grad_(tn_tensor *t, bool requires_grad);
 /* Keep the gradient of a non-leaf after backward (no-op on leaves). */
 tn_status tn_retain_grad(tn_tensor *t);
 /* New leaf sharing storage and version counter, requires_grad false. */
-tn_tensor *tn_detach(tn_tensor *t);
+tn_tensor *tn_detach(const tn_tensor *t);
 /* In place: drops t's history and requires_grad; returns t (borrowed: the
  * same handle, no new reference). Error on views. Version unchanged. */
 tn_tensor *tn_detach_(tn_tensor *t);
 /* torch's .data: shares storage, new version counter, no history. */
-tn_tensor *tn_data(tn_tensor *t);
+tn_tensor *tn_data(const tn_tensor *t);
 /* Deep copy; grad_fn CloneBackward0 when t requires grad. */
-tn_tensor *tn_clone(tn_tensor *t);
+tn_tensor *tn_clone(const tn_tensor *t);
 /* In place dst <- src (broadcast src to dst's shape, convert dtype). dst keeps
  * its dtype and device; if src requires grad dst joins the graph
  * (CopyBackwards, or CopySlices on its base when dst is a view). Bumps dst's
@@ -168,7 +168,7 @@ tn_status tn_backward_queue_callback(tn_backward_callback_fn fn, void *ctx);
 /* .grad: a new reference, or NULL when there is none (tn_last_status() stays
  * TN_OK then). Reading .grad of a non-leaf that does not retain its grad
  * warns once on stderr, as PyTorch. */
-tn_tensor *tn_grad(tn_tensor *t);
+tn_tensor *tn_grad(const tn_tensor *t);
 /* Sets .grad to g (retained; must match t's shape and dtype), or clears it
  * with NULL. g == t is refused (TN_ERR_AUTOGRAD, "can't assign Variable as
  * its own grad"). A g that leads back to t (t is g's view base, or reached

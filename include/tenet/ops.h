@@ -152,20 +152,20 @@ tn_tensor *tn_mse_loss(const tn_tensor *a, const tn_tensor *b);
 /* ---- views (share storage and version counter) ---------------------------- */
 /* shape may contain one -1. view needs compatible strides, reshape copies
  * when it must. */
-tn_tensor *tn_view(tn_tensor *a, int ndim, const int64_t *shape);
-tn_tensor *tn_reshape(tn_tensor *a, int ndim, const int64_t *shape);
-tn_tensor *tn_transpose(tn_tensor *a, int dim0, int dim1);
-tn_tensor *tn_permute(tn_tensor *a, int ndim, const int *dims);
-tn_tensor *tn_narrow(tn_tensor *a, int dim, int64_t start, int64_t length);
-tn_tensor *tn_select(tn_tensor *a, int dim, int64_t index);
-tn_tensor *tn_expand(tn_tensor *a, int ndim, const int64_t *shape);
+tn_tensor *tn_view(const tn_tensor *a, int ndim, const int64_t *shape);
+tn_tensor *tn_reshape(const tn_tensor *a, int ndim, const int64_t *shape);
+tn_tensor *tn_transpose(const tn_tensor *a, int dim0, int dim1);
+tn_tensor *tn_permute(const tn_tensor *a, int ndim, const int *dims);
+tn_tensor *tn_narrow(const tn_tensor *a, int dim, int64_t start, int64_t length);
+tn_tensor *tn_select(const tn_tensor *a, int dim, int64_t index);
+tn_tensor *tn_expand(const tn_tensor *a, int ndim, const int64_t *shape);
 /* Removes every size-1 dim / the given dim if it has size 1. */
-tn_tensor *tn_squeeze(tn_tensor *a);
-tn_tensor *tn_squeeze_dim(tn_tensor *a, int dim);
-tn_tensor *tn_unsqueeze(tn_tensor *a, int dim);
-tn_tensor *tn_flatten(tn_tensor *a, int start_dim, int end_dim);
+tn_tensor *tn_squeeze(const tn_tensor *a);
+tn_tensor *tn_squeeze_dim(const tn_tensor *a, int dim);
+tn_tensor *tn_unsqueeze(const tn_tensor *a, int dim);
+tn_tensor *tn_flatten(const tn_tensor *a, int start_dim, int end_dim);
 /* a itself (new reference) when already contiguous, else a copy. */
-tn_tensor *tn_contiguous(tn_tensor *a);
+tn_tensor *tn_contiguous(const tn_tensor *a);
 tn_tensor *tn_cat(int n, tn_tensor *const *ts, int dim);
 tn_tensor *tn_stack(int n, tn_tensor *const *ts, int dim);
 
@@ -184,20 +184,20 @@ tn_tensor *tn_stack(int n, tn_tensor *const *ts, int dim);
 /* torch.split(a, split_size, dim): pieces of split_size along dim, the last
  * smaller when it does not divide; an empty dim gives one empty piece.
  * split_size < 0, or 0 on a non-empty dim: an error. SplitBackward0. */
-tn_status tn_split(tn_tensor *a, int64_t split_size, int dim, tn_tensor **out, int cap,
+tn_status tn_split(const tn_tensor *a, int64_t split_size, int dim, tn_tensor **out, int cap,
                    int *n_out);
 /* torch.split(a, [sizes...], dim): n pieces of the given sizes, which must
  * be non-negative and sum to a.size(dim); out has room for n.
  * SplitWithSizesBackward0. */
-tn_status tn_split_with_sizes(tn_tensor *a, int n, const int64_t *sizes, int dim,
+tn_status tn_split_with_sizes(const tn_tensor *a, int n, const int64_t *sizes, int dim,
                               tn_tensor **out);
 /* torch.chunk(a, chunks, dim): split with split_size ceil(size / chunks),
  * so at most chunks pieces (fewer when they run out; chunks empty pieces of
  * an empty dim); out has room for chunks. chunks <= 0: an error. */
-tn_status tn_chunk(tn_tensor *a, int chunks, int dim, tn_tensor **out, int *n_out);
+tn_status tn_chunk(const tn_tensor *a, int chunks, int dim, tn_tensor **out, int *n_out);
 /* torch.unbind(a, dim): the a.size(dim) slices select(dim, i).
  * UnbindBackward0. */
-tn_status tn_unbind(tn_tensor *a, int dim, tn_tensor **out, int cap, int *n_out);
+tn_status tn_unbind(const tn_tensor *a, int dim, tn_tensor **out, int cap, int *n_out);
 
 /* ---- in-place (bump the version; leaf/view rules) -------------------------- */
 tn_status tn_add_(tn_tensor *a, const tn_tensor *b);

@@ -8,6 +8,13 @@
  * tn_split's and tn_unbind's pieces): new references, the innermost open
  * scope's when there is one, else the caller's.
  *
+ * const: a `const tn_tensor *` parameter is not changed by the call (values,
+ * shape, version, history, grad, hooks); the result may still share its
+ * storage (a view, or the input itself from tn_contiguous/tn_to/tn_flatten).
+ * In-place ops and the setters of requires_grad, grad and hooks take
+ * `tn_tensor *`; arrays of tensors are `tn_tensor *const *` (C converts
+ * `tn_tensor **` to nothing more const without a cast).
+ *
  * Errors: pointer-returning functions return NULL, status-returning ones a
  * negative tn_status; tn_last_status()/tn_last_error() (thread-local) say why.
  * No call aborts the process; a failed call changes no tensor. Out of memory
@@ -150,7 +157,7 @@ tn_tensor *tn_from_blob(void *data, tn_dtype dtype, int ndim, const int64_t *sha
 
 /* Converts to dtype/device (TN_DTYPE_SAME / TN_DEVICE_KEEP keep). Returns a new
  * reference to src itself when nothing changes (as torch's .to). Differentiable. */
-tn_tensor *tn_to(tn_tensor *src, tn_dtype dtype, tn_device device);
+tn_tensor *tn_to(const tn_tensor *src, tn_dtype dtype, tn_device device);
 
 /* ---- metadata (all thread-safe, NULL-safe: return 0/-1/false and set an error) */
 

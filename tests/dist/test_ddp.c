@@ -61,7 +61,7 @@ static tn_tensor *loss_of(model *m, int64_t start, int64_t n, int step) {
 
 /* Every rank's copy of t equals rank 0's, byte for byte. */
 static void assert_same_on_every_rank(const tn_tensor *t) {
-    tn_tensor *mine = tn_clone((tn_tensor *)t), *r0 = tn_clone((tn_tensor *)t);
+    tn_tensor *mine = tn_clone(t), *r0 = tn_clone(t);
     assert_int_equal(tn_dist_broadcast_(r0, 0), TN_OK);
     assert_memory_equal(tn_data_ptr(mine), tn_data_ptr(r0), (size_t)tn_numel(t) * 8);
 }
