@@ -54,4 +54,20 @@ foreach(isa ${TENET_ISA_LEVELS})
     list(APPEND TENET_SOURCES ${wrapper})
   endforeach()
 endforeach()
-message(STATUS "tenet CPU kernel sets: baseline;${TENET_ISA_LEVELS}")
+# The bfloat16 product on AVX512-BF16 (engine/cpu/gemm_bf16.c): one file compiled for those
+# instructions alone, not a level of its own; isa.c calls it only on a CPU that has them. Where
+# the compiler lacks them (or in a TENET_NATIVE build) the file is left out, and bfloat16
+# products are widened to float32 unless TENET_GEMM_BF16=twin (engine/cpu/isa.h).
+set(_gemm_bf16 ${PROJECT_SOURCE_DIR}/engine/cpu/gemm_bf16.c)
+if(NOT TENET_NATIVE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  include(CheckCCompilerFlag)
+  check_c_compiler_flag(-mavx512bf16 TENET_CC_HAS_AVX512BF16)
+endif()
+if(TENET_CC_HAS_AVX512BF16)
+  list(APPEND TENET_ISA_DEFINITIONS TENET_HAVE_GEMM_BF16=1)
+  set_source_files_properties(${_gemm_bf16} PROPERTIES
+    COMPILE_OPTIONS "-mavx512f;-mavx512bw;-mavx512vl;-mavx512bf16;-fwrapv")
+else()
+  list(REMOVE_ITEM TENET_SOURCES ${_gemm_bf16})
+endif()
+message(STATUS "tenet CPU kernel sets: baseline;${TENET_ISA_LEVELS}; avx512bf16 product: ${TENET_CC_HAS_AVX512BF16}")

@@ -7,8 +7,12 @@
  */
 #include "isa.h"
 #include "cpu_backend.h"
+#include "gemm_bf16.h"
 #include "tenet/runtime.h" /* tn_cpu_capability: exported */
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +130,70 @@ static const tn_backend *isa_table(tn_cpu_isa isa) {
     }
 }
 
+/* ---- bfloat16 products (gemm_bf16.h) -------------------------------------------------- */
+
+/* AVX512-BF16 with the OS saving the ZMM and mask registers (XCR0 bits 1, 2, 5, 6, 7). */
+static bool cpu_has_avx512bf16(void) {
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    if (__get_cpuid_max(0, NULL) < 7 || !__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
+        return false;
+    __cpuid_count(7, 1, a, b, c, d);
+    if (!(a & (1u << 5))) return false;
+    unsigned lo, hi;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 0xe6u) == 0xe6u;
+#else
+    return false;
+#endif
+}
+
+tn_gemm_bf16_fn tn__gemm_bf16_native(void) {
+#ifdef TENET_HAVE_GEMM_BF16
+    return cpu_has_avx512bf16() ? tn__gemm_bf16 : NULL;
+#else
+    return NULL;
+#endif
+}
+
+/* TENET_GEMM_BF16 (isa.h): the bfloat16 product the CPU backend takes itself, or NULL. */
+static tn_gemm_bf16_fn bf16_choice(tn_cpu_isa isa, const char **name) {
+    const char *env = getenv("TENET_GEMM_BF16");
+    bool any = !env || !*env || !strcmp(env, "auto");
+    *name = "widened";
+    if (env && !strcmp(env, "twin")) {
+        *name = "twin";
+        return tn__gemm_bf16_twin;
+    }
+    if (!any && strcmp(env, "off"))
+        tn__warn("TENET_GEMM_BF16=%s: not a choice (auto, off, twin); taking auto", env);
+    if (env && !strcmp(env, "off")) return NULL;
+    tn_gemm_bf16_fn fn = isa == TN_ISA_AVX512 ? tn__gemm_bf16_native() : NULL;
+    if (fn) *name = "avx512bf16";
+    return fn;
+}
+
+/* The registered table: a copy of the level's, taking bfloat16 products when bf16_gemm is set
+ * (written once by the constructor, before any op). */
+static tn_backend cpu_table;
+static const tn_backend *level_table;
+static tn_gemm_bf16_fn bf16_gemm;
+static const char *bf16_name = "widened";
+
+static tn_status gemm_with_bf16(int dev, tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b) {
+    return dt == TN_BF16 ? bf16_gemm(g, b) : level_table->gemm(dev, dt, g, b);
+}
+
+const char *tn__cpu_gemm_bf16_name(void) { return bf16_name; }
+
 /* Before main (or in dlopen), so the choice is made once, before any op. */
 __attribute__((constructor)) static void register_cpu(void) {
-    tn__backend_register(TN_CPU, isa_table(tn__cpu_isa()));
+    level_table = isa_table(tn__cpu_isa());
+    cpu_table = *level_table;
+    bf16_gemm = bf16_choice(tn__cpu_isa(), &bf16_name);
+    if (bf16_gemm) {
+        cpu_table.gemm = gemm_with_bf16;
+        cpu_table.gemm_halves |= 1u << TN_BF16;
+    }
+    tn__backend_register(TN_CPU, &cpu_table);
 }

@@ -27,6 +27,15 @@
  * TENET_NATIVE=ON the whole library is compiled with -march=native and only
  * the baseline set is built (its name is then "native").
  *
+ * bfloat16 products: the CPU backend takes them itself (gemm_halves' TN_BF16 bit, and its
+ * gemm routes them to gemm_bf16.h's kernel) when the level is avx512 and the CPU has
+ * AVX512-BF16 (vdpbf16ps); elsewhere core widens them to float32 copies, as float16 products
+ * always are on the CPU. The tables are const per level, so isa.c registers a copy of the
+ * level's, with that bit and a gemm entry that sends bfloat16 to the kernel and the rest to
+ * the level's gemm. The environment variable TENET_GEMM_BF16 (read once, with TENET_ISA)
+ * overrides the choice: "off" widens, "twin" takes the kernel's portable twin on any CPU (for
+ * tests: it is slow), "auto" (or unset) is the rule above.
+ *
  * Results agree between levels within rounding, not to the bit: FMA
  * contracts a multiply-add into one rounding, and OpenMP SIMD reductions
  * sum in an order fixed by the vector width. Within one process the level
@@ -82,6 +91,8 @@ typedef enum tn_cpu_isa {
 tn_cpu_isa tn__cpu_isa(void);
 /* "baseline", "avx2", "avx512", "native". */
 const char *tn__cpu_isa_name(tn_cpu_isa isa);
+/* The bfloat16 product the registered table runs: "avx512bf16", "twin" or "widened". */
+const char *tn__cpu_gemm_bf16_name(void);
 /* Bits per vector of the kernels that run (128, 256, 512): blas.c's rule. */
 int tn__cpu_isa_bits(void);
 

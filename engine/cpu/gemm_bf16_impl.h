@@ -1,0 +1,247 @@
+/* engine/cpu/gemm_bf16_impl.h — the bfloat16 product (gemm_bf16.h) on six vector operations
+ * that the including file defines, once on AVX512-BF16 (gemm_bf16.c) and once in plain C
+ * (gemm_bf16_twin.c), so that both run this code:
+ *
+ *   vacc                16 float32 lanes, the accumulators
+ *   vpairs              16 pairs of bfloat16: lane l's pair is elements 2l (low) and 2l + 1
+ *   v_zero()            a vacc of zeros
+ *   v_load(p)           the vpairs at p (32 uint16_t, any alignment)
+ *   v_bcast(p)          the pair at p (a uint32_t: low half first) in every lane
+ *   v_dp(acc, a, b)     vdpbf16ps: lane l += a's odd * b's odd, then += a's even * b's even
+ *   v_store(p, acc)     the 16 floats to p
+ *
+ * and GB_ENTRY, the name of the entry (tn_gemm_bf16_fn).
+ *
+ * Scheme (BLIS's, with k in pairs): B is packed per block of nc columns into GB_NR-column
+ * micro-panels whose rows are k pairs, the two values of each column side by side (the lane
+ * layout of vdpbf16ps); A per block of mc rows into GB_MR-row micro-panels of 32-bit words, one
+ * k pair each, broadcast to every lane. An odd k is padded with a zero pair element, edge rows
+ * and columns with zeros. The micro-kernel keeps a GB_MR x GB_NR tile of float32 sums in
+ * registers (24 of the 32 ZMM registers) over the whole of k, so each output is rounded once
+ * from them with no float32 copy of C; instead of blocking k, the blocks shrink as k grows,
+ * so that a packed B block stays within ~1 MiB and an A block within ~512 KiB (L2).
+ *
+ * Threads: as gemm.c, each task owns whole row tiles (or, for short and wide products, column
+ * tiles) with its own packing buffers, and batches go one per thread when there are more
+ * batches than row tiles. An element's sum is its k pairs in order in one lane whichever task
+ * or tile position computes it, so the bits do not depend on the thread count.
+ */
+#include "../core/half.h"
+#include "gemm.h" /* tn__gemm_work, tn__gemm_batch_item */
+
+#include <stdalign.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define GB_MR 12
+#define GB_NR 32 /* two vectors */
+#define GB_MC 96
+#define GB_NC 1024
+#define GB_A_WORDS (1 << 17) /* 32-bit words of a packed A block, at most */
+#define GB_B_WORDS (1 << 18) /* of a packed B block */
+
+static int64_t gb_min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* x rounded down to a multiple of m, within [m, hi] */
+static int64_t gb_fit(int64_t x, int64_t m, int64_t hi) {
+    x = x / m * m;
+    return x < m ? m : x > hi ? hi : x;
+}
+
+/* (k x nc) block of B at b -> GB_NR-column micro-panels of kp = ceil(k/2) pair rows, pair row p
+ * of column j at 2j, 2j + 1 (k = 2p, 2p + 1); zeros past k and nc. */
+static void gb_pack_b(int64_t k, int64_t nc, const uint16_t *b, int64_t rs, int64_t cs,
+                      uint16_t *restrict dst) {
+    const int64_t kp = (k + 1) / 2;
+    for (int64_t j0 = 0; j0 < nc; j0 += GB_NR, dst += 2 * GB_NR * kp) {
+        const int nr = (int)gb_min(GB_NR, nc - j0);
+        for (int64_t p = 0; p < kp; p++) {
+            uint16_t *d = dst + p * 2 * GB_NR;
+            const uint16_t *r = b + 2 * p * rs + j0 * cs;
+            const bool pad = 2 * p + 1 == k; /* odd k: the last pair's second value */
+            for (int j = 0; j < nr; j++) {
+                d[2 * j] = r[j * cs];
+                d[2 * j + 1] = pad ? 0 : r[j * cs + rs];
+            }
+            for (int j = nr; j < GB_NR; j++)
+                d[2 * j] = d[2 * j + 1] = 0;
+        }
+    }
+}
+
+/* (mc x k) block of A at a -> GB_MR-row micro-panels of kp words, word p of row i holding
+ * A(i, 2p) in its low half and A(i, 2p + 1) in its high half; zeros past k and mc. */
+static void gb_pack_a(int64_t mc, int64_t k, const uint16_t *a, int64_t rs, int64_t cs,
+                      uint32_t *restrict dst) {
+    const int64_t kp = (k + 1) / 2;
+    for (int64_t i0 = 0; i0 < mc; i0 += GB_MR, dst += GB_MR * kp) {
+        const int mr = (int)gb_min(GB_MR, mc - i0);
+        for (int i = 0; i < GB_MR; i++) {
+            if (i >= mr) {
+                for (int64_t p = 0; p < kp; p++)
+                    dst[p * GB_MR + i] = 0;
+                continue;
+            }
+            const uint16_t *row = a + (i0 + i) * rs;
+            for (int64_t p = 0; p < k / 2; p++)
+                dst[p * GB_MR + i] = row[2 * p * cs] | (uint32_t)row[(2 * p + 1) * cs] << 16;
+            if (k & 1) dst[(kp - 1) * GB_MR + i] = row[(k - 1) * cs];
+        }
+    }
+}
+
+/* t (GB_MR x GB_NR, row-major) = the sums over kp pairs of the micro-panels ap and bp. */
+static void gb_ukr(int64_t kp, const uint32_t *restrict ap, const uint16_t *restrict bp,
+                   float *restrict t) {
+    vacc acc[GB_MR][2];
+    for (int i = 0; i < GB_MR; i++)
+        acc[i][0] = acc[i][1] = v_zero();
+    for (int64_t p = 0; p < kp; p++, ap += GB_MR, bp += 2 * GB_NR) {
+        const vpairs b0 = v_load(bp), b1 = v_load(bp + GB_NR);
+        _Pragma("GCC unroll 12") for (int i = 0; i < GB_MR; i++) {
+            const vpairs ai = v_bcast(ap + i);
+            acc[i][0] = v_dp(acc[i][0], ai, b0);
+            acc[i][1] = v_dp(acc[i][1], ai, b1);
+        }
+    }
+    for (int i = 0; i < GB_MR; i++) {
+        v_store(t + i * GB_NR, acc[i][0]);
+        v_store(t + i * GB_NR + GB_NR / 2, acc[i][1]);
+    }
+}
+
+/* The (mr x nr) corner of the tile t into C at row i0, column j0: C added in float32 when
+ * accumulating, each value rounded once. */
+static void gb_store(const tn_gemm *g, const float *t, int64_t i0, int64_t j0, int mr, int nr) {
+    for (int i = 0; i < mr; i++) {
+        tn_bf16 *restrict cr = (tn_bf16 *)g->c + (i0 + i) * g->rsc + j0;
+        const float *tr = t + i * GB_NR;
+        if (g->accumulate)
+            for (int j = 0; j < nr; j++)
+                cr[j] = tn_f32_to_bf16(tn_bf16_to_f32(cr[j]) + tr[j]);
+        else
+            for (int j = 0; j < nr; j++)
+                cr[j] = tn_f32_to_bf16(tr[j]);
+    }
+}
+
+/* The block sizes for k: rows (a multiple of GB_MR), columns (of GB_NR). */
+static void gb_blocks(int64_t k, int64_t *mc, int64_t *nc) {
+    const int64_t kp = (k + 1) / 2;
+    *mc = gb_fit(GB_A_WORDS / kp, GB_MR, GB_MC);
+    *nc = gb_fit(GB_B_WORDS / kp, GB_NR, GB_NC);
+}
+
+/* A thread's packing buffers. */
+typedef struct gb_buf {
+    uint32_t *a;
+    uint16_t *b;
+} gb_buf;
+
+/* Rows [i0, i1) and columns [j0, j1) of C, serially. */
+static void gb_block(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1, gb_buf buf) {
+    const uint16_t *a = g->a, *b = g->b;
+    const int64_t kp = (g->k + 1) / 2;
+    int64_t mcb, ncb;
+    gb_blocks(g->k, &mcb, &ncb);
+    alignas(64) float t[GB_MR * GB_NR];
+    for (int64_t jc = j0; jc < j1; jc += ncb) {
+        const int64_t nc = gb_min(ncb, j1 - jc);
+        gb_pack_b(g->k, nc, b + jc * g->csb, g->rsb, g->csb, buf.b);
+        for (int64_t ic = i0; ic < i1; ic += mcb) {
+            const int64_t mc = gb_min(mcb, i1 - ic);
+            gb_pack_a(mc, g->k, a + ic * g->rsa, g->rsa, g->csa, buf.a);
+            for (int64_t jr = 0; jr < nc; jr += GB_NR)
+                for (int64_t ir = 0; ir < mc; ir += GB_MR) {
+                    gb_ukr(kp, buf.a + ir * kp, buf.b + jr * 2 * kp, t);
+                    gb_store(g, t, ic + ir, jc + jr, (int)gb_min(GB_MR, mc - ir),
+                             (int)gb_min(GB_NR, nc - jr));
+                }
+        }
+    }
+}
+
+/* Task t of ntask of one product: a range of whole row tiles, or of whole column tiles. */
+static void gb_task(const tn_gemm *g, bool by_cols, int64_t t, int64_t ntask, gb_buf buf) {
+    const int64_t tile = by_cols ? GB_NR : GB_MR, len = by_cols ? g->n : g->m;
+    const int64_t tiles = (len + tile - 1) / tile;
+    const int64_t lo = gb_min(len, tiles * t / ntask * tile);
+    const int64_t hi = gb_min(len, tiles * (t + 1) / ntask * tile);
+    if (hi <= lo) return;
+    if (by_cols)
+        gb_block(g, 0, g->m, lo, hi, buf);
+    else
+        gb_block(g, lo, hi, 0, g->n, buf);
+}
+
+static gb_buf gb_buf_of(char *base, int64_t per, int64_t a_words, int th) {
+    char *p = base + per * th;
+    return (gb_buf){(uint32_t *)p, (uint16_t *)(p + a_words * 4)};
+}
+
+/* One product on nt threads: a few more tasks than threads, taken dynamically (gemm.c). */
+static void gb_one(const tn_gemm *g, int nt, char *base, int64_t per, int64_t a_words) {
+    if (nt == 1) {
+        gb_task(g, false, 0, 1, gb_buf_of(base, per, a_words, 0));
+        return;
+    }
+    const int64_t mt = (g->m + GB_MR - 1) / GB_MR, ntl = (g->n + GB_NR - 1) / GB_NR;
+    const bool by_cols = mt < 2 * nt && ntl > mt;
+    const int64_t ntask = gb_min(by_cols ? ntl : mt, 3 * (int64_t)nt);
+#pragma omp parallel num_threads(nt)
+    {
+        TN_OMP_SPAN("gemm bf16");
+#ifdef _OPENMP
+        const gb_buf buf = gb_buf_of(base, per, a_words, omp_get_thread_num());
+#else
+        const gb_buf buf = gb_buf_of(base, per, a_words, 0);
+#endif
+#pragma omp for schedule(dynamic, 1) nowait
+        for (int64_t t = 0; t < ntask; t++)
+            gb_task(g, by_cols, t, ntask, buf);
+    }
+}
+
+tn_status GB_ENTRY(const tn_gemm *g, const tn_gemm_batch *batch) {
+    const size_t es = sizeof(tn_bf16);
+    const int64_t nbatch = batch ? tn__numel(batch->ndim, batch->shape) : 1;
+    if (nbatch == 0 || g->m == 0 || g->n == 0) return TN_OK;
+    if (g->k == 0) { /* empty sum: C = 0 (or unchanged) */
+        for (int64_t bi = 0; bi < nbatch && !g->accumulate; bi++) {
+            tn_gemm one = *g;
+            if (batch) tn__gemm_batch_item(g, batch, bi, es, &one);
+            for (int64_t i = 0; i < one.m; i++)
+                memset((tn_bf16 *)one.c + i * one.rsc, 0, (size_t)one.n * es);
+        }
+        return TN_OK;
+    }
+    const int nt = tn__threads_for(tn__gemm_work(g) * nbatch);
+    const bool by_batch = nbatch > 1 && nt > 1 && nbatch >= (g->m + GB_MR - 1) / GB_MR;
+    int64_t mcb, ncb;
+    gb_blocks(g->k, &mcb, &ncb);
+    const int64_t kp = (g->k + 1) / 2, a_words = mcb * kp;
+    const int64_t per = (a_words + ncb * kp) * 4;
+    char *base = tn__alloc((size_t)(per * nt));
+    if (!base) return TN_ERR_OUT_OF_MEMORY;
+    if (by_batch) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int t = 0; t < nt; t++) {
+            tn_gemm one;
+            for (int64_t bi = nbatch * t / nt; bi < nbatch * (t + 1) / nt; bi++) {
+                tn__gemm_batch_item(g, batch, bi, es, &one);
+                gb_task(&one, false, 0, 1, gb_buf_of(base, per, a_words, t));
+            }
+        }
+    } else {
+        for (int64_t bi = 0; bi < nbatch; bi++) {
+            tn_gemm one = *g;
+            if (batch) tn__gemm_batch_item(g, batch, bi, es, &one);
+            gb_one(&one, nt, base, per, a_words);
+        }
+    }
+    tn__free(base);
+    return TN_OK;
+}
