@@ -17,19 +17,12 @@
 #include <string.h>
 
 #include "engine/core/backend.h"
+#include "engine/core/base.h"
 #include "engine/core/half.h"
 #include "engine/cpu/gemm_bf16.h"
 #include "engine/cpu/isa.h"
 
-static uint64_t g_rng = 0x2545f4914f6cdd1du;
-
-static double uniform(void) { /* [-1, 1), splitmix64 */
-    uint64_t z = (g_rng += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    z ^= z >> 31;
-    return (double)(z >> 11) * 0x1p-52 - 1.0;
-}
+static double uniform(void) { return 2.0 * tn__rand_uniform() - 1.0; } /* [-1, 1) */
 
 static float bf(tn_bf16 h) { return tn_bf16_to_f32(h); }
 
@@ -350,6 +343,7 @@ static void test_backend_choice(void **state) {
 }
 
 int main(void) {
+    tn_manual_seed(7);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_twin_shapes),    cmocka_unit_test(test_twin_empty),
         cmocka_unit_test(test_twin_lane_rule), cmocka_unit_test(test_twin_threads),
