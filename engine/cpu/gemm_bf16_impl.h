@@ -21,14 +21,15 @@
  * from them with no float32 copy of C; instead of blocking k, the blocks shrink as k grows,
  * so that a packed B block stays within ~1 MiB and an A block within ~512 KiB (L2).
  *
- * Threads: as gemm.c, each task owns whole row tiles (or, for short and wide products, column
- * tiles) with its own packing buffers, and batches go one per thread when there are more
- * batches than row tiles. An element's sum is its k pairs in order in one lane whichever task
+ * Threads: each task owns a range of whole row tiles by a range of whole column tiles (gb_one)
+ * with its own packing buffers, and batches go one per thread when there are more batches than
+ * row tiles (as gemm.c). An element's sum is its k pairs in order in one lane whichever task
  * or tile position computes it, so the bits do not depend on the thread count.
  */
 #include "../core/half.h"
 #include "gemm.h" /* tn__gemm_work, tn__gemm_batch_item */
 
+#include <math.h>
 #include <stdalign.h>
 #include <string.h>
 
@@ -164,17 +165,21 @@ static void gb_block(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64
     }
 }
 
-/* Task t of ntask of one product: a range of whole row tiles, or of whole column tiles. */
-static void gb_task(const tn_gemm *g, bool by_cols, int64_t t, int64_t ntask, gb_buf buf) {
-    const int64_t tile = by_cols ? GB_NR : GB_MR, len = by_cols ? g->n : g->m;
+/* Part `part` of `parts` of len elements in whole tiles: [*lo, *hi). */
+static void gb_part(int64_t len, int64_t tile, int64_t part, int64_t parts, int64_t *lo,
+                    int64_t *hi) {
     const int64_t tiles = (len + tile - 1) / tile;
-    const int64_t lo = gb_min(len, tiles * t / ntask * tile);
-    const int64_t hi = gb_min(len, tiles * (t + 1) / ntask * tile);
-    if (hi <= lo) return;
-    if (by_cols)
-        gb_block(g, 0, g->m, lo, hi, buf);
-    else
-        gb_block(g, lo, hi, 0, g->n, buf);
+    *lo = gb_min(len, tiles * part / parts * tile);
+    *hi = gb_min(len, tiles * (part + 1) / parts * tile);
+}
+
+/* Task t of a grid of rows x cols tasks: a range of whole row tiles by a range of whole column
+ * tiles. */
+static void gb_task(const tn_gemm *g, int64_t t, int64_t rows, int64_t cols, gb_buf buf) {
+    int64_t i0, i1, j0, j1;
+    gb_part(g->m, GB_MR, t / cols, rows, &i0, &i1);
+    gb_part(g->n, GB_NR, t % cols, cols, &j0, &j1);
+    if (i0 < i1 && j0 < j1) gb_block(g, i0, i1, j0, j1, buf);
 }
 
 static gb_buf gb_buf_of(char *base, int64_t per, int64_t a_words, int th) {
@@ -182,15 +187,20 @@ static gb_buf gb_buf_of(char *base, int64_t per, int64_t a_words, int th) {
     return (gb_buf){(uint32_t *)p, (uint16_t *)(p + a_words * 4)};
 }
 
-/* One product on nt threads: a few more tasks than threads, taken dynamically (gemm.c). */
+/* One product on nt threads: a few more tasks than threads, taken dynamically (gemm.c), on a
+ * grid of row and column ranges about as tall as wide in elements. A task packs the B columns
+ * and the A rows it reads; a grid packs less than row ranges alone (there every task would pack
+ * all of B, as costly as its multiply-adds at 16 threads on a square product). */
 static void gb_one(const tn_gemm *g, int nt, char *base, int64_t per, int64_t a_words) {
     if (nt == 1) {
-        gb_task(g, false, 0, 1, gb_buf_of(base, per, a_words, 0));
+        gb_task(g, 0, 1, 1, gb_buf_of(base, per, a_words, 0));
         return;
     }
     const int64_t mt = (g->m + GB_MR - 1) / GB_MR, ntl = (g->n + GB_NR - 1) / GB_NR;
-    const bool by_cols = mt < 2 * nt && ntl > mt;
-    const int64_t ntask = gb_min(by_cols ? ntl : mt, 3 * (int64_t)nt);
+    const int64_t want = 3 * (int64_t)nt;
+    int64_t rows = (int64_t)(sqrt((double)want * (double)g->m / (double)g->n) + 0.5);
+    rows = rows < 1 ? 1 : gb_min(rows, gb_min(mt, want));
+    const int64_t cols = gb_min(ntl, (want + rows - 1) / rows), ntask = rows * cols;
 #pragma omp parallel num_threads(nt)
     {
         TN_OMP_SPAN("gemm bf16");
@@ -201,7 +211,7 @@ static void gb_one(const tn_gemm *g, int nt, char *base, int64_t per, int64_t a_
 #endif
 #pragma omp for schedule(dynamic, 1) nowait
         for (int64_t t = 0; t < ntask; t++)
-            gb_task(g, by_cols, t, ntask, buf);
+            gb_task(g, t, rows, cols, buf);
     }
 }
 
@@ -232,7 +242,7 @@ tn_status GB_ENTRY(const tn_gemm *g, const tn_gemm_batch *batch) {
             tn_gemm one;
             for (int64_t bi = nbatch * t / nt; bi < nbatch * (t + 1) / nt; bi++) {
                 tn__gemm_batch_item(g, batch, bi, es, &one);
-                gb_task(&one, false, 0, 1, gb_buf_of(base, per, a_words, t));
+                gb_task(&one, 0, 1, 1, gb_buf_of(base, per, a_words, t));
             }
         }
     } else {
