@@ -132,12 +132,16 @@ static const tn_backend *isa_table(tn_cpu_isa isa) {
 
 /* ---- bfloat16 products (gemm_bf16.h) -------------------------------------------------- */
 
-/* AVX512-BF16 with the OS saving the ZMM and mask registers (XCR0 bits 1, 2, 5, 6, 7). */
+/* AVX512-BF16 and the AVX-512 F, BW and VL that gemm_bf16.c is compiled with, the OS saving
+ * the ZMM and mask registers (XCR0 bits 1, 2, 5, 6, 7). */
 static bool cpu_has_avx512bf16(void) {
 #if defined(__x86_64__)
     unsigned a, b, c, d;
     if (__get_cpuid_max(0, NULL) < 7 || !__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
         return false;
+    __cpuid_count(7, 0, a, b, c, d);
+    const unsigned fbwvl = 1u << 16 | 1u << 30 | 1u << 31;
+    if (a < 1 || (b & fbwvl) != fbwvl) return false; /* a: the last subleaf */
     __cpuid_count(7, 1, a, b, c, d);
     if (!(a & (1u << 5))) return false;
     unsigned lo, hi;
