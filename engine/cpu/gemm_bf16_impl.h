@@ -63,10 +63,14 @@ static void gb_pack_b(int64_t k, int64_t nc, const uint16_t *b, int64_t rs, int6
             uint16_t *d = dst + p * 2 * GB_NR;
             const uint16_t *r = b + 2 * p * rs + j0 * cs;
             const bool pad = 2 * p + 1 == k; /* odd k: the last pair's second value */
-            for (int j = 0; j < nr; j++) {
-                d[2 * j] = r[j * cs];
-                d[2 * j + 1] = pad ? 0 : r[j * cs + rs];
-            }
+            if (rs == 1 && !pad) /* B read transposed (a weight x^T): each pair is adjacent */
+                for (int j = 0; j < nr; j++)
+                    memcpy(d + 2 * j, r + j * cs, 2 * sizeof *d);
+            else
+                for (int j = 0; j < nr; j++) {
+                    d[2 * j] = r[j * cs];
+                    d[2 * j + 1] = pad ? 0 : r[j * cs + rs];
+                }
             for (int j = nr; j < GB_NR; j++)
                 d[2 * j] = d[2 * j + 1] = 0;
         }
@@ -115,12 +119,16 @@ static void gb_ukr(int64_t kp, const uint32_t *restrict ap, const uint16_t *rest
 }
 
 /* The (mr x nr) corner of the tile t into C at row i0, column j0: C added in float32 when
- * accumulating, each value rounded once. */
+ * accumulating, each value rounded once. (Locals, not g->...: a store to C may alias *g, see
+ * gemm_impl.h.) */
 static void gb_store(const tn_gemm *g, const float *t, int64_t i0, int64_t j0, int mr, int nr) {
+    tn_bf16 *const c = (tn_bf16 *)g->c + i0 * g->rsc + j0;
+    const int64_t rsc = g->rsc;
+    const bool acc = g->accumulate;
     for (int i = 0; i < mr; i++) {
-        tn_bf16 *restrict cr = (tn_bf16 *)g->c + (i0 + i) * g->rsc + j0;
-        const float *tr = t + i * GB_NR;
-        if (g->accumulate)
+        tn_bf16 *restrict cr = c + i * rsc;
+        const float *restrict tr = t + i * GB_NR;
+        if (acc)
             for (int j = 0; j < nr; j++)
                 cr[j] = tn_f32_to_bf16(tn_bf16_to_f32(cr[j]) + tr[j]);
         else
