@@ -5,6 +5,7 @@
  * Resident memory is read from /proc/self/statm. Sanitizer builds allocate
  * through the sanitizer's allocator instead (nothing of ours is kept there):
  * they check the call's contract only. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "util.h"
 
 #include <pthread.h>
