@@ -7,11 +7,13 @@
  * small integers (every sum exact: the result is the reference rounded once, to the bit) and
  * with random values (within one bfloat16 rounding plus float32's summation error). Then the
  * lane rule itself (the odd element first, subnormal inputs as zero), the same bits for 1, 2
- * and 5 threads, and the CPU backend's choice. Where the CPU has AVX512-BF16 the same checks
- * run on the real kernel, which is also compared with the twin; elsewhere they are skipped.
+ * and 5 threads, the bits of sums made over the whole of k where k spans several K blocks, and
+ * the CPU backend's choice. Where the CPU has AVX512-BF16 the same checks run on the real
+ * kernel, which is also compared with the twin; elsewhere they are skipped.
  */
 #include "util.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,12 +123,14 @@ static int64_t check(const shape *s, const product *p) {
     return bad;
 }
 
-/* Shapes around the register tile (12 x 32), the row block (96), the column block (1024) and the
- * blocks that shrink with k (k = 3001: 48 rows, 96 columns). */
+/* Shapes around the register tile (12 x 32), the row block (96), the column block (1024), the
+ * blocks that shrink with k (k = 3001: 48 rows, 96 columns) and the K block (128 pairs, k = 256:
+ * k = 256, 257, 511, 513 = 2 blocks + 1, 767 = 3 blocks - 1). */
 static const int64_t shapes[][3] = {
-    {1, 1, 1},       {1, 1, 2},      {1, 5, 3},    {3, 1, 7},    {12, 32, 2},   {13, 33, 3},
-    {11, 31, 64},    {24, 64, 129},  {25, 65, 10}, {97, 40, 33}, {200, 70, 17}, {7, 1100, 5},
-    {50, 100, 3001}, {37, 130, 257}, {1, 300, 40}, {300, 1, 40},
+    {1, 1, 1},       {1, 1, 2},      {1, 5, 3},      {3, 1, 7},    {12, 32, 2},   {13, 33, 3},
+    {11, 31, 64},    {24, 64, 129},  {25, 65, 10},   {97, 40, 33}, {200, 70, 17}, {7, 1100, 5},
+    {50, 100, 3001}, {37, 130, 257}, {1, 300, 40},   {300, 1, 40}, {25, 33, 256}, {40, 96, 511},
+    {30, 70, 513},   {13, 40, 767},  {110, 40, 600},
 };
 #define NSHAPES (int)(sizeof shapes / sizeof *shapes)
 
@@ -157,6 +161,76 @@ static void all_shapes(tn_gemm_bf16_fn fn) {
 static void test_twin_shapes(void **state) {
     (void)state;
     all_shapes(tn__gemm_bf16_twin);
+}
+
+/* The sums the kernel makes, one element at a time over the whole of k, with the twin's lane
+ * rule (gemm_bf16_twin.c): pairs in order, each pair's odd element first, subnormal inputs as
+ * zero and subnormal sums flushed; then C added when accumulating and one rounding. */
+static float daz(tn_bf16 h) {
+    return (h.bits & 0x7f80u) ? bf(h) : bf((tn_bf16){(uint16_t)(h.bits & 0x8000u)});
+}
+
+static float ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
+
+static tn_bf16 lane_sum(const product *p, int64_t i, int64_t j) {
+    const tn_gemm *g = &p->g;
+    float t = 0;
+    for (int64_t q = 0; q < g->k; q += 2) {
+        const tn_bf16 zero = {0};
+        const tn_bf16 a1 = q + 1 < g->k ? p->a[i * g->rsa + (q + 1) * g->csa] : zero;
+        const tn_bf16 b1 = q + 1 < g->k ? p->b[(q + 1) * g->rsb + j * g->csb] : zero;
+        t = ftz(t + daz(a1) * daz(b1));
+        t = ftz(t + daz(p->a[i * g->rsa + q * g->csa]) * daz(p->b[q * g->rsb + j * g->csb]));
+    }
+    if (g->accumulate) t += bf(p->c0[i * g->rsc + j]);
+    return tn_f32_to_bf16(t);
+}
+
+/* p's values made such that the order of the sums shows in the bits: even k indices below
+ * 2h (h = k / 4 * 2) hold large values, A(i, q) = s 2^e and B(q, j) an integer, cancelled
+ * exactly by A(i, q + h) = -A(i, q) and B(q + h, j) = B(q, j); the other indices stay small. The
+ * running sum is large, so each small product added to it rounds, and the result, which is
+ * small, keeps those roundings: another order (even element first, another pairing or blocks
+ * summed apart) changes many outputs' bits. */
+static void order_sensitive(product *p) {
+    const tn_gemm *g = &p->g;
+    tn_bf16 *a = p->a, *b = p->b;
+    const int64_t h = g->k / 4 * 2;
+    for (int64_t q = 0; q < h; q += 2) {
+        for (int64_t i = 0; i < g->m; i++) {
+            const double big = ldexp(uniform() < 0 ? -1 : 1, 8 + (int)(6 * tn__rand_uniform()));
+            a[i * g->rsa + q * g->csa] = tn_f32_to_bf16((float)big);
+            a[i * g->rsa + (q + h) * g->csa] = tn_f32_to_bf16((float)-big);
+        }
+        for (int64_t j = 0; j < g->n; j++)
+            b[(q + h) * g->rsb + j * g->csb] = b[q * g->rsb + j * g->csb] =
+                tn_f32_to_bf16((float)floor(uniform() * 4.5 + 0.5));
+    }
+}
+
+/* Products whose k spans several K blocks give the bits of the sums made over the whole of k
+ * (the K blocks carry the sums in float32, so the order is the same), on values whose bits
+ * show the order (order_sensitive). */
+static void test_twin_blocked_bits(void **state) {
+    (void)state;
+    const shape cases[] = {
+        {30, 70, 513, .ta = true, .step = 1, .acc = true},
+        {13, 40, 767, .tb = true, .step = 1},
+        {25, 65, 257, .step = 2, .acc = true},
+        {50, 100, 3001, .step = 1},
+        {12, 32, 256, .step = 1},
+    };
+    for (int ci = 0; ci < 5; ci++) {
+        product p = make(&cases[ci]);
+        order_sensitive(&p);
+        assert_int_equal(run(tn__gemm_bf16_twin, &p, false), TN_OK);
+        int64_t differ = 0;
+        for (int64_t i = 0; i < p.g.m; i++)
+            for (int64_t j = 0; j < p.g.n; j++)
+                differ += p.c[i * p.g.rsc + j].bits != lane_sum(&p, i, j).bits;
+        assert_int_equal(differ, 0);
+        drop(&p);
+    }
 }
 
 /* Empty sizes: nothing written for m = 0, n = 0 or an empty batch; k = 0: C = 0, or unchanged
@@ -345,11 +419,11 @@ static void test_backend_choice(void **state) {
 int main(void) {
     tn_manual_seed(7);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_twin_shapes),    cmocka_unit_test(test_twin_empty),
-        cmocka_unit_test(test_twin_lane_rule), cmocka_unit_test(test_twin_threads),
-        cmocka_unit_test(test_native_shapes),  cmocka_unit_test(test_native_empty),
-        cmocka_unit_test(test_native_threads), cmocka_unit_test(test_native_vs_twin),
-        cmocka_unit_test(test_backend_choice),
+        cmocka_unit_test(test_twin_shapes),       cmocka_unit_test(test_twin_empty),
+        cmocka_unit_test(test_twin_lane_rule),    cmocka_unit_test(test_twin_threads),
+        cmocka_unit_test(test_twin_blocked_bits), cmocka_unit_test(test_native_shapes),
+        cmocka_unit_test(test_native_empty),      cmocka_unit_test(test_native_threads),
+        cmocka_unit_test(test_native_vs_twin),    cmocka_unit_test(test_backend_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@ static inline vpairs v_load(const uint16_t *p) { return (vpairs)_mm512_loadu_si5
 static inline vpairs v_bcast(const uint32_t *p) { return (vpairs)_mm512_set1_epi32((int)*p); }
 static inline vacc v_dp(vacc acc, vpairs a, vpairs b) { return _mm512_dpbf16_ps(acc, a, b); }
 static inline void v_store(float *p, vacc acc) { _mm512_storeu_ps(p, acc); }
+static inline vacc v_loadf(const float *p) { return _mm512_loadu_ps(p); }
 
 #define GB_ENTRY tn__gemm_bf16
 #include "gemm_bf16_impl.h"

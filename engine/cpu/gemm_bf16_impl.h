@@ -9,6 +9,7 @@
  *   v_bcast(p)          the pair at p (a uint32_t: low half first) in every lane
  *   v_dp(acc, a, b)     vdpbf16ps: lane l += a's odd * b's odd, then += a's even * b's even
  *   v_store(p, acc)     the 16 floats to p
+ *   v_loadf(p)          the vacc of the 16 floats at p
  *
  * and GB_ENTRY, the name of the entry (tn_gemm_bf16_fn).
  *
@@ -16,10 +17,21 @@
  * micro-panels whose rows are k pairs, the two values of each column side by side (the lane
  * layout of vdpbf16ps); A per block of mc rows into GB_MR-row micro-panels of 32-bit words, one
  * k pair each, broadcast to every lane. An odd k is padded with a zero pair element, edge rows
- * and columns with zeros. The micro-kernel keeps a GB_MR x GB_NR tile of float32 sums in
- * registers (24 of the 32 ZMM registers) over the whole of k, so each output is rounded once
- * from them with no float32 copy of C; instead of blocking k, the blocks shrink as k grows,
- * so that a packed B block stays within ~1 MiB and an A block within ~512 KiB (L2).
+ * and columns with zeros. The blocks shrink as k grows, so that a packed B block (all of k by
+ * nc columns) stays within ~1 MiB and an A block (mc rows by all of k) within ~512 KiB (L2).
+ *
+ * Loops: jc (nc columns: pack B) -> ic (mc rows: pack A) -> pc (GB_KC k pairs) -> jr -> ir. The
+ * micro-kernel keeps a GB_MR x GB_NR tile of float32 sums in registers (24 of the 32 ZMM
+ * registers) over one K block: GB_KC pairs of a B micro-panel are 16 KiB and of an A micro-panel
+ * 6 KiB, so the B panel stays in L1 (48 KiB on Sapphire Rapids, 32 KiB on Cooper Lake) while ir
+ * runs over the row tiles, and A streams from L2. (Over the whole of k the panels were 176 KiB
+ * at k = 2048: every tile streamed them from L2, which bound the kernel by L2's bandwidth.
+ * 192 pairs would fill 70% of the L1; 128 leaves room for the streamed A panel and the tile.)
+ * Between K blocks a tile's sums wait in float32 in the thread's buffer (mc x nc floats, tile by
+ * tile): the first block starts from zeros, the others from those sums, and only the last rounds
+ * to bfloat16 (gb_store), so each output is still rounded once, and its sum is its k pairs in
+ * order in one lane as over the whole of k (a float32 stored and loaded is the same float32):
+ * the same bits as without K blocks. When k fits one K block there is no buffer.
  *
  * Threads: each task owns a range of whole row tiles by a range of whole column tiles (gb_one)
  * with its own packing buffers, and batches go one per thread when there are more batches than
@@ -41,6 +53,7 @@
 #define GB_NR 32 /* two vectors */
 #define GB_MC 96
 #define GB_NC 1024
+#define GB_KC 128            /* k pairs of a K block (above) */
 #define GB_A_WORDS (1 << 17) /* 32-bit words of a packed A block, at most */
 #define GB_B_WORDS (1 << 18) /* of a packed B block */
 
@@ -98,12 +111,18 @@ static void gb_pack_a(int64_t mc, int64_t k, const uint16_t *a, int64_t rs, int6
     }
 }
 
-/* t (GB_MR x GB_NR, row-major) = the sums over kp pairs of the micro-panels ap and bp. */
-static void gb_ukr(int64_t kp, const uint32_t *restrict ap, const uint16_t *restrict bp,
+/* t (GB_MR x GB_NR, row-major) = the sums over kp pairs of the micro-panels ap and bp, added to
+ * t's sums unless first. */
+static void gb_ukr(int64_t kp, const uint32_t *restrict ap, const uint16_t *restrict bp, bool first,
                    float *restrict t) {
     vacc acc[GB_MR][2];
     for (int i = 0; i < GB_MR; i++)
-        acc[i][0] = acc[i][1] = v_zero();
+        if (first)
+            acc[i][0] = acc[i][1] = v_zero();
+        else {
+            acc[i][0] = v_loadf(t + i * GB_NR);
+            acc[i][1] = v_loadf(t + i * GB_NR + GB_NR / 2);
+        }
     for (int64_t p = 0; p < kp; p++, ap += GB_MR, bp += 2 * GB_NR) {
         const vpairs b0 = v_load(bp), b1 = v_load(bp + GB_NR);
         _Pragma("GCC unroll 12") for (int i = 0; i < GB_MR; i++) {
@@ -144,10 +163,12 @@ static void gb_blocks(int64_t k, int64_t *mc, int64_t *nc) {
     *nc = gb_fit(GB_B_WORDS / kp, GB_NR, GB_NC);
 }
 
-/* A thread's packing buffers. */
+/* A thread's buffers: packed A and B, and the tiles' float32 sums between K blocks (NULL when
+ * k fits one K block). */
 typedef struct gb_buf {
     uint32_t *a;
     uint16_t *b;
+    float *c;
 } gb_buf;
 
 /* Rows [i0, i1) and columns [j0, j1) of C, serially. */
@@ -156,19 +177,27 @@ static void gb_block(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64
     const int64_t kp = (g->k + 1) / 2;
     int64_t mcb, ncb;
     gb_blocks(g->k, &mcb, &ncb);
-    alignas(64) float t[GB_MR * GB_NR];
+    alignas(64) float one[GB_MR * GB_NR]; /* the tile when k fits one K block */
     for (int64_t jc = j0; jc < j1; jc += ncb) {
         const int64_t nc = gb_min(ncb, j1 - jc);
         gb_pack_b(g->k, nc, b + jc * g->csb, g->rsb, g->csb, buf.b);
         for (int64_t ic = i0; ic < i1; ic += mcb) {
-            const int64_t mc = gb_min(mcb, i1 - ic);
+            const int64_t mc = gb_min(mcb, i1 - ic), mt = (mc + GB_MR - 1) / GB_MR;
             gb_pack_a(mc, g->k, a + ic * g->rsa, g->rsa, g->csa, buf.a);
-            for (int64_t jr = 0; jr < nc; jr += GB_NR)
-                for (int64_t ir = 0; ir < mc; ir += GB_MR) {
-                    gb_ukr(kp, buf.a + ir * kp, buf.b + jr * 2 * kp, t);
-                    gb_store(g, t, ic + ir, jc + jr, (int)gb_min(GB_MR, mc - ir),
-                             (int)gb_min(GB_NR, nc - jr));
-                }
+            for (int64_t pc = 0; pc < kp; pc += GB_KC) {
+                const int64_t kc = gb_min(GB_KC, kp - pc);
+                const bool first = pc == 0, last = pc + kc == kp;
+                for (int64_t jr = 0; jr < nc; jr += GB_NR)
+                    for (int64_t ir = 0; ir < mc; ir += GB_MR) {
+                        float *t =
+                            buf.c ? buf.c + (jr / GB_NR * mt + ir / GB_MR) * GB_MR * GB_NR : one;
+                        gb_ukr(kc, buf.a + ir * kp + pc * GB_MR, buf.b + (jr * kp + pc * GB_NR) * 2,
+                               first, t);
+                        if (last)
+                            gb_store(g, t, ic + ir, jc + jr, (int)gb_min(GB_MR, mc - ir),
+                                     (int)gb_min(GB_NR, nc - jr));
+                    }
+            }
         }
     }
 }
@@ -190,18 +219,26 @@ static void gb_task(const tn_gemm *g, int64_t t, int64_t rows, int64_t cols, gb_
     if (i0 < i1 && j0 < j1) gb_block(g, i0, i1, j0, j1, buf);
 }
 
-static gb_buf gb_buf_of(char *base, int64_t per, int64_t a_words, int th) {
-    char *p = base + per * th;
-    return (gb_buf){(uint32_t *)p, (uint16_t *)(p + a_words * 4)};
+/* The threads' buffers: per bytes each from base (a multiple of 64), the tiles' sums first (c
+ * floats, a multiple of 16), then a words of packed A, then packed B. */
+typedef struct gb_mem {
+    char *base;
+    int64_t per, c, a;
+} gb_mem;
+
+static gb_buf gb_buf_of(const gb_mem *m, int th) {
+    char *p = m->base + m->per * th;
+    return (gb_buf){(uint32_t *)(p + m->c * 4), (uint16_t *)(p + (m->c + m->a) * 4),
+                    m->c ? (float *)p : NULL};
 }
 
 /* One product on nt threads: a few more tasks than threads, taken dynamically (gemm.c), on a
  * grid of row and column ranges about as tall as wide in elements. A task packs the B columns
  * and the A rows it reads; a grid packs less than row ranges alone (there every task would pack
  * all of B, as costly as its multiply-adds at 16 threads on a square product). */
-static void gb_one(const tn_gemm *g, int nt, char *base, int64_t per, int64_t a_words) {
+static void gb_one(const tn_gemm *g, int nt, const gb_mem *mem) {
     if (nt == 1) {
-        gb_task(g, 0, 1, 1, gb_buf_of(base, per, a_words, 0));
+        gb_task(g, 0, 1, 1, gb_buf_of(mem, 0));
         return;
     }
     const int64_t mt = (g->m + GB_MR - 1) / GB_MR, ntl = (g->n + GB_NR - 1) / GB_NR;
@@ -213,9 +250,9 @@ static void gb_one(const tn_gemm *g, int nt, char *base, int64_t per, int64_t a_
     {
         TN_OMP_SPAN("gemm bf16");
 #ifdef _OPENMP
-        const gb_buf buf = gb_buf_of(base, per, a_words, omp_get_thread_num());
+        const gb_buf buf = gb_buf_of(mem, omp_get_thread_num());
 #else
-        const gb_buf buf = gb_buf_of(base, per, a_words, 0);
+        const gb_buf buf = gb_buf_of(mem, 0);
 #endif
 #pragma omp for schedule(dynamic, 1) nowait
         for (int64_t t = 0; t < ntask; t++)
@@ -240,9 +277,10 @@ tn_status GB_ENTRY(const tn_gemm *g, const tn_gemm_batch *batch) {
     const bool by_batch = nbatch > 1 && nt > 1 && nbatch >= (g->m + GB_MR - 1) / GB_MR;
     int64_t mcb, ncb;
     gb_blocks(g->k, &mcb, &ncb);
-    const int64_t kp = (g->k + 1) / 2, a_words = mcb * kp;
-    const int64_t per = (a_words + ncb * kp) * 4;
-    char *base = tn__alloc((size_t)(per * nt));
+    const int64_t kp = (g->k + 1) / 2;
+    gb_mem mem = {.c = kp > GB_KC ? mcb * ncb : 0, .a = mcb * kp};
+    mem.per = ((mem.c + mem.a + ncb * kp) * 4 + 63) / 64 * 64;
+    char *base = mem.base = tn__alloc((size_t)(mem.per * nt));
     if (!base) return TN_ERR_OUT_OF_MEMORY;
     if (by_batch) {
 #pragma omp parallel for num_threads(nt) schedule(static)
@@ -250,14 +288,14 @@ tn_status GB_ENTRY(const tn_gemm *g, const tn_gemm_batch *batch) {
             tn_gemm one;
             for (int64_t bi = nbatch * t / nt; bi < nbatch * (t + 1) / nt; bi++) {
                 tn__gemm_batch_item(g, batch, bi, es, &one);
-                gb_task(&one, 0, 1, 1, gb_buf_of(base, per, a_words, t));
+                gb_task(&one, 0, 1, 1, gb_buf_of(&mem, t));
             }
         }
     } else {
         for (int64_t bi = 0; bi < nbatch; bi++) {
             tn_gemm one = *g;
             if (batch) tn__gemm_batch_item(g, batch, bi, es, &one);
-            gb_one(&one, nt, base, per, a_words);
+            gb_one(&one, nt, &mem);
         }
     }
     tn__free(base);

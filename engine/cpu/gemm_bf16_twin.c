@@ -57,5 +57,11 @@ static inline vacc v_dp(vacc acc, vpairs a, vpairs b) {
 
 static inline void v_store(float *p, vacc acc) { memcpy(p, acc.f, sizeof acc.f); }
 
+static inline vacc v_loadf(const float *p) {
+    vacc v;
+    memcpy(v.f, p, sizeof v.f);
+    return v;
+}
+
 #define GB_ENTRY tn__gemm_bf16_twin
 #include "gemm_bf16_impl.h"
