@@ -434,6 +434,36 @@ static void matmul_big_blocked(void **state) {
     check_big(1, 301, 900, true, true, TN_F32);
 }
 
+/* A few rows times a weight read transposed (x·Wᵀ, W [out, in]): dot products on tenet's kernel
+ * whatever the CBLAS mode but "all" (gemm.c's use_dots). Edge tiles in rows, columns and k; the
+ * same bits on 1 and 2 threads; a row's bits do not depend on the rows around it (rows 4..5 of
+ * a 7-row product as a product of their own); the accumulating path (a linear layer's bias). */
+static void few_rows_mode(tn_dtype dt, tn__blas_mode mode) {
+    static const int64_t shapes[][3] = {{2, 64, 300}, {7, 77, 517}, {16, 768, 2304}, {32, 130, 97}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        check_big_mode(shapes[i][0], shapes[i][1], shapes[i][2], false, true, dt, mode);
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_manual_seed(11);
+    tn_tensor *x = tn_randn(2, S(7, 300), dt), *w = tn_randn(2, S(101, 300), dt);
+    tn_tensor *bias = tn_randn(1, S(101), dt);
+    tn__blas_mode old_mode = tn__blas_get_mode();
+    tn__blas_set_mode(mode);
+    tn_tensor *all = tn_linear(x, w, bias), *two = tn_linear(tn_narrow(x, 0, 4, 2), w, bias);
+    tn_tensor *nob = tn_linear(x, w, NULL);
+    tn__blas_set_mode(old_mode);
+    size_t es = tn_dtype_size(dt);
+    assert_memory_equal((const char *)tn_data_ptr(all) + 4 * 101 * es, tn_data_ptr(two),
+                        2 * 101 * es);
+    tt_assert_close_tensors(all, tn_add(nob, bias), dt == TN_F32 ? 1e-5 : 1e-12);
+    tn_scope_end();
+}
+
+static void matmul_few_rows(void **state) {
+    few_rows_mode(TN_F32, TN__BLAS_OFF);
+    few_rows_mode(TN_F64, TN__BLAS_OFF);
+    if (tn__blas_available()) few_rows_mode(TN_F32, TN__BLAS_AUTO);
+}
+
 /* Many small products: split by batch across threads; on tenet's kernel the
  * same bits as serial (forced: CBLAS need not be, see check_big_mode), on
  * CBLAS within rounding. */
@@ -677,10 +707,10 @@ int main(void) {
         TT_TEST(matmul_cases_f64),       TT_TEST(matmul_cases_f32),
         TT_TEST(matmul_one_side),        TT_TEST(matmul_saved_modified),
         TT_TEST(matmul_double_backward), TT_TEST(matmul_big_blocked),
-        TT_TEST(matmul_many_batches),    TT_TEST(matmul_empty_and_int),
-        TT_TEST(matmul_errors),          TT_TEST(linear_cases),
-        TT_TEST(linear_bias_shapes),     TT_TEST(linear_double_backward),
-        TT_TEST(linear_errors),
+        TT_TEST(matmul_few_rows),        TT_TEST(matmul_many_batches),
+        TT_TEST(matmul_empty_and_int),   TT_TEST(matmul_errors),
+        TT_TEST(linear_cases),           TT_TEST(linear_bias_shapes),
+        TT_TEST(linear_double_backward), TT_TEST(linear_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

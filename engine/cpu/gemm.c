@@ -38,6 +38,11 @@
 #define GEMM_NC 2048
 /* Below this many multiply-adds per product, packing does not pay. */
 #define GEMM_SMALL 32768
+/* Dot products (use_dots, dots_impl.h) for products of at most DOTS_MAX_M rows, with k long
+ * enough to fill the vectors and A's rows in L2 beside the weights streaming through. */
+#define DOTS_MAX_M 32
+#define DOTS_MIN_K 64
+#define DOTS_MAX_A_BYTES (256 << 10)
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -68,13 +73,14 @@ typedef struct kernel {
     size_t esize;
     void (*direct)(const tn_gemm *g, int64_t i0, int64_t i1);
     void (*direct_cols)(const tn_gemm *g, int64_t j0, int64_t j1); /* m == 1; floats */
+    void (*dots)(const tn_gemm *g, int64_t j0, int64_t j1);        /* use_dots; floats */
     void (*blocked)(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1, void *apack,
                     void *bpack);
 } kernel;
 
 #define FLOAT_KERNEL(ID, CT, S)                                                                    \
-    [ID] = {MR_##S, NR_##S, sizeof(CT), direct_##S, direct_cols_##S, blocked_v_##S},
-#define INT_KERNEL(ID, CT, S) [ID] = {1, 1, sizeof(CT), direct_##S, NULL, NULL},
+    [ID] = {MR_##S, NR_##S, sizeof(CT), direct_##S, direct_cols_##S, dots_##S, blocked_v_##S},
+#define INT_KERNEL(ID, CT, S) [ID] = {1, 1, sizeof(CT), direct_##S, NULL, NULL, NULL},
 static const kernel kernels[TN_DTYPE_COUNT] = {TN_FOR_EACH_WIDE(FLOAT_KERNEL)
                                                    TN_FOR_EACH_INT(INT_KERNEL)};
 
@@ -94,16 +100,29 @@ static bool use_direct(const kernel *kr, const tn_gemm *g) {
            g->n < kr->nr / 4;
 }
 
+/* A product of a few rows with A's rows and B's columns contiguous (a linear layer's x·Wᵀ fed
+ * a few tokens, W [out, in]): packing would copy the whole weight for a few rows' work (OpenBLAS
+ * packs it on every call too: as long as its multiply-adds at 16 rows), so each C element is a
+ * dot product of contiguous rows (dots_impl.h). One row stays with direct_cols. */
+static bool use_dots(const kernel *kr, const tn_gemm *g) {
+    return kr->dots && g->m >= 2 && g->m <= DOTS_MAX_M && g->csa == 1 && g->rsb == 1 &&
+           g->k >= DOTS_MIN_K && g->m * g->k * (int64_t)kr->esize <= DOTS_MAX_A_BYTES &&
+           g->m * g->n * g->k >= GEMM_SMALL;
+}
+
 /* Task t of ntask of one product, serially with the buffer buf (A block,
  * then B block): a range of whole row tiles, or of whole column tiles when
  * the product is too short to give every thread a few row tiles. */
 static void run_task(const kernel *kr, const tn_gemm *g, bool by_cols, int64_t t, int64_t ntask,
                      char *buf, int64_t na) {
-    int64_t tile = by_cols ? kr->nr : kr->mr, len = by_cols ? g->n : g->m;
+    bool dots = use_dots(kr, g);
+    int64_t tile = dots ? DOTS_NJ : by_cols ? kr->nr : kr->mr, len = by_cols ? g->n : g->m;
     int64_t tiles = (len + tile - 1) / tile;
     int64_t lo = MIN(len, tiles * t / ntask * tile), hi = MIN(len, tiles * (t + 1) / ntask * tile);
     if (hi <= lo) return;
-    if (use_direct(kr, g) && by_cols)
+    if (dots)
+        kr->dots(g, lo, hi);
+    else if (use_direct(kr, g) && by_cols)
         kr->direct_cols(g, lo, hi);
     else if (use_direct(kr, g))
         kr->direct(g, lo, hi);
@@ -121,8 +140,9 @@ static void run_task(const kernel *kr, const tn_gemm *g, bool by_cols, int64_t t
  * is summed in the same order whichever task computes it. */
 static void run_one(const kernel *kr, const tn_gemm *g, int nt, char *buf, int64_t per,
                     int64_t na) {
-    /* one row (a GEMV): split by columns, each weight read by one thread only */
-    bool gemv = g->m == 1 && kr->direct_cols && use_direct(kr, g);
+    /* one row (a GEMV) or a few as dot products: split by columns, each weight read by one
+     * thread only */
+    bool gemv = (g->m == 1 && kr->direct_cols && use_direct(kr, g)) || use_dots(kr, g);
     if (nt == 1) {
         run_task(kr, g, gemv, 0, 1, buf, na);
         return;
@@ -172,13 +192,16 @@ tn_status tn__gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch) {
         }
         return TN_OK;
     }
-    tn_status bs = tn__gemm_blas(dt, g, batch);
-    if (bs != TN__BLAS_DECLINED) return bs;
+    /* the dot-product shapes are ours unless CBLAS is asked to take everything */
+    if (!use_dots(kr, g) || tn__blas_get_mode() == TN__BLAS_ALL) {
+        tn_status bs = tn__gemm_blas(dt, g, batch);
+        if (bs != TN__BLAS_DECLINED) return bs;
+    }
     int nt = tn__threads_for(tn__gemm_work(g) * nbatch);
     /* many products: one per thread at a time; few: each on all threads */
     bool by_batch = nbatch > 1 && nt > 1 && nbatch >= (g->m + kr->mr - 1) / kr->mr;
     int64_t na = 0, nb = 0;
-    if (!use_direct(kr, g)) pack_sizes(kr, g, &na, &nb);
+    if (!use_direct(kr, g) && !use_dots(kr, g)) pack_sizes(kr, g, &na, &nb);
     int64_t per = (na + nb) * (int64_t)kr->esize;
     char *buf = NULL;
     if (per && !(buf = tn__alloc((size_t)(per * nt)))) return TN_ERR_OUT_OF_MEMORY;

@@ -18,6 +18,15 @@
 
 /* tn_gemm and tn_gemm_batch: engine/core/kernel_args.h */
 
+/* Bytes of a vector register in the set this file is compiled for (isa.h). */
+#if defined(__AVX512F__)
+#define TN_VEC_BYTES 64
+#elif defined(__AVX__)
+#define TN_VEC_BYTES 32
+#else
+#define TN_VEC_BYTES 16
+#endif
+
 /* c + a*b, fused where the CPU has FMA: strict C11 (-std=c11) turns off
  * floating-point contraction, so the fusion has to be asked for (math.h). */
 // clang-format off

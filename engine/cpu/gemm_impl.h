@@ -99,6 +99,8 @@ static void F(direct_cols)(const tn_gemm *g, int64_t j0, int64_t j1) {
     }
 }
 
+#include "dots_impl.h"
+
 #define MR TN_CAT(MR_, SUF)
 #define NR TN_CAT(NR_, SUF)
 
