@@ -14,6 +14,8 @@
 #define EXP TN_NAME(exp, SUF)
 #define MR TN_CAT(MR_, SUF)
 
+#include "dots_impl.h"
+
 /* Packs rows [j0, j0+n) of a (row stride rs, cols d contiguous) transposed
  * into t (d x BK), zero past n. */
 static void F(pack_t)(T *t, const T *a, int64_t rs, int64_t n, int64_t d) {
@@ -131,13 +133,40 @@ static inline T F(row_exp_sum)(T *x, T mx) {
     return s;
 }
 
+/* s (m x BK) = q (m x E, row stride rsq) times the transpose of the n keys at k (row stride
+ * rsk), each score a dot product (dots_impl.h); 0 past n. For a query of a row or a few (a
+ * generation step over a KV cache), which reads each key once: packing the keys transposed
+ * would cost more than the products. */
+static void F(tile_qk_rows)(T *restrict s, const T *q, int64_t rsq, int64_t m, const T *k,
+                            int64_t rsk, int64_t n, int64_t E) {
+    tn_gemm g = {.m = m,
+                 .n = n,
+                 .k = E,
+                 .a = q,
+                 .rsa = rsq,
+                 .csa = 1,
+                 .b = k,
+                 .rsb = 1,
+                 .csb = rsk,
+                 .c = s,
+                 .rsc = BK};
+    F(dots)(&g, 0, n);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = n; j < BK; j++)
+            s[i * BK + j] = 0;
+}
+
 /* The scores of tile (rows i0.., m; keys j0.., n) into s: scale q k^T plus
- * the mask; masked, causal and padding entries -inf. */
+ * the mask; masked, causal and padding entries -inf. kt: the tile's keys packed (E x BK), or
+ * NULL to read them where they are (tile_qk_rows). */
 static void F(scores)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, const T *kt, int64_t i0,
                       int64_t m, int64_t j0, int64_t n) {
     const T *q = (const T *)a->q + sl->oq + i0 * a->rsq;
     T *s = (T *)w->s;
-    F(tile_abt)(s, q, a->rsq, m, kt, a->E);
+    if (kt)
+        F(tile_abt)(s, q, a->rsq, m, kt, a->E);
+    else
+        F(tile_qk_rows)(s, q, a->rsq, m, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, n, a->E);
     const T sc = (T)a->scale, ninf = -(T)INFINITY;
     for (int64_t i = 0; i < m; i++) {
         T *si = s + i * BK;
@@ -182,8 +211,11 @@ static void F(fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, i
         mx[i] = -(T)INFINITY, l[i] = 0;
     for (int64_t i = 0; i < m * Ev; i++)
         acc[i] = 0;
-    int64_t jend = F(kv_end)(a, i0, m);        /* later tiles: all masked */
-    if (w->kt_slice && w->packed_b != sl->b) { /* the whole slice's keys, once */
+    int64_t jend = F(kv_end)(a, i0, m); /* later tiles: all masked */
+    /* a block of a few rows reads the keys in place; else the whole slice's keys are packed
+     * once (kt_slice) or tile by tile */
+    bool pack = m > QK_ROWS_MAX;
+    if (pack && w->kt_slice && w->packed_b != sl->b) {
         for (int64_t j0 = 0; j0 < a->S; j0 += BK)
             F(pack_t)
             ((T *)w->kt + j0 * a->E, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk,
@@ -193,8 +225,9 @@ static void F(fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, i
     for (int64_t j0 = 0; j0 < jend; j0 += BK) {
         int64_t n = jend - j0 < BK ? jend - j0 : BK;
         T *kt = (T *)w->kt + (w->kt_slice ? j0 * a->E : 0); /* tile j0 / BK: E x BK */
-        if (!w->kt_slice) F(pack_t)(kt, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, n, a->E);
-        F(scores)(a, sl, w, kt, i0, m, j0, n);
+        if (pack && !w->kt_slice)
+            F(pack_t)(kt, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, n, a->E);
+        F(scores)(a, sl, w, pack ? kt : NULL, i0, m, j0, n);
         for (int64_t i = 0; i < m; i++) {
             T *si = s + i * BK, tm = F(row_max)(si);
             T mnew = tm > mx[i] || tm != tm ? tm : mx[i]; /* a NaN sticks */

@@ -7,6 +7,8 @@
  * sum (online softmax, the accumulated output rescaled when the max grows)
  * and writes the output rows and their log-sum-exp; the L x S matrix never
  * exists. Causal: key tiles entirely past the block's last row are skipped.
+ * A query block of a few rows (a generation step over a KV cache) reads the keys in place, each
+ * score a dot product (dots_impl.h), instead of packing them transposed for one use.
  * Backward recomputes P = exp(scores - lse) tile by tile. With many slices
  * a worker owns a whole slice (dQ, dK, dV: one pass over its key blocks,
  * query blocks inside); with few, two passes: one over (slice, key block)
@@ -34,6 +36,7 @@
 #define BK 32 /* keys per tile: the vectorised width of the score loops */
 #define FUSED_MIN_SLICES 16
 #define KT_SLICE_MAX 65536 /* elements of a slice's packed keys kept per worker (forward) */
+#define QK_ROWS_MAX 4      /* forward query blocks up to this many rows read keys in place */
 
 /* A slice's first element in each operand (elements). */
 typedef struct attn_slice {
