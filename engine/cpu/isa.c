@@ -132,6 +132,7 @@ static const tn_backend *isa_table(tn_cpu_isa isa) {
 
 /* ---- bfloat16 products (gemm_bf16.h) -------------------------------------------------- */
 
+#ifdef TENET_HAVE_GEMM_BF16
 /* AVX512-BF16 and the AVX-512 F, BW and VL that gemm_bf16.c is compiled with, the OS saving
  * the ZMM and mask registers (XCR0 bits 1, 2, 5, 6, 7). */
 static bool cpu_has_avx512bf16(void) {
@@ -151,6 +152,7 @@ static bool cpu_has_avx512bf16(void) {
     return false;
 #endif
 }
+#endif
 
 tn_gemm_bf16_fn tn__gemm_bf16_native(void) {
 #ifdef TENET_HAVE_GEMM_BF16
