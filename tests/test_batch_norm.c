@@ -254,6 +254,14 @@ static void empty_inputs(void **state) {
     const double zero[6] = {0};
     tt_assert_grad(w, zero, 6, 0);
     tt_assert_grad(b, zero, 6, 0);
+    /* no channels and huge other dims (an expanded empty tensor): the "more than 1 value per
+     * channel" check forms no product that could overflow (a fuzzer's finding) */
+    const int64_t e1[] = {1, 0, 1}, huge[] = {((int64_t)1 << 62) + 1, 0, 3};
+    tn_tensor *xe = tn_expand(tn_zeros(3, e1, TN_F64), 3, huge);
+    assert_non_null(xe);
+    tn_tensor *ye = tn_batch_norm(xe, NULL, NULL, NULL, NULL, true, 0.1, 1e-5);
+    assert_non_null(ye);
+    assert_int_equal(tn_numel(ye), 0);
     tn_scope_end();
 }
 

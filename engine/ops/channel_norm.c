@@ -270,12 +270,14 @@ static tn_status dim_error(void) {
                      "Dimension out of range (expected to be in range of [-1, 0], but got 1)");
 }
 
-/* torch.nn.functional's _verify_batch_size: size[0] * prod(size[2:]) must not be 1 */
+/* torch.nn.functional's _verify_batch_size: size[0] * prod(size[2:]) must not be 1. Sizes are
+ * >= 0, so the product is 1 exactly when every factor is: no product is formed, which beside a
+ * zero-size channel dim (numel 0) could overflow. */
 static tn_status check_batch(int ndim, const int64_t *size) {
-    int64_t prods = size[0];
-    for (int i = 2; i < ndim; i++)
-        prods *= size[i];
-    if (prods != 1) return TN_OK;
+    bool one = size[0] == 1;
+    for (int i = 2; i < ndim && one; i++)
+        one = size[i] == 1;
+    if (!one) return TN_OK;
     char s[200];
     tn__format_shape(s, sizeof s, ndim, size);
     return tn__error(TN_ERR_SHAPE,
