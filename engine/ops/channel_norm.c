@@ -141,12 +141,8 @@ static tn_status cn_bw_fused(tn_node *n, tn_tensor *x, tn_tensor *w, tn_tensor *
     tn_cn_args a = {.mode = TN_CN_BWD, .dtype = x->dtype, .groups = p->groups, .fixed = p->fixed};
     cn_dims(x, &a.n, &a.c, &a.s);
     if (st == TN_OK) {
-        a.x = tn__ptr(x), a.weight = w ? tn__ptr(w) : NULL, a.dy = tn__ptr(o.g);
-        a.mean = tn__ptr(o.mean), a.rstd = tn__ptr(o.rstd);
-        a.dx = gi[0] ? tn__ptr(gi[0]) : NULL;
-        a.dweight = gi[1] ? tn__ptr(gi[1]) : NULL, a.dbias = gi[2] ? tn__ptr(gi[2]) : NULL;
-        const tn_tensor *ops[8] = {gi[0], gi[1], gi[2], o.g, x, o.mean, o.rstd, w};
-        st = tn__dev_channel_norm(&a, tn__dev(x), 8, ops, 7u);
+        TN_NORM_BW_PTRS(a, x, w, o, gi);
+        st = tn__dev_channel_norm(&a, tn__dev(x), TN_NORM_BW_NOPS, TN_NORM_BW_OPS(x, w, o, gi), 7u);
     }
     tn__norm_bw_end(&o);
     return st;

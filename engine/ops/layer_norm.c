@@ -146,12 +146,8 @@ static tn_status ln_bw_fused(tn_node *n, tn_tensor *x, tn_tensor *w, tn_tensor *
     tn_ln_args a = {.mode = TN_LN_BWD, .dtype = x->dtype};
     ln_dims(x->ndim, x->shape, (int)ln_p(n)->nn, &a.rows, &a.cols);
     if (st == TN_OK) {
-        a.x = tn__ptr(x), a.weight = w ? tn__ptr(w) : NULL, a.dy = tn__ptr(o.g);
-        a.mean = tn__ptr(o.mean), a.rstd = tn__ptr(o.rstd);
-        a.dx = gi[0] ? tn__ptr(gi[0]) : NULL;
-        a.dweight = gi[1] ? tn__ptr(gi[1]) : NULL, a.dbias = gi[2] ? tn__ptr(gi[2]) : NULL;
-        const tn_tensor *ops[8] = {gi[0], gi[1], gi[2], o.g, x, o.mean, o.rstd, w};
-        st = tn__dev_layer_norm(&a, tn__dev(x), 8, ops, 7u);
+        TN_NORM_BW_PTRS(a, x, w, o, gi);
+        st = tn__dev_layer_norm(&a, tn__dev(x), TN_NORM_BW_NOPS, TN_NORM_BW_OPS(x, w, o, gi), 7u);
     }
     tn__norm_bw_end(&o);
     return st;

@@ -54,6 +54,18 @@ typedef struct tn_norm_bw_ops {
 tn_status tn__norm_bw_begin(tn_node *n, const tn_tensor *x, tn_tensor *g, tn_tensor **gi,
                             tn_norm_bw_ops *o);
 void tn__norm_bw_end(tn_norm_bw_ops *o);
+/* The fused backward's pointers into its kernel arguments A (tn_ln_args or tn_cn_args: the
+ * same field names), from x, the weight w (or NULL), o and gi. */
+#define TN_NORM_BW_PTRS(A, X, W, O, GI)                                                         \
+    ((A).x = tn__ptr(X), (A).weight = (W) ? tn__ptr(W) : NULL, (A).dy = tn__ptr((O).g),        \
+     (A).mean = tn__ptr((O).mean), (A).rstd = tn__ptr((O).rstd),                               \
+     (A).dx = (GI)[0] ? tn__ptr((GI)[0]) : NULL, (A).dweight = (GI)[1] ? tn__ptr((GI)[1]) : NULL, \
+     (A).dbias = (GI)[2] ? tn__ptr((GI)[2]) : NULL)
+/* Its operands for the device layer, the three written first (mask 7u). */
+#define TN_NORM_BW_NOPS 8
+#define TN_NORM_BW_OPS(X, W, O, GI)                                                             \
+    ((const tn_tensor *[TN_NORM_BW_NOPS]){(GI)[0], (GI)[1], (GI)[2], (O).g, (X), (O).mean,     \
+                                          (O).rstd, (W)})
 
 /* The fused attention's forward with a bool key mask (or NULL) and the causal rule key j <= i +
  * offset; not recorded for autograd (attention.c, for kv_cache.c). */
