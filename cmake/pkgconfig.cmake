@@ -39,17 +39,21 @@ function(tenet_pc_flags out)
   set(${out} ${flags} PARENT_SCOPE)
 endfunction()
 
-# Libs.private: each pkg-config dependency's static libraries (pkg_check_modules' <PREFIX>_...),
-# then the plain libraries. A library listed twice keeps its last place, so that it still follows
-# every library that needs it in a static link.
+# Libs.private: what libtenet.a itself calls. Each pkg-config dependency's own libraries
+# (pkg_check_modules' <PREFIX>_LIBRARIES and _LDFLAGS_OTHER: its Libs), then the plain libraries.
+# Not a dependency's static closure (<PREFIX>_STATIC_...: its Libs.private too, as libdw's -lbz2
+# or OpenBLAS's -lgfortran): a static libtenet.a links those dependencies' shared libraries, which
+# bring their own, and the closure would need -dev packages libtenet-dev does not depend on. A
+# library listed twice keeps its last place, so that it still follows every library that needs
+# it in a static link.
 set(_libs "")
 set(_deps ${TENET_PKG_DEPS})
 while(_deps)
   list(POP_FRONT _deps _prefix _module)
-  foreach(_lib IN LISTS ${_prefix}_STATIC_LIBRARIES)
+  foreach(_lib IN LISTS ${_prefix}_LIBRARIES)
     list(APPEND _libs "-l${_lib}")
   endforeach()
-  tenet_pc_flags(_libs ${${_prefix}_STATIC_LDFLAGS_OTHER})
+  tenet_pc_flags(_libs ${${_prefix}_LDFLAGS_OTHER})
 endwhile()
 separate_arguments(_blas UNIX_COMMAND "${TENET_BLAS_PC_LIBS}") # a library found by path
 tenet_pc_flags(_libs ${_blas})
