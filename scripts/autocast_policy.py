@@ -8,7 +8,8 @@ Run with the system Python that has torch (Debian's python3-torch, 1.13):
     /usr/bin/python3 scripts/autocast_policy.py [output_file]
 
 One record per line: <op> <inputs> <output dtype>. inputs: f32 (every float input float32),
-bf16 (every float input bfloat16), mixed (the first float input float32, the others bfloat16).
+bf16 (every float input bfloat16), mixed (the first float input float32, the others bfloat16),
+lowfirst (the first bfloat16, the others float32).
 An op the installed torch lacks (scaled_dot_product_attention before 2.0) is written "n/a",
 inputs torch refuses (a RuntimeError) "error".
 """
@@ -67,9 +68,22 @@ OPS = {
                                                 t(d[1], 3, 4)), 2),
     "where": (lambda d: torch.where(MASK, t(d[0], 3, 4), t(d[1], 3, 4)), 2),
     "masked_fill": (lambda d: t(d[0], 3, 4).masked_fill(MASK, 0.5), 1),
+    # the CNN's ops; batch_norm's running statistics take the weight's dtype
+    "batch_norm": (lambda d: F.batch_norm(t(d[0], 2, 3, 4, 4), t(d[1], 3), t(d[1], 3) + 0.5,
+                                          t(d[1], 3), t(d[2], 3), training=True), 3),
+    "batch_norm_eval": (lambda d: F.batch_norm(t(d[0], 2, 3, 4, 4), t(d[1], 3), t(d[1], 3) + 0.5,
+                                               t(d[1], 3), t(d[2], 3), training=False), 3),
+    "group_norm": (lambda d: F.group_norm(t(d[0], 2, 4, 3, 3), 2, t(d[1], 4), t(d[2], 4)), 3),
+    "max_pool2d": (lambda d: F.max_pool2d(t(d[0], 1, 2, 4, 4), 2), 1),
+    "avg_pool2d": (lambda d: F.avg_pool2d(t(d[0], 1, 2, 4, 4), 2), 1),
+    "adaptive_avg_pool2d": (lambda d: F.adaptive_avg_pool2d(t(d[0], 1, 2, 4, 4), 2), 1),
+    "adaptive_max_pool2d": (lambda d: F.adaptive_max_pool2d(t(d[0], 1, 2, 4, 4), 2), 1),
 }
+# lowfirst: the first float input bfloat16 (an earlier op's output under autocast), the others
+# float32 (parameters), as a CNN's batch_norm after an autocast conv
 MODES = {"f32": lambda n: [torch.float32] * n, "bf16": lambda n: [torch.bfloat16] * n,
-         "mixed": lambda n: [torch.float32] + [torch.bfloat16] * (n - 1)}
+         "mixed": lambda n: [torch.float32] + [torch.bfloat16] * (n - 1),
+         "lowfirst": lambda n: [torch.bfloat16] + [torch.float32] * (n - 1)}
 
 
 def main():
@@ -78,7 +92,7 @@ def main():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         for name, (fn, n) in OPS.items():
             for mode, dts in MODES.items():
-                if mode == "mixed" and n < 2:
+                if mode in ("mixed", "lowfirst") and n < 2:
                     continue
                 try:
                     out = NAMES[fn(dts(n)).dtype]

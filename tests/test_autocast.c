@@ -80,6 +80,17 @@ static tn_tensor *run_op(const char *op, const tn_dtype *d) {
     }
     if (!strcmp(op, "where")) return tn_where(mask34(), R(d[0], 3, 4), R(d[1], 3, 4));
     if (!strcmp(op, "masked_fill")) return tn_masked_fill(R(d[0], 3, 4), mask34(), 0.5);
+    if (!strcmp(op, "batch_norm") || !strcmp(op, "batch_norm_eval")) /* statistics: d[1] */
+        return tn_batch_norm(R(d[0], 2, 3, 4, 4), R(d[1], 3), R(d[1], 3), R(d[1], 3), R(d[2], 3),
+                             !strcmp(op, "batch_norm"), 0.1, 1e-5);
+    if (!strcmp(op, "group_norm"))
+        return tn_group_norm(R(d[0], 2, 4, 3, 3), 2, R(d[1], 4), R(d[2], 4), 1e-5);
+    const int64_t k2[2] = {2, 2};
+    if (!strcmp(op, "max_pool2d")) return tn_max_pool2d(R(d[0], 1, 2, 4, 4), k2, NULL, NULL, NULL, false);
+    if (!strcmp(op, "avg_pool2d"))
+        return tn_avg_pool2d(R(d[0], 1, 2, 4, 4), k2, NULL, NULL, false, true, 0);
+    if (!strcmp(op, "adaptive_avg_pool2d")) return tn_adaptive_avg_pool2d(R(d[0], 1, 2, 4, 4), k2);
+    if (!strcmp(op, "adaptive_max_pool2d")) return tn_adaptive_max_pool2d(R(d[0], 1, 2, 4, 4), k2);
     fail_msg("no tenet call for golden op %s", op);
     return NULL;
 }
@@ -106,7 +117,9 @@ static void test_policy_golden(void **state) {
         assert_int_equal(sscanf(line, "%63s %15s %15s", op, mode, want), 3);
         tn_dtype d[3] = {TN_F32, TN_F32, TN_F32};
         for (int i = 0; i < 3; i++)
-            if (!strcmp(mode, "bf16") || (!strcmp(mode, "mixed") && i > 0)) d[i] = TN_BF16;
+            if (!strcmp(mode, "bf16") || (!strcmp(mode, "mixed") && i > 0) ||
+                (!strcmp(mode, "lowfirst") && i == 0))
+                d[i] = TN_BF16;
         assert_int_equal(tn_scope_begin(), TN_OK);
         assert_int_equal(tn_autocast_begin(TN_CPU, TN_BF16), TN_OK);
         tn_tensor *out = run_op(op, d);
@@ -122,7 +135,7 @@ static void test_policy_golden(void **state) {
         tn_scope_end();
     }
     fclose(f);
-    assert_int_equal(rows, 77);
+    assert_int_equal(rows, 112);
     assert_int_equal(bad, 0);
 }
 

@@ -936,7 +936,7 @@ static void monitor_pending_on_gpu(void **state) {
 }
 
 /* Autocast in a CUDA region: PyTorch 2.x's CUDA lists (matmul to float16; softmax, sum, exp,
- * layer_norm of a float16 input in float32; cat promotes), CPU tensors untouched; the gradient
+ * layer_norm and group_norm of a float16 input in float32; batch_norm follows it; cat promotes), CPU tensors untouched; the gradient
  * scaler on CUDA gradients (the inf check through the device's grad_stats). */
 static tn_dtype dt_of_released(tn_tensor *t) {
     tn_dtype d = t ? tn_dtype_of(t) : TN_DTYPE_SAME;
@@ -966,6 +966,10 @@ static void autocast_on_gpu(void **state) {
     assert_int_equal(dt_of_released(tn_sum(h)), TN_F32);
     assert_int_equal(dt_of_released(tn_exp(h)), TN_F32);
     assert_int_equal(dt_of_released(tn_layer_norm(h, 1, (int64_t[]){4}, NULL, NULL, 1e-5)), TN_F32);
+    assert_int_equal(dt_of_released(tn_group_norm(h, 2, NULL, NULL, 1e-5)), TN_F32);
+    /* batch_norm is on no list: it follows its input */
+    assert_int_equal(dt_of_released(tn_batch_norm(h, NULL, NULL, NULL, NULL, true, 0.1, 1e-5)),
+                     TN_F16);
     assert_int_equal(dt_of_released(tn_cat(2, (tn_tensor *[]){a, h}, 0)), TN_F32);
     assert_int_equal(dt_of_released(tn_relu(h)), TN_F16);
     tn_tensor *loss = tn_sum(y); /* float32 (sum is on CUDA's float32 list) */

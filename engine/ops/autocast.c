@@ -4,7 +4,7 @@
  * The policy table is the only place that knows which op does what:
  *   CPU  — torch's AutocastCPU registrations (aten/src/ATen/autocast_mode.cpp),
  *          checked against torch 1.13 by scripts/autocast_policy.py
- *          (tests/golden/autocast_policy.txt); scaled_dot_product_attention,
+ *          (tests/golden_amp/autocast_policy.txt); scaled_dot_product_attention,
  *          absent from 1.13, follows torch 2.x (lower precision).
  *   CUDA — torch 2.x's AT_FORALL_LOWER_PRECISION_FP / FP32 /
  *          FP32_SET_OPT_DTYPE / PROMOTE lists (autocast_mode.h) restricted to
@@ -37,6 +37,7 @@ static const uint8_t policy[TN_AC_OP_COUNT][2] = {
     [TN_AC_SOFTMAX] = {AC_NONE, AC_FP32},
     [TN_AC_LOG_SOFTMAX] = {AC_NONE, AC_FP32},
     [TN_AC_LAYER_NORM] = {AC_NONE, AC_FP32},
+    [TN_AC_GROUP_NORM] = {AC_NONE, AC_FP32}, /* batch_norm: on neither list (follows x) */
     [TN_AC_EXP] = {AC_NONE, AC_FP32},
     [TN_AC_LOG] = {AC_NONE, AC_FP32},
     [TN_AC_POW] = {AC_NONE, AC_FP32},

@@ -35,6 +35,7 @@ typedef enum tn_ac_op {
     TN_AC_SOFTMAX,
     TN_AC_LOG_SOFTMAX,
     TN_AC_LAYER_NORM,
+    TN_AC_GROUP_NORM,
     TN_AC_EXP,
     TN_AC_LOG,
     TN_AC_POW,

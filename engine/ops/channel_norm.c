@@ -9,6 +9,7 @@
  * (either of the last two may be NULL); saved {0: x, 1: weight, 2: mean, 3: rstd} (mean and
  * rstd contiguous (units)); parameters cn_params.
  */
+#include "autocast.h"
 #include "pointwise_driver.h"
 
 typedef struct cn_params {
@@ -399,6 +400,10 @@ static tn_status check_group_norm(const tn_tensor *x, int64_t groups, const tn_t
 
 tn_tensor *tn_group_norm(const tn_tensor *input, int64_t num_groups, const tn_tensor *weight,
                          const tn_tensor *bias, double eps) {
+    tn_ac_frame f;
+    if (tn__autocast(&f, TN_AC_GROUP_NORM, 3, (const tn_tensor *[]){input, weight, bias}))
+        return tn__autocast_done(
+            &f, f.ok ? tn_group_norm(f.t[0], num_groups, f.t[1], f.t[2], eps) : NULL);
     TN_CHECK_NULL_ARG(input, "input");
     if (check_group_norm(input, num_groups, weight, bias) < 0) return NULL;
     const tn_tensor *p[4] = {weight, bias, NULL, NULL};

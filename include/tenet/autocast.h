@@ -9,7 +9,8 @@
  *     attention; conv_transpose1d/2d on CUDA): float32 inputs (and the other
  *     half type) are cast to the region's dtype;
  *   - float32 (the losses, conv_transpose1d/2d on the CPU, and on CUDA also
- *     exp, log, pow, sum, softmax, log_softmax, logsumexp, layer_norm):
+ *     exp, log, pow, sum, softmax, log_softmax, logsumexp, layer_norm,
+ *     group_norm):
  *     bfloat16/float16 inputs are cast to float32;
  *   - promote (cat, stack; scatter_add on CUDA): every float input is cast
  *     to the widest of them;
