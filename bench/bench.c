@@ -95,6 +95,12 @@ static const bench_case CASES[] = {
      "GPT-2 training step: vocab 96, block 64, 4 layers, 4 heads, embd 128, batch 16, AdamW + "
      "clipping",
      bench_gpt_step, true},
+    {"gpt2_step",
+     "GPT-2 small's dimensions: 12 layers, 12 heads, embd 768, block 256, batch 4, vocab 96, "
+     "float32; tokens/s and the products' GFLOP/s",
+     bench_gpt2_step, false},
+    {"gpt2_step_bf16", "gpt2_step with the forward under autocast bfloat16",
+     bench_gpt2_step_bf16, false},
     {"gpt_step_anomaly_nan", "gpt_step with anomaly mode and its NaN/Inf checks, as a ratio to off",
      bench_gpt_step_anomaly_nan, true},
     {"gpt_step_monitor", "gpt_step with the gradient monitor on, as a ratio to off",

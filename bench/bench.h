@@ -127,6 +127,8 @@ int bench_batch_norm2d(const bench_opts *o);
 int bench_gelu(const bench_opts *o);
 int bench_attention(const bench_opts *o);
 int bench_gpt_step(const bench_opts *o);
+int bench_gpt2_step(const bench_opts *o);
+int bench_gpt2_step_bf16(const bench_opts *o);
 int bench_gpt_step_anomaly_nan(const bench_opts *o);
 int bench_gpt_step_monitor(const bench_opts *o);
 int bench_gpt_step_numerics(const bench_opts *o);

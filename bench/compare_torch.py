@@ -40,7 +40,7 @@ CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "op16_modes",
          "chain100_anomaly", "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits",
          "sgemm4096", "layer_norm", "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan",
          "clip_norm", "conv2d", "bf16gemm2048", "hgemm2048", "max_pool2d", "batch_norm2d",
-         "cnn_step", "gpt_generate"]
+         "cnn_step", "gpt_generate", "gpt2_step", "gpt2_step_bf16"]
 CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "mlp_anomaly_nan", "layer_norm",
               "gelu_tanh", "gpt_step", "gpt_step_anomaly_nan", "clip_norm", "bf16gemm2048",
               "hgemm2048", "conv2d", "max_pool2d", "batch_norm2d", "cnn_step"]
@@ -500,28 +500,45 @@ def t_attention(o):
     return [attn_case(o, "attention", 256), attn_case(o, "attention_L64", 64)]
 
 
-def gpt_case(o):
+def gpt_case(o, cfg=None, batch=None, autocast=None):
     """examples/gpt_model.h's model as scripts/gpt_reference.py builds it in PyTorch: the body
-    of training steps, and the tokens of one step."""
+    of training steps, and the tokens of one step. Default: gpt_step's configuration; autocast:
+    the forward under torch.autocast(DEV, dtype=autocast), as tenet-bench's gpt2_step_bf16."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
     import gpt_reference as ref
-    cfg = dict(vocab=96, block=16 if o.quick else 64, layers=1 if o.quick else 4, heads=4,
-               embd=32 if o.quick else 128)
-    batch = 2 if o.quick else 16
+    if cfg is None:
+        cfg = dict(vocab=96, block=16 if o.quick else 64, layers=1 if o.quick else 4, heads=4,
+                   embd=32 if o.quick else 128)
+        batch = 2 if o.quick else 16
     torch.manual_seed(0)
     model = ref.GPT(cfg).to(DEV)
     opt = ref.optimizer(model)
-    tok = torch.tensor([i * 7 % 96 for i in range(batch * cfg["block"] + 1)], device=DEV)
+    n = batch * cfg["block"]
+    tok = torch.tensor([i * 7 % cfg["vocab"] for i in range(n + 1)], device=DEV)
     x = tok[:-1].view(batch, cfg["block"])
     y = tok[1:].view(batch, cfg["block"])
+
+    def loss():
+        if autocast is None:
+            return model(x, y)
+        with torch.autocast(DEV, dtype=autocast):
+            return model(x, y)
 
     def body(it):
         for _ in range(it):
             opt.zero_grad(set_to_none=True)
-            model(x, y).backward()
+            loss().backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
-    return body, batch * cfg["block"]
+    return body, n
+
+
+def gpt_flops(cfg, tokens):
+    """As gpt_step_flops in bench/case_gpt.c: the products of forward and backward."""
+    c, t = cfg["embd"], cfg["block"]
+    fwd = cfg["layers"] * (24.0 * tokens * c * c + 4.0 * tokens * t * c) + \
+        2.0 * tokens * c * cfg["vocab"]
+    return 3.0 * fwd
 
 
 def t_gpt_step(o):
@@ -529,6 +546,17 @@ def t_gpt_step(o):
     secs, _ = time_body(o, body, 0.2)
     ms = [1e3 * s for s in secs]
     return [result("gpt_step", "ms/step", ms, tokens_per_s=tokens / (1e-3 * median(ms)))]
+
+
+def t_gpt2_step(o, name, autocast):
+    """GPT-2 small's dimensions (quick: 2 layers, block 32, batch 1), as tenet-bench's gpt2_step."""
+    cfg = dict(vocab=96, block=32 if o.quick else 256, layers=2 if o.quick else 12, heads=12,
+               embd=768)
+    body, tokens = gpt_case(o, cfg, 1 if o.quick else 4, autocast)
+    secs, _ = time_body(o, body, 0.0)
+    ms = [1e3 * s for s in secs]
+    return [result(name, "ms/step", ms, tokens_per_s=tokens / (1e-3 * median(ms)),
+                   **{"GFLOP/s": gpt_flops(cfg, tokens) / (1e-3 * median(ms)) * 1e-9})]
 
 
 def t_gpt_step_anomaly_nan(o):
@@ -608,7 +636,9 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
          "gelu_tanh": lambda o: t_norm(o, "gelu_tanh", False), "attention": t_attention,
          "gpt_step": t_gpt_step, "gpt_step_anomaly_nan": t_gpt_step_anomaly_nan,
          "clip_norm": t_clip_norm, "conv2d": t_conv2d, "batch_norm2d": t_batch_norm2d,
-         "max_pool2d": t_max_pool2d, "cnn_step": t_cnn_step, "gpt_generate": t_gpt_generate}
+         "max_pool2d": t_max_pool2d, "cnn_step": t_cnn_step, "gpt_generate": t_gpt_generate,
+         "gpt2_step": lambda o: t_gpt2_step(o, "gpt2_step", None),
+         "gpt2_step_bf16": lambda o: t_gpt2_step(o, "gpt2_step_bf16", torch.bfloat16)}
 
 
 # ---- tenet's side and the table ---------------------------------------------------------------
@@ -636,6 +666,8 @@ def fmt(r):
         s += ", x%.2f" % r["speedup"]
     if "vs_no_grad" in r:
         s += ", %.3f of no-grad" % r["vs_no_grad"]
+    if r["unit"] == "ms/step" and "GFLOP/s" in r:  # the GPT-2-size steps
+        s += ", %.0f tok/s, %.1f GFLOP/s" % (r["tokens_per_s"], r["GFLOP/s"])
     if "tok_s_at_64" in r:
         s += "; at 64/128/256: %.1f/%.1f/%.1f" % (r["tok_s_at_64"], r["tok_s_at_128"],
                                                   r["tok_s_at_256"])
