@@ -72,8 +72,8 @@ static bool gpt2_new(gpt_case *c, const bench_opts *o, tn_dtype autocast) {
  * loss and the optimiser are not counted (as in a model FLOPs utilisation). */
 static double gpt_step_flops(const gpt_case *c) {
     const double bt = (double)c->tokens, t = c->m.cfg.block, C = c->m.cfg.embd;
-    const double fwd = c->m.cfg.layers * (24.0 * bt * C * C + 4.0 * bt * t * C) +
-                       2.0 * bt * C * c->m.cfg.vocab;
+    const double fwd =
+        c->m.cfg.layers * (24.0 * bt * C * C + 4.0 * bt * t * C) + 2.0 * bt * C * c->m.cfg.vocab;
     return 3.0 * fwd;
 }
 

@@ -55,11 +55,20 @@ typedef struct mon_entry {
     tn_backtrace trace;
 } mon_entry;
 
+/* The gradient scaler of a pass of a scaled loss (tn_grad_scaler_scale told the monitor). */
+typedef struct mon_scaled {
+    bool set;
+    double scale;
+    int64_t steps, skipped, in_row;
+} mon_scaled;
+
 struct tn_grad_monitor_report {
     mon_entry *e;
     int n, cap;
     bool truncated;
-    int alarm; /* first entry that crossed, -1 */
+    mon_scaled scaler;
+    int overflow; /* first OVERFLOW entry, -1 */
+    int alarm;    /* first entry that crossed, -1 */
     tn_backtrace trace;
     bool has_trace;
     /* the alarm trace, symbolised when first read */
@@ -219,10 +228,19 @@ typedef struct mon_pass {
     bool pending; /* published with batches not yet read (counted in tn__mon_pending) */
 } mon_pass;
 
+/* The scaler of this thread's next monitored pass (monitor_scaled), taken by that pass. */
+static _Thread_local mon_scaled tls_scaled;
+
+static void monitor_scaled(double scale, int64_t steps, int64_t skipped, int64_t in_row) {
+    tls_scaled = (mon_scaled){true, scale, steps, skipped, in_row};
+}
+
 static mon_pass *pass_new(void) {
     mon_pass *p = tn__calloc_quiet(1, sizeof *p);
     if (!p) return NULL;
-    p->rep.alarm = -1;
+    p->rep.alarm = p->rep.overflow = -1;
+    p->rep.scaler = tls_scaled;
+    tls_scaled.set = false;
     p->explode = atomic_load_explicit(&g_explode, memory_order_relaxed);
     p->vanish = atomic_load_explicit(&g_vanish, memory_order_relaxed);
     p->watch = watch_ref();
@@ -249,16 +267,28 @@ static mon_entry *add_entry(mon_pass *p) {
 }
 
 /* Entry i's health, and the pass's alarm if it is the first to cross (entries are judged in
- * order, at the pass's end). A gradient that could not be read raises none (a NaN one explodes). */
+ * order, at the pass's end). A gradient that could not be read raises none (a NaN one explodes).
+ * In a pass of a scaled loss the measures are divided by the scale first, so that the
+ * thresholds apply to the true gradients, and a gradient that is not finite at a scale above 1
+ * is the scaler's overflow (OVERFLOW, no alarm: its step is skipped and the scale backs off);
+ * at a scale of 1 or less no scaling made it, and it explodes. */
 static void judge(mon_pass *p, int i) {
     mon_entry *e = &p->rep.e[i];
+    const mon_scaled *sc = &p->rep.scaler;
+    if (sc->set && !e->unread) {
+        e->norm /= sc->scale;
+        e->max_abs /= sc->scale;
+    }
+    bool overflow = sc->set && sc->scale > 1 && !isfinite(e->norm);
     bool exploding = p->explode > 0 && !(e->norm <= p->explode);
     bool vanishing = e->input < 0 && (e->max_abs == 0 || (p->vanish > 0 && e->norm < p->vanish));
-    e->health = e->unread    ? TN_GRAD_OK
-                : exploding  ? TN_GRAD_EXPLODING
-                : vanishing  ? TN_GRAD_VANISHING
-                             : TN_GRAD_OK;
-    if (e->health == TN_GRAD_OK || p->rep.alarm >= 0) return;
+    e->health = e->unread   ? TN_GRAD_OK
+                : overflow  ? TN_GRAD_OVERFLOW
+                : exploding ? TN_GRAD_EXPLODING
+                : vanishing ? TN_GRAD_VANISHING
+                            : TN_GRAD_OK;
+    if (overflow && p->rep.overflow < 0) p->rep.overflow = i;
+    if (e->health == TN_GRAD_OK || overflow || p->rep.alarm >= 0) return;
     p->rep.alarm = i;
     p->rep.trace = e->trace;
     p->rep.has_trace = e->has_trace;
@@ -326,8 +356,8 @@ static void measure(mon_pass *p, int i, const tn_tensor *t) {
         measure_cpu(e, t);
         return;
     }
-    if (p->n_held && (p->held[0]->dtype != t->dtype ||
-                      !tn__same_device(tn__dev(p->held[0]), tn__dev(t))))
+    if (p->n_held &&
+        (p->held[0]->dtype != t->dtype || !tn__same_device(tn__dev(p->held[0]), tn__dev(t))))
         flush_held(p);
     tn_tensor *c = measurable(t);
     if (!c) {
@@ -468,6 +498,7 @@ __attribute__((constructor)) static void install(void) {
     tn__hooks.monitor_leaf = monitor_leaf;
     tn__hooks.monitor_end = monitor_end;
     tn__hooks.monitor_sync = monitor_sync;
+    tn__hooks.monitor_scaled = monitor_scaled;
 }
 
 /* ---- reading it ------------------------------------------------------------------------ */
@@ -496,6 +527,15 @@ const char *tn_grad_monitor_entry(const tn_grad_monitor_report *r, int i, int *i
 
 int tn_grad_monitor_first_alarm(const tn_grad_monitor_report *r) { return r ? r->alarm : -1; }
 
+bool tn_grad_monitor_loss_scale(const tn_grad_monitor_report *r, double *scale, int64_t *skipped,
+                                int64_t *steps) {
+    bool set = r && r->scaler.set;
+    if (scale) *scale = set ? r->scaler.scale : 1.0;
+    if (skipped) *skipped = set ? r->scaler.skipped : 0;
+    if (steps) *steps = set ? r->scaler.steps : 0;
+    return set;
+}
+
 const tn_frame *tn_grad_monitor_alarm_trace(const tn_grad_monitor_report *r, int *n_frames) {
     *n_frames = 0;
     if (!r || !r->has_trace) return NULL;
@@ -515,7 +555,28 @@ const tn_frame *tn_grad_monitor_alarm_trace(const tn_grad_monitor_report *r, int
 }
 
 static const char *health_name(tn_grad_health h) {
-    return h == TN_GRAD_EXPLODING ? "EXPLODING" : h == TN_GRAD_VANISHING ? "VANISHING" : "";
+    return h == TN_GRAD_EXPLODING   ? "EXPLODING"
+           : h == TN_GRAD_VANISHING ? "VANISHING"
+           : h == TN_GRAD_OVERFLOW  ? "OVERFLOW"
+                                    : "";
+}
+
+/* The scaler's lines of the table: the scale the norms were divided by, the steps it skipped,
+ * where this pass overflowed. */
+static void print_scaler(const tn_grad_monitor_report *r, FILE *f) {
+    const mon_scaled *sc = &r->scaler;
+    if (!sc->set) return;
+    fprintf(f,
+            "  loss scaled by %g (gradient scaler): the norms are divided by it; %lld of %lld "
+            "steps skipped so far",
+            sc->scale, (long long)sc->skipped, (long long)sc->steps);
+    if (sc->in_row > 0) fprintf(f, ", the last %lld in a row", (long long)sc->in_row);
+    fprintf(f, "\n");
+    if (r->overflow < 0) return;
+    const mon_entry *e = &r->e[r->overflow];
+    fprintf(f, "  OVERFLOW at this scale, first in %s", e->name);
+    if (e->input >= 0) fprintf(f, " (input %d)", e->input);
+    fprintf(f, ": the scaler skips this step and the scale backs off\n");
 }
 
 tn_status tn_grad_monitor_print(const tn_grad_monitor_report *r, FILE *f) {
@@ -523,6 +584,7 @@ tn_status tn_grad_monitor_print(const tn_grad_monitor_report *r, FILE *f) {
     TN_CHECK_NULL_PTR_ST(f, "f");
     fprintf(f, "gradient monitor: %d gradients measured%s\n", r->n,
             r->truncated ? " (out of memory: the record was cut short)" : "");
+    print_scaler(r, f);
     fprintf(f, "  %-48s %12s %12s\n", "parameter (leaf gradient of the pass)", "norm", "max |g|");
     for (int i = 0; i < r->n; i++)
         if (r->e[i].input < 0)
@@ -531,7 +593,7 @@ tn_status tn_grad_monitor_print(const tn_grad_monitor_report *r, FILE *f) {
     bool header = false;
     for (int i = 0; i < r->n; i++) {
         const mon_entry *e = &r->e[i];
-        if (e->input < 0 || e->health == TN_GRAD_OK) continue;
+        if (e->input < 0 || e->health == TN_GRAD_OK || e->health == TN_GRAD_OVERFLOW) continue;
         if (!header) fprintf(f, "  backward nodes over a threshold, in the order they ran:\n");
         header = true;
         fprintf(f, "  %-40s in %-4d %12.4g %12.4g %s\n", e->name, e->input, e->norm, e->max_abs,

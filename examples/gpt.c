@@ -41,6 +41,11 @@
  *                  forward under an autocast region of that dtype, float32
  *                  master weights; f16 also scales the loss with a gradient
  *                  scaler (skipped steps are printed)
+ * --monitor        the gradient monitor (tenet/debug.h) on every step, the
+ *                  parameters named: warnings name exploding (norm above
+ *                  100) or all-zero gradients, and the last step's table is
+ *                  printed at the end (with f16, the loss scale and the
+ *                  steps the scaler skipped)
  * --expect-losses FILE [--rtol X]   compare each step's loss with FILE's
  *                  lines (PyTorch's, scripts/gpt_reference.py); exit 1 on a
  *                  relative difference above X (1e-4)
@@ -63,11 +68,11 @@
 
 #include <tenet.h>
 
+#include "dist_flag.h"
+#include "expect_losses.h"
 #include "gpt_data.h"
 #include "gpt_generate.h"
 #include "gpt_model.h"
-#include "dist_flag.h"
-#include "expect_losses.h"
 #include "profile_flag.h"
 
 /* Without a text: newline, then the printable ASCII bytes ' ' .. '~'. */
@@ -78,7 +83,7 @@ typedef struct options {
     int steps, batch, sample, threads, generate, top_k;
     double lr, temperature, rtol, top_p;
     uint64_t seed;
-    bool cosine;
+    bool cosine, monitor;
     tn_device dev;
     tn_dtype autocast; /* TN_DTYPE_SAME: off */
     const char *data, *tokens, *init, *save, *expect, *numerics, *prompts, *expect_gen;
@@ -97,12 +102,13 @@ static int fail(const char *what) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: tenet-gpt (--data FILE | --tokens FILE) [--init FILE] [--save FILE]\n"
-                    "  [--steps N] [--batch B] [--block T] [--vocab V] [--layers L] [--heads H]\n"
-                    "  [--embd C] [--lr X] [--seed S] [--cosine] [--sample N] [--temperature X]\n"
-                    "  [--threads N] [--device cpu|cuda] [--autocast bf16|f16]\n"
-                    "  [--expect-losses FILE] [--rtol X] [--numerics PATH] [--top-k K] [--top-p P]\n"
-                    "  [--generate N --prompts FILE [--expect-generation FILE]]\n");
+    fprintf(stderr,
+            "usage: tenet-gpt (--data FILE | --tokens FILE) [--init FILE] [--save FILE]\n"
+            "  [--steps N] [--batch B] [--block T] [--vocab V] [--layers L] [--heads H]\n"
+            "  [--embd C] [--lr X] [--seed S] [--cosine] [--sample N] [--temperature X]\n"
+            "  [--threads N] [--device cpu|cuda] [--autocast bf16|f16] [--monitor]\n"
+            "  [--expect-losses FILE] [--rtol X] [--numerics PATH] [--top-k K] [--top-p P]\n"
+            "  [--generate N --prompts FILE [--expect-generation FILE]]\n");
 }
 
 /* Parses argv into o; false (after a message) on a bad or missing value. */
@@ -145,8 +151,8 @@ static bool parse_args(int argc, char **argv, options *o) {
                  {"--expect-losses", 0, 0, &o->expect},
                  {"--numerics", 0, 0, &o->numerics}};
     for (int a = 1; a < argc; a++) {
-        if (!strcmp(argv[a], "--cosine")) {
-            o->cosine = true;
+        if (!strcmp(argv[a], "--cosine") || !strcmp(argv[a], "--monitor")) {
+            *(argv[a][2] == 'c' ? &o->cosine : &o->monitor) = true;
             continue;
         }
         if (!strcmp(argv[a], "--device") && a + 1 < argc) {
@@ -366,6 +372,11 @@ static int train(const gpt_model *m, data *d, const options *o) {
     }
     double *ref = o->expect ? read_losses("tenet-gpt", o->expect, o->steps) : NULL;
     int rc = o->expect && !ref ? 1 : 0;
+    if (rc == 0 && o->monitor) { /* the table's rows: the parameters by their names */
+        if (tn_grad_monitor_watch(m->n_params, (const char *const *)m->names, m->params) < 0)
+            rc = fail("naming the monitor's parameters");
+        tn_set_grad_monitor(true, 100.0, 0);
+    }
     double worst = 0, t0 = now_s();
     const double tokens = (double)o->batch * o->cfg.block;
     for (int s = 0; s < o->steps && rc == 0; s++) {
@@ -402,6 +413,12 @@ static int train(const gpt_model *m, data *d, const options *o) {
     if (ref && rc == 0)
         printf("every loss within %.3g of the reference (largest relative difference %.3g)\n",
                o->rtol, worst);
+    if (o->monitor) {
+        const tn_grad_monitor_report *r = tn_last_grad_monitor();
+        if (rc == 0 && r) tn_grad_monitor_print(r, stdout);
+        tn_set_grad_monitor(false, 0, 0);
+        tn_grad_monitor_watch(0, NULL, NULL);
+    }
     free(ref);
     tn_grad_scaler_free(sc);
     tn_adam_free(opt);
@@ -579,7 +596,7 @@ static int generate(const gpt_model *m, const data *d, const options *o) {
 }
 
 int main(int argc, char **argv) {
-    profile_flag(&argc, argv); /* --profile[=PATH] */
+    profile_flag(&argc, argv);                           /* --profile[=PATH] */
     if (!dist_flag(&argc, &argv, "tenet-gpt")) return 1; /* --distributed */
     options o;
     if (!parse_args(argc, argv, &o)) return 2;
@@ -608,8 +625,7 @@ int main(int argc, char **argv) {
     if (rc == 0 && o.dev.type != TN_CPU && !gpt_to(&m, o.dev)) rc = fail("moving the model");
 #ifdef TENET_EXAMPLES_MPI
     tn_ddp *ddp = NULL; /* gradients averaged over the processes during backward */
-    if (rc == 0 && dist_on && !(ddp = tn_ddp_new(m.params, m.n_params, 0)))
-        rc = fail("tn_ddp_new");
+    if (rc == 0 && dist_on && !(ddp = tn_ddp_new(m.params, m.n_params, 0))) rc = fail("tn_ddp_new");
 #endif
     if (rc == 0 && dist_on)
         printf("distributed: %d processes, each %d rows of every batch of %d\n", dist_world,
@@ -621,8 +637,7 @@ int main(int argc, char **argv) {
                tn_get_num_threads(), o.dev.type == TN_CUDA ? ", on cuda:0" : "",
                o.autocast == TN_DTYPE_SAME ? "" : ", autocast ",
                o.autocast == TN_DTYPE_SAME ? "" : tn_dtype_name(o.autocast));
-        if (o.numerics && tn_numerics_begin(o.numerics, NULL) != TN_OK)
-            rc = fail("--numerics");
+        if (o.numerics && tn_numerics_begin(o.numerics, NULL) != TN_OK) rc = fail("--numerics");
         if (rc == 0 && (o.data || o.tokens)) rc = train(&m, &d, &o);
         if (o.numerics && tn_numerics_enabled() && tn_numerics_end() != TN_OK && rc == 0)
             rc = fail("--numerics");

@@ -86,7 +86,8 @@ static tn_tensor *run_op(const char *op, const tn_dtype *d) {
     if (!strcmp(op, "group_norm"))
         return tn_group_norm(R(d[0], 2, 4, 3, 3), 2, R(d[1], 4), R(d[2], 4), 1e-5);
     const int64_t k2[2] = {2, 2};
-    if (!strcmp(op, "max_pool2d")) return tn_max_pool2d(R(d[0], 1, 2, 4, 4), k2, NULL, NULL, NULL, false);
+    if (!strcmp(op, "max_pool2d"))
+        return tn_max_pool2d(R(d[0], 1, 2, 4, 4), k2, NULL, NULL, NULL, false);
     if (!strcmp(op, "avg_pool2d"))
         return tn_avg_pool2d(R(d[0], 1, 2, 4, 4), k2, NULL, NULL, false, true, 0);
     if (!strcmp(op, "adaptive_avg_pool2d")) return tn_adaptive_avg_pool2d(R(d[0], 1, 2, 4, 4), k2);

@@ -284,6 +284,115 @@ static void test_cpu_grad_stats(void **state) {
         free(h[k]);
 }
 
+/* sum(x * w) for float32 x (2, 3) of value v and a float32 leaf w = {0.5, -1, 2}: w's gradient is
+ * x's column sums, {2 v, 2 v, 2 v}. */
+static tn_tensor *f32_loss(float v, tn_tensor **w) {
+    float xv[6] = {v, v, v, v, v, v};
+    tn_tensor *x = tt_f32(2, S23, xv, false);
+    *w = tt_f32(1, S3, (const float[]){0.5f, -1, 2}, true);
+    return tn_sum(tn_mul(x, *w));
+}
+
+/* The pass of a loss scaled by the gradient scaler: its norms are the true gradients' (the
+ * thresholds judge those), gradients that overflow at the scale are OVERFLOW without an alarm or
+ * a warning, the table shows the scale and the steps the scaler skipped, and a scale of 1 that
+ * overflows explodes. */
+static void test_scaled_loss(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *w;
+    tn_tensor *loss = f32_loss(3, &w);
+    tn_grad_scaler *sc = tn_grad_scaler_new(1024, 2, 0.5, 2000, true);
+    assert_non_null(sc);
+    tn_set_grad_monitor(true, 100, 0); /* 100: under the scaled norms, above the true ones */
+    assert_int_equal(tn_backward(tn_grad_scaler_scale(sc, loss), NULL, false), TN_OK);
+    const tn_grad_monitor_report *r = tn_last_grad_monitor();
+    double scale, norm;
+    int64_t skipped, steps;
+    assert_true(tn_grad_monitor_loss_scale(r, &scale, &skipped, &steps));
+    assert_true(scale == 1024 && skipped == 0 && steps == 0);
+    assert_int_equal(tn_grad_monitor_first_alarm(r), -1);
+    int n = tn_grad_monitor_count(r), input;
+    tn_grad_health h;
+    assert_string_equal(tn_grad_monitor_entry(r, n - 1, &input, &norm, NULL, &h), "leaf [3]");
+    assert_true(input == -1 && h == TN_GRAD_OK && fabs(norm - 6 * sqrt(3)) < 1e-9);
+    /* a pass of an unscaled loss is not scaled */
+    assert_int_equal(tn_backward(tn_sum(tn_mul(w, w)), NULL, false), TN_OK);
+    assert_false(tn_grad_monitor_loss_scale(tn_last_grad_monitor(), &scale, NULL, NULL));
+    assert_true(scale == 1.0);
+
+    /* 1e36 * 2 * 1024 overflows float32: OVERFLOW, the step skipped, the scale halved */
+    assert_int_equal(tn_zero_grad(w), TN_OK);
+    tn_tensor *big = f32_loss(1e36f, &w);
+    tn_sgd *opt = tn_sgd_new(1, &w, 0.1, 0, 0);
+    tt_capture cap;
+    tt_capture_begin(&cap);
+    assert_int_equal(tn_backward(tn_grad_scaler_scale(sc, big), NULL, false), TN_OK);
+    r = tn_last_grad_monitor();
+    const char *err = tt_capture_end(&cap);
+    if (strstr(err, "gradient monitor")) print_error("%s\n", err);
+    assert_null(strstr(err, "gradient monitor")); /* no warning */
+    assert_int_equal(tn_grad_monitor_first_alarm(r), -1);
+    n = tn_grad_monitor_count(r);
+    int overflowed = 0, first = -1;
+    for (int i = 0; i < n; i++) {
+        tn_grad_monitor_entry(r, i, &input, &norm, NULL, &h);
+        if (h == TN_GRAD_OVERFLOW && first < 0) first = i;
+        overflowed += h == TN_GRAD_OVERFLOW;
+    }
+    assert_int_equal(overflowed, 2); /* MulBackward0's gradient for w, and w's */
+    assert_string_equal(tn_grad_monitor_entry(r, first, &input, NULL, NULL, NULL), "MulBackward0");
+    assert_int_equal(input, 1);
+    bool stepped = true;
+    assert_int_equal(tn_grad_scaler_step(sc, tn_sgd_optimizer(opt), &stepped), TN_OK);
+    assert_false(stepped);
+    assert_int_equal(tn_grad_scaler_update(sc), TN_OK);
+    int64_t in_row;
+    assert_int_equal(tn_grad_scaler_skipped_steps(sc, &steps, &in_row), 1);
+    assert_true(steps == 1 && in_row == 1);
+    /* the next scaled pass's table */
+    assert_int_equal(tn_zero_grad(w), TN_OK);
+    assert_int_equal(tn_backward(tn_grad_scaler_scale(sc, f32_loss(1e36f, &w)), NULL, false),
+                     TN_OK);
+    r = tn_last_grad_monitor();
+    assert_true(tn_grad_monitor_loss_scale(r, &scale, &skipped, &steps));
+    assert_true(scale == 512 && skipped == 1 && steps == 1);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    assert_int_equal(tn_grad_monitor_print(r, mem), TN_OK);
+    fclose(mem);
+    assert_non_null(strstr(buf, "loss scaled by 512 (gradient scaler): the norms are divided by "
+                                "it; 1 of 1 steps skipped so far, the last 1 in a row"));
+    assert_non_null(strstr(buf, "OVERFLOW at this scale, first in MulBackward0 (input 1)"));
+    assert_non_null(strstr(buf, "no gradient crossed a threshold"));
+    free(buf);
+
+    /* at a scale of 1 nothing was scaled into overflow: it explodes */
+    tn_grad_scaler *one = tn_grad_scaler_new(1, 2, 0.5, 2000, true);
+    tt_capture_begin(&cap);
+    assert_int_equal(tn_backward(tn_grad_scaler_scale(one, f32_loss(3e38f, &w)), NULL, false),
+                     TN_OK);
+    r = tn_last_grad_monitor();
+    err = tt_capture_end(&cap);
+    assert_non_null(strstr(err, "gradient monitor: exploding gradient in MulBackward0"));
+    int a = tn_grad_monitor_first_alarm(r);
+    assert_true(a >= 0);
+    tn_grad_monitor_entry(r, a, NULL, NULL, NULL, &h);
+    assert_int_equal(h, TN_GRAD_EXPLODING);
+    tn_set_grad_monitor(false, 0, 0);
+
+    /* errors */
+    assert_int_equal(tn_grad_scaler_skipped_steps(NULL, &steps, NULL), -1);
+    assert_int_equal(tn_last_status(), TN_ERR_INVALID_ARGUMENT);
+    assert_false(tn_grad_monitor_loss_scale(NULL, &scale, &skipped, NULL));
+    assert_true(scale == 1.0 && skipped == 0);
+    tn_grad_scaler_free(one);
+    tn_sgd_free(opt);
+    tn_grad_scaler_free(sc);
+    tn_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TT_TEST(test_entries_in_backward_order),
@@ -293,6 +402,7 @@ int main(void) {
         TT_TEST(test_watch_errors),
         TT_TEST(test_threads),
         TT_TEST(test_cpu_grad_stats),
+        TT_TEST(test_scaled_loss),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

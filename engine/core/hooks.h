@@ -162,6 +162,11 @@ typedef struct tn_hooks {
     /* A synchronisation point of the calling thread: completes its pending
      * report (tn__mon_pending). */
     void (*monitor_sync)(void);
+    /* tn_grad_scaler_scale on the calling thread (engine/optim/): the next
+     * monitored pass there is of a loss scaled by `scale`, from a scaler that
+     * has made `steps` updates, `skipped` of them after inf/NaN gradients,
+     * the last `in_row` in a row. */
+    void (*monitor_scaled)(double scale, int64_t steps, int64_t skipped, int64_t in_row);
 
     /* -- installed by debug/, called by ops/ (check_nan on) -- */
     /* Warn + report when `out` is non-finite and every input finite. */

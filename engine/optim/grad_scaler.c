@@ -31,6 +31,9 @@ struct tn_grad_scaler {
     double growth, backoff;
     int64_t interval;
     bool enabled, started; /* started: scale() was called (torch's _scale is not None) */
+    /* update() calls that found inf/NaN (the step skipped, the scale backed off): in all, and
+     * in a row up to the last update; steps: every update() */
+    int64_t steps, skipped, skipped_in_row;
     int n_states, cap_states;
     opt_state *states;
 };
@@ -82,6 +85,9 @@ tn_tensor *tn_grad_scaler_scale(tn_grad_scaler *sc, const tn_tensor *loss) {
     TN_CHECK_NULL_ARG(loss, "outputs");
     if (!sc->enabled) return tn__ret(tn__retain(loss));
     sc->started = true;
+    /* the gradient monitor's next pass on this thread is of a loss scaled by this */
+    if (TN_UNLIKELY(tn__monitor_on()) && tn__hooks.monitor_scaled)
+        tn__hooks.monitor_scaled((double)sc->scale, sc->steps, sc->skipped, sc->skipped_in_row);
     /* torch multiplies by a float32 tensor of shape (1,): a half loss gives float32 */
     tn_tensor *l =
         tn__is_half(loss->dtype) ? tn__to_dtype_autograd(loss, TN_F32) : tn__retain(loss);
@@ -248,8 +254,21 @@ tn_status tn_grad_scaler_update(tn_grad_scaler *sc) {
     if (!any)
         return tn__error(TN_ERR_INVALID_ARGUMENT, "No inf checks were recorded prior to update.");
     update_scale(sc, found);
+    sc->steps++;
+    sc->skipped += found;
+    sc->skipped_in_row = found ? sc->skipped_in_row + 1 : 0;
     sc->n_states = 0;
     return TN_OK;
+}
+
+int64_t tn_grad_scaler_skipped_steps(const tn_grad_scaler *sc, int64_t *steps, int64_t *in_row) {
+    if (!sc) {
+        tn__null_arg(false, "tn_grad_scaler_skipped_steps: argument 'scaler' is NULL");
+        return -1;
+    }
+    if (steps) *steps = sc->steps;
+    if (in_row) *in_row = sc->skipped_in_row;
+    return sc->skipped;
 }
 
 tn_status tn_grad_scaler_update_to(tn_grad_scaler *sc, double new_scale) {

@@ -145,6 +145,11 @@ tn_status tn_grad_scaler_update_to(tn_grad_scaler *sc, double new_scale);
  * (torch's _get_growth_tracker). -1 / NaN + error for NULL. */
 double tn_grad_scaler_get_scale(const tn_grad_scaler *sc);
 int64_t tn_grad_scaler_growth_tracker(const tn_grad_scaler *sc);
+/* The steps the scaler skipped: update() calls that followed inf/NaN
+ * gradients (the step skipped, the scale backed off), in all; *steps (may
+ * be NULL) every update() call, *in_row (may be NULL) the skipped ones in a
+ * row up to the last update (0 after a clean step). -1 for a NULL scaler. */
+int64_t tn_grad_scaler_skipped_steps(const tn_grad_scaler *sc, int64_t *steps, int64_t *in_row);
 
 TN_API_END
 #ifdef __cplusplus

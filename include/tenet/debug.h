@@ -157,6 +157,16 @@ tn_status tn_graph_dot(const tn_tensor *root, FILE *f);
  * ("transformer.h.0.mlp.c_fc.weight"), else "leaf [shape]"; the watched
  * parameters' rows form the per-layer table of the step.
  *
+ * With a gradient scaler (tenet/autocast.h): tn_grad_scaler_scale, called
+ * while the monitor is on, marks the thread's next monitored pass as one of
+ * a loss scaled by the scaler's scale. That pass's norms and max |g| are
+ * divided by the scale (the true gradients', which the thresholds judge), a
+ * gradient that is not finite at a scale above 1 is OVERFLOW — the scaler's
+ * business: it skips the step and backs off, no alarm, no warning — and the
+ * table shows the scale, the steps the scaler skipped so far and where the
+ * pass first overflowed. At a scale of 1 or less no scaling overflowed: a
+ * gradient that is not finite explodes as in any pass.
+ *
  * Cost when off: one relaxed load per backward pass. When on: one read of
  * every gradient; backward then runs its nodes one after the other on the
  * calling thread (as with anomaly mode), in PyTorch's order. Functional
@@ -176,7 +186,8 @@ tn_status tn_grad_monitor_watch(int n, const char *const *names, tn_tensor *cons
 typedef enum tn_grad_health {
     TN_GRAD_OK = 0,
     TN_GRAD_EXPLODING = 1,
-    TN_GRAD_VANISHING = 2
+    TN_GRAD_VANISHING = 2,
+    TN_GRAD_OVERFLOW = 3 /* not finite in a pass of a scaled loss (below): the scaler's */
 } tn_grad_health;
 
 typedef struct tn_grad_monitor_report tn_grad_monitor_report;
@@ -190,6 +201,11 @@ const char *tn_grad_monitor_entry(const tn_grad_monitor_report *r, int i, int *i
                                   double *norm, double *max_abs, tn_grad_health *health);
 /* Index of the first entry that crossed a threshold, -1 when none. */
 int tn_grad_monitor_first_alarm(const tn_grad_monitor_report *r);
+/* Whether the pass was of a scaled loss (above); *scale (1.0 when not), and
+ * the scaler's *skipped of *steps when its scale was taken (any may be
+ * NULL). False for a NULL report. */
+bool tn_grad_monitor_loss_scale(const tn_grad_monitor_report *r, double *scale, int64_t *skipped,
+                                int64_t *steps);
 /* The forward backtrace of the first alarm's node (*n_frames = 0 for a leaf
  * or a graph recorded with anomaly mode off). */
 const tn_frame *tn_grad_monitor_alarm_trace(const tn_grad_monitor_report *r, int *n_frames);
