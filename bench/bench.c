@@ -99,8 +99,8 @@ static const bench_case CASES[] = {
      "GPT-2 small's dimensions: 12 layers, 12 heads, embd 768, block 256, batch 4, vocab 96, "
      "float32; tokens/s and the products' GFLOP/s",
      bench_gpt2_step, false},
-    {"gpt2_step_bf16", "gpt2_step with the forward under autocast bfloat16",
-     bench_gpt2_step_bf16, false},
+    {"gpt2_step_bf16", "gpt2_step with the forward under autocast bfloat16", bench_gpt2_step_bf16,
+     false},
     {"gpt_step_anomaly_nan", "gpt_step with anomaly mode and its NaN/Inf checks, as a ratio to off",
      bench_gpt_step_anomaly_nan, true},
     {"gpt_step_monitor", "gpt_step with the gradient monitor on, as a ratio to off",
@@ -117,6 +117,10 @@ static const bench_case CASES[] = {
      "GPT-2 generation (12 layers, 12 heads, embd 768, block 256, vocab 96) with a KV cache: "
      "64-token prompt, greedy to position 256, batch 1 and 16; tokens/s",
      bench_gpt_generate, false},
+    {"gpt_generate_bf16",
+     "gpt_generate with the weights (so the activations and the KV cache) in "
+     "bfloat16",
+     bench_gpt_generate_bf16, false},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 

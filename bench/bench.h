@@ -129,6 +129,7 @@ int bench_attention(const bench_opts *o);
 int bench_gpt_step(const bench_opts *o);
 int bench_gpt2_step(const bench_opts *o);
 int bench_gpt2_step_bf16(const bench_opts *o);
+int bench_gpt_generate_bf16(const bench_opts *o);
 int bench_gpt_step_anomaly_nan(const bench_opts *o);
 int bench_gpt_step_monitor(const bench_opts *o);
 int bench_gpt_step_numerics(const bench_opts *o);

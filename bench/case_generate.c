@@ -6,7 +6,9 @@
  * (the median step of +-4 steps: flat when a step's cost does not grow with
  * the position). The weights' bytes go out as an extra, so that the
  * weight-streaming limit at batch 1 (bytes / the triad case's GB/s of the
- * same run) sits beside the time per token (bench/compare_torch.py). */
+ * same run) sits beside the time per token (bench/compare_torch.py).
+ * gpt_generate_bf16: the same with the weights in bfloat16 (the model
+ * converted; the activations and the KV cache follow), half the bytes. */
 #include "bench.h"
 
 #include <stdio.h>
@@ -24,7 +26,9 @@ static bool step(const gpt_model *m, tn_kv_cache *c, const int64_t *idx, int B, 
     tn_tensor *logits =
         gpt_forward_cached(m, c, tn_tensor_from(idx, TN_I64, 2, (int64_t[]){B, n}, false));
     const int V = m->cfg.vocab;
-    bool ok = tn_copy_to(logits, lg, (size_t)B * (size_t)V * sizeof *lg) == TN_OK;
+    /* a half model's logits (--infer-dtype) read as float32 */
+    bool ok = tn_copy_to(tn_to(logits, TN_F32, TN_DEVICE_KEEP), lg,
+                         (size_t)B * (size_t)V * sizeof *lg) == TN_OK;
     tn_scope_end();
     for (int b = 0; ok && b < B; b++) {
         int best = 0;
@@ -69,11 +73,16 @@ static double median_around(double *const *runs, int nruns, int nsteps, int i) {
     return v[n / 2];
 }
 
-static int generate_case(const bench_opts *o, const char *name, int B) {
+/* dt: the weights' dtype (and so the activations' and the KV cache's) */
+static int generate_case(const bench_opts *o, const char *name, int B, tn_dtype dt) {
     gpt_config cfg = {96, o->quick ? 32 : 256, o->quick ? 2 : 12, o->quick ? 2 : 12,
                       o->quick ? 64 : 768};
     gpt_model m;
     if (!gpt_init(&m, cfg, 0)) return bench_fail(name, "setup");
+    if (dt != TN_F32 && !gpt_to(&m, dt, TN_DEVICE_KEEP)) {
+        gpt_free(&m);
+        return bench_fail(name, "converting the weights");
+    }
     const int P = o->quick ? 16 : PROMPT, nsteps = cfg.block - P;
     const int nruns = o->repeat < 3 ? o->repeat : 3;
     tn_kv_cache *c = gpt_cache_new(&m, B, cfg.block);
@@ -110,7 +119,7 @@ static int generate_case(const bench_opts *o, const char *name, int B) {
         }
         double bytes = 0;
         for (int i = 0; i < m.n_params; i++)
-            bytes += 4.0 * (double)tn_numel(m.params[i]);
+            bytes += (double)tn_dtype_size(dt) * (double)tn_numel(m.params[i]);
         bench_extra(&res, "weight_bytes", bytes);
         bench_extra(&res, "batch", B);
         bench_emit(&res);
@@ -124,8 +133,15 @@ static int generate_case(const bench_opts *o, const char *name, int B) {
 }
 
 int bench_gpt_generate(const bench_opts *o) {
-    return generate_case(o, "gpt_generate_b1", 1) < 0 ||
-                   generate_case(o, "gpt_generate_b16", o->quick ? 2 : 16) < 0
+    return generate_case(o, "gpt_generate_b1", 1, TN_F32) < 0 ||
+                   generate_case(o, "gpt_generate_b16", o->quick ? 2 : 16, TN_F32) < 0
+               ? -1
+               : 0;
+}
+
+int bench_gpt_generate_bf16(const bench_opts *o) {
+    return generate_case(o, "gpt_generate_bf16_b1", 1, TN_BF16) < 0 ||
+                   generate_case(o, "gpt_generate_bf16_b16", o->quick ? 2 : 16, TN_BF16) < 0
                ? -1
                : 0;
 }

@@ -33,7 +33,7 @@ static bool gpt_case_new(gpt_case *c, const bench_opts *o, gpt_config cfg, int b
     *c = (gpt_case){.autocast = autocast, .tokens = (int64_t)batch * cfg.block};
     const int64_t shape[2] = {batch, cfg.block};
     if (!gpt_init(&c->m, cfg, 0)) return false;
-    if (o->device.type != TN_CPU && !gpt_to(&c->m, o->device)) {
+    if (o->device.type != TN_CPU && !gpt_to(&c->m, TN_DTYPE_SAME, o->device)) {
         gpt_free(&c->m);
         return false;
     }

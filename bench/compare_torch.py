@@ -40,7 +40,7 @@ CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "op16_modes",
          "chain100_anomaly", "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits",
          "sgemm4096", "layer_norm", "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan",
          "clip_norm", "conv2d", "bf16gemm2048", "hgemm2048", "max_pool2d", "batch_norm2d",
-         "cnn_step", "gpt_generate", "gpt2_step", "gpt2_step_bf16"]
+         "cnn_step", "gpt_generate", "gpt2_step", "gpt2_step_bf16", "gpt_generate_bf16"]
 CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "mlp_anomaly_nan", "layer_norm",
               "gelu_tanh", "gpt_step", "gpt_step_anomaly_nan", "clip_norm", "bf16gemm2048",
               "hgemm2048", "conv2d", "max_pool2d", "batch_norm2d", "cnn_step"]
@@ -604,17 +604,19 @@ def t_clip_norm(o):
     return [result("clip_norm", "ms", ms, **{"GB/s": 12.0 * elems / (1e6 * median(ms))})]
 
 
-def t_gpt_generate(o):
+def t_gpt_generate(o, name="gpt_generate", dtype=None):
     """scripts/gpt_generate_reference.py's generation with a preallocated KV cache, as
-    bench/case_generate.c: batch 1 and 16, in inference mode."""
+    bench/case_generate.c: batch 1 and 16, in inference mode; dtype: the model's (bfloat16:
+    gpt_generate_bf16)."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
     import gpt_generate_reference as gen
     out = []
     for B in (1, 2 if o.quick else 16):
-        runs, prompt, wbytes = gen.bench_runs(B, o.quick, min(o.repeat, 3))
+        runs, prompt, wbytes = gen.bench_runs(B, o.quick, min(o.repeat, 3),
+                                              dtype=dtype or torch.float32)
         rates, around = gen.bench_summary(B, runs, prompt)
         extra = {"tok_s_at_%d" % p: v for p, v in around.items()}
-        out.append(result("gpt_generate_b%d" % (1 if B == 1 else 16), "tokens/s", rates,
+        out.append(result("%s_b%d" % (name, 1 if B == 1 else 16), "tokens/s", rates,
                           ms_per_step=1e3 * B / median(rates), weight_bytes=wbytes, batch=B,
                           **extra))
     return out
@@ -638,7 +640,8 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
          "clip_norm": t_clip_norm, "conv2d": t_conv2d, "batch_norm2d": t_batch_norm2d,
          "max_pool2d": t_max_pool2d, "cnn_step": t_cnn_step, "gpt_generate": t_gpt_generate,
          "gpt2_step": lambda o: t_gpt2_step(o, "gpt2_step", None),
-         "gpt2_step_bf16": lambda o: t_gpt2_step(o, "gpt2_step_bf16", torch.bfloat16)}
+         "gpt2_step_bf16": lambda o: t_gpt2_step(o, "gpt2_step_bf16", torch.bfloat16),
+         "gpt_generate_bf16": lambda o: t_gpt_generate(o, "gpt_generate_bf16", torch.bfloat16)}
 
 
 # ---- tenet's side and the table ---------------------------------------------------------------

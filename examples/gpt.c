@@ -41,6 +41,9 @@
  *                  forward under an autocast region of that dtype, float32
  *                  master weights; f16 also scales the loss with a gradient
  *                  scaler (skipped steps are printed)
+ * --infer-dtype T  bf16 or f16: --sample and --generate run the model with
+ *                  its weights converted to that dtype (after training and
+ *                  --save): half the bytes per token, the KV cache too
  * --monitor        the gradient monitor (tenet/debug.h) on every step, the
  *                  parameters named: warnings name exploding (norm above
  *                  100) or all-zero gradients, and the last step's table is
@@ -85,7 +88,8 @@ typedef struct options {
     uint64_t seed;
     bool cosine, monitor;
     tn_device dev;
-    tn_dtype autocast; /* TN_DTYPE_SAME: off */
+    tn_dtype autocast;    /* TN_DTYPE_SAME: off */
+    tn_dtype infer_dtype; /* the weights' for --sample and --generate; TN_DTYPE_SAME: kept */
     const char *data, *tokens, *init, *save, *expect, *numerics, *prompts, *expect_gen;
 } options;
 
@@ -106,7 +110,8 @@ static void usage(void) {
             "usage: tenet-gpt (--data FILE | --tokens FILE) [--init FILE] [--save FILE]\n"
             "  [--steps N] [--batch B] [--block T] [--vocab V] [--layers L] [--heads H]\n"
             "  [--embd C] [--lr X] [--seed S] [--cosine] [--sample N] [--temperature X]\n"
-            "  [--threads N] [--device cpu|cuda] [--autocast bf16|f16] [--monitor]\n"
+            "  [--threads N] [--device cpu|cuda] [--autocast bf16|f16] [--infer-dtype bf16|f16]\n"
+            "  [--monitor]\n"
             "  [--expect-losses FILE] [--rtol X] [--numerics PATH] [--top-k K] [--top-p P]\n"
             "  [--generate N --prompts FILE [--expect-generation FILE]]\n");
 }
@@ -121,7 +126,8 @@ static bool parse_args(int argc, char **argv, options *o) {
                    .rtol = 1e-4,
                    .top_p = 1.0,
                    .seed = 1337,
-                   .autocast = TN_DTYPE_SAME};
+                   .autocast = TN_DTYPE_SAME,
+                   .infer_dtype = TN_DTYPE_SAME};
     struct {
         const char *name;
         int *i;
@@ -164,13 +170,13 @@ static bool parse_args(int argc, char **argv, options *o) {
             o->dev = strcmp(v, "cuda") ? TN_DEVICE_CPU : TN_DEVICE_CUDA(0);
             continue;
         }
-        if (!strcmp(argv[a], "--autocast") && a + 1 < argc) {
-            const char *v = argv[++a];
+        if ((!strcmp(argv[a], "--autocast") || !strcmp(argv[a], "--infer-dtype")) && a + 1 < argc) {
+            const char *f = argv[a], *v = argv[++a];
             if (strcmp(v, "bf16") && strcmp(v, "f16")) {
-                fprintf(stderr, "tenet-gpt: --autocast: bf16 or f16, not '%s'\n", v);
+                fprintf(stderr, "tenet-gpt: %s: bf16 or f16, not '%s'\n", f, v);
                 return false;
             }
-            o->autocast = strcmp(v, "f16") ? TN_BF16 : TN_F16;
+            *(f[2] == 'a' ? &o->autocast : &o->infer_dtype) = strcmp(v, "f16") ? TN_BF16 : TN_F16;
             continue;
         }
         if (!strcmp(argv[a], "--seed") && a + 1 < argc) {
@@ -485,7 +491,9 @@ static bool feed(const gpt_model *m, tn_kv_cache *c, const int64_t *ctx, int64_t
     tn_tensor *x = tn_to(tn_tensor_from(ctx + from, TN_I64, 2, (int64_t[]){1, to - from}, false),
                          TN_DTYPE_SAME, tn_device_of(m->params[0]));
     tn_tensor *logits = gpt_forward_cached(m, c, x);
-    bool ok = tn_copy_to(logits, lg, (size_t)m->cfg.vocab * sizeof *lg) == TN_OK;
+    /* a half model's logits (--infer-dtype) read as float32 */
+    bool ok = tn_copy_to(tn_to(logits, TN_F32, TN_DEVICE_KEEP), lg,
+                         (size_t)m->cfg.vocab * sizeof *lg) == TN_OK;
     tn_scope_end();
     return ok;
 }
@@ -622,7 +630,8 @@ int main(int argc, char **argv) {
         return fail("initialising the model");
     }
     int rc = o.init && !gpt_load(&m, o.init) ? fail("loading --init") : 0;
-    if (rc == 0 && o.dev.type != TN_CPU && !gpt_to(&m, o.dev)) rc = fail("moving the model");
+    if (rc == 0 && o.dev.type != TN_CPU && !gpt_to(&m, TN_DTYPE_SAME, o.dev))
+        rc = fail("moving the model");
 #ifdef TENET_EXAMPLES_MPI
     tn_ddp *ddp = NULL; /* gradients averaged over the processes during backward */
     if (rc == 0 && dist_on && !(ddp = tn_ddp_new(m.params, m.n_params, 0))) rc = fail("tn_ddp_new");
@@ -643,9 +652,12 @@ int main(int argc, char **argv) {
             rc = fail("--numerics");
     }
     if (rc == 0 && o.data) rc = validate(&m, &d, &o);
+    if (rc == 0 && o.save && dist_rank == 0 && !gpt_save(&m, o.save)) rc = fail("saving --save");
+    if (rc == 0 && o.infer_dtype != TN_DTYPE_SAME && (o.sample || o.generate) &&
+        !gpt_to(&m, o.infer_dtype, TN_DEVICE_KEEP))
+        rc = fail("converting the model for --infer-dtype");
     if (rc == 0 && o.sample) rc = sample(&m, &d, &o);
     if (rc == 0 && o.generate) rc = generate(&m, &d, &o);
-    if (rc == 0 && o.save && dist_rank == 0 && !gpt_save(&m, o.save)) rc = fail("saving --save");
 #ifdef TENET_EXAMPLES_MPI
     tn_ddp_free(ddp);
 #endif

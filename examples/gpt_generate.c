@@ -118,7 +118,9 @@ static bool step(const gpt_model *m, tn_kv_cache *c, const int64_t *idx, int B, 
     tn_tensor *x = tn_to(tn_tensor_from(idx, TN_I64, 2, (int64_t[]){B, n}, false), TN_DTYPE_SAME,
                          tn_device_of(m->params[0]));
     tn_tensor *logits = gpt_forward_cached(m, c, x);
-    bool ok = tn_copy_to(logits, lg, (size_t)B * (size_t)m->cfg.vocab * sizeof *lg) == TN_OK;
+    /* a half model's logits (--infer-dtype) read as float32 */
+    bool ok = tn_copy_to(tn_to(logits, TN_F32, TN_DEVICE_KEEP), lg,
+                         (size_t)B * (size_t)m->cfg.vocab * sizeof *lg) == TN_OK;
     tn_scope_end();
     return ok;
 }

@@ -164,11 +164,11 @@ bool gpt_load(gpt_model *m, const char *path) {
     return ok;
 }
 
-bool gpt_to(gpt_model *m, tn_device dev) {
+bool gpt_to(gpt_model *m, tn_dtype dtype, tn_device dev) {
     tn_tensor **moved = calloc((size_t)m->n_params, sizeof *moved);
     bool ok = moved != NULL;
-    for (int i = 0; ok && i < m->n_params; i++) /* a fresh leaf on dev: the same values */
-        ok = (moved[i] = tn_new_tensor(m->params[i], TN_DTYPE_SAME, dev, true)) != NULL;
+    for (int i = 0; ok && i < m->n_params; i++) /* a fresh leaf: the same values, converted */
+        ok = (moved[i] = tn_new_tensor(m->params[i], dtype, dev, true)) != NULL;
     for (int i = 0; moved && i < m->n_params; i++) {
         tn_tensor *drop = ok ? m->params[i] : moved[i];
         if (ok) m->params[i] = moved[i];

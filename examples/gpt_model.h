@@ -46,9 +46,11 @@ void gpt_free(gpt_model *m);
  * lm_head.weight may be present or not, and must then equal wte). false with
  * tn_last_error() set. */
 bool gpt_load(gpt_model *m, const char *path);
-/* Moves every parameter to dev (new leaves with the same values; a no-op
- * where they are). false with tn_last_error() set, the model unchanged. */
-bool gpt_to(gpt_model *m, tn_device dev);
+/* Moves every parameter to dtype (TN_DTYPE_SAME: kept; TN_BF16 / TN_F16
+ * for half-precision inference: every activation, the KV cache included,
+ * then follows) and dev (TN_DEVICE_KEEP: kept): new leaves with the same
+ * values, converted. false with tn_last_error() set, the model unchanged. */
+bool gpt_to(gpt_model *m, tn_dtype dtype, tn_device dev);
 /* Saves every parameter but the tied lm_head.weight. */
 bool gpt_save(const gpt_model *m, const char *path);
 

@@ -14,7 +14,9 @@ row, as Hugging Face) where tenet gives 0; neither reaches a real row.
         (the gpt_matches_torch weights) after the BATCH lines of
         tests/data/gpt_generate/prompts.txt (cycled); writes OUT_DIR/expected.txt
         (default tests/data/gpt_generate): per step and row, "step row token"
-        and the V logits the token was picked from.
+        and the V logits the token was picked from. --bf16: the model
+        converted to bfloat16 (tenet-gpt --infer-dtype bf16), into
+        expected_bf16.txt.
     /usr/bin/python3 scripts/gpt_generate_reference.py --bench B [--threads N]
         GPT-2 dimensions (12 layers, 12 heads, embd 768, block 256, vocab 96),
         random weights, float32, under torch.inference_mode(): a 64-token
@@ -62,10 +64,10 @@ def load_safetensors(path):
 class Cache:
     """Keys and values (B, H, max_len, D) per layer, written by slots."""
 
-    def __init__(self, cfg, B, max_len, pad):
+    def __init__(self, cfg, B, max_len, pad, dtype=torch.float32):
         H, D = cfg["heads"], cfg["embd"] // cfg["heads"]
-        self.k = [torch.zeros(B, H, max_len, D) for _ in range(cfg["layers"])]
-        self.v = [torch.zeros(B, H, max_len, D) for _ in range(cfg["layers"])]
+        self.k = [torch.zeros(B, H, max_len, D, dtype=dtype) for _ in range(cfg["layers"])]
+        self.v = [torch.zeros(B, H, max_len, D, dtype=dtype) for _ in range(cfg["layers"])]
         self.len = 0
         self.pad = torch.tensor(pad)
         # keep[b, j]: key j of row b is a real token (not left padding)
@@ -114,44 +116,50 @@ def prompts(path, B):
     return idx, pad
 
 
-def reference(out_dir, root):
+def reference(out_dir, root, dtype=torch.float32):
+    """dtype bfloat16: the model converted (model.to(torch.bfloat16)), as tenet-gpt
+    --infer-dtype bf16; the logits written as float32 (expected_bf16.txt)."""
     model = GPT(CFG)
     sd = load_safetensors(os.path.join(root, "tests", "data", "gpt", "init.safetensors"))
     sd["lm_head.weight"] = sd["transformer.wte.weight"]
     model.load_state_dict(sd)
     model.eval()
+    model.to(dtype)
     idx, pad = prompts(os.path.join(root, "tests", "data", "gpt_generate", "prompts.txt"), BATCH)
-    cache = Cache(CFG, BATCH, idx.size(1) + NEW, pad)
+    cache = Cache(CFG, BATCH, idx.size(1) + NEW, pad, dtype)
     lines = []
     with torch.no_grad():
         feed = idx
         for s in range(NEW):
-            logits = forward_cached(model, cache, feed)
+            logits = forward_cached(model, cache, feed).float()
             tok = logits.argmax(dim=-1)
             for b in range(BATCH):
                 vals = " ".join("%.9g" % float(x) for x in logits[b])
                 lines.append("%d %d %d %s" % (s, b, int(tok[b]), vals))
             feed = tok[:, None]
     os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "expected.txt"), "w") as f:
+    name = "expected.txt" if dtype == torch.float32 else "expected_bf16.txt"
+    with open(os.path.join(out_dir, name), "w") as f:
         f.write("\n".join(lines) + "\n")
-    print("wrote", os.path.join(out_dir, "expected.txt"))
+    print("wrote", os.path.join(out_dir, name))
 
 
-def bench_runs(B, quick=False, runs=3, prompt=64):
+def bench_runs(B, quick=False, runs=3, prompt=64, dtype=torch.float32):
     """Per run, the seconds of each step after the prompt (step i feeds position prompt + i),
-    as bench/case_generate.c: GPT-2 dimensions, random weights, greedy, inference mode."""
+    as bench/case_generate.c: GPT-2 dimensions, random weights, greedy, inference mode; dtype
+    bfloat16: the model and the cache converted (gpt_generate_bf16)."""
     cfg = dict(vocab=96, block=32 if quick else 256, layers=2 if quick else 12,
                heads=2 if quick else 12, embd=64 if quick else 768)
     prompt = 16 if quick else prompt
     torch.manual_seed(0)
     model = GPT(cfg)
     model.eval()
+    model.to(dtype)
     idx = torch.tensor([i * 7 % cfg["vocab"] for i in range(B * prompt)]).view(B, prompt)
     out = []
     with torch.inference_mode():
         for r in range(runs + 1):  # run 0: the warm-up, the prompt and 8 steps
-            cache = Cache(cfg, B, cfg["block"], [0] * B)
+            cache = Cache(cfg, B, cfg["block"], [0] * B, dtype)
             feed = forward_cached(model, cache, idx).argmax(dim=-1)[:, None]
             steps = []
             while cache.len < (cfg["block"] if r else prompt + 8):
@@ -160,7 +168,7 @@ def bench_runs(B, quick=False, runs=3, prompt=64):
                 steps.append(time.perf_counter() - t0)
             if r:
                 out.append(steps)
-    weight_bytes = 4 * sum(p.numel() for p in model.parameters())
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     return out, prompt, weight_bytes
 
 
@@ -191,8 +199,10 @@ def main():
     if "--bench" in sys.argv:
         bench(int(sys.argv[sys.argv.index("--bench") + 1]))
         return
+    dtype = torch.bfloat16 if "--bf16" in sys.argv else torch.float32
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    reference(args[0] if args else os.path.join(root, "tests", "data", "gpt_generate"), root)
+    reference(args[0] if args else os.path.join(root, "tests", "data", "gpt_generate"), root,
+              dtype)
 
 
 if __name__ == "__main__":

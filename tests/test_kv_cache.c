@@ -1,6 +1,6 @@
 /* tests/test_kv_cache.c — tenet/kv_cache.h: attention over a cache filled
  * by a prompt and then by steps of one or a few positions equals causal
- * attention over the whole context (float32 and float64, shapes across the
+ * attention over the whole context (float32, float64, bfloat16 and float16, shapes across the
  * kernel's 32-row tiles); left padding equals each row's own causal attention
  * over its real positions, padding queries give 0, position ids start at 0
  * on each row's first real slot; error paths (overflow, shapes, dtype,
@@ -53,6 +53,9 @@ static void matches_full_context(void **state) {
     incremental(TN_F32, 1, 2, 40, 40, (const int[]){33, 1}, 2, 2e-6);
     incremental(TN_F64, 2, 2, 35, 24, (const int[]){1}, 1, 1e-13);
     incremental(TN_F32, 3, 1, 9, 8, (const int[]){9}, 1, 2e-6); /* a prompt only */
+    /* half caches (a model converted to bfloat16 / float16): within one rounding of the output */
+    incremental(TN_BF16, 2, 3, 37, 16, (const int[]){5, 1, 1}, 3, 1e-2);
+    incremental(TN_F16, 1, 2, 33, 32, (const int[]){1, 4}, 2, 2e-3);
 }
 
 /* Rows with pad {0, 2, 5}: each row's real slots attend as the causal
@@ -111,7 +114,7 @@ static void errors_change_nothing(void **state) {
     assert_null(tn_kv_cache_new(0, 1, 1, 4, 4, TN_F32, TN_DEVICE_CPU));
     tt_assert_error(TN_ERR_INVALID_ARGUMENT, "must be positive");
     assert_null(tn_kv_cache_new(1, 1, 1, 4, 4, TN_I64, TN_DEVICE_CPU));
-    tt_assert_error(TN_ERR_DTYPE, "float32 or float64");
+    tt_assert_error(TN_ERR_DTYPE, "float32, float64, bfloat16 or float16, not int64");
     tn_kv_cache *c = tn_kv_cache_new(2, 2, 3, 6, 4, TN_F32, TN_DEVICE_CPU);
     assert_non_null(c);
     tn_tensor *k = tn_randn(4, S(2, 3, 4, 4), TN_F32), *v = tn_randn(4, S(2, 3, 4, 4), TN_F32);

@@ -60,6 +60,10 @@ typedef struct tn_device_mem_stats {
     size_t bytes_reserved; /* held by the caching allocator (live + cached) */
 } tn_device_mem_stats;
 
+/* A back end's answer when it leaves a call it may decline to core (gemm of
+ * a half dtype): positive, so neither TN_OK nor an error. */
+#define TN__DECLINED ((tn_status)2)
+
 typedef struct tn_backend {
     const char *name;
     /* Devices usable now (0: none, e.g. no driver or no GPU). Never fails. */
@@ -96,7 +100,10 @@ typedef struct tn_backend {
     /* Bit (1u << dt) for each half dtype (TN_BF16, TN_F16) gemm takes itself:
      * float32 products and sums, each output rounded once (beta = 1 reads C
      * widened), as float32 copies through the float32 gemm give. For the
-     * others core makes those copies (engine/core/widen.h). */
+     * others core makes those copies (engine/core/widen.h). gemm may also
+     * decline a product of such a dtype (TN__DECLINED, having touched
+     * nothing): core then makes the copies too (the CPU takes only products
+     * of a few rows, reading the half weight in place). */
     uint32_t gemm_halves;
     tn_status (*softmax)(int dev, const tn_sm_args *a);
     /* Anomaly mode: for each of the `count` (<= TN_NONFINITE_MAX) items

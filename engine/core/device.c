@@ -121,16 +121,21 @@ tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn
                        int nops, const tn_tensor *const *ops) {
     const tn_backend *be = tn__table_of(dev);
     if (!be) return tn_last_status();
-    if (tn__is_half(dt) && !(be->gemm_halves & (1u << dt))) {
+    tn_status st = TN__DECLINED;
+    if (!tn__is_half(dt) || (be->gemm_halves & (1u << dt))) {
+        tn_race_access ra; /* C written, A and B read */
+        tn__race_begin(&ra, nops, ops, 1u, "matmul");
+        st = be->gemm(dev.index, dt, g, b);
+        tn__race_end(&ra);
+    }
+    if (st == TN__DECLINED && tn__is_half(dt)) { /* float32 copies through the float32 gemm */
         tn_gemm f = *g;
         WIDEN_CALL(nops, ops, 1u, tn__dev_gemm(TN_F32, &f, b, dev, nops, w.ops), &f.a, &f.b,
                    &f.c);
     }
-    tn_race_access ra; /* C written, A and B read */
-    tn__race_begin(&ra, nops, ops, 1u, "matmul");
-    tn_status st = be->gemm(dev.index, dt, g, b);
-    tn__race_end(&ra);
-    return st;
+    return st == TN__DECLINED ? tn__error(TN_ERR_INTERNAL, "gemm declined a %s product",
+                                          tn_dtype_name(dt))
+                              : st;
 }
 
 tn_status tn__dev_softmax(const tn_sm_args *a, tn_device dev, int nops,

@@ -27,7 +27,7 @@ static tn_status cpu_pointwise(int dev, tn_pw_code code, tn_dtype dt, const tn_i
 
 static tn_status cpu_gemm(int dev, tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b) {
     (void)dev;
-    return tn__gemm(dt, g, b);
+    return tn__is_half(dt) ? tn__gemm_half(dt, g, b) : tn__gemm(dt, g, b);
 }
 
 const tn_backend tn__cpu_backend = {
@@ -39,6 +39,7 @@ const tn_backend tn__cpu_backend = {
     .fill = tn__cpu_fill,
     .reduce = tn__cpu_reduce,
     .gemm = cpu_gemm,
+    .gemm_halves = (1u << TN_BF16) | (1u << TN_F16), /* a few rows; the rest declined */
     .softmax = tn__cpu_softmax,
     .cross_entropy = tn__cpu_cross_entropy,
     .index = tn__cpu_index,

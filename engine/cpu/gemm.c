@@ -17,10 +17,14 @@
  * tn__gemm_blas first (blas.c); what it declines runs here.
  */
 #include "gemm.h"
+#include "../core/backend.h"
 #include "blas.h"
 #include "dtype_dispatch.h"
 
 #include <math.h>
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -61,7 +65,8 @@ static int thread_num(void) { return 0; }
  * Floats, products big enough: packed, blocked kernels. ------------------- */
 #define DOT_LANES 16
 
-/* bfloat16 and float16 products reach the CPU as float32 (engine/core/widen.h) */
+/* bfloat16 and float16 products reach these kernels as float32 (engine/core/widen.h), but for
+ * those of a few rows (tn__gemm_half below) */
 #define TN_IMPL "gemm_impl.h"
 #define TN_EACH (TN_EACH_WIDE | TN_EACH_INTS)
 #include "each_dtype.h"
@@ -226,5 +231,151 @@ tn_status tn__gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch) {
         }
     }
     tn__free(buf);
+    return TN_OK;
+}
+
+/* ---- bfloat16 and float16 products of a few rows ---------------------------------------------
+ * x·Wᵀ with W half and x a few rows (a generation step's linear layers over bfloat16 weights):
+ * core's float32 copies would copy the whole weight on every call, twice its own bytes written
+ * for a few multiply-adds an element. Here the weight is read once, 2 bytes an element: a task
+ * widens a strip of W's rows (HALF_STRIP columns of C) into a float32 buffer that stays in L1/L2
+ * and runs the float32 dot products (dots_impl.h) of every row of x over it; x's rows are
+ * widened once; C is summed in float32 and rounded once per element (widened first where it
+ * accumulates): for 2 rows or more the bits of core's float32 copies, which take dots_f32 too. */
+#define HALF_STRIP (4 * DOTS_NJ)
+
+static bool use_half_dots(const tn_gemm *g) {
+    return g->m <= DOTS_MAX_M && g->rsb == 1 && g->k >= DOTS_MIN_K &&
+           g->m * g->k * (int64_t)sizeof(float) <= DOTS_MAX_A_BYTES &&
+           g->m * g->n * g->k >= GEMM_SMALL;
+}
+
+static float half_ld(tn_dtype dt, uint16_t h) {
+    return dt == TN_BF16 ? tn_bf16_to_f32((tn_bf16){h}) : tn_f16_to_f32((tn_f16){h});
+}
+
+static uint16_t half_st(tn_dtype dt, float v) {
+    return dt == TN_BF16 ? tn_f32_to_bf16(v).bits : tn_f32_to_f16(v).bits;
+}
+
+/* d[0..n) = s[0..n) widened (exact) */
+static void widen_half(tn_dtype dt, float *restrict d, const uint16_t *restrict s, int64_t n) {
+    int64_t i = 0;
+    if (dt == TN_BF16) {
+#pragma omp simd
+        for (i = 0; i < n; i++)
+            d[i] = tn__bits_f32((uint32_t)s[i] << 16);
+        return;
+    }
+#ifdef __F16C__
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+#endif
+    for (; i < n; i++)
+        d[i] = tn_f16_to_f32((tn_f16){s[i]});
+}
+
+/* One row of bfloat16 products (a batch-1 generation step's x·Wᵀ), columns [lo, hi) of c32: four
+ * weight rows at a time, each element widened in registers as it is read (zero-extended and
+ * shifted, a bfloat16 being the top half of its float32), each dot product in GEMV_LANES
+ * partial sums added in lane order. The strips of half_cols would write and read every weight
+ * element once more for one multiply-add. */
+#define GEMV_LANES (TN_VEC_BYTES / (int)sizeof(float))
+#define GEMV_ROWS 4
+
+static inline float bf16_bits_f32(uint16_t h) { return tn__bits_f32((uint32_t)h << 16); }
+
+static void gemv_bf16(const float *restrict x, const uint16_t *restrict b, int64_t csb, int64_t k,
+                      float *restrict y, int64_t lo, int64_t hi) {
+    for (int64_t j = lo; j < hi; j += GEMV_ROWS) {
+        const int nr = hi - j < GEMV_ROWS ? (int)(hi - j) : GEMV_ROWS;
+        float s[GEMV_ROWS][GEMV_LANES] = {{0}};
+        int64_t p = 0;
+        for (; p + GEMV_LANES <= k; p += GEMV_LANES)
+            for (int r = 0; r < GEMV_ROWS; r++) {
+                const uint16_t *br = b + (j + (r < nr ? r : 0)) * csb + p;
+#pragma omp simd
+                for (int l = 0; l < GEMV_LANES; l++)
+                    s[r][l] = FMADD(x[p + l], bf16_bits_f32(br[l]), s[r][l]);
+            }
+        for (; p < k; p++)
+            for (int r = 0; r < nr; r++)
+                s[r][p % GEMV_LANES] =
+                    FMADD(x[p], bf16_bits_f32(b[(j + r) * csb + p]), s[r][p % GEMV_LANES]);
+        for (int r = 0; r < nr; r++) {
+            float sum = y[j + r];
+            for (int l = 0; l < GEMV_LANES; l++)
+                sum += s[r][l];
+            y[j + r] = sum;
+        }
+    }
+}
+
+/* Columns [lo, hi) of one product (w: x widened, C's float32 buffer; b the half weight): each
+ * strip of weight rows widened into bw (HALF_STRIP x k floats), C's (widened when it
+ * accumulates), the dot products, the results rounded into C. */
+static void half_cols(tn_dtype dt, const tn_gemm *w, const uint16_t *b, const tn_gemm *one,
+                      float *bw, int64_t lo, int64_t hi) {
+    float *c32 = w->c;
+    uint16_t *c = one->c;
+    for (int64_t j0 = lo; j0 < hi; j0 += HALF_STRIP) {
+        const int64_t nj = MIN(HALF_STRIP, hi - j0);
+        for (int64_t i = 0; i < w->m; i++)
+            for (int64_t j = j0; j < j0 + nj; j++)
+                c32[i * w->rsc + j] = one->accumulate ? half_ld(dt, c[i * one->rsc + j]) : 0;
+        if (w->m == 1 && dt == TN_BF16) {
+            gemv_bf16(w->a, b, one->csb, w->k, c32, j0, j0 + nj);
+        } else {
+            for (int64_t j = 0; j < nj; j++)
+                widen_half(dt, bw + j * w->k, b + (j0 + j) * one->csb, w->k);
+            tn_gemm strip = *w;
+            strip.b = bw;
+            strip.csb = w->k;
+            strip.c = c32 + j0;
+            strip.accumulate = true;
+            dots_f32(&strip, 0, nj);
+        }
+        for (int64_t i = 0; i < w->m; i++)
+            for (int64_t j = j0; j < j0 + nj; j++)
+                c[i * one->rsc + j] = half_st(dt, c32[i * w->rsc + j]);
+    }
+}
+
+tn_status tn__gemm_half(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch) {
+    if (!use_half_dots(g)) return TN__DECLINED;
+    const int64_t nbatch = batch ? tn__numel(batch->ndim, batch->shape) : 1, m = g->m, n = g->n,
+                  k = g->k;
+    if (nbatch == 0 || m == 0 || n == 0) return TN_OK; /* k >= DOTS_MIN_K: never empty */
+    const int nt = tn__threads_for(tn__gemm_work(g));
+    const int64_t strips = (n + HALF_STRIP - 1) / HALF_STRIP, ntask = MIN(strips, 3 * nt);
+    /* x widened, C's float32 results, then one weight strip per thread */
+    float *a32 = tn__alloc((size_t)(m * k + m * n + nt * HALF_STRIP * k) * sizeof *a32);
+    if (!a32) return TN_ERR_OUT_OF_MEMORY;
+    float *strip_bufs = a32 + m * k + m * n;
+    for (int64_t bi = 0; bi < nbatch; bi++) {
+        tn_gemm one = *g;
+        if (batch) tn__gemm_batch_item(g, batch, bi, sizeof(uint16_t), &one);
+        const uint16_t *a = one.a;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t p = 0; p < k; p++)
+                a32[i * k + p] = half_ld(dt, a[i * one.rsa + p * one.csa]);
+        const tn_gemm w = {.m = m,
+                           .n = n,
+                           .k = k,
+                           .a = a32,
+                           .rsa = k,
+                           .csa = 1,
+                           .c = a32 + m * k,
+                           .rsc = n,
+                           .accumulate = one.accumulate};
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
+        for (int64_t t = 0; t < ntask; t++) {
+            const int64_t lo = MIN(n, strips * t / ntask * HALF_STRIP),
+                          hi = MIN(n, strips * (t + 1) / ntask * HALF_STRIP);
+            float *bw = strip_bufs + (int64_t)thread_num() * HALF_STRIP * k;
+            if (lo < hi) half_cols(dt, &w, one.b, &one, bw, lo, hi);
+        }
+    }
+    tn__free(a32);
     return TN_OK;
 }

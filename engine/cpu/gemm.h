@@ -50,6 +50,10 @@ static inline int64_t tn__gemm_work(const tn_gemm *g) {
 /* dt: TN_F32, TN_F64, TN_I16, TN_I32 or TN_I64. batch may be NULL (one
  * product). Fails only on out-of-memory for the packing buffers. */
 tn_status tn__gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch);
+/* A bfloat16 or float16 product (dt) of a few rows with B's columns contiguous (x·Wᵀ), the
+ * weight read in place: TN_OK, an out-of-memory error, or TN__DECLINED for any other shape
+ * (nothing touched: core widens it, or the bfloat16 kernel takes it). */
+tn_status tn__gemm_half(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch);
 /* *out = the product of batch index bi (row-major over bt->shape); es: the
  * element size. Shared by our kernel and the CBLAS path. */
 void tn__gemm_batch_item(const tn_gemm *g, const tn_gemm_batch *bt, int64_t bi, size_t es,

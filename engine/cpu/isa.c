@@ -186,8 +186,11 @@ static const tn_backend *level_table;
 static tn_gemm_bf16_fn bf16_gemm;
 static const char *bf16_name = "widened";
 
+/* bfloat16 products the level's gemm declines (all but those of a few rows, which read the
+ * weight in place: tn__gemm_half) go to the kernel */
 static tn_status gemm_with_bf16(int dev, tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b) {
-    return dt == TN_BF16 ? bf16_gemm(g, b) : level_table->gemm(dev, dt, g, b);
+    tn_status st = level_table->gemm(dev, dt, g, b);
+    return dt == TN_BF16 && st == TN__DECLINED ? bf16_gemm(g, b) : st;
 }
 
 const char *tn__cpu_gemm_bf16_name(void) { return bf16_name; }
@@ -199,7 +202,6 @@ __attribute__((constructor)) static void register_cpu(void) {
     bf16_gemm = bf16_choice(tn__cpu_isa(), &bf16_name);
     if (bf16_gemm) {
         cpu_table.gemm = gemm_with_bf16;
-        cpu_table.gemm_halves |= 1u << TN_BF16;
     }
     tn__backend_register(TN_CPU, &cpu_table);
 }

@@ -27,12 +27,12 @@
  * TENET_NATIVE=ON the whole library is compiled with -march=native and only
  * the baseline set is built (its name is then "native").
  *
- * bfloat16 products: the CPU backend takes them itself (gemm_halves' TN_BF16 bit, and its
- * gemm routes them to gemm_bf16.h's kernel) when the level is avx512 and the CPU has
- * AVX512-BF16 (vdpbf16ps); elsewhere core widens them to float32 copies, as float16 products
- * always are on the CPU. The tables are const per level, so isa.c registers a copy of the
- * level's, with that bit and a gemm entry that sends bfloat16 to the kernel and the rest to
- * the level's gemm. The environment variable TENET_GEMM_BF16 (read once, with TENET_ISA)
+ * Half products: every level's gemm takes bfloat16 and float16 products of a few rows itself
+ * (tn__gemm_half: the weight read in place) and declines the rest, which core widens to
+ * float32 copies — except bfloat16 ones when the level is avx512 and the CPU has AVX512-BF16
+ * (vdpbf16ps): those go to gemm_bf16.h's kernel. The tables are const per level, so isa.c
+ * registers a copy of the level's with a gemm entry that sends the bfloat16 products the
+ * level's gemm declines to the kernel. The environment variable TENET_GEMM_BF16 (read once, with TENET_ISA)
  * overrides the choice: "off" widens, "twin" takes the kernel's portable twin on any CPU (for
  * tests: it is slow), "auto" (or unset) is the rule above.
  *
@@ -74,6 +74,7 @@
 #define tn__cpu_adam_f16 TN_ISA_NAME(tn__cpu_adam_f16)
 #define tn__gemm TN_ISA_NAME(tn__gemm)
 #define tn__gemm_batch_item TN_ISA_NAME(tn__gemm_batch_item)
+#define tn__gemm_half TN_ISA_NAME(tn__gemm_half)
 #define tn__pw_loops TN_ISA_NAME(tn__pw_loops)
 #endif
 

@@ -35,8 +35,8 @@ tn_kv_cache *tn_kv_cache_new(int layers, int64_t batch, int64_t heads, int64_t m
                   (long long)head_dim);
         return NULL;
     }
-    if (dtype != TN_F32 && dtype != TN_F64) {
-        tn__error(TN_ERR_DTYPE, "tn_kv_cache_new: float32 or float64, not %s",
+    if (!tn__valid_dtype(dtype) || !tn__is_float(dtype)) {
+        tn__error(TN_ERR_DTYPE, "tn_kv_cache_new: float32, float64, bfloat16 or float16, not %s",
                   tn__valid_dtype(dtype) ? tn_dtype_name(dtype) : "?");
         return NULL;
     }

@@ -49,7 +49,10 @@ TN_API_BEGIN
 typedef struct tn_kv_cache tn_kv_cache;
 
 /* A cache of `layers` layers, each keys and values (batch, heads, max_len,
- * head_dim) of a float dtype on device, empty (length 0), no padding. NULL +
+ * head_dim) of a float dtype on device (float32, float64, or bfloat16 /
+ * float16 for a model run in half precision: half the bytes per position;
+ * its attention computes in float32 and rounds the output once), empty
+ * (length 0), no padding. NULL +
  * TN_ERR_INVALID_ARGUMENT for sizes < 1, TN_ERR_DTYPE, TN_ERR_DEVICE,
  * TN_ERR_OUT_OF_MEMORY. */
 tn_kv_cache *tn_kv_cache_new(int layers, int64_t batch, int64_t heads, int64_t max_len,
