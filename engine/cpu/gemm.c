@@ -22,7 +22,7 @@
 #include "dtype_dispatch.h"
 
 #include <math.h>
-#ifdef __F16C__
+#if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -285,18 +285,54 @@ static void widen_half(tn_dtype dt, float *restrict d, const uint16_t *restrict 
 
 static inline float bf16_bits_f32(uint16_t h) { return tn__bits_f32((uint32_t)h << 16); }
 
+#if defined(__AVX512F__) && TN_VEC_BYTES == 64
+#define GEMV_VEC __m512
+#define GEMV_ZERO _mm512_setzero_ps
+#define GEMV_LOADX _mm512_loadu_ps
+#define GEMV_LOADB(p)                                                                              \
+    _mm512_castsi512_ps(                                                                           \
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
+#define GEMV_FMA _mm512_fmadd_ps
+#define GEMV_STORE _mm512_storeu_ps
+#elif defined(__AVX2__) && TN_VEC_BYTES == 32
+#define GEMV_VEC __m256
+#define GEMV_ZERO _mm256_setzero_ps
+#define GEMV_LOADX _mm256_loadu_ps
+#define GEMV_LOADB(p)                                                                              \
+    _mm256_castsi256_ps(                                                                           \
+        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+#define GEMV_FMA _mm256_fmadd_ps
+#define GEMV_STORE _mm256_storeu_ps
+#endif
+
 static void gemv_bf16(const float *restrict x, const uint16_t *restrict b, int64_t csb, int64_t k,
                       float *restrict y, int64_t lo, int64_t hi) {
     for (int64_t j = lo; j < hi; j += GEMV_ROWS) {
         const int nr = hi - j < GEMV_ROWS ? (int)(hi - j) : GEMV_ROWS;
         float s[GEMV_ROWS][GEMV_LANES] = {{0}};
+        const uint16_t *br[GEMV_ROWS];
+        for (int r = 0; r < GEMV_ROWS; r++) /* rows past nr repeat the first: never stored */
+            br[r] = b + (j + (r < nr ? r : 0)) * csb;
         int64_t p = 0;
+#if defined(__AVX2__) && TN_VEC_BYTES >= 32
+        /* GCC vectorises the loop below at the 16-bit loads' width (8 lanes in 128 bits, the
+         * floats in halves): the same lanes in full vectors here */
+        GEMV_VEC acc[GEMV_ROWS];
+        for (int r = 0; r < GEMV_ROWS; r++)
+            acc[r] = GEMV_ZERO();
+        for (; p + GEMV_LANES <= k; p += GEMV_LANES) {
+            const GEMV_VEC xv = GEMV_LOADX(x + p);
+            for (int r = 0; r < GEMV_ROWS; r++)
+                acc[r] = GEMV_FMA(xv, GEMV_LOADB(br[r] + p), acc[r]);
+        }
+        for (int r = 0; r < GEMV_ROWS; r++)
+            GEMV_STORE(s[r], acc[r]);
+#endif
         for (; p + GEMV_LANES <= k; p += GEMV_LANES)
             for (int r = 0; r < GEMV_ROWS; r++) {
-                const uint16_t *br = b + (j + (r < nr ? r : 0)) * csb + p;
 #pragma omp simd
                 for (int l = 0; l < GEMV_LANES; l++)
-                    s[r][l] = FMADD(x[p + l], bf16_bits_f32(br[l]), s[r][l]);
+                    s[r][l] = FMADD(x[p + l], bf16_bits_f32(br[r][p + l]), s[r][l]);
             }
         for (; p < k; p++)
             for (int r = 0; r < nr; r++)
