@@ -936,8 +936,9 @@ static void monitor_pending_on_gpu(void **state) {
 }
 
 /* Autocast in a CUDA region: PyTorch 2.x's CUDA lists (matmul to float16; softmax, sum, exp,
- * layer_norm and group_norm of a float16 input in float32; batch_norm follows it; cat promotes), CPU tensors untouched; the gradient
- * scaler on CUDA gradients (the inf check through the device's grad_stats). */
+ * layer_norm and group_norm of a float16 input in float32; batch_norm follows it; cat promotes),
+ * CPU tensors untouched; the gradient scaler on CUDA gradients (the inf check through the device's
+ * grad_stats). */
 static tn_dtype dt_of_released(tn_tensor *t) {
     tn_dtype d = t ? tn_dtype_of(t) : TN_DTYPE_SAME;
     tn_release(t);

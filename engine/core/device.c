@@ -133,9 +133,9 @@ tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn
         WIDEN_CALL(nops, ops, 1u, tn__dev_gemm(TN_F32, &f, b, dev, nops, w.ops), &f.a, &f.b,
                    &f.c);
     }
-    return st == TN__DECLINED ? tn__error(TN_ERR_INTERNAL, "gemm declined a %s product",
-                                          tn_dtype_name(dt))
-                              : st;
+    return st == TN__DECLINED
+               ? tn__error(TN_ERR_INTERNAL, "gemm declined a %s product", tn_dtype_name(dt))
+               : st;
 }
 
 tn_status tn__dev_softmax(const tn_sm_args *a, tn_device dev, int nops,

@@ -32,9 +32,9 @@
  * float32 copies — except bfloat16 ones when the level is avx512 and the CPU has AVX512-BF16
  * (vdpbf16ps): those go to gemm_bf16.h's kernel. The tables are const per level, so isa.c
  * registers a copy of the level's with a gemm entry that sends the bfloat16 products the
- * level's gemm declines to the kernel. The environment variable TENET_GEMM_BF16 (read once, with TENET_ISA)
- * overrides the choice: "off" widens, "twin" takes the kernel's portable twin on any CPU (for
- * tests: it is slow), "auto" (or unset) is the rule above.
+ * level's gemm declines to the kernel. The environment variable TENET_GEMM_BF16 (read once, with
+ * TENET_ISA) overrides the choice: "off" widens, "twin" takes the kernel's portable twin on any CPU
+ * (for tests: it is slow), "auto" (or unset) is the rule above.
  *
  * Results agree between levels within rounding, not to the bit: FMA
  * contracts a multiply-add into one rounding, and OpenMP SIMD reductions

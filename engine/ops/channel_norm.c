@@ -402,8 +402,8 @@ tn_tensor *tn_group_norm(const tn_tensor *input, int64_t num_groups, const tn_te
                          const tn_tensor *bias, double eps) {
     tn_ac_frame f;
     if (tn__autocast(&f, TN_AC_GROUP_NORM, 3, (const tn_tensor *[]){input, weight, bias}))
-        return tn__autocast_done(
-            &f, f.ok ? tn_group_norm(f.t[0], num_groups, f.t[1], f.t[2], eps) : NULL);
+        return tn__autocast_done(&f, f.ok ? tn_group_norm(f.t[0], num_groups, f.t[1], f.t[2], eps)
+                                          : NULL);
     TN_CHECK_NULL_ARG(input, "input");
     if (check_group_norm(input, num_groups, weight, bias) < 0) return NULL;
     const tn_tensor *p[4] = {weight, bias, NULL, NULL};
