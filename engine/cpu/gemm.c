@@ -250,8 +250,12 @@ static bool use_half_dots(const tn_gemm *g) {
            g->m * g->n * g->k >= GEMM_SMALL;
 }
 
+/* A bfloat16 is the top half of its float32: on raw bits, which vectorise (the struct type of
+ * half.h's tn_bf16_to_f32 kept GCC's loops scalar or half width). */
+static inline float bf16_bits_f32(uint16_t h) { return tn__bits_f32((uint32_t)h << 16); }
+
 static float half_ld(tn_dtype dt, uint16_t h) {
-    return dt == TN_BF16 ? tn_bf16_to_f32((tn_bf16){h}) : tn_f16_to_f32((tn_f16){h});
+    return dt == TN_BF16 ? bf16_bits_f32(h) : tn_f16_to_f32((tn_f16){h});
 }
 
 static uint16_t half_st(tn_dtype dt, float v) {
@@ -264,7 +268,7 @@ static void widen_half(tn_dtype dt, float *restrict d, const uint16_t *restrict 
     if (dt == TN_BF16) {
 #pragma omp simd
         for (i = 0; i < n; i++)
-            d[i] = tn__bits_f32((uint32_t)s[i] << 16);
+            d[i] = bf16_bits_f32(s[i]);
         return;
     }
 #ifdef __F16C__
@@ -282,8 +286,6 @@ static void widen_half(tn_dtype dt, float *restrict d, const uint16_t *restrict 
  * element once more for one multiply-add. */
 #define GEMV_LANES (TN_VEC_BYTES / (int)sizeof(float))
 #define GEMV_ROWS 4
-
-static inline float bf16_bits_f32(uint16_t h) { return tn__bits_f32((uint32_t)h << 16); }
 
 #if defined(__AVX512F__) && TN_VEC_BYTES == 64
 #define GEMV_VEC __m512
@@ -314,7 +316,7 @@ static void gemv_bf16(const float *restrict x, const uint16_t *restrict b, int64
         for (int r = 0; r < GEMV_ROWS; r++) /* rows past nr repeat the first: never stored */
             br[r] = b + (j + (r < nr ? r : 0)) * csb;
         int64_t p = 0;
-#if defined(__AVX2__) && TN_VEC_BYTES >= 32
+#ifdef GEMV_VEC
         /* GCC vectorises the loop below at the 16-bit loads' width (8 lanes in 128 bits, the
          * floats in halves): the same lanes in full vectors here */
         GEMV_VEC acc[GEMV_ROWS];
@@ -347,12 +349,13 @@ static void gemv_bf16(const float *restrict x, const uint16_t *restrict b, int64
     }
 }
 
-/* Columns [lo, hi) of one product (w: x widened, C's float32 buffer; b the half weight): each
+/* Columns [lo, hi) of one product (w: x widened, C's float32 buffer; one: the half product): each
  * strip of weight rows widened into bw (HALF_STRIP x k floats), C's (widened when it
  * accumulates), the dot products, the results rounded into C. */
-static void half_cols(tn_dtype dt, const tn_gemm *w, const uint16_t *b, const tn_gemm *one,
-                      float *bw, int64_t lo, int64_t hi) {
+static void half_cols(tn_dtype dt, const tn_gemm *w, const tn_gemm *one, float *bw, int64_t lo,
+                      int64_t hi) {
     float *c32 = w->c;
+    const uint16_t *b = one->b;
     uint16_t *c = one->c;
     for (int64_t j0 = lo; j0 < hi; j0 += HALF_STRIP) {
         const int64_t nj = MIN(HALF_STRIP, hi - j0);
@@ -409,7 +412,7 @@ tn_status tn__gemm_half(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batc
             const int64_t lo = MIN(n, strips * t / ntask * HALF_STRIP),
                           hi = MIN(n, strips * (t + 1) / ntask * HALF_STRIP);
             float *bw = strip_bufs + (int64_t)thread_num() * HALF_STRIP * k;
-            if (lo < hi) half_cols(dt, &w, one.b, &one, bw, lo, hi);
+            if (lo < hi) half_cols(dt, &w, &one, bw, lo, hi);
         }
     }
     tn__free(a32);
