@@ -15,7 +15,7 @@
 # table that points at them. Copies of rows (index_kernels.c: memcpy), the loop driver (iter.c)
 # and the CBLAS glue stay baseline.
 set(TENET_CPU_ISA_SOURCES backend attention_kernels channel_norm_kernels conv_kernels copy_kernels
-  cross_entropy_kernels gemm grad_stats_kernels layer_norm_kernels optim_kernels pw_kernels
+  cross_entropy_kernels gemm gemm_half grad_stats_kernels layer_norm_kernels optim_kernels pw_kernels
   pool_kernels reduce_kernels softmax_kernels)
 
 set(TENET_ISA_LEVELS "")

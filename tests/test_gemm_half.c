@@ -1,5 +1,5 @@
 /* tests/test_gemm_half.c — the CPU's bfloat16 and float16 products of a few rows
- * (engine/cpu/gemm.c, tn__gemm_half: x·Wᵀ with the half weight read in place), through the CPU
+ * (engine/cpu/gemm_half.c, tn__gemm_half: x·Wᵀ with the half weight read in place), through the CPU
  * back end's gemm entry as core calls it.
  *
  * Against a float64 reference, for both dtypes: 1 to 32 rows, n not a multiple of the 3-column

@@ -107,6 +107,110 @@ static void left_padding(void **state) {
     tn_scope_end();
 }
 
+/* A half cache's steps of 1-5 queries (up to 4: the CPU's few-query forward, reading the cache
+ * in place; 5: core's float32 copies) give the bits of the same steps over a float32 cache of
+ * the widened values, rounded once: with left padding, on 1 and 2 threads. */
+static void half_steps_equal_float32_rounded(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    bool prev = tn_set_grad_enabled(false);
+    const int nthreads = tn_get_num_threads();
+    tn_manual_seed(9);
+    const int64_t B = 3, H = 2, T = 40, D = 24, pad[3] = {0, 3, 6};
+    const int steps[] = {7, 1, 2, 3, 4, 5, 1, 1}; /* a prompt, then steps */
+    for (int di = 0; di < 2; di++) {
+        tn_dtype dt = di ? TN_F16 : TN_BF16;
+        tn_tensor *q = tn_randn(4, S(B, H, T, D), dt), *k = tn_randn(4, S(B, H, T, D), dt);
+        tn_tensor *v = tn_randn(4, S(B, H, T, D), dt);
+        tn_tensor *q32 = tn_to(q, TN_F32, TN_DEVICE_KEEP), *k32 = tn_to(k, TN_F32, TN_DEVICE_KEEP);
+        tn_tensor *v32 = tn_to(v, TN_F32, TN_DEVICE_KEEP);
+        for (int threads = 1; threads <= 2; threads++) {
+            tn_set_num_threads(threads);
+            tn_kv_cache *c = tn_kv_cache_new(1, B, H, T, D, dt, TN_DEVICE_CPU);
+            tn_kv_cache *c32 = tn_kv_cache_new(1, B, H, T, D, TN_F32, TN_DEVICE_CPU);
+            assert_non_null(c), assert_non_null(c32);
+            assert_int_equal(tn_kv_cache_set_padding(c, pad), TN_OK);
+            assert_int_equal(tn_kv_cache_set_padding(c32, pad), TN_OK);
+            for (int64_t t0 = 0, si = 0; si < (int64_t)(sizeof steps / sizeof *steps); si++) {
+                int64_t n = steps[si];
+                assert_int_equal(
+                    tn_kv_cache_append(c, 0, tn_narrow(k, 2, t0, n), tn_narrow(v, 2, t0, n)),
+                    TN_OK);
+                assert_int_equal(
+                    tn_kv_cache_append(c32, 0, tn_narrow(k32, 2, t0, n), tn_narrow(v32, 2, t0, n)),
+                    TN_OK);
+                tn_tensor *y = tn_kv_cache_attention(c, 0, tn_narrow(q, 2, t0, n));
+                tn_tensor *y32 = tn_kv_cache_attention(c32, 0, tn_narrow(q32, 2, t0, n));
+                assert_non_null(y), assert_non_null(y32);
+                assert_int_equal(tn_dtype_of(y), dt);
+                tt_assert_close_tensors(y, tn_to(y32, dt, TN_DEVICE_KEEP), 0);
+                t0 += n;
+            }
+            tn_kv_cache_free(c), tn_kv_cache_free(c32);
+        }
+    }
+    tn_set_num_threads(nthreads);
+    tn_set_grad_enabled(prev);
+    tn_scope_end();
+}
+
+/* The same for tn_scaled_dot_product_attention's half queries of 1-4 rows with an additive mask
+ * (half, broadcast over the heads) or a boolean one, over keys and values that are views. */
+static void half_few_queries_with_masks(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_manual_seed(11);
+    for (int di = 0; di < 2; di++) {
+        tn_dtype dt = di ? TN_F16 : TN_BF16;
+        for (int64_t L = 1; L <= 4; L++) {
+            tn_tensor *q = tn_randn(4, S(2, 3, L, 16), dt);
+            tn_tensor *kf = tn_randn(4, S(2, 3, 50, 16), dt), *vf = tn_randn(4, S(2, 3, 50, 8), dt);
+            tn_tensor *k = tn_narrow(kf, 2, 3, 37), *v = tn_narrow(vf, 2, 3, 37); /* strided */
+            tn_tensor *madd = tn_randn(4, S(2, 1, L, 37), dt);
+            tn_tensor *mbool =
+                tn_gt(tn_randn(4, S(2, 3, L, 37), TN_F32), tn_full(0, NULL, TN_F32, -1.0));
+            tn_tensor *masks[3] = {NULL, madd, mbool};
+            for (int mi = 0; mi < 3; mi++) {
+                tn_tensor *m32 =
+                    masks[mi] && mi == 1 ? tn_to(madd, TN_F32, TN_DEVICE_KEEP) : masks[mi];
+                for (int causal = 0; causal < 2; causal++) {
+                    if (causal && masks[mi]) continue; /* PyTorch refuses both */
+                    tn_tensor *y = tn_scaled_dot_product_attention(q, k, v, masks[mi], 0, causal);
+                    tn_tensor *y32 = tn_scaled_dot_product_attention(
+                        tn_to(q, TN_F32, TN_DEVICE_KEEP), tn_to(k, TN_F32, TN_DEVICE_KEEP),
+                        tn_to(v, TN_F32, TN_DEVICE_KEEP), m32, 0, causal);
+                    assert_non_null(y), assert_non_null(y32);
+                    tt_assert_close_tensors(y, tn_to(y32, dt, TN_DEVICE_KEEP), 0);
+                }
+            }
+        }
+    }
+    tn_scope_end();
+}
+
+/* A step over a long half cache reads it in place: no float32 copy of the cache (64 MiB for
+ * these keys and values) is made, so the peak of live bytes grows by far less. */
+static void half_step_copies_no_cache(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    bool prev = tn_set_grad_enabled(false);
+    const int64_t B = 1, H = 16, T = 8192, D = 64;
+    tn_kv_cache *c = tn_kv_cache_new(1, B, H, T, D, TN_BF16, TN_DEVICE_CPU);
+    assert_non_null(c);
+    tn_tensor *kv = tn_randn(4, S(B, H, 3, D), TN_BF16), *q = tn_randn(4, S(B, H, 1, D), TN_BF16);
+    assert_int_equal(tn_kv_cache_append(c, 0, kv, kv), TN_OK);
+    tn_memory_stats_t before, after;
+    assert_int_equal(tn_memory_stats(&before), TN_OK);
+    tn_tensor *y = tn_kv_cache_attention(c, 0, q);
+    assert_non_null(y);
+    assert_int_equal(tn_memory_stats(&after), TN_OK);
+    size_t base = before.bytes_peak > before.bytes_live ? before.bytes_peak : before.bytes_live;
+    assert_true(after.bytes_peak < base + (1u << 20));
+    tn_kv_cache_free(c);
+    tn_set_grad_enabled(prev);
+    tn_scope_end();
+}
+
 static void errors_change_nothing(void **state) {
     (void)state;
     assert_int_equal(tn_scope_begin(), TN_OK);
@@ -166,8 +270,9 @@ static void errors_change_nothing(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        TT_TEST(matches_full_context),
-        TT_TEST(left_padding),
+        TT_TEST(half_step_copies_no_cache), /* first: the peak of live bytes is the process's */
+        TT_TEST(matches_full_context),        TT_TEST(half_steps_equal_float32_rounded),
+        TT_TEST(half_few_queries_with_masks), TT_TEST(left_padding),
         TT_TEST(errors_change_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

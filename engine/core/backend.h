@@ -60,8 +60,8 @@ typedef struct tn_device_mem_stats {
     size_t bytes_reserved; /* held by the caching allocator (live + cached) */
 } tn_device_mem_stats;
 
-/* A back end's answer when it leaves a call it may decline to core (gemm of
- * a half dtype): positive, so neither TN_OK nor an error. */
+/* A back end's answer when it leaves a call it may decline to core (gemm or
+ * attention of a half dtype): positive, so neither TN_OK nor an error. */
 #define TN__DECLINED ((tn_status)2)
 
 typedef struct tn_backend {
@@ -150,6 +150,12 @@ typedef struct tn_backend {
     tn_status (*readback_end)(void *ticket, void *dst);
     /* Batch norm and group norm, forward and backward (tn_cn_args). Deterministic. */
     tn_status (*channel_norm)(int dev, const tn_cn_args *a);
+    /* Bit (1u << dt) for each half dtype whose attention calls the back end may take itself, as
+     * gemm_halves: float32 arithmetic and each output rounded once, the bits of core's float32
+     * copies. It declines (TN__DECLINED, having touched nothing) those it does not take, and
+     * core makes the copies (the CPU takes the forward of a few query rows: a generation step
+     * over a half KV cache, read in place). */
+    uint32_t attention_halves;
 } tn_backend;
 
 /* Tensors per grad_stats call. */
@@ -189,7 +195,7 @@ const tn_backend *tn__backend_loaded(tn_device_type type);
  * libtenet: every core function its files call goes through the host. */
 /* Bumped whenever tn_backend, the kernel argument structs (kernel_args.h) or
  * tn_plugin_host change. */
-#define TN_PLUGIN_ABI 5u
+#define TN_PLUGIN_ABI 6u
 /* from tenet.h, which the files that use it include */
 #define TN_PLUGIN_VERSION                                                                          \
     ((uint32_t)TENET_VERSION_MAJOR * 10000u + TENET_VERSION_MINOR * 100u + TENET_VERSION_PATCH)

@@ -228,19 +228,24 @@ tn_status tn__dev_channel_norm(const tn_cn_args *a, tn_device dev, int nops,
 
 tn_status tn__dev_attention(const tn_attn_args *a, tn_device dev, int nops, int n_out,
                             const tn_tensor *const *ops) {
-    if (tn__is_half(a->dtype)) {
+    const tn_backend *be = tn__table_of(dev);
+    if (!be) return tn_last_status();
+    if (!be->attention) return tn__error(TN_ERR_INTERNAL, "no fused attention kernel");
+    tn_status st = TN__DECLINED;
+    if (!tn__is_half(a->dtype) || (be->attention_halves & (1u << a->dtype))) {
+        tn_race_access ra;
+        tn__race_begin(&ra, nops, ops, (1u << n_out) - 1u, "scaled_dot_product_attention");
+        st = be->attention(dev.index, a);
+        tn__race_end(&ra);
+    }
+    if (st == TN__DECLINED && tn__is_half(a->dtype)) { /* float32 copies */
         tn_attn_args f = *a;
         f.dtype = TN_F32;
         WIDEN_CALL(nops, ops, (1u << n_out) - 1u, tn__dev_attention(&f, dev, nops, n_out, w.ops),
                    &f.q, &f.k, &f.v, &f.mask, &f.o, &f.lse, &f.dout, &f.dq, &f.dk, &f.dv);
     }
-    const tn_backend *be = tn__table_of(dev);
-    if (!be) return tn_last_status();
-    if (!be->attention) return tn__error(TN_ERR_INTERNAL, "no fused attention kernel");
-    tn_race_access ra;
-    tn__race_begin(&ra, nops, ops, (1u << n_out) - 1u, "scaled_dot_product_attention");
-    tn_status st = be->attention(dev.index, a);
-    tn__race_end(&ra);
+    if (st == TN__DECLINED)
+        return tn__error(TN_ERR_INTERNAL, "attention declined a %s call", tn_dtype_name(a->dtype));
     for (int i = 0; st == TN_OK && i < n_out; i++) tn__storage_wrote(ops[i]->storage);
     return st;
 }

@@ -401,7 +401,7 @@ enum { TN_ATTN_MASK_NONE, TN_ATTN_MASK_BOOL, TN_ATTN_MASK_ADD };
  *             (nb, L, E), dk (nb, S, E), dv (nb, S, Ev), contiguous. */
 typedef struct tn_attn_args {
     int mode;
-    tn_dtype dtype; /* float32 or float64 */
+    tn_dtype dtype; /* float32 or float64; bfloat16 / float16 where attention_halves says */
     int bdim;
     int64_t bshape[TN_MAX_DIMS];
     int64_t L, S, E, Ev;

@@ -31,6 +31,7 @@
 #include "cpu_backend.h"
 #include "dtype_dispatch.h"
 #include "gemm.h" /* FMADD */
+#include "half_rows.h"
 
 #define BQ 32 /* query rows per block */
 #define BK 32 /* keys per tile: the vectorised width of the score loops */
@@ -180,8 +181,103 @@ static void run_bwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt, void *d
     }
 }
 
+/* ---- bfloat16 and float16: the forward of a few query rows ----------------------------------
+ * A generation step over a half KV cache: core's float32 copies (widen.h) would copy every
+ * cached key and value, the whole cache's span allocated, on every step and layer. Here a worker
+ * widens one slice's query rows and the keys and values that take part (those before kv_end)
+ * into float32 buffers that stay in L2, runs float32's fwd_block over them, and rounds the output
+ * and the log-sum-exp once: the arithmetic and the bits of the float32 copies, with the cache
+ * read once, 2 bytes an element. Other calls (backward, longer queries, dropout) are declined
+ * to core. */
+
+typedef struct half_buf {
+    float *q, *k, *v, *mask, *o, *lse;
+} half_buf;
+
+static bool takes_half(const tn_attn_args *a) {
+    return tn__is_half(a->dtype) && a->mode == TN_ATTN_FWD && a->L <= QK_ROWS_MAX &&
+           a->dropout_p == 0;
+}
+
+/* Widens rows [0, n) of d columns (row stride rs, columns contiguous) into dst (n x d). */
+static void widen_rows(tn_dtype dt, float *dst, const void *src, int64_t rs, int64_t n, int64_t d) {
+    for (int64_t j = 0; j < n; j++)
+        tn__widen_half_row(dt, dst + j * d, (const uint16_t *)src + j * rs, d);
+}
+
+static void fwd_slice_half(const tn_attn_args *a, const attn_slice *sl, ws_t *w, half_buf *hb) {
+    const tn_dtype dt = a->dtype;
+    const int64_t L = a->L, E = a->E, Ev = a->Ev, n = kv_end_f32(a, 0, L);
+    tn_attn_args f = *a; /* the slice in float32 buffers */
+    f.dtype = TN_F32;
+    f.bdim = 0;
+    f.q = hb->q, f.k = hb->k, f.v = hb->v, f.o = hb->o, f.lse = hb->lse;
+    f.rsq = E, f.rsk = E, f.rsv = Ev;
+    attn_slice one = {0, 0, 0, 0, sl->om};
+    widen_rows(dt, hb->q, (const uint16_t *)a->q + sl->oq, a->rsq, L, E);
+    widen_rows(dt, hb->k, (const uint16_t *)a->k + sl->ok, a->rsk, n, E);
+    widen_rows(dt, hb->v, (const uint16_t *)a->v + sl->ov, a->rsv, n, Ev);
+    if (a->mask_kind == TN_ATTN_MASK_ADD) { /* the mask's rows over the keys taking part */
+        const uint16_t *m = (const uint16_t *)a->mask + sl->om;
+        for (int64_t i = 0; i < L; i++)
+            for (int64_t j = 0; j < n; j++)
+                hb->mask[i * a->S + j] = tn__half_ld(dt, m[i * a->rsm + j * a->csm]);
+        f.mask = hb->mask, f.rsm = a->S, f.csm = 1, one.om = 0;
+    }
+    fwd_block_f32(&f, &one, w, 0);
+    uint16_t *o = (uint16_t *)a->o + sl->b * L * Ev, *lse = (uint16_t *)a->lse + sl->b * L;
+    for (int64_t i = 0; i < L * Ev; i++)
+        o[i] = tn__half_st(dt, hb->o[i]);
+    for (int64_t i = 0; i < L; i++)
+        lse[i] = tn__half_st(dt, hb->lse[i]);
+}
+
+static tn_status run_fwd_half(const tn_attn_args *a, int64_t nb) {
+    const int64_t L = a->L, S = a->S, E = a->E, Ev = a->Ev;
+    const int nt = tn__threads_for(nb * L * S * (E + Ev));
+    tn_attn_args f = *a;
+    f.dtype = TN_F32;
+    ws_t ws[nt];
+    void *blk = ws_alloc(&f, nt, ws);
+    /* per worker: q (L x E), k (S x E), v (S x Ev), mask (L x S), o (L x Ev), lse (L) */
+    const int64_t per = L * E + S * E + S * Ev + L * S + L * Ev + L;
+    float *hall = blk ? tn__malloc((size_t)(per * nt) * sizeof *hall) : NULL;
+    if (!hall) {
+        tn__mfree(blk);
+        return tn_last_status();
+    }
+    (void)nt; /* only read by OpenMP */
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        TN_OMP_SPAN("attention");
+        const int t = WORKER();
+        float *p = hall + per * t;
+        half_buf hb = {p,
+                       p + L * E,
+                       p + L * E + S * E,
+                       p + L * E + S * (E + Ev),
+                       p + L * E + S * (E + Ev) + L * S,
+                       p + L * E + S * (E + Ev) + L * S + L * Ev};
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t b = 0; b < nb; b++) {
+            attn_slice sl = slice_of(a, b);
+            fwd_slice_half(a, &sl, &ws[t], &hb);
+        }
+    }
+    tn__mfree(hall);
+    tn__mfree(blk);
+    return TN_OK;
+}
+
 tn_status tn__cpu_attention(int dev, const tn_attn_args *a) {
     (void)dev;
+    if (tn__is_half(a->dtype) && !takes_half(a)) return TN__DECLINED;
+    if (tn__is_half(a->dtype)) {
+        int64_t nb = 1;
+        for (int d = 0; d < a->bdim; d++)
+            nb *= a->bshape[d];
+        return nb == 0 || a->L == 0 ? TN_OK : run_fwd_half(a, nb);
+    }
     if ((unsigned)a->dtype >= TN_DTYPE_COUNT || !kernels[a->dtype].fwd_block)
         return tn__error(TN_ERR_DTYPE, "attention: no CPU kernel for %s", tn_dtype_name(a->dtype));
     int64_t nb = 1;

@@ -39,6 +39,15 @@
 #endif
 // clang-format on
 
+/* Below this many multiply-adds per product, packing does not pay. */
+#define GEMM_SMALL 32768
+/* Dot products (dots_impl.h: gemm.c's use_dots, gemm_half.c) for products of at most
+ * DOTS_MAX_M rows, with k long enough to fill the vectors and A's rows in L2 beside the weights
+ * streaming through. */
+#define DOTS_MAX_M 32
+#define DOTS_MIN_K 64
+#define DOTS_MAX_A_BYTES (256 << 10)
+
 /* The work of one product for tn__threads_for: a thread is worth its fork/join (~2 us) from
  * ~4M multiply-adds on; a matrix-vector product (one row or column of C) is bound by reading
  * the matrix, whose bytes take more threads' bandwidth from ~256K elements on. */
@@ -51,8 +60,8 @@ static inline int64_t tn__gemm_work(const tn_gemm *g) {
  * product). Fails only on out-of-memory for the packing buffers. */
 tn_status tn__gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch);
 /* A bfloat16 or float16 product (dt) of a few rows with B's columns contiguous (x·Wᵀ), the
- * weight read in place: TN_OK, an out-of-memory error, or TN__DECLINED for any other shape
- * (nothing touched: core widens it, or the bfloat16 kernel takes it). */
+ * weight read in place (gemm_half.c): TN_OK, an out-of-memory error, or TN__DECLINED for any
+ * other shape (nothing touched: core widens it, or the bfloat16 kernel takes it). */
 tn_status tn__gemm_half(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *batch);
 /* *out = the product of batch index bi (row-major over bt->shape); es: the
  * element size. Shared by our kernel and the CBLAS path. */

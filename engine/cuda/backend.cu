@@ -190,6 +190,7 @@ const tn_backend g_backend = {
     tn__cuda_readback_begin,
     tn__cuda_readback_end,
     tn__cuda_channel_norm,
+    0u, /* attention_halves: none, core's float32 copies */
 };
 
 } // namespace
