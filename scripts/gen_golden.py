@@ -858,6 +858,10 @@ for op in ("max_pool2d", "max_pool2d_indices"):
     case(f"{op}_ceil_dil2_rect", op, [T((1, 2, 7, 8), 0)], [32, 21, 10, 2, 1])
     case(f"{op}_ties", op, [Tv([[_TIES]])], [2, 1, 0, 1, 0])
     case(f"{op}_nan", op, [Tv([_NANS])], [2, 1, 1, 1, 1])
+    # 2x2 at stride 2 without padding: the CPU's one-pass kernel, then a ceil_mode last row
+    case(f"{op}_ties_s2", op, [Tv([[_TIES]])], [2, 0, 0, 1, 0])
+    case(f"{op}_nan_s2_ceil", op, [Tv([_NANS])], [2, 0, 0, 1, 1])
+    case(f"{op}_s2_ceil_odd_rows", op, [T((1, 2, 7, 8), 1)], [2, 0, 0, 1, 1])
 case("avg_pool2d_2x2", "avg_pool2d", [T((2, 3, 6, 6), 0)], [2, 0, 0, 0, 1, 0])
 case("avg_pool2d_transposed", "avg_pool2d", [T((2, 3, 5, 6), 0, layout="t")], [2, 0, 0, 0, 1, 0])
 case("avg_pool2d_unbatched", "avg_pool2d", [T((3, 5, 6), 1)], [2, 1, 0, 0, 1, 0])

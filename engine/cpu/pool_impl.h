@@ -64,17 +64,14 @@ static void F(max_row_tap)(const tn_pool_args *a, const T *row, T *y, int64_t *i
         F(max_tap)(r, y + lo, id + lo, n, a->sw, ix);
 }
 
-/* Max over sliding windows. The taps run outermost, each over the row of
- * outputs it reaches (max_tap); each output still sees its taps in order
- * (i, j), so the first maximum wins and a NaN is always taken, as PyTorch's
- * scan. */
-static void F(max_fwd)(const tn_pool_args *a, int64_t p) {
-    const T *x = (const T *)a->in + p * a->h * a->w;
-    T *y = (T *)a->out + p * a->oh * a->ow;
-    int64_t *id = a->idx + p * a->oh * a->ow;
+/* Max over sliding windows, output rows [oy0, oh) of plane x (y and id: row oy0's outputs).
+ * The taps run outermost, each over the row of outputs it reaches (max_tap); each output still
+ * sees its taps in order (i, j), so the first maximum wins and a NaN is always taken, as
+ * PyTorch's scan. */
+static void F(max_fwd_from)(const tn_pool_args *a, const T *x, T *y, int64_t *id, int64_t oy0) {
     F(taps) t;
     F(taps_init)(a, a->dw, &t);
-    for (int64_t oy = 0; oy < a->oh; oy++, y += a->ow, id += a->ow) {
+    for (int64_t oy = oy0; oy < a->oh; oy++, y += a->ow, id += a->ow) {
         int64_t y0 = oy * a->sh - a->ph, iy0 = F(first_in)(y0, a->dh);
         for (int64_t ox = 0; ox < a->ow; ox++) {
             y[ox] = (T)-INFINITY; /* the window's first tap unless a value beats it */
@@ -90,6 +87,50 @@ static void F(max_fwd)(const tn_pool_args *a, int64_t p) {
             }
         }
     }
+}
+
+/* Output rows [0, oh) of a 2x2 window at stride 2 wholly inside the plane (no padding, no
+ * dilation; the CNN's pool): the four taps of an output in one pass, in max_fwd's tap order
+ * ((0, 0), (0, 1), (1, 0), (1, 1)) and with its rule, so the same values and indices, where
+ * max_fwd_from makes four passes over each output row, each a loop of a few elements. */
+static void F(max2x2_rows)(const tn_pool_args *a, const T *x, T *restrict y, int64_t *restrict id,
+                           int64_t oh) {
+    const int64_t w = a->w, ow = a->ow;
+    for (int64_t oy = 0; oy < oh; oy++, y += ow, id += ow) {
+        const T *restrict r0 = x + 2 * oy * w, *restrict r1 = r0 + w;
+        const int64_t i0 = 2 * oy * w;
+        for (int64_t ox = 0; ox < ow; ox++) {
+            T m = r0[2 * ox], v;
+            int64_t k = i0 + 2 * ox;
+            bool take;
+            v = r0[2 * ox + 1], take = (v > m) | (v != v);
+            m = take ? v : m, k = take ? i0 + 2 * ox + 1 : k;
+            v = r1[2 * ox], take = (v > m) | (v != v);
+            m = take ? v : m, k = take ? i0 + w + 2 * ox : k;
+            v = r1[2 * ox + 1], take = (v > m) | (v != v);
+            m = take ? v : m, k = take ? i0 + w + 2 * ox + 1 : k;
+            y[ox] = m;
+            id[ox] = k;
+        }
+    }
+}
+
+static void F(max_fwd)(const tn_pool_args *a, int64_t p) {
+    const T *x = (const T *)a->in + p * a->h * a->w;
+    T *y = (T *)a->out + p * a->oh * a->ow;
+    int64_t *id = a->idx + p * a->oh * a->ow;
+    if (a->kh == 2 && a->kw == 2 && a->sh == 2 && a->sw == 2 && a->dh == 1 && a->dw == 1 &&
+        a->ph == 0 && a->pw == 0 && 2 * a->ow <= a->w) {
+        /* rows whose windows are whole (ceil_mode may add a last, partial one) */
+        int64_t whole = a->oh < a->h / 2 ? a->oh : a->h / 2;
+        F(max2x2_rows)(a, x, y, id, whole);
+        if (whole == a->oh) return;
+        y += whole * a->ow, id += whole * a->ow;
+        /* the last row below, by the general loop from oy = whole */
+        F(max_fwd_from)(a, x, y, id, whole);
+        return;
+    }
+    F(max_fwd_from)(a, x, y, id, 0);
 }
 
 /* Max over adaptive windows, each scanned in row-major order. */
