@@ -6,8 +6,8 @@
  * Three bilinear primitives, each im2col / col2im (the backend's `conv`
  * entry, tn_conv_args) around products (its `gemm` entry), batched over
  * (images of a chunk, groups), the columns made for at most COL_BUDGET
- * elements at a time (COL_BUDGET_DEVICE on a device, whose weight gradient
- * also takes the chunk's images in one batched product: dw_device):
+ * elements at a time (COL_BUDGET_DEVICE on a device); the weight gradient
+ * takes a chunk's images in one batched product into partials (dw_partials):
  *   FWD (x, w) -> y       y = conv(x, w)
  *   DX  (g, w) -> x-like  the input gradient: col2im(w^T g)
  *   DW  (g, x) -> w-like  the weight gradient: sum over images of g col(x)^T
@@ -68,10 +68,12 @@ _Static_assert(sizeof(conv_geom) == CONV_NFIELDS * sizeof(int64_t), "conv_geom i
 /* ---- the primitives' kernels (no autograd) ------------------------------------------- */
 
 /* Column-buffer chunk and the shared im2col description. */
-static int64_t chunk_images(const conv_geom *g, tn_device dev) {
+static int64_t chunk_images(const conv_geom *g, tn_device dev, int kind) {
     int64_t per = g->c * g->kh * g->kw * g->oh * g->ow, nt = tn_get_num_threads();
     int64_t nb = per ? (dev.type == TN_CPU ? COL_BUDGET : COL_BUDGET_DEVICE) / per : g->n;
-    if (per && dev.type == TN_CPU && nb < nt)
+    /* not for the weight gradient, whose sums go by chunk (dw_partials): its bits would change
+     * with the thread count */
+    if (per && dev.type == TN_CPU && nb < nt && kind != CONV_DW)
         nb = COL_BUDGET_THREADS / per < nt ? COL_BUDGET_THREADS / per : nt;
     return nb < 1 ? 1 : nb > g->n ? g->n : nb;
 }
@@ -174,12 +176,14 @@ static tn_status gemm_dw(const conv_geom *g, tn_tensor *gy, tn_tensor *col, int6
     return tn__dev_gemm(out->dtype, &m, &b, tn__dev(out), 3, (const tn_tensor *[]){out, gy, col});
 }
 
-/* A device's weight gradient for a chunk of nb images: the nb products at once into partials
- * (one batched call instead of nb calls of a few thread blocks each), then dw (+)= their sum
- * as one more product, ones(1, nb) · partials (nb, oc·kc): the images added in a fixed
- * order, the same bits every run. */
-static tn_status dw_device(const conv_geom *g, tn_tensor *gy, tn_tensor *col, int64_t n0,
-                           int64_t nb, tn_tensor *part, tn_tensor *ones, tn_tensor *dw) {
+/* The weight gradient of a chunk of nb images: the nb products at once into partials (one
+ * batched call: on a device instead of nb calls of a few thread blocks each; on the CPU the
+ * images' products split across the threads, where one image's product is too small to split),
+ * then dw (+)= their sum as one more product, ones(1, nb) · partials (nb, oc·kc): the images
+ * added in a fixed order, the chunks by the shape alone, so the same bits every run and for any
+ * thread count. */
+static tn_status dw_partials(const conv_geom *g, tn_tensor *gy, tn_tensor *col, int64_t n0,
+                             int64_t nb, tn_tensor *part, tn_tensor *ones, tn_tensor *dw) {
     tn_status st = gemm_dw(g, gy, col, n0, 0, nb, false, part);
     int64_t wn = g->oc * (g->c / g->groups) * g->kh * g->kw;
     tn_gemm m = {.m = 1,
@@ -221,18 +225,18 @@ static tn_status run_kernels(int kind, const conv_geom *g, tn_tensor *a, tn_tens
         return st;
     }
     const tn_device dev = tn__dev(a);
-    int64_t nb = chunk_images(g, dev);
-    if (kind == CONV_DW && dev.type != TN_CPU && tn_numel(out) > 0) {
-        /* dw_device's partials, nb weight gradients, within a quarter of the budget */
-        int64_t cap = COL_BUDGET_DEVICE / 4 / tn_numel(out);
+    int64_t nb = chunk_images(g, dev, kind);
+    if (kind == CONV_DW && tn_numel(out) > 0) {
+        /* dw_partials' partials, nb weight gradients, within a quarter of the budget */
+        int64_t cap = (dev.type == TN_CPU ? COL_BUDGET : COL_BUDGET_DEVICE) / 4 / tn_numel(out);
         if (nb > cap) nb = cap > 1 ? cap : 1;
     }
     int64_t cshape = nb * g->c * g->kh * g->kw * g->oh * g->ow;
     tn_tensor *col = tn__empty_on(1, &cshape, a->dtype, dev);
     tn_status st = col ? TN_OK : tn_last_status();
-    /* a device's weight gradient: the partials and the ones that add them (dw_device) */
+    /* the weight gradient: the partials and the ones that add them (dw_partials) */
     tn_tensor *part = NULL, *ones = NULL;
-    if (st == TN_OK && kind == CONV_DW && dev.type != TN_CPU && nb > 1) {
+    if (st == TN_OK && kind == CONV_DW && nb > 1) {
         int64_t pn = nb * tn_numel(out);
         part = tn__empty_on(1, &pn, a->dtype, dev);
         ones = part ? tn__full_on(1, &nb, a->dtype, 1.0, dev) : NULL;
@@ -253,8 +257,8 @@ static tn_status run_kernels(int kind, const conv_geom *g, tn_tensor *a, tn_tens
         } else {
             st = im2col(g, b, n0, k, col);
             if (part) {
-                if (st == TN_OK) st = dw_device(g, a, col, n0, k, part, ones, out);
-            } else { /* the CPU: each product runs on every thread already */
+                if (st == TN_OK) st = dw_partials(g, a, col, n0, k, part, ones, out);
+            } else { /* one image a chunk */
                 for (int64_t i = 0; st == TN_OK && i < k; i++)
                     st = gemm_dw(g, a, col, n0 + i, i, 1, n0 + i > 0, out);
             }
