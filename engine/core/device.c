@@ -101,6 +101,13 @@ tn_tensor *tn__on_device(const tn_tensor *t, tn_device d) {
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
+/* Whether a back end is asked a call of dtype dt itself: any non-half dtype, and a half one
+ * whose bit its table sets (gemm_halves, attention_halves); it may still decline that call
+ * (TN__DECLINED), and core then makes float32 copies (WIDEN_CALL). */
+static bool asks_backend(uint32_t halves, tn_dtype dt) {
+    return !tn__is_half(dt) || (halves & (1u << dt));
+}
+
 tn_status tn__dev_pointwise(tn_pw_code code, tn_dtype dt, int nops, tn_tensor *const *ops,
                             const void *ctx, bool serial) {
     tn_device dev = tn__dev(ops[0]);
@@ -122,7 +129,7 @@ tn_status tn__dev_gemm(tn_dtype dt, const tn_gemm *g, const tn_gemm_batch *b, tn
     const tn_backend *be = tn__table_of(dev);
     if (!be) return tn_last_status();
     tn_status st = TN__DECLINED;
-    if (!tn__is_half(dt) || (be->gemm_halves & (1u << dt))) {
+    if (asks_backend(be->gemm_halves, dt)) {
         tn_race_access ra; /* C written, A and B read */
         tn__race_begin(&ra, nops, ops, 1u, "matmul");
         st = be->gemm(dev.index, dt, g, b);
@@ -232,7 +239,7 @@ tn_status tn__dev_attention(const tn_attn_args *a, tn_device dev, int nops, int 
     if (!be) return tn_last_status();
     if (!be->attention) return tn__error(TN_ERR_INTERNAL, "no fused attention kernel");
     tn_status st = TN__DECLINED;
-    if (!tn__is_half(a->dtype) || (be->attention_halves & (1u << a->dtype))) {
+    if (asks_backend(be->attention_halves, a->dtype)) {
         tn_race_access ra;
         tn__race_begin(&ra, nops, ops, (1u << n_out) - 1u, "scaled_dot_product_attention");
         st = be->attention(dev.index, a);

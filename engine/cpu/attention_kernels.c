@@ -195,8 +195,7 @@ typedef struct half_buf {
 } half_buf;
 
 static bool takes_half(const tn_attn_args *a) {
-    return tn__is_half(a->dtype) && a->mode == TN_ATTN_FWD && a->L <= QK_ROWS_MAX &&
-           a->dropout_p == 0;
+    return a->mode == TN_ATTN_FWD && a->L <= QK_ROWS_MAX && a->dropout_p == 0;
 }
 
 /* Widens rows [0, n) of d columns (row stride rs, columns contiguous) into dst (n x d). */
@@ -271,18 +270,13 @@ static tn_status run_fwd_half(const tn_attn_args *a, int64_t nb) {
 
 tn_status tn__cpu_attention(int dev, const tn_attn_args *a) {
     (void)dev;
-    if (tn__is_half(a->dtype) && !takes_half(a)) return TN__DECLINED;
-    if (tn__is_half(a->dtype)) {
-        int64_t nb = 1;
-        for (int d = 0; d < a->bdim; d++)
-            nb *= a->bshape[d];
-        return nb == 0 || a->L == 0 ? TN_OK : run_fwd_half(a, nb);
-    }
-    if ((unsigned)a->dtype >= TN_DTYPE_COUNT || !kernels[a->dtype].fwd_block)
-        return tn__error(TN_ERR_DTYPE, "attention: no CPU kernel for %s", tn_dtype_name(a->dtype));
     int64_t nb = 1;
     for (int d = 0; d < a->bdim; d++)
         nb *= a->bshape[d];
+    if (tn__is_half(a->dtype)) /* the few-query forward; core widens the rest */
+        return !takes_half(a) ? TN__DECLINED : nb == 0 || a->L == 0 ? TN_OK : run_fwd_half(a, nb);
+    if ((unsigned)a->dtype >= TN_DTYPE_COUNT || !kernels[a->dtype].fwd_block)
+        return tn__error(TN_ERR_DTYPE, "attention: no CPU kernel for %s", tn_dtype_name(a->dtype));
     if (nb == 0) return TN_OK;
     if (a->L == 0) { /* no query: dK and dV are 0 */
         size_t es = tn__dtype_sizes[a->dtype];
