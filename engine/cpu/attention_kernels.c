@@ -66,10 +66,21 @@ static attn_slice slice_of(const tn_attn_args *a, int64_t b) {
 static inline float exp_f32(float x) { return tn__expf_fast(x); }
 static inline double exp_f64(double x) { return exp(x); }
 
-/* MR: rows of the register tile (MR x BK accumulators: 16 zmm registers for
- * float32, as gemm.c's; 16 for float64 with 4 rows). */
-#define MR_f32 8
-#define MR_f64 4
+/* MR: rows of the register tile, MR x BK accumulators. They must fit the vector registers
+ * beside the broadcast and a row of b: 12 of AVX2's or SSE2's 16, 24 of AVX-512's 32. More rows
+ * spill the accumulators to the stack (AVX2 with 8 float32 rows: 32 of them, attention at half
+ * speed). The results do not depend on MR: each element sums over p in order. */
+#if TN_VEC_BYTES == 64
+#define ACC_REGS 24
+#else
+#define ACC_REGS 12
+#endif
+#define MR_OF(es)                                                                                  \
+    (ACC_REGS * TN_VEC_BYTES / (BK * (es)) > 8   ? 8                                               \
+     : ACC_REGS * TN_VEC_BYTES / (BK * (es)) < 1 ? 1                                               \
+                                                 : ACC_REGS * TN_VEC_BYTES / (BK * (es)))
+#define MR_f32 MR_OF(4)
+#define MR_f64 MR_OF(8)
 #define TN_IMPL "attention_impl.h"
 #define TN_EACH TN_EACH_WIDE
 #include "each_dtype.h"
