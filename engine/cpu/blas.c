@@ -131,8 +131,8 @@ static int blas_width(const char *core) {
     return 128;
 }
 
-/* The width NR of gemm.c's register tile (float32 32, float64 16 columns). */
-#define OUR_NR(dt) ((dt) == TN_F32 ? 32 : 16)
+/* The width NR of gemm.c's register tile: two vectors. */
+#define OUR_NR(dt) (2 * our_width() / (8 * (int)tn_dtype_size(dt)))
 #define SMALL_MNK 32768
 
 static bool g_blas_wide; /* OpenBLAS's kernels at least as wide as ours */

@@ -109,14 +109,23 @@ static void F(direct_cols)(const tn_gemm *g, int64_t j0, int64_t j1) {
 static void F(ukr)(int64_t kc, const T *restrict ap, const T *restrict bp, T *restrict c,
                    int64_t rsc, int mr, int nr, bool acc) {
     T t[MR][NR];
-    for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NR; j++)
-            t[i][j] = 0;
-    for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
-            const T ai = ap[i];
+    for (int i = 0; i < mr; i++) /* C's tile is written at the end: fetch it meanwhile */
+        __builtin_prefetch(c + i * rsc, 1), __builtin_prefetch(c + i * rsc + nr - 1, 1);
+#ifdef UKR_F32_AVX2
+    if (sizeof(T) == 4 && MR == 6 && NR == 16) /* float32 (gemm.c) */
+        ukr_acc_f32_avx2(kc, (const float *)ap, (const float *)bp, (float(*)[16])t);
+    else
+#endif
+    {
+        for (int i = 0; i < MR; i++)
             for (int j = 0; j < NR; j++)
-                t[i][j] = FMADD(ai, bp[j], t[i][j]);
+                t[i][j] = 0;
+        for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
+                const T ai = ap[i];
+                for (int j = 0; j < NR; j++)
+                    t[i][j] = FMADD(ai, bp[j], t[i][j]);
+            }
         }
     }
     if (mr == MR && nr == NR) {
