@@ -107,13 +107,7 @@ static _Atomic int64_t g_bytes_peak;
  * (and the next step refaulted and the kernel zeroed) most of each step's
  * activations: a third of a CNN step's time. Freed big pages are kept for
  * the next allocation, at most the process's peak of big buffers, as glibc's
- * heap keeps freed blocks; tn_memory_release_cached gives them back.
- *
- * Buffers from 64 KiB up come from the same arena, cache-line aligned (huge pages only from
- * 4 MiB): the default arena's decay returned those too, e.g. the 2 MiB activations and
- * gradients of a small GPT step's MLP, refaulted every step (2,100 faults a step, 5% of its
- * samples in the kernel). */
-#define TN_KEEP_BYTES ((size_t)64 << 10)
+ * heap keeps freed blocks; tn_memory_release_cached gives them back. */
 #define TN_BIG_BYTES ((size_t)4 << 20)
 #define TN_HUGE_PAGE ((size_t)2 << 20)
 #define TN_BIG_DECAY_MS (-1)
@@ -135,15 +129,13 @@ static void big_arena_init(void) {
     g_big_ok = true;
 }
 
-/* A buffer of n >= TN_KEEP_BYTES from the arena that keeps its pages. */
-static void *kept_alloc(size_t n) {
+static void *big_alloc(size_t n) {
     pthread_once(&g_big_once, big_arena_init);
     if (!g_big_ok) return mallocx(n, MALLOCX_ALIGN(TN_CACHELINE));
-    bool huge = n >= TN_BIG_BYTES;
-    void *p = mallocx(n, MALLOCX_ALIGN(huge ? TN_HUGE_PAGE : TN_CACHELINE) |
-                             MALLOCX_ARENA(g_big_arena) | MALLOCX_TCACHE_NONE);
+    void *p = mallocx(n, MALLOCX_ALIGN(TN_HUGE_PAGE) | MALLOCX_ARENA(g_big_arena) |
+                             MALLOCX_TCACHE_NONE);
     /* Advice only: a kernel without THP (or with it off) ignores it. */
-    if (p && huge) madvise(p, n & ~(TN_HUGE_PAGE - 1), MADV_HUGEPAGE);
+    if (p) madvise(p, n & ~(TN_HUGE_PAGE - 1), MADV_HUGEPAGE);
     return p;
 }
 
@@ -305,11 +297,10 @@ void *tn__alloc(size_t bytes) {
         return NULL;
     }
     size_t n = bytes ? bytes : 1;
-    void *p = TN_SANITIZED         ? aligned_alloc(TN_CACHELINE,
-                                                   (n + TN_CACHELINE - 1) & ~(size_t)(TN_CACHELINE - 1))
-              : n <= TN_SMALL_MAX  ? small_alloc(n)
-              : n >= TN_KEEP_BYTES ? kept_alloc(n)
-                                   : mallocx(n, MALLOCX_ALIGN(TN_CACHELINE));
+    void *p = TN_SANITIZED        ? aligned_alloc(TN_CACHELINE, (n + TN_CACHELINE - 1) & ~(size_t)(TN_CACHELINE - 1))
+              : n <= TN_SMALL_MAX ? small_alloc(n)
+              : n >= TN_BIG_BYTES ? big_alloc(n)
+                                  : mallocx(n, MALLOCX_ALIGN(TN_CACHELINE));
     return p ? p : oom(bytes);
 }
 
