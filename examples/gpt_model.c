@@ -188,14 +188,25 @@ static tn_tensor *split_heads(tn_tensor *x, const gpt_config *c, int64_t B, int6
     return tn_transpose(tn_reshape(x, 4, shape), 1, 2);
 }
 
+/* q, k and v [B, H, T, C / H] of x [B, T, C]: the fused projection split in three along the
+ * channels, as nanoGPT's c_attn(x).split(C, dim=2). One SplitBackward0 node: its backward is
+ * one cat of the three gradients, where three narrows would each fill a zero (B, T, 3C)
+ * gradient and add them up. Fails (false, a message set) when any step does. */
+static bool qkv_heads(const gpt_model *m, int l, tn_tensor *x, int64_t B, int64_t T,
+                      tn_tensor *out[3]) {
+    tn_tensor *qkv = tn_linear(x, BLK(m, l, ATTN_W), BLK(m, l, ATTN_B)), *p[3];
+    if (!qkv || tn_split(qkv, m->cfg.embd, 2, p, 3, NULL) != TN_OK) return false;
+    for (int i = 0; i < 3; i++)
+        if (!(out[i] = split_heads(p[i], &m->cfg, B, T))) return false;
+    return true;
+}
+
 /* causal self-attention of x [B, T, C] */
 static tn_tensor *attention(const gpt_model *m, int l, tn_tensor *x, int64_t B, int64_t T) {
     const int64_t C = m->cfg.embd;
-    tn_tensor *qkv = tn_linear(x, BLK(m, l, ATTN_W), BLK(m, l, ATTN_B));
-    tn_tensor *q = split_heads(tn_narrow(qkv, 2, 0, C), &m->cfg, B, T);
-    tn_tensor *k = split_heads(tn_narrow(qkv, 2, C, C), &m->cfg, B, T);
-    tn_tensor *v = split_heads(tn_narrow(qkv, 2, 2 * C, C), &m->cfg, B, T);
-    tn_tensor *y = tn_scaled_dot_product_attention(q, k, v, NULL, 0.0, true);
+    tn_tensor *h[3];
+    if (!qkv_heads(m, l, x, B, T, h)) return NULL;
+    tn_tensor *y = tn_scaled_dot_product_attention(h[0], h[1], h[2], NULL, 0.0, true);
     y = tn_reshape(tn_transpose(y, 1, 2), 3, (int64_t[]){B, T, C});
     return tn_linear(y, BLK(m, l, ATTN_PROJ_W), BLK(m, l, ATTN_PROJ_B));
 }
@@ -235,12 +246,10 @@ tn_kv_cache *gpt_cache_new(const gpt_model *m, int64_t batch, int64_t max_len) {
 static tn_tensor *attention_cached(const gpt_model *m, tn_kv_cache *cache, int l, tn_tensor *x,
                                    int64_t B, int64_t n) {
     const int64_t C = m->cfg.embd;
-    tn_tensor *qkv = tn_linear(x, BLK(m, l, ATTN_W), BLK(m, l, ATTN_B));
-    tn_tensor *q = split_heads(tn_narrow(qkv, 2, 0, C), &m->cfg, B, n);
-    tn_tensor *k = split_heads(tn_narrow(qkv, 2, C, C), &m->cfg, B, n);
-    tn_tensor *v = split_heads(tn_narrow(qkv, 2, 2 * C, C), &m->cfg, B, n);
-    if (!q || !k || !v || tn_kv_cache_append(cache, l, k, v) != TN_OK) return NULL;
-    tn_tensor *y = tn_kv_cache_attention(cache, l, q);
+    tn_tensor *h[3];
+    if (!qkv_heads(m, l, x, B, n, h) || tn_kv_cache_append(cache, l, h[1], h[2]) != TN_OK)
+        return NULL;
+    tn_tensor *y = tn_kv_cache_attention(cache, l, h[0]);
     y = tn_reshape(tn_transpose(y, 1, 2), 3, (int64_t[]){B, n, C});
     return tn_linear(y, BLK(m, l, ATTN_PROJ_W), BLK(m, l, ATTN_PROJ_B));
 }
