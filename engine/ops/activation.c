@@ -1,10 +1,9 @@
 /* Activations: gelu (erf and tanh forms) and silu, forward and backward.
- * The forward and the plain backward's derivative are pointwise codes of
- * engine/core/pw_ops.h (gelu, gelu_tanh, silu and their *_grad), so both
- * back ends run them. Under create_graph the derivative is built from
- * recorded ops instead, so double backward works as in PyTorch; the erf
- * form's normal CDF is a recorded op of its own (NormCdf, whose derivative
- * is the normal density, again public ops).
+ * The forward and the plain backward (the gradient times the derivative, one
+ * pass) are pointwise codes of engine/core/pw_ops.h (gelu, gelu_tanh, silu
+ * and the binary *_grad), so both back ends run them. Under create_graph the derivative is built
+ * from recorded ops instead, so double backward works as in PyTorch; the erf form's normal CDF is a
+ * recorded op of its own (NormCdf, whose derivative is the normal density, again public ops).
  *
  * Node layouts: GeluBackward0 / SiluBackward0: input {x}; saved {0: x};
  * parameters act_params. NormCdf (create_graph only): input {x}; saved
@@ -104,10 +103,15 @@ static tn_status activation_bw(tn_node *n, tn_tensor *const *go, tn_tensor **gi,
                                tn_pw_code grad_code, tn_tensor *(*deriv)(const tn_tensor *)) {
     tn_tensor *x = tn__node_unpack(n, 0);
     TN_TRY(x);
-    /* plain backward: one pointwise pass for the derivative */
-    tn_tensor *d = tn__grad_enabled()
-                       ? deriv(x)
-                       : tn__pw_unary("activation_backward", grad_code, x, x->dtype, NULL);
+    if (!tn__grad_enabled() && go[0]->dtype == x->dtype) {
+        /* plain backward: the gradient times the derivative in one pointwise pass, computed in
+         * float32 for the half types and rounded once, as PyTorch's CPU kernels */
+        gi[0] = tn__pw_binary("activation_backward", grad_code, go[0], x, x->dtype, x->dtype);
+        tn_release(x);
+        return gi[0] ? TN_OK : tn_last_status();
+    }
+    /* create_graph (or a gradient of another dtype): the derivative as ops autograd records */
+    tn_tensor *d = deriv(x);
     tn_release(x);
     TN_TRY(d);
     gi[0] = tn_mul(go[0], d);
