@@ -16,7 +16,9 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline float tn__expf_fast(float x) {
+/* Always inlined: a call per element would keep its loop scalar (GCC stops inlining it into a
+ * loop body that already holds a few). */
+static inline __attribute__((always_inline)) float tn__expf_fast(float x) {
     const float hi = 88.72283935546875f, lo = -103.972084f; /* exp(lo) < half the least subnormal */
     float xc = x > hi ? hi : (x < lo ? lo : x);
     xc = xc != xc ? 0.0f : xc; /* NaN: computed on 0 (no NaN to int conversion), returned below */

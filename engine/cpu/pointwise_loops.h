@@ -17,9 +17,12 @@
 
 /* NAME: the loop of one (op, dtype) for the table: out[i] = EXPR(x, y) as
  * OT, through LOOP (binary_loop_SUF or cmp_loop_SUF, pointwise_loop_impl.h)
- * with the expression as an inlined element function. */
+ * with the expression as an inlined element function. Always inlined: GCC
+ * judged a long one (GELU's derivative, two exps) too big and called it per
+ * element, which kept the loop scalar (4x slower). */
+#define TN_PW_INLINE static inline __attribute__((always_inline))
 #define TN_DEFINE_BINARY_LOOP(NAME, T, OT, LOOP, EXPR)                                             \
-    static inline OT NAME##_op(T x, T y) { return TN_CVT(OT, (EXPR)); }                            \
+    TN_PW_INLINE OT NAME##_op(T x, T y) { return TN_CVT(OT, (EXPR)); }                             \
     static void NAME(void *ctx, int64_t n, char **p, const int64_t *s) {                           \
         (void)ctx;                                                                                 \
         LOOP(n, p, s, NAME##_op);                                                                  \
@@ -27,7 +30,7 @@
 
 /* out[i] = EXPR(x; c0, c1) through unary_loop_SUF. */
 #define TN_DEFINE_UNARY_LOOP(NAME, T, LOOP, EXPR)                                                  \
-    static inline T NAME##_op(T x, T c0, T c1) {                                                   \
+    TN_PW_INLINE T NAME##_op(T x, T c0, T c1) {                                                    \
         (void)c0, (void)c1;                                                                        \
         return TN_CVT(T, (EXPR));                                                                  \
     }                                                                                              \
