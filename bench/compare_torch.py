@@ -669,8 +669,10 @@ def fmt(r):
         s += ", x%.2f" % r["speedup"]
     if "vs_no_grad" in r:
         s += ", %.3f of no-grad" % r["vs_no_grad"]
-    if r["unit"] == "ms/step" and "GFLOP/s" in r:  # the GPT-2-size steps
+    if "tokens_per_s" in r and "GFLOP/s" in r:  # the GPT steps
         s += ", %.0f tok/s, %.1f GFLOP/s" % (r["tokens_per_s"], r["GFLOP/s"])
+    elif r["unit"] == "ms/step" and "GFLOP/s" in r:  # attention
+        s += ", %.1f GFLOP/s" % r["GFLOP/s"]
     if "tok_s_at_64" in r:
         s += "; at 64/128/256: %.1f/%.1f/%.1f" % (r["tok_s_at_64"], r["tok_s_at_128"],
                                                   r["tok_s_at_256"])
