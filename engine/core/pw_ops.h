@@ -58,6 +58,7 @@
                              (1 + TN_C(x, 3 * TN_GELU_KAPPA) * x * x)))
 #define TN_SILU_GRAD(x) (1 / (1 + TN_EXP_FAST(-x)) * (1 + x * (1 - 1 / (1 + TN_EXP_FAST(-x)))))
 
+// clang-format off: the lists keep one op a line, and "x * y" (not "x *y")
 #define TN_PW_BINARY_OPS(X)                                                                        \
     X(add, ALL, x + y)                                                                             \
     X(sub, ALL, x - y)                                                                             \
@@ -76,8 +77,8 @@
     X(le, CMP, x <= y)                                                                             \
     X(gt, CMP, x > y)                                                                              \
     X(ge, CMP, x >= y)                                                                             \
-    /* the activations' plain backward (engine/ops/activation.c): the gradient x times */          \
-    /* the derivative at the input y, in one pass */                                               \
+    /* the activations' plain backward (engine/ops/activation.c): the gradient x */                \
+    /* times the derivative at the input y, in one pass */                                         \
     X(gelu_grad, FLOAT, x *TN_GELU_GRAD(y))                                                        \
     X(gelu_tanh_grad, FLOAT, x *TN_GELU_TANH_GRAD(y))                                              \
     X(silu_grad, FLOAT, x *TN_SILU_GRAD(y))
@@ -108,5 +109,6 @@
     X(gelu_tanh, FLOAT, x *TN_GELU_S(x))                                                           \
     X(silu, FLOAT, x / (1 + TN_EXP_FAST(-x)))                                                      \
     X(normcdf, FLOAT, TN_PHI(x))
+// clang-format on
 
 #endif

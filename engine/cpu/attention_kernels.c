@@ -75,10 +75,8 @@ static inline double exp_f64(double x) { return exp(x); }
 #else
 #define ACC_REGS 12
 #endif
-#define MR_OF(es)                                                                                  \
-    (ACC_REGS * TN_VEC_BYTES / (BK * (es)) > 8   ? 8                                               \
-     : ACC_REGS * TN_VEC_BYTES / (BK * (es)) < 1 ? 1                                               \
-                                                 : ACC_REGS * TN_VEC_BYTES / (BK * (es)))
+#define MR_FIT(es) (ACC_REGS * TN_VEC_BYTES / (BK * (es))) /* rows that fit, es: element bytes */
+#define MR_OF(es) (MR_FIT(es) > 8 ? 8 : MR_FIT(es) < 1 ? 1 : MR_FIT(es))
 #define MR_f32 MR_OF(4)
 #define MR_f64 MR_OF(8)
 #define TN_IMPL "attention_impl.h"
