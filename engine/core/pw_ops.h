@@ -58,56 +58,57 @@
                              (1 + TN_C(x, 3 * TN_GELU_KAPPA) * x * x)))
 #define TN_SILU_GRAD(x) (1 / (1 + TN_EXP_FAST(-x)) * (1 + x * (1 - 1 / (1 + TN_EXP_FAST(-x)))))
 
-// clang-format off: the lists keep one op a line, and "x * y" (not "x *y")
-#define TN_PW_BINARY_OPS(X)                                                                        \
-    X(add, ALL, x + y)                                                                             \
-    X(sub, ALL, x - y)                                                                             \
-    X(mul, ALL, x *y)                                                                              \
-    X(div, FLOAT, x / y)                                                                           \
-    X(pow, NOBOOL, TN_POWX(x, y))                                                                  \
-    /* maximum/minimum propagate NaN, as PyTorch */                                                \
-    X(maximum, ALL, (x != x || y != y) ? x + y : (x > y ? x : y))                                  \
-    X(minimum, ALL, (x != x || y != y) ? x + y : (x < y ? x : y))                                  \
-    /* gradient share of x in maximum(x, y): 1 if x wins, 1/2 on ties */                           \
-    X(maxshare, FLOAT, x > y ? 1 : (x == y ? 0.5 : 0))                                             \
-    X(sqdiff, FLOAT, (x - y) * (x - y))                                                            \
-    X(eq, CMP, x == y)                                                                             \
-    X(ne, CMP, x != y)                                                                             \
-    X(lt, CMP, x < y)                                                                              \
-    X(le, CMP, x <= y)                                                                             \
-    X(gt, CMP, x > y)                                                                              \
-    X(ge, CMP, x >= y)                                                                             \
-    /* the activations' plain backward (engine/ops/activation.c): the gradient x */                \
-    /* times the derivative at the input y, in one pass */                                         \
-    X(gelu_grad, FLOAT, x *TN_GELU_GRAD(y))                                                        \
-    X(gelu_tanh_grad, FLOAT, x *TN_GELU_TANH_GRAD(y))                                              \
-    X(silu_grad, FLOAT, x *TN_SILU_GRAD(y))
+/* The op lists keep their layout, one op a line ("x * y": clang-format reads "x *y"). */
+// clang-format off
+#define TN_PW_BINARY_OPS(X)                                                              \
+    X(add, ALL, x + y)                                                                   \
+    X(sub, ALL, x - y)                                                                   \
+    X(mul, ALL, x * y)                                                                   \
+    X(div, FLOAT, x / y)                                                                 \
+    X(pow, NOBOOL, TN_POWX(x, y))                                                        \
+    /* maximum/minimum propagate NaN, as PyTorch */                                      \
+    X(maximum, ALL, (x != x || y != y) ? x + y : (x > y ? x : y))                        \
+    X(minimum, ALL, (x != x || y != y) ? x + y : (x < y ? x : y))                        \
+    /* gradient share of x in maximum(x, y): 1 if x wins, 1/2 on ties */                 \
+    X(maxshare, FLOAT, x > y ? 1 : (x == y ? 0.5 : 0))                                   \
+    X(sqdiff, FLOAT, (x - y) * (x - y))                                                  \
+    X(eq, CMP, x == y)                                                                   \
+    X(ne, CMP, x != y)                                                                   \
+    X(lt, CMP, x < y)                                                                    \
+    X(le, CMP, x <= y)                                                                   \
+    X(gt, CMP, x > y)                                                                    \
+    X(ge, CMP, x >= y)                                                                   \
+    /* the activations' plain backward (engine/ops/activation.c): the gradient x */      \
+    /* times the derivative at the input y, in one pass */                               \
+    X(gelu_grad, FLOAT, x * TN_GELU_GRAD(y))                                             \
+    X(gelu_tanh_grad, FLOAT, x * TN_GELU_TANH_GRAD(y))                                   \
+    X(silu_grad, FLOAT, x * TN_SILU_GRAD(y))
 
-#define TN_PW_UNARY_OPS(X)                                                                         \
-    X(neg, ALL, -x)                                                                                \
-    X(abs, ALL, x < 0 ? -x : x)                                                                    \
-    X(relu, ALL, x > 0 ? x : 0)                                                                    \
-    X(exp, FLOAT, TN_M(exp, x))                                                                    \
-    X(log, FLOAT, TN_M(log, x))                                                                    \
-    X(sqrt, FLOAT, TN_M(sqrt, x))                                                                  \
-    X(sin, FLOAT, TN_M(sin, x))                                                                    \
-    X(cos, FLOAT, TN_M(cos, x))                                                                    \
-    X(tanh, FLOAT, TN_M(tanh, x))                                                                  \
-    X(sigmoid, FLOAT, 1 / (1 + TN_M(exp, -x)))                                                     \
-    X(sign, ALL, (x > 0) - (x < 0))                                                                \
-    X(adds, ALL, x + c0)                                                                           \
-    X(muls, ALL, x *c0)                                                                            \
-    X(rsubs, ALL, c0 - x)                                                                          \
-    X(pows, FLOAT, TN_POWX(x, c0))                                                                 \
-    /* NaN passes through clamp, as PyTorch */                                                     \
-    X(clamp, ALL, x < c0 ? c0 : (x > c1 ? c1 : x))                                                 \
-    /* d clamp / dx (also relu's backward with c0 = 0+, c1 = inf) */                               \
-    X(clampmask, FLOAT, (x >= c0 && x <= c1) ? 1 : 0)                                              \
-    /* activations (engine/ops/activation.c): GELU (erf and tanh forms), SiLU, */                  \
-    /* the normal CDF (create_graph's backward of GELU) */                                         \
-    X(gelu, FLOAT, x *TN_PHI(x))                                                                   \
-    X(gelu_tanh, FLOAT, x *TN_GELU_S(x))                                                           \
-    X(silu, FLOAT, x / (1 + TN_EXP_FAST(-x)))                                                      \
+#define TN_PW_UNARY_OPS(X)                                                               \
+    X(neg, ALL, -x)                                                                      \
+    X(abs, ALL, x < 0 ? -x : x)                                                          \
+    X(relu, ALL, x > 0 ? x : 0)                                                          \
+    X(exp, FLOAT, TN_M(exp, x))                                                          \
+    X(log, FLOAT, TN_M(log, x))                                                          \
+    X(sqrt, FLOAT, TN_M(sqrt, x))                                                        \
+    X(sin, FLOAT, TN_M(sin, x))                                                          \
+    X(cos, FLOAT, TN_M(cos, x))                                                          \
+    X(tanh, FLOAT, TN_M(tanh, x))                                                        \
+    X(sigmoid, FLOAT, 1 / (1 + TN_M(exp, -x)))                                           \
+    X(sign, ALL, (x > 0) - (x < 0))                                                      \
+    X(adds, ALL, x + c0)                                                                 \
+    X(muls, ALL, x * c0)                                                                 \
+    X(rsubs, ALL, c0 - x)                                                                \
+    X(pows, FLOAT, TN_POWX(x, c0))                                                       \
+    /* NaN passes through clamp, as PyTorch */                                           \
+    X(clamp, ALL, x < c0 ? c0 : (x > c1 ? c1 : x))                                       \
+    /* d clamp / dx (also relu's backward with c0 = 0+, c1 = inf) */                     \
+    X(clampmask, FLOAT, (x >= c0 && x <= c1) ? 1 : 0)                                    \
+    /* activations (engine/ops/activation.c): GELU (erf and tanh forms), SiLU, */        \
+    /* the normal CDF (create_graph's backward of GELU) */                               \
+    X(gelu, FLOAT, x * TN_PHI(x))                                                        \
+    X(gelu_tanh, FLOAT, x * TN_GELU_S(x))                                                \
+    X(silu, FLOAT, x / (1 + TN_EXP_FAST(-x)))                                            \
     X(normcdf, FLOAT, TN_PHI(x))
 // clang-format on
 
