@@ -13,6 +13,11 @@
 #define F(name) TN_NAME(name, SUF)
 #define EXP TN_NAME(exp, SUF)
 #define MR TN_CAT(MR_, SUF)
+#define V TN_NAME(tn_vec, SUF)     /* vec.h */
+#define VFMA TN_NAME(TN_VFMA, SUF) /* c + a*b per lane, FMADD's rounding */
+#define SPLAT TN_NAME(TN_VSPLAT, SUF)
+#define VL ((int)(TN_VEC_BYTES / sizeof(T)))
+#define NV (BK / VL) /* vectors in a row of BK */
 
 #include "dots_impl.h"
 
@@ -28,54 +33,71 @@ static void F(pack_t)(T *t, const T *a, int64_t rs, int64_t n, int64_t d) {
             t[e * BK + j] = a[j * rs + e];
 }
 
-/* The register tile: t (MR x BK) = sum over p < k of a(i, p) b(p, :), with
- * a(i, p) = a[i ars + p aps] for i < mr (rows past mr repeat row mr - 1,
- * their results unused) and b(p, :) the BK contiguous elements at b + p brs.
- * As gemm.c's micro-kernel: the compiler keeps t in registers. */
-static inline void F(ukr)(T t[MR][BK], int64_t k, const T *restrict a, int64_t ars, int64_t aps,
-                          int mr, const T *restrict b, int64_t brs) {
+/* A vector of BK's row at p; c = t (or c + t). */
+static inline __attribute__((always_inline)) V F(vld)(const T *p) {
+    V v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline __attribute__((always_inline)) void F(vout)(T *c, V t, bool add) {
+    if (add) t = F(vld)(c) + t;
+    memcpy(c, &t, sizeof t);
+}
+
+/* The register tile: rows i < mr of c (row stride rc, BK columns) = (or += when add) the sum
+ * over p < k of a(i, p) b(p, :), with a(i, p) = a[i ars + p aps] (rows past mr repeat row
+ * mr - 1, their results dropped) and b(p, :) the BK contiguous elements at b + p brs. The
+ * accumulators are vectors indexed by constants (vec.h), written out here: as the caller's
+ * scalar array they lived on the stack, zeroed and copied with rep stos / rep movs for every
+ * tile. */
+static inline __attribute__((always_inline)) void F(ukr)(T *restrict c, int64_t rc, bool add,
+                                                         int64_t k, const T *restrict a,
+                                                         int64_t ars, int64_t aps, int mr,
+                                                         const T *restrict b, int64_t brs) {
     const T *ar[MR];
-    for (int i = 0; i < MR; i++)
+    V t[MR][NV];
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
         ar[i] = a + (i < mr ? i : mr - 1) * ars;
-    for (int i = 0; i < MR; i++)
-        for (int j = 0; j < BK; j++)
-            t[i][j] = 0;
-    for (int64_t p = 0; p < k; p++, b += brs) {
+        _Pragma("GCC unroll 16") for (int v = 0; v < NV; v++) t[i][v] = (V){0};
+    }
+    for (int64_t p = 0; p < k; p++, b += brs)
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
-            const T ai = ar[i][p * aps];
-            for (int j = 0; j < BK; j++)
-                t[i][j] = FMADD(ai, b[j], t[i][j]);
+            const V ai = SPLAT(ar[i][p * aps]);
+            _Pragma("GCC unroll 16") for (int v = 0; v < NV; v++) t[i][v] =
+                VFMA(ai, F(vld)(b + v * VL), t[i][v]);
         }
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
+        if (i >= mr) break;
+        _Pragma("GCC unroll 16") for (int v = 0; v < NV; v++)
+            F(vout)(c + i * rc + v * VL, t[i][v], add);
     }
 }
 
-/* One row of the register tile: t (BK) = sum over p < k of a[p aps] b(p, :). A query of one
- * row (a generation step over a KV cache) would waste MR - 1 of ukr's rows. */
-static inline void F(ukr1)(T *restrict t, int64_t k, const T *restrict a, int64_t aps,
-                           const T *restrict b, int64_t brs) {
-    for (int j = 0; j < BK; j++)
-        t[j] = 0;
+/* One row of the register tile, as ukr: c (BK) = (or +=) sum over p < k of a[p aps] b(p, :).
+ * A query of one row (a generation step over a KV cache) would waste MR - 1 of ukr's rows. */
+static inline __attribute__((always_inline)) void F(ukr1)(T *restrict c, bool add, int64_t k,
+                                                          const T *restrict a, int64_t aps,
+                                                          const T *restrict b, int64_t brs) {
+    V t[NV];
+    _Pragma("GCC unroll 16") for (int v = 0; v < NV; v++) t[v] = (V){0};
     for (int64_t p = 0; p < k; p++, b += brs) {
-        const T ap = a[p * aps];
-        for (int j = 0; j < BK; j++)
-            t[j] = FMADD(ap, b[j], t[j]);
+        const V ap = SPLAT(a[p * aps]);
+        _Pragma("GCC unroll 16") for (int v = 0; v < NV; v++) t[v] =
+            VFMA(ap, F(vld)(b + v * VL), t[v]);
     }
+    _Pragma("GCC unroll 16") for (int v = 0; v < NV; v++) F(vout)(c + v * VL, t[v], add);
 }
 
 /* s (m x BK) = a (m x d, row stride rs) times bt (d x BK). */
 static void F(tile_abt)(T *restrict s, const T *restrict a, int64_t rs, int64_t m,
                         const T *restrict bt, int64_t d) {
     if (m == 1) {
-        F(ukr1)(s, d, a, 1, bt, BK);
+        F(ukr1)(s, false, d, a, 1, bt, BK);
         return;
     }
     for (int64_t i0 = 0; i0 < m; i0 += MR) {
         int mr = m - i0 < MR ? (int)(m - i0) : MR;
-        T t[MR][BK];
-        F(ukr)(t, d, a + i0 * rs, rs, 1, mr, bt, BK);
-        for (int i = 0; i < mr; i++)
-            for (int j = 0; j < BK; j++)
-                s[(i0 + i) * BK + j] = t[i][j];
+        F(ukr)(s + i0 * BK, BK, false, d, a + i0 * rs, rs, 1, mr, bt, BK);
     }
 }
 
@@ -87,19 +109,10 @@ static void F(tile_axpy)(T *restrict c, int64_t rc, int64_t m, const T *restrict
         int mr = m - r0 < MR ? (int)(m - r0) : MR;
         const T *pr = p + r0 * prs;
         int64_t e0 = 0;
-        for (; mr == 1 && e0 + BK <= d; e0 += BK) {
-            T t[BK];
-            F(ukr1)(t, n, pr, pts, b + e0, rb);
-            for (int j = 0; j < BK; j++)
-                c[r0 * rc + e0 + j] += t[j];
-        }
-        for (; e0 + BK <= d; e0 += BK) {
-            T t[MR][BK];
-            F(ukr)(t, n, pr, prs, pts, mr, b + e0, rb);
-            for (int i = 0; i < mr; i++)
-                for (int j = 0; j < BK; j++)
-                    c[(r0 + i) * rc + e0 + j] += t[i][j];
-        }
+        for (; mr == 1 && e0 + BK <= d; e0 += BK)
+            F(ukr1)(c + r0 * rc + e0, true, n, pr, pts, b + e0, rb);
+        for (; e0 + BK <= d; e0 += BK)
+            F(ukr)(c + r0 * rc + e0, rc, true, n, pr, prs, pts, mr, b + e0, rb);
         for (int i = 0; e0 < d && i < mr; i++)
             for (int64_t t = 0; t < n; t++) {
                 T w = pr[i * prs + t * pts];
@@ -355,4 +368,9 @@ static void F(qblock_v)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, co
 #undef F
 #undef EXP
 #undef MR
+#undef V
+#undef VFMA
+#undef SPLAT
+#undef VL
+#undef NV
 #undef SUF

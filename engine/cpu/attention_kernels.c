@@ -32,6 +32,7 @@
 #include "dtype_dispatch.h"
 #include "gemm.h" /* FMADD */
 #include "half_rows.h"
+#include "vec.h"
 
 #define BQ 32 /* query rows per block */
 #define BK 32 /* keys per tile: the vectorised width of the score loops */
