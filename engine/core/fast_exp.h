@@ -43,4 +43,34 @@ static inline __attribute__((always_inline)) float tn__expf_fast(float x) {
     return x != x ? x : y;
 }
 
+/* exp(x) for x <= 0, -inf or NaN: a softmax's exp(s - max), where the row's largest term is
+ * exp(0) = 1. Shorter than tn__expf_fast: no overflow side, 2^n one factor (results below
+ * 2^-126, x < -87.34, are 0: under the rounding of any sum that holds the 1) and fused
+ * multiply-adds where the target has them. Within 1 ulp above 2^-126 as tn__expf_fast. */
+#ifdef __FMA__
+#define TN_EXP_FMA(a, b, c) __builtin_fmaf((a), (b), (c))
+#else
+#define TN_EXP_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+static inline __attribute__((always_inline)) float tn__expf_nonpos(float x) {
+    const float lo = -87.33654022216796875f; /* ln 2^-126, rounded up */
+    float xc = x >= lo ? x : lo;             /* NaN too: computed on lo, returned below */
+    float n = __builtin_rintf(xc * 1.44269504088896341f);
+    float r = TN_EXP_FMA(n, -0.693145751953125f, xc); /* ln 2 in two parts, as tn__expf_fast */
+    r = TN_EXP_FMA(n, -1.428606765330187045e-6f, r);
+    float p = 1.9875691500e-4f;
+    p = TN_EXP_FMA(p, r, 1.3981999507e-3f);
+    p = TN_EXP_FMA(p, r, 8.3334519073e-3f);
+    p = TN_EXP_FMA(p, r, 4.1665795894e-2f);
+    p = TN_EXP_FMA(p, r, 1.6666665459e-1f);
+    p = TN_EXP_FMA(p, r, 5.0000001201e-1f);
+    p = TN_EXP_FMA(p, r * r, r) + 1.0f;
+    uint32_t b = (uint32_t)((int32_t)n + 127) << 23; /* n in [-126, 0]: a normal 2^n */
+    float s;
+    memcpy(&s, &b, sizeof s);
+    float y = x < lo ? 0.0f : p * s;
+    return x != x ? x : y;
+}
+#undef TN_EXP_FMA
+
 #endif

@@ -49,26 +49,25 @@ static inline __attribute__((always_inline)) void F(vout)(T *c, V t, bool add) {
  * mr - 1, their results dropped) and b(p, :) the BK contiguous elements at b + p brs. The
  * accumulators are vectors indexed by constants (vec.h), written out here: as the caller's
  * scalar array they lived on the stack, zeroed and copied with rep stos / rep movs for every
- * tile. */
-static inline __attribute__((always_inline)) void F(ukr)(T *restrict c, int64_t rc, bool add,
-                                                         int64_t k, const T *restrict a,
-                                                         int64_t ars, int64_t aps, int mr,
-                                                         const T *restrict b, int64_t brs) {
+ * tile. Only the first nvc (a constant once inlined) of a row's NV vectors are computed. */
+static inline __attribute__((always_inline)) void
+F(ukr)(T *restrict c, int64_t rc, bool add, int64_t k, const T *restrict a, int64_t ars,
+       int64_t aps, int mr, const T *restrict b, int64_t brs, const int nvc) {
     const T *ar[MR];
     V t[MR][NV];
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
         ar[i] = a + (i < mr ? i : mr - 1) * ars;
-        _Pragma("GCC unroll 16") for (int v = 0; v < NV; v++) t[i][v] = (V){0};
+        _Pragma("GCC unroll 16") for (int v = 0; v < nvc; v++) t[i][v] = (V){0};
     }
     for (int64_t p = 0; p < k; p++, b += brs)
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
             const V ai = SPLAT(ar[i][p * aps]);
-            _Pragma("GCC unroll 16") for (int v = 0; v < NV; v++) t[i][v] =
+            _Pragma("GCC unroll 16") for (int v = 0; v < nvc; v++) t[i][v] =
                 VFMA(ai, F(vld)(b + v * VL), t[i][v]);
         }
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
         if (i >= mr) break;
-        _Pragma("GCC unroll 16") for (int v = 0; v < NV; v++)
+        _Pragma("GCC unroll 16") for (int v = 0; v < nvc; v++)
             F(vout)(c + i * rc + v * VL, t[i][v], add);
     }
 }
@@ -88,62 +87,101 @@ static inline __attribute__((always_inline)) void F(ukr1)(T *restrict c, bool ad
     _Pragma("GCC unroll 16") for (int v = 0; v < NV; v++) F(vout)(c + v * VL, t[v], add);
 }
 
-/* s (m x BK) = a (m x d, row stride rs) times bt (d x BK). */
+#define NQ (NV < 4 ? NV : 4) /* the widths a trimmed row of the tile comes in: q NV / NQ */
+
+/* ukr over the first q NV / NQ vectors of each row, q in 1..NQ (each width its own copy). */
+static void F(ukr_part)(T *restrict c, int64_t rc, int64_t k, const T *restrict a, int64_t ars,
+                        int mr, const T *restrict b, int q) {
+    switch (q) {
+    case 1:
+        F(ukr)(c, rc, false, k, a, ars, 1, mr, b, BK, NV / NQ);
+        break;
+    case 2:
+        F(ukr)(c, rc, false, k, a, ars, 1, mr, b, BK, NQ >= 2 ? 2 * NV / NQ : NV);
+        break;
+    case 3:
+        F(ukr)(c, rc, false, k, a, ars, 1, mr, b, BK, NQ >= 3 ? 3 * NV / NQ : NV);
+        break;
+    default:
+        F(ukr)(c, rc, false, k, a, ars, 1, mr, b, BK, NV);
+        break;
+    }
+}
+
+/* s (m x BK) = a (m x d, row stride rs) times bt (d x BK), row r's columns at and past r + hi
+ * (the causal band) zero: each group of MR rows computes the vectors its last row needs. */
 static void F(tile_abt)(T *restrict s, const T *restrict a, int64_t rs, int64_t m,
-                        const T *restrict bt, int64_t d) {
-    if (m == 1) {
+                        const T *restrict bt, int64_t d, int64_t hi) {
+    if (m == 1 && hi >= BK) {
         F(ukr1)(s, false, d, a, 1, bt, BK);
         return;
     }
     for (int64_t i0 = 0; i0 < m; i0 += MR) {
         int mr = m - i0 < MR ? (int)(m - i0) : MR;
-        F(ukr)(s + i0 * BK, BK, false, d, a + i0 * rs, rs, 1, mr, bt, BK);
+        int64_t cols = i0 + mr - 1 + hi;
+        int q = cols <= 0 ? 0 : cols >= BK ? NQ : (int)((cols * NQ + BK - 1) / BK);
+        if (q > 0) F(ukr_part)(s + i0 * BK, BK, d, a + i0 * rs, rs, mr, bt, q);
+        for (int i = 0; q < NQ && i < mr; i++)
+            for (int j = q * BK / NQ; j < BK; j++)
+                s[(i0 + i) * BK + j] = 0;
     }
 }
 
-/* c row r (row stride rc, d cols) += sum over t < n of w(r, t) b row t (row
- * stride rb), for r < m; w(r, t) = p[r prs + t pts]. */
+/* c row r (row stride rc, d cols) += sum over t in [r + lo, r + hi) and [0, n) of w(r, t)
+ * b row t (row stride rb), for r < m; w(r, t) = p[r prs + t pts]: the terms outside the causal
+ * band are zero (a group of MR rows sums the indices any of its rows needs). */
 static void F(tile_axpy)(T *restrict c, int64_t rc, int64_t m, const T *restrict p, int64_t prs,
-                         int64_t pts, int64_t n, const T *restrict b, int64_t rb, int64_t d) {
+                         int64_t pts, int64_t n, const T *restrict b, int64_t rb, int64_t d,
+                         int64_t lo, int64_t hi) {
     for (int64_t r0 = 0; r0 < m; r0 += MR) {
         int mr = m - r0 < MR ? (int)(m - r0) : MR;
-        const T *pr = p + r0 * prs;
-        int64_t e0 = 0;
+        int64_t t0 = r0 + lo > 0 ? r0 + lo : 0, t1 = r0 + mr - 1 + hi < n ? r0 + mr - 1 + hi : n;
+        if (t1 <= t0) continue;
+        const T *pr = p + r0 * prs + t0 * pts, *bt = b + t0 * rb;
+        int64_t e0 = 0, k = t1 - t0;
         for (; mr == 1 && e0 + BK <= d; e0 += BK)
-            F(ukr1)(c + r0 * rc + e0, true, n, pr, pts, b + e0, rb);
+            F(ukr1)(c + r0 * rc + e0, true, k, pr, pts, bt + e0, rb);
         for (; e0 + BK <= d; e0 += BK)
-            F(ukr)(c + r0 * rc + e0, rc, true, n, pr, prs, pts, mr, b + e0, rb);
+            F(ukr)(c + r0 * rc + e0, rc, true, k, pr, prs, pts, mr, bt + e0, rb, NV);
         for (int i = 0; e0 < d && i < mr; i++)
-            for (int64_t t = 0; t < n; t++) {
+            for (int64_t t = 0; t < k; t++) {
                 T w = pr[i * prs + t * pts];
-                const T *br = b + t * rb;
+                const T *br = bt + t * rb;
                 for (int64_t e = e0; e < d; e++)
                     c[(r0 + i) * rc + e] += w * br[e];
             }
     }
 }
 
-/* Max of a row of BK scores (NaN when one is NaN: a NaN score must reach
- * the output, not count as masked), and x = exp(x - mx) with its sum: simd
- * reductions (the compiler's fixed lane tree; serial without OpenMP). */
-static inline T F(row_max)(const T *x) {
-    T m = x[0];
+/* Max of the first nx scores of a row (NaN when one is NaN: a NaN score must reach the output,
+ * not count as masked; -inf when nx is 0), and x = exp(x - mx) with its sum over them, 0 past
+ * them (masked): simd reductions (the compiler's fixed lane tree; serial without OpenMP). */
+static inline T F(row_max)(const T *x, int64_t nx) {
+    T m = -(T)INFINITY;
     int nan = 0;
 #pragma omp simd reduction(max : m) reduction(| : nan)
-    for (int j = 0; j < BK; j++) {
+    for (int64_t j = 0; j < nx; j++) {
         m = x[j] > m ? x[j] : m;
         nan |= x[j] != x[j];
     }
     return nan ? (T)NAN : m;
 }
-static inline T F(row_exp_sum)(T *x, T mx) {
+static inline T F(row_exp_sum)(T *x, T mx, int64_t nx) {
     T s = 0;
 #pragma omp simd reduction(+ : s)
-    for (int j = 0; j < BK; j++) {
+    for (int64_t j = 0; j < nx; j++) {
         x[j] = EXP(x[j] - mx);
         s += x[j];
     }
+    for (int64_t j = nx; j < BK; j++)
+        x[j] = 0;
     return s;
+}
+
+/* The scores a row computes: its first row_keys, rounded up to whole vectors (the rest are
+ * masked, exp 0). */
+static inline int64_t F(row_span)(const tn_attn_args *a, int64_t i, int64_t j0, int64_t n) {
+    return (row_keys(a, i, j0, n) + VL - 1) / VL * VL;
 }
 
 /* s (m x BK) = q (m x E, row stride rsq) times the transpose of the n keys at k (row stride
@@ -177,7 +215,7 @@ static void F(scores)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, cons
     const T *q = (const T *)a->q + sl->oq + i0 * a->rsq;
     T *s = (T *)w->s;
     if (kt)
-        F(tile_abt)(s, q, a->rsq, m, kt, a->E);
+        F(tile_abt)(s, q, a->rsq, m, kt, a->E, band_hi(a, i0, j0));
     else
         F(tile_qk_rows)(s, q, a->rsq, m, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, n, a->E);
     const T sc = (T)a->scale, ninf = -(T)INFINITY;
@@ -194,9 +232,7 @@ static void F(scores)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, cons
             for (int64_t j = 0; j < n; j++)
                 if (!mr[j * a->csm]) si[j] = ninf;
         }
-        int64_t lim = n, last = i0 + i + a->causal_offset - j0; /* keys past it do not take part */
-        if (a->causal && last + 1 < lim) lim = last + 1 < 0 ? 0 : last + 1;
-        for (int64_t j = lim; j < BK; j++)
+        for (int64_t j = row_keys(a, i0 + i, j0, n); j < BK; j++)
             si[j] = ninf;
     }
 }
@@ -242,14 +278,15 @@ static void F(fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, i
             F(pack_t)(kt, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, n, a->E);
         F(scores)(a, sl, w, pack ? kt : NULL, i0, m, j0, n);
         for (int64_t i = 0; i < m; i++) {
-            T *si = s + i * BK, tm = F(row_max)(si);
+            const int64_t nx = F(row_span)(a, i0 + i, j0, n);
+            T *si = s + i * BK, tm = F(row_max)(si, nx);
             T mnew = tm > mx[i] || tm != tm ? tm : mx[i]; /* a NaN sticks */
             if (mnew == -(T)INFINITY) { /* nothing taken part yet */
                 for (int j = 0; j < BK; j++)
                     si[j] = 0;
                 continue;
             }
-            T alpha = EXP(mx[i] - mnew), sum = F(row_exp_sum)(si, mnew);
+            T alpha = EXP(mx[i] - mnew), sum = F(row_exp_sum)(si, mnew, nx);
             l[i] = l[i] * alpha + sum;
             mx[i] = mnew;
             if (alpha != 1)
@@ -257,7 +294,9 @@ static void F(fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, i
                     acc[i * Ev + e] *= alpha;
             if (a->dropout_p > 0) F(dropout_row)(a, sl, si, i0 + i, j0, n);
         }
-        F(tile_axpy)(acc, Ev, m, s, BK, 1, n, (const T *)a->v + sl->ov + j0 * a->rsv, a->rsv, Ev);
+        F(tile_axpy)
+        (acc, Ev, m, s, BK, 1, n, (const T *)a->v + sl->ov + j0 * a->rsv, a->rsv, Ev, -BAND_ALL,
+         band_hi(a, i0, j0));
     }
     T *o = (T *)a->o + (sl->b * a->L + i0) * Ev, *lse = (T *)a->lse + sl->b * a->L + i0;
     for (int64_t i = 0; i < m; i++) {
@@ -283,12 +322,16 @@ static void F(bwd_tile)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, co
     const T *lse = (const T *)a->lse + sl->b * L + i0;
     const T *dout = (const T *)a->dout + (sl->b * L + i0) * Ev;
     F(scores)(a, sl, w, (const T *)w->kt, i0, m, j0, n);
-    F(tile_abt)(dp, dout, Ev, m, (const T *)w->vt, Ev);
+    const int64_t hi = band_hi(a, i0, j0); /* P and dS are zero past the causal band */
+    F(tile_abt)(dp, dout, Ev, m, (const T *)w->vt, Ev, hi);
     for (int64_t i = 0; i < m; i++) {
         T *si = s + i * BK, *di = dp + i * BK, li = lse[i], dl = delta[i0 + i];
         if (li == -(T)INFINITY) li = (T)INFINITY; /* no key takes part: P = 0 */
-        for (int j = 0; j < BK; j++)
+        const int64_t nx = F(row_span)(a, i0 + i, j0, n);
+        for (int64_t j = 0; j < nx; j++)
             si[j] = EXP(si[j] - li);
+        for (int64_t j = nx; j < BK; j++)
+            si[j] = 0; /* masked */
         if (a->dropout_p > 0) F(dropout_row)(a, sl, di, i0 + i, j0, n);
         /* dp becomes dS scale; s keeps P (times Z for dV) */
         for (int j = 0; j < BK; j++)
@@ -297,12 +340,15 @@ static void F(bwd_tile)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, co
     }
     if (kv) {
         T *dv = (T *)a->dv + (sl->b * S + j0) * Ev, *dk = (T *)a->dk + (sl->b * S + j0) * E;
-        F(tile_axpy)(dv, Ev, n, s, 1, BK, m, dout, Ev, Ev);
-        F(tile_axpy)(dk, E, n, dp, 1, BK, m, (const T *)a->q + sl->oq + i0 * a->rsq, a->rsq, E);
+        F(tile_axpy)(dv, Ev, n, s, 1, BK, m, dout, Ev, Ev, 1 - hi, BAND_ALL);
+        F(tile_axpy)
+        (dk, E, n, dp, 1, BK, m, (const T *)a->q + sl->oq + i0 * a->rsq, a->rsq, E, 1 - hi,
+         BAND_ALL);
     }
     if (qg) {
         T *dq = (T *)a->dq + (sl->b * L + i0) * E;
-        F(tile_axpy)(dq, E, m, dp, BK, 1, n, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, E);
+        F(tile_axpy)
+        (dq, E, m, dp, BK, 1, n, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, E, -BAND_ALL, hi);
     }
 }
 
@@ -373,4 +419,5 @@ static void F(qblock_v)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, co
 #undef SPLAT
 #undef VL
 #undef NV
+#undef NQ
 #undef SUF

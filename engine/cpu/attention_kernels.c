@@ -37,6 +37,7 @@
 #define BQ 32 /* query rows per block */
 #define BK 32 /* keys per tile: the vectorised width of the score loops */
 #define FUSED_MIN_SLICES 16
+#define FWD_SLICE_ITEMS 4 /* forward items are whole slices from this many slices a thread */
 #define KT_SLICE_MAX 65536 /* elements of a slice's packed keys kept per worker (forward) */
 #define QK_ROWS_MAX 4      /* forward query blocks up to this many rows read keys in place */
 
@@ -63,8 +64,26 @@ static attn_slice slice_of(const tn_attn_args *a, int64_t b) {
     return sl;
 }
 
-/* exp for float32 as plain arithmetic the compiler vectorises (fast_exp.h) */
-static inline float exp_f32(float x) { return tn__expf_fast(x); }
+/* The causal band of a tile (rows i0.., keys j0..): its row r takes part with key t < r + hi
+ * only (tile_abt's columns, the sums of P V and dS K), and its key r with query t >= r + 1 - hi
+ * only (the sums of dV and dK); the rest of those products is zero under the mask. BAND_ALL:
+ * no limit. */
+#define BAND_ALL ((int64_t)1 << 40)
+static int64_t band_hi(const tn_attn_args *a, int64_t i0, int64_t j0) {
+    return a->causal ? i0 + a->causal_offset - j0 + 1 : BAND_ALL;
+}
+
+/* Keys [0, result) of tile (j0, n keys) take part in query row i by the causal rule (the rest
+ * are masked); all n when not causal. */
+static int64_t row_keys(const tn_attn_args *a, int64_t i, int64_t j0, int64_t n) {
+    int64_t lim = n, last = i + a->causal_offset - j0; /* keys past it do not take part */
+    if (a->causal && last + 1 < lim) lim = last + 1 < 0 ? 0 : last + 1;
+    return lim;
+}
+
+/* exp of the softmax's arguments, s - max or s - lse, never above 0: for float32 plain
+ * arithmetic the compiler vectorises (fast_exp.h) */
+static inline float exp_f32(float x) { return tn__expf_nonpos(x); }
 static inline double exp_f64(double x) { return exp(x); }
 
 /* MR: rows of the register tile, MR x BK accumulators. They must fit the vector registers
@@ -127,8 +146,12 @@ static void *ws_alloc(const tn_attn_args *a, int nt, ws_t *ws) {
     return blk;
 }
 
+/* Forward items: a whole slice when there are enough slices to go round (its keys packed once,
+ * by the worker that owns it), else one block of query rows. Each row's result is the same
+ * either way. */
 static void run_fwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt) {
-    int64_t nqb = cdiv(a->L, BQ), items = nb * nqb;
+    int64_t nqb = cdiv(a->L, BQ);
+    int64_t per = nb >= FWD_SLICE_ITEMS * nt ? nqb : 1, items = nb * nqb / per;
     const attn_kernels *kr = &kernels[a->dtype];
     (void)nt; /* only read by OpenMP */
 #pragma omp parallel num_threads(nt) if (nt > 1)
@@ -136,10 +159,11 @@ static void run_fwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt) {
         TN_OMP_SPAN("attention");
         ws_t *w = &ws[WORKER()];
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t it = 0; it < items; it++) {
-            attn_slice sl = slice_of(a, it / nqb);
-            kr->fwd_block(a, &sl, w, it % nqb * BQ);
-        }
+        for (int64_t it = 0; it < items; it++)
+            for (int64_t q = it * per; q < (it + 1) * per; q++) {
+                attn_slice sl = slice_of(a, q / nqb);
+                kr->fwd_block(a, &sl, w, q % nqb * BQ);
+            }
     }
 }
 
