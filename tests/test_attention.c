@@ -334,11 +334,70 @@ static void no_grad_and_empty(void **state) {
     tn_scope_end();
 }
 
+/* Heads as a transformer makes them, a transposed view of (B, L, H, E): out comes laid out as
+ * (B, L, H, Ev) (PyTorch's fused CPU kernel does the same), so out.transpose(1, 2).reshape(B,
+ * L, H Ev) is a view of out's storage; the gradients of q, k, v follow their inputs' layouts;
+ * and every value is bit for bit what contiguous copies of the same inputs give (float32 and
+ * float64, causal and not, a gradient arriving transposed or broadcast). */
+static void output_layout_follows_the_heads(void **state) {
+    (void)state;
+    const int64_t B = 2, L = 37, H = 3, E = 16;
+    for (int dt = 0; dt < 2; dt++)
+        for (int causal = 0; causal < 2; causal++) {
+            assert_int_equal(tn_scope_begin(), TN_OK);
+            tn_dtype d = dt ? TN_F64 : TN_F32;
+            tn_manual_seed(7 + (uint64_t)causal);
+            tn_tensor *qkv = rnd(4, S(B, L, H, 3 * E), d, true); /* one projection, split */
+            tn_tensor *parts[3];
+            assert_int_equal(tn_split(qkv, E, 3, parts, 3, NULL), TN_OK);
+            tn_tensor *hv[3], *hc[3];
+            for (int i = 0; i < 3; i++) {
+                hv[i] = tn_transpose(parts[i], 1, 2);    /* (B, H, L, E), strided */
+                hc[i] = tn_contiguous(tn_detach(hv[i])); /* the same values, contiguous */
+                assert_int_equal(tn_requires_grad_(hc[i], true), TN_OK);
+            }
+            tn_tensor *o = tn_scaled_dot_product_attention(hv[0], hv[1], hv[2], NULL, 0, causal);
+            tn_tensor *oc = tn_scaled_dot_product_attention(hc[0], hc[1], hc[2], NULL, 0, causal);
+            assert_non_null(o);
+            assert_non_null(oc);
+            const int64_t *st = tn_stride(o);
+            assert_true(st[0] == L * H * E && st[1] == E && st[2] == H * E && st[3] == 1);
+            assert_true(tn_is_contiguous(oc));
+            tn_tensor *y = tn_reshape(tn_transpose(o, 1, 2), 3, S(B, L, H * E));
+            assert_ptr_equal(tn_data_ptr(y), tn_data_ptr(o)); /* a view: no copy */
+            tt_assert_close_tensors(o, oc, 0);                /* the same bits */
+            /* a gradient through y (o's layout) and a broadcast one (a sum's); the graph kept */
+            for (int gk = 0; gk < 2; gk++) {
+                tn_tensor *g = gk ? NULL : rnd(3, S(B, L, H * E), d, false), *gc = NULL;
+                tn_tensor *src = gk ? tn_sum(y) : y, *srcc = NULL;
+                if (gk) {
+                    srcc = tn_sum(oc);
+                } else {
+                    gc = tn_contiguous(tn_transpose(tn_reshape(g, 4, S(B, L, H, E)), 1, 2));
+                    srcc = oc;
+                }
+                tn_tensor *gv[3], *gcv[3];
+                assert_int_equal(tn_autograd_grad(1, &src, gk ? NULL : &g, 3,
+                                                  (tn_tensor *[]){parts[0], parts[1], parts[2]}, gv,
+                                                  true, false),
+                                 TN_OK);
+                assert_int_equal(
+                    tn_autograd_grad(1, &srcc, gk ? NULL : &gc, 3, hc, gcv, true, false), TN_OK);
+                for (int i = 0; i < 3; i++) {
+                    tn_tensor *back = tn_transpose(gv[i], 1, 2); /* (B, H, L, E) as hc */
+                    tt_assert_close_tensors(back, gcv[i], 0);
+                }
+            }
+            tn_scope_end();
+        }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        TT_TEST(values_and_grads),    TT_TEST(broadcast_and_strides), TT_TEST(fully_masked_rows),
-        TT_TEST(thread_independence), TT_TEST(double_backward),       TT_TEST(dropout),
-        TT_TEST(no_grad_and_empty),
+        TT_TEST(values_and_grads),  TT_TEST(broadcast_and_strides),
+        TT_TEST(fully_masked_rows), TT_TEST(thread_independence),
+        TT_TEST(double_backward),   TT_TEST(dropout),
+        TT_TEST(no_grad_and_empty), TT_TEST(output_layout_follows_the_heads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -395,10 +395,13 @@ enum { TN_ATTN_MASK_NONE, TN_ATTN_MASK_BOOL, TN_ATTN_MASK_ADD };
  * first key). Dropout (p > 0): weight (b,
  * i, j) is kept, scaled by 1/(1-p), when tn_attn_keep(seed, b, i, j, p).
  * A row with no key taking part gives 0 (lse -inf) and no gradient.
- *   ATTN_FWD: writes o (contiguous (nb, L, Ev)) and lse (contiguous (nb, L),
- *             the dtype): the row's log(sum exp(scores)).
- *   ATTN_BWD: reads o, lse and dout (contiguous (nb, L, Ev)); writes dq
- *             (nb, L, E), dk (nb, S, E), dv (nb, S, Ev), contiguous. */
+ * o, dout, dq, dk and dv are addressed as q: element (b, i, e) of o is
+ * o[sum(idx[d] bso[d]) + i rso + e], likewise dout (bsg, rsg), dq (bsdq,
+ * rsdq), dk (bsdk, rsdk), dv (bsdv, rsdv); rows unit-stride, the written
+ * ones not overlapping. lse is contiguous (nb, L).
+ *   ATTN_FWD: writes o and lse (the dtype): the row's log(sum exp(scores)).
+ *   ATTN_BWD: reads o, lse and dout; writes dq (L, E per slice), dk (S, E)
+ *             and dv (S, Ev). */
 typedef struct tn_attn_args {
     int mode;
     tn_dtype dtype; /* float32 or float64; bfloat16 / float16 where attention_halves says */
@@ -417,6 +420,9 @@ typedef struct tn_attn_args {
     void *o, *lse;
     const void *dout;
     void *dq, *dk, *dv;
+    int64_t bso[TN_MAX_DIMS], bsg[TN_MAX_DIMS], bsdq[TN_MAX_DIMS], bsdk[TN_MAX_DIMS],
+        bsdv[TN_MAX_DIMS];
+    int64_t rso, rsg, rsdq, rsdk, rsdv;
 } tn_attn_args;
 
 /* The dropout decision for weight (b, i, j): a counter-based hash of

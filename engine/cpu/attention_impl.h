@@ -298,12 +298,12 @@ static void F(fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, i
         (acc, Ev, m, s, BK, 1, n, (const T *)a->v + sl->ov + j0 * a->rsv, a->rsv, Ev, -BAND_ALL,
          band_hi(a, i0, j0));
     }
-    T *o = (T *)a->o + (sl->b * a->L + i0) * Ev, *lse = (T *)a->lse + sl->b * a->L + i0;
+    T *o = (T *)a->o + sl->oo + i0 * a->rso, *lse = (T *)a->lse + sl->b * a->L + i0;
     for (int64_t i = 0; i < m; i++) {
         /* a row with nothing taking part gives 0; a NaN row stays NaN */
         T inv = l[i] > 0 ? 1 / l[i] : (l[i] != l[i] ? l[i] : 0);
         for (int64_t e = 0; e < Ev; e++)
-            o[i * Ev + e] = acc[i * Ev + e] * inv;
+            o[i * a->rso + e] = acc[i * Ev + e] * inv;
         lse[i] = l[i] > 0 ? mx[i] + (T)log(l[i]) : (l[i] != l[i] ? l[i] : -(T)INFINITY);
     }
 }
@@ -318,12 +318,12 @@ static void F(fwd_block)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, i
 static void F(bwd_tile)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, const T *delta,
                         int64_t i0, int64_t m, int64_t j0, int64_t n, bool kv, bool qg) {
     T *s = (T *)w->s, *dp = (T *)w->dp;
-    int64_t E = a->E, Ev = a->Ev, L = a->L, S = a->S;
+    int64_t E = a->E, Ev = a->Ev, L = a->L;
     const T *lse = (const T *)a->lse + sl->b * L + i0;
-    const T *dout = (const T *)a->dout + (sl->b * L + i0) * Ev;
+    const T *dout = (const T *)a->dout + sl->og + i0 * a->rsg;
     F(scores)(a, sl, w, (const T *)w->kt, i0, m, j0, n);
     const int64_t hi = band_hi(a, i0, j0); /* P and dS are zero past the causal band */
-    F(tile_abt)(dp, dout, Ev, m, (const T *)w->vt, Ev, hi);
+    F(tile_abt)(dp, dout, a->rsg, m, (const T *)w->vt, Ev, hi);
     for (int64_t i = 0; i < m; i++) {
         T *si = s + i * BK, *di = dp + i * BK, li = lse[i], dl = delta[i0 + i];
         if (li == -(T)INFINITY) li = (T)INFINITY; /* no key takes part: P = 0 */
@@ -339,16 +339,15 @@ static void F(bwd_tile)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, co
         if (a->dropout_p > 0 && kv) F(dropout_row)(a, sl, si, i0 + i, j0, n);
     }
     if (kv) {
-        T *dv = (T *)a->dv + (sl->b * S + j0) * Ev, *dk = (T *)a->dk + (sl->b * S + j0) * E;
-        F(tile_axpy)(dv, Ev, n, s, 1, BK, m, dout, Ev, Ev, 1 - hi, BAND_ALL);
-        F(tile_axpy)
-        (dk, E, n, dp, 1, BK, m, (const T *)a->q + sl->oq + i0 * a->rsq, a->rsq, E, 1 - hi,
-         BAND_ALL);
+        T *dv = (T *)a->dv + sl->odv + j0 * a->rsdv, *dk = (T *)a->dk + sl->odk + j0 * a->rsdk;
+        const T *q = (const T *)a->q + sl->oq + i0 * a->rsq;
+        F(tile_axpy)(dv, a->rsdv, n, s, 1, BK, m, dout, a->rsg, Ev, 1 - hi, BAND_ALL);
+        F(tile_axpy)(dk, a->rsdk, n, dp, 1, BK, m, q, a->rsq, E, 1 - hi, BAND_ALL);
     }
     if (qg) {
-        T *dq = (T *)a->dq + (sl->b * L + i0) * E;
-        F(tile_axpy)
-        (dq, E, m, dp, BK, 1, n, (const T *)a->k + sl->ok + j0 * a->rsk, a->rsk, E, -BAND_ALL, hi);
+        T *dq = (T *)a->dq + sl->odq + i0 * a->rsdq;
+        const T *k = (const T *)a->k + sl->ok + j0 * a->rsk;
+        F(tile_axpy)(dq, a->rsdq, m, dp, BK, 1, n, k, a->rsk, E, -BAND_ALL, hi);
     }
 }
 
@@ -360,10 +359,10 @@ static void F(pack_kv)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, int
 }
 
 /* D = rowsum(dO O) of one slice's rows. */
-static void F(bwd_delta)(const tn_attn_args *a, int64_t b, T *delta) {
-    const T *o = (const T *)a->o + b * a->L * a->Ev, *g = (const T *)a->dout + b * a->L * a->Ev;
+static void F(bwd_delta)(const tn_attn_args *a, const attn_slice *sl, T *delta) {
+    const T *o = (const T *)a->o + sl->oo, *g = (const T *)a->dout + sl->og;
     for (int64_t i = 0; i < a->L; i++) {
-        const T *oi = o + i * a->Ev, *gi = g + i * a->Ev;
+        const T *oi = o + i * a->rso, *gi = g + i * a->rsg;
         T d = 0;
 #pragma omp simd reduction(+ : d)
         for (int64_t e = 0; e < a->Ev; e++)
@@ -399,7 +398,8 @@ static void F(bwd_qblock)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, 
 
 /* The table's entries, untyped; delta is the call's (nb * L) scratch. */
 static void F(delta_v)(const tn_attn_args *a, int64_t b, void *delta) {
-    F(bwd_delta)(a, b, (T *)delta + b * a->L);
+    attn_slice sl = slice_of(a, b);
+    F(bwd_delta)(a, &sl, (T *)delta + b * a->L);
 }
 static void F(kblock_v)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, const void *delta,
                         int64_t j0, bool qg) {

@@ -41,9 +41,9 @@
 #define KT_SLICE_MAX 65536 /* elements of a slice's packed keys kept per worker (forward) */
 #define QK_ROWS_MAX 4      /* forward query blocks up to this many rows read keys in place */
 
-/* A slice's first element in each operand (elements). */
+/* A slice's first element in each operand (elements): q, k, v, the mask, o, dout, dq, dk, dv. */
 typedef struct attn_slice {
-    int64_t b, oq, ok, ov, om;
+    int64_t b, oq, ok, ov, om, oo, og, odq, odk, odv;
 } attn_slice;
 
 /* One worker's scratch (the dtype's elements; see attention_impl.h). */
@@ -54,12 +54,13 @@ typedef struct ws_t {
 } ws_t;
 
 static attn_slice slice_of(const tn_attn_args *a, int64_t b) {
-    attn_slice sl = {b, 0, 0, 0, 0};
+    attn_slice sl = {.b = b};
     for (int d = a->bdim - 1; d >= 0; d--) {
         int64_t i = b % a->bshape[d];
         b /= a->bshape[d];
         sl.oq += i * a->bsq[d], sl.ok += i * a->bsk[d], sl.ov += i * a->bsv[d];
-        sl.om += i * a->bsm[d];
+        sl.om += i * a->bsm[d], sl.oo += i * a->bso[d], sl.og += i * a->bsg[d];
+        sl.odq += i * a->bsdq[d], sl.odk += i * a->bsdk[d], sl.odv += i * a->bsdv[d];
     }
     return sl;
 }
@@ -167,8 +168,16 @@ static void run_fwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt) {
     }
 }
 
-static void zero_rows(void *p, int64_t first, int64_t n, size_t es) {
-    memset((char *)p + (size_t)first * es, 0, (size_t)n * es);
+/* Zeroes rows [first, first + n) of cols elements, row stride rs, from element off of p. */
+static void zero_rows(void *p, int64_t off, int64_t first, int64_t n, int64_t rs, int64_t cols,
+                      size_t es) {
+    char *base = (char *)p + (size_t)(off + first * rs) * es;
+    if (rs == cols) {
+        memset(base, 0, (size_t)(n * cols) * es);
+        return;
+    }
+    for (int64_t r = 0; r < n; r++)
+        memset(base + (size_t)(r * rs) * es, 0, (size_t)cols * es);
 }
 
 /* Backward; delta: nb * L elements of scratch. */
@@ -189,9 +198,9 @@ static void run_bwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt, void *d
 #pragma omp for schedule(dynamic, 1)
             for (int64_t b = 0; b < nb; b++) {
                 attn_slice sl = slice_of(a, b);
-                zero_rows(a->dq, b * L * E, L * E, es);
-                zero_rows(a->dk, b * S * E, S * E, es);
-                zero_rows(a->dv, b * S * Ev, S * Ev, es);
+                zero_rows(a->dq, sl.odq, 0, L, a->rsdq, E, es);
+                zero_rows(a->dk, sl.odk, 0, S, a->rsdk, E, es);
+                zero_rows(a->dv, sl.odv, 0, S, a->rsdv, Ev, es);
                 for (int64_t j0 = 0; j0 < S; j0 += BK)
                     kr->kblock(a, &sl, w, delta, j0, true);
             }
@@ -200,15 +209,15 @@ static void run_bwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt, void *d
             for (int64_t it = 0; it < nb * nkb; it++) {
                 int64_t b = it / nkb, j0 = it % nkb * BK, n = S - j0 < BK ? S - j0 : BK;
                 attn_slice sl = slice_of(a, b);
-                zero_rows(a->dk, (b * S + j0) * E, n * E, es);
-                zero_rows(a->dv, (b * S + j0) * Ev, n * Ev, es);
+                zero_rows(a->dk, sl.odk, j0, n, a->rsdk, E, es);
+                zero_rows(a->dv, sl.odv, j0, n, a->rsdv, Ev, es);
                 kr->kblock(a, &sl, w, delta, j0, false);
             }
 #pragma omp for schedule(dynamic, 1)
             for (int64_t it = 0; it < nb * nqb; it++) {
                 int64_t b = it / nqb, i0 = it % nqb * BQ, m = L - i0 < BQ ? L - i0 : BQ;
                 attn_slice sl = slice_of(a, b);
-                zero_rows(a->dq, (b * L + i0) * E, m * E, es);
+                zero_rows(a->dq, sl.odq, i0, m, a->rsdq, E, es);
                 kr->qblock(a, &sl, w, delta, i0);
             }
         }
@@ -245,8 +254,8 @@ static void fwd_slice_half(const tn_attn_args *a, const attn_slice *sl, ws_t *w,
     f.dtype = TN_F32;
     f.bdim = 0;
     f.q = hb->q, f.k = hb->k, f.v = hb->v, f.o = hb->o, f.lse = hb->lse;
-    f.rsq = E, f.rsk = E, f.rsv = Ev;
-    attn_slice one = {0, 0, 0, 0, sl->om};
+    f.rsq = E, f.rsk = E, f.rsv = Ev, f.rso = Ev;
+    attn_slice one = {.om = sl->om};
     widen_rows(dt, hb->q, (const uint16_t *)a->q + sl->oq, a->rsq, L, E);
     widen_rows(dt, hb->k, (const uint16_t *)a->k + sl->ok, a->rsk, n, E);
     widen_rows(dt, hb->v, (const uint16_t *)a->v + sl->ov, a->rsv, n, Ev);
@@ -258,9 +267,10 @@ static void fwd_slice_half(const tn_attn_args *a, const attn_slice *sl, ws_t *w,
         f.mask = hb->mask, f.rsm = a->S, f.csm = 1, one.om = 0;
     }
     fwd_block_f32(&f, &one, w, 0);
-    uint16_t *o = (uint16_t *)a->o + sl->b * L * Ev, *lse = (uint16_t *)a->lse + sl->b * L;
-    for (int64_t i = 0; i < L * Ev; i++)
-        o[i] = tn__half_st(dt, hb->o[i]);
+    uint16_t *o = (uint16_t *)a->o + sl->oo, *lse = (uint16_t *)a->lse + sl->b * L;
+    for (int64_t i = 0; i < L; i++)
+        for (int64_t e = 0; e < Ev; e++)
+            o[i * a->rso + e] = tn__half_st(dt, hb->o[i * Ev + e]);
     for (int64_t i = 0; i < L; i++)
         lse[i] = tn__half_st(dt, hb->lse[i]);
 }
@@ -314,8 +324,11 @@ tn_status tn__cpu_attention(int dev, const tn_attn_args *a) {
     if (nb == 0) return TN_OK;
     if (a->L == 0) { /* no query: dK and dV are 0 */
         size_t es = tn__dtype_sizes[a->dtype];
-        if (a->mode == TN_ATTN_BWD) zero_rows(a->dk, 0, nb * a->S * a->E, es);
-        if (a->mode == TN_ATTN_BWD) zero_rows(a->dv, 0, nb * a->S * a->Ev, es);
+        for (int64_t b = 0; a->mode == TN_ATTN_BWD && b < nb; b++) {
+            attn_slice sl = slice_of(a, b);
+            zero_rows(a->dk, sl.odk, 0, a->S, a->rsdk, a->E, es);
+            zero_rows(a->dv, sl.odv, 0, a->S, a->rsdv, a->Ev, es);
+        }
         return TN_OK;
     }
     int nt = tn__threads_for(nb * a->L * a->S * (a->E + a->Ev));

@@ -25,16 +25,18 @@ namespace {
 
 constexpr int WARPS = 4;
 
-/* Offsets (elements) of slice b in q, k, v and the mask. */
+/* Offsets (elements) of slice b in q, k, v, the mask, o, dout, dq, dk and dv. */
 struct slice_off {
-    int64_t q, k, v, m;
+    int64_t q, k, v, m, o, g, dq, dk, dv;
 };
 __device__ slice_off offsets(const tn_attn_args &a, int64_t b) {
-    slice_off o = {0, 0, 0, 0};
+    slice_off o = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int d = a.bdim - 1; d >= 0; d--) {
         int64_t i = b % a.bshape[d];
         b /= a.bshape[d];
         o.q += i * a.bsq[d], o.k += i * a.bsk[d], o.v += i * a.bsv[d], o.m += i * a.bsm[d];
+        o.o += i * a.bso[d], o.g += i * a.bsg[d];
+        o.dq += i * a.bsdq[d], o.dk += i * a.bsdk[d], o.dv += i * a.bsdv[d];
     }
     return o;
 }
@@ -69,7 +71,7 @@ __device__ T keep_scale(const tn_attn_args &a, int64_t b, int64_t i, int64_t j) 
 template <typename T> __device__ void fwd_row(const tn_attn_args &a, int64_t r, int lane) {
     const int64_t b = r / a.L, i = r % a.L, Ev = a.Ev;
     const slice_off so = offsets(a, b);
-    T *o = static_cast<T *>(a.o) + r * Ev;
+    T *o = static_cast<T *>(a.o) + so.o + i * a.rso;
     for (int64_t e = lane; e < Ev; e += 32)
         o[e] = 0;
     T m = -INFINITY, l = 0;
@@ -100,7 +102,7 @@ __device__ pds<T> grad_terms(const tn_attn_args &a, const slice_off &so, int64_t
     if (s == -INFINITY || lse == -INFINITY) return r;
     r.p = ex(s - lse);
     r.z = keep_scale<T>(a, b, i, j);
-    const T *g = static_cast<const T *>(a.dout) + (b * a.L + i) * a.Ev;
+    const T *g = static_cast<const T *>(a.dout) + so.g + i * a.rsg;
     const T *v = static_cast<const T *>(a.v) + so.v + j * a.rsv;
     T dp = 0;
     for (int64_t e = lane; e < a.Ev; e += 32)
@@ -110,10 +112,11 @@ __device__ pds<T> grad_terms(const tn_attn_args &a, const slice_off &so, int64_t
     return r;
 }
 
-/* D = rowsum(dO O) of row r. */
-template <typename T> __device__ T row_delta(const tn_attn_args &a, int64_t r, int lane) {
-    const T *g = static_cast<const T *>(a.dout) + r * a.Ev,
-            *o = static_cast<const T *>(a.o) + r * a.Ev;
+/* D = rowsum(dO O) of query row i of a slice. */
+template <typename T>
+__device__ T row_delta(const tn_attn_args &a, const slice_off &so, int64_t i, int lane) {
+    const T *g = static_cast<const T *>(a.dout) + so.g + i * a.rsg,
+            *o = static_cast<const T *>(a.o) + so.o + i * a.rso;
     T d = 0;
     for (int64_t e = lane; e < a.Ev; e += 32)
         d += g[e] * o[e];
@@ -124,10 +127,10 @@ template <typename T> __device__ T row_delta(const tn_attn_args &a, int64_t r, i
 template <typename T> __device__ void dq_row(const tn_attn_args &a, int64_t r, int lane) {
     const int64_t b = r / a.L, i = r % a.L;
     const slice_off so = offsets(a, b);
-    T *dq = static_cast<T *>(a.dq) + r * a.E;
+    T *dq = static_cast<T *>(a.dq) + so.dq + i * a.rsdq;
     for (int64_t e = lane; e < a.E; e += 32)
         dq[e] = 0;
-    const T lse = static_cast<const T *>(a.lse)[r], delta = row_delta<T>(a, r, lane);
+    const T lse = static_cast<const T *>(a.lse)[r], delta = row_delta<T>(a, so, i, lane);
     for (int64_t j = 0; j < a.S; j++) {
         const pds<T> t = grad_terms<T>(a, so, b, i, j, lse, delta, lane);
         if (t.ds == 0) continue;
@@ -141,7 +144,8 @@ template <typename T> __device__ void dq_row(const tn_attn_args &a, int64_t r, i
 template <typename T> __device__ void dkv_row(const tn_attn_args &a, int64_t r, int lane) {
     const int64_t b = r / a.S, j = r % a.S;
     const slice_off so = offsets(a, b);
-    T *dk = static_cast<T *>(a.dk) + r * a.E, *dv = static_cast<T *>(a.dv) + r * a.Ev;
+    T *dk = static_cast<T *>(a.dk) + so.dk + j * a.rsdk;
+    T *dv = static_cast<T *>(a.dv) + so.dv + j * a.rsdv;
     for (int64_t e = lane; e < a.E; e += 32)
         dk[e] = 0;
     for (int64_t e = lane; e < a.Ev; e += 32)
@@ -150,9 +154,9 @@ template <typename T> __device__ void dkv_row(const tn_attn_args &a, int64_t r, 
     for (int64_t i = first; i < a.L; i++) {
         const int64_t qr = b * a.L + i;
         const T lse = static_cast<const T *>(a.lse)[qr];
-        const pds<T> t = grad_terms<T>(a, so, b, i, j, lse, row_delta<T>(a, qr, lane), lane);
+        const pds<T> t = grad_terms<T>(a, so, b, i, j, lse, row_delta<T>(a, so, i, lane), lane);
         if (t.p == 0) continue;
-        const T *g = static_cast<const T *>(a.dout) + qr * a.Ev;
+        const T *g = static_cast<const T *>(a.dout) + so.g + i * a.rsg;
         const T *q = static_cast<const T *>(a.q) + so.q + i * a.rsq;
         const T pz = t.p * t.z;
         for (int64_t e = lane; e < a.Ev; e += 32)

@@ -205,6 +205,48 @@ static void out_shape(const attn_geom *g, int64_t last2, int64_t last, int64_t *
     shape[g->bdim] = last2, shape[g->bdim + 1] = last;
 }
 
+/* A new tensor of shape (batch, rows, cols) laid out in the order of ref's dims (the input of
+ * the same role): dense, its dims in ref's decreasing stride order, as PyTorch's empty_like
+ * (its fused CPU kernel likewise gives out as (B, L, H, Ev) transposed). The heads of a
+ * transformer are a transposed view of (B, L, H, E): the output's transpose(1, 2).reshape(B, L,
+ * H Ev) is then a view, not a copy, and so are the gradients' way back to the projection.
+ * Contiguous when ref broadcasts into the batch or its last dim is not the fastest. */
+static tn_tensor *empty_ordered(const tn_tensor *ref, const attn_geom *g, int64_t rows,
+                                int64_t cols, tn_dtype dt, tn_device dev) {
+    int nd = g->bdim + 2, perm[TN_MAX_DIMS];
+    int64_t shape[TN_MAX_DIMS], pshape[TN_MAX_DIMS], stride[TN_MAX_DIMS];
+    out_shape(g, rows, cols, shape);
+    for (int d = 0; d < nd; d++)
+        perm[d] = d;
+    for (int d = 1; ref->ndim == nd && d < nd; d++) /* stable: equal strides keep their order */
+        for (int e = d; e > 0 && ref->stride[perm[e - 1]] < ref->stride[perm[e]]; e--) {
+            int t = perm[e];
+            perm[e] = perm[e - 1], perm[e - 1] = t;
+        }
+    bool identity = true;
+    for (int d = 0; d < nd; d++)
+        identity = identity && perm[d] == d;
+    if (identity || perm[nd - 1] != nd - 1) return tn__empty_on(nd, shape, dt, dev);
+    for (int d = 0; d < nd; d++)
+        pshape[d] = shape[perm[d]];
+    tn_tensor *dense = tn__empty_on(nd, pshape, dt, dev);
+    if (!dense) return NULL;
+    int64_t st = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        stride[perm[d]] = st;
+        st *= pshape[d] > 1 ? pshape[d] : 1;
+    }
+    tn_tensor *t = tn__alias(dense, nd, shape, stride, 0);
+    tn_release(dense);
+    return t;
+}
+
+/* The kernel's description of an output (or dout) t: its batch strides and row stride. */
+static void out_strides(const tn_tensor *t, const attn_geom *g, int64_t *bs, int64_t *rs) {
+    batch_strides(t, 2, g, bs);
+    *rs = t->stride[t->ndim - 2];
+}
+
 /* ---- backward -------------------------------------------------------------------------- */
 
 /* Dense (nb-shaped) host tensors of the composed path: the additive mask
@@ -289,22 +331,29 @@ static tn_status bw_composed(const tn_attn_args *a, const attn_geom *g, tn_tenso
 /* Without create_graph: the fused kernel from the saved out and lse. */
 static tn_status bw_fused(tn_attn_args *a, const attn_geom *g, const attn_in *in, tn_tensor *out,
                           tn_tensor *lse, tn_tensor *go, tn_tensor **gi) {
-    int64_t sq[TN_MAX_DIMS], sk[TN_MAX_DIMS], sv[TN_MAX_DIMS];
-    out_shape(g, g->L, g->E, sq), out_shape(g, g->S, g->E, sk), out_shape(g, g->S, g->Ev, sv);
+    int64_t sk[TN_MAX_DIMS], sv[TN_MAX_DIMS];
+    out_shape(g, g->S, g->E, sk), out_shape(g, g->S, g->Ev, sv);
     tn_device dev = tn__dev(in->q);
-    tn_tensor *gc = tn__contiguous_on(go, dev);
-    tn_tensor *dq = gc ? tn__empty_on(g->bdim + 2, sq, a->dtype, dev) : NULL;
+    tn_tensor *gc = rows_contig(go); /* dout as it comes: out's layout, as a rule */
+    tn_tensor *dq = gc ? empty_ordered(in->q, g, g->L, g->E, a->dtype, dev) : NULL;
     /* No query (L = 0): no gradient reaches the keys and values, and no kernel runs (the
      * batch dims around an empty one may multiply to anything) */
-    tn_tensor *(*make)(int, const int64_t *, tn_dtype, tn_device) =
-        g->L == 0 ? tn__zeros_on : tn__empty_on;
-    tn_tensor *dk = dq ? make(g->bdim + 2, sk, a->dtype, dev) : NULL;
-    tn_tensor *dv = dk ? make(g->bdim + 2, sv, a->dtype, dev) : NULL;
+    tn_tensor *dk = NULL, *dv = NULL;
+    if (dq && g->L == 0) {
+        dk = tn__zeros_on(g->bdim + 2, sk, a->dtype, dev);
+        dv = dk ? tn__zeros_on(g->bdim + 2, sv, a->dtype, dev) : NULL;
+    } else if (dq) {
+        dk = empty_ordered(in->k, g, g->S, g->E, a->dtype, dev);
+        dv = dk ? empty_ordered(in->v, g, g->S, g->Ev, a->dtype, dev) : NULL;
+    }
     tn_status st = dv ? TN_OK : tn_last_status();
     if (st == TN_OK && g->L > 0 && tn_numel(dq) + tn_numel(dk) + tn_numel(dv) > 0) {
         a->mode = TN_ATTN_BWD;
         a->o = tn__ptr(out), a->lse = tn__ptr(lse), a->dout = tn__ptr(gc);
         a->dq = tn__ptr(dq), a->dk = tn__ptr(dk), a->dv = tn__ptr(dv);
+        out_strides(out, g, a->bso, &a->rso), out_strides(gc, g, a->bsg, &a->rsg);
+        out_strides(dq, g, a->bsdq, &a->rsdq), out_strides(dk, g, a->bsdk, &a->rsdk);
+        out_strides(dv, g, a->bsdv, &a->rsdv);
         const tn_tensor *ops[] = {dq, dk, dv, in->q, in->k, in->v, out, lse, gc, in->mask};
         st = tn__dev_attention(a, dev, in->mask ? 10 : 9, 3, ops);
     }
@@ -357,10 +406,8 @@ static tn_status forward(const attn_geom *g, const tn_tensor *q, const tn_tensor
     attn_in in;
     *out = *lse = NULL;
     if (in_prepare(&in, q, k, v, mask) < 0) return tn_last_status();
-    int64_t so[TN_MAX_DIMS];
-    out_shape(g, g->L, g->Ev, so);
     tn_device dev = tn__dev(q);
-    *out = tn__empty_on(g->bdim + 2, so, q->dtype, dev);
+    *out = empty_ordered(in.q, g, g->L, g->Ev, q->dtype, dev);
     *lse = *out ? tn__empty_on(2, (int64_t[]){g->nb, g->L}, q->dtype, dev) : NULL;
     tn_status st = *lse ? TN_OK : tn_last_status();
     if (st == TN_OK && tn_numel(*out) + tn_numel(*lse) > 0) {
@@ -369,6 +416,7 @@ static tn_status forward(const attn_geom *g, const tn_tensor *q, const tn_tensor
         a.causal_offset = offset;
         a.mode = TN_ATTN_FWD;
         a.o = tn__ptr(*out), a.lse = tn__ptr(*lse);
+        out_strides(*out, g, a.bso, &a.rso);
         const tn_tensor *ops[] = {*out, *lse, in.q, in.k, in.v, in.mask};
         st = tn__dev_attention(&a, dev, in.mask ? 6 : 5, 2, ops);
     }
