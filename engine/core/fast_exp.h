@@ -26,22 +26,28 @@
 #define TN_EXP_FMA(a, b, c) ((a) * (b) + (c))
 #endif
 
-/* Always inlined: a call per element would keep its loop scalar (GCC stops inlining it into a
- * loop body that already holds a few). */
-static inline __attribute__((always_inline)) float tn__expf_fast(float x) {
-    const float hi = 88.72283935546875f, lo = -103.972084f; /* exp(lo) < half the least subnormal */
-    float xc = x > hi ? hi : (x < lo ? lo : x);
-    xc = xc != xc ? 0.0f : xc; /* NaN: computed on 0 (no NaN to int conversion), returned below */
-    float n = __builtin_rintf(xc * 1.44269504088896341f);
-    float r = TN_EXP_FMA(n, -0.693145751953125f, xc); /* ln 2's high part: exact n ln2_hi */
-    r = TN_EXP_FMA(n, -1.428606765330187045e-6f, r);  /* for |n| < 2^11; and its low part */
+/* exp(xc) = p 2^n for finite xc: n = rint(xc log2 e) (into *n), r = xc - n ln 2 (ln 2's high
+ * part exact times |n| < 2^11, then its low part), p = exp(r) by the polynomial. */
+static inline __attribute__((always_inline)) float tn__expf_core(float xc, float *n) {
+    *n = __builtin_rintf(xc * 1.44269504088896341f);
+    float r = TN_EXP_FMA(*n, -0.693145751953125f, xc);
+    r = TN_EXP_FMA(*n, -1.428606765330187045e-6f, r);
     float p = 1.9875691500e-4f;
     p = TN_EXP_FMA(p, r, 1.3981999507e-3f);
     p = TN_EXP_FMA(p, r, 8.3334519073e-3f);
     p = TN_EXP_FMA(p, r, 4.1665795894e-2f);
     p = TN_EXP_FMA(p, r, 1.6666665459e-1f);
     p = TN_EXP_FMA(p, r, 5.0000001201e-1f);
-    p = TN_EXP_FMA(p, r * r, r) + 1.0f;
+    return TN_EXP_FMA(p, r * r, r) + 1.0f;
+}
+
+/* Always inlined: a call per element would keep its loop scalar (GCC stops inlining it into a
+ * loop body that already holds a few). */
+static inline __attribute__((always_inline)) float tn__expf_fast(float x) {
+    const float hi = 88.72283935546875f, lo = -103.972084f; /* exp(lo) < half the least subnormal */
+    float xc = x > hi ? hi : (x < lo ? lo : x);
+    xc = xc != xc ? 0.0f : xc; /* NaN: computed on 0 (no NaN to int conversion), returned below */
+    float n, p = tn__expf_core(xc, &n);
     int32_t ni = (int32_t)n, n1 = ni >> 1, n2 = ni - n1; /* 2^n = 2^n1 2^n2, each normal */
     uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
     float s1, s2;
@@ -61,16 +67,7 @@ static inline __attribute__((always_inline)) float tn__expf_fast(float x) {
 static inline __attribute__((always_inline)) float tn__expf_nonpos(float x) {
     const float lo = -87.33654022216796875f; /* ln 2^-126, rounded up */
     float xc = x >= lo ? x : lo;             /* NaN too: computed on lo, returned below */
-    float n = __builtin_rintf(xc * 1.44269504088896341f);
-    float r = TN_EXP_FMA(n, -0.693145751953125f, xc); /* as tn__expf_fast */
-    r = TN_EXP_FMA(n, -1.428606765330187045e-6f, r);
-    float p = 1.9875691500e-4f;
-    p = TN_EXP_FMA(p, r, 1.3981999507e-3f);
-    p = TN_EXP_FMA(p, r, 8.3334519073e-3f);
-    p = TN_EXP_FMA(p, r, 4.1665795894e-2f);
-    p = TN_EXP_FMA(p, r, 1.6666665459e-1f);
-    p = TN_EXP_FMA(p, r, 5.0000001201e-1f);
-    p = TN_EXP_FMA(p, r * r, r) + 1.0f;
+    float n, p = tn__expf_core(xc, &n);
     uint32_t b = (uint32_t)((int32_t)n + 127) << 23; /* n in [-126, 0]: a normal 2^n */
     float s;
     memcpy(&s, &b, sizeof s);
