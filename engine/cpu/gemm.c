@@ -20,6 +20,7 @@
 #include "../core/backend.h"
 #include "blas.h"
 #include "dtype_dispatch.h"
+#include "vec.h"
 
 #include <math.h>
 
@@ -27,14 +28,14 @@
 #include <omp.h>
 #endif
 
-/* Register tile: MR rows x NR columns of accumulators, NR = 2 vectors. With AVX-512, 8 rows:
- * 16 accumulator registers of 32. With AVX2's 16 registers, 6 rows: 12 accumulators, the
- * broadcast and B's two vectors, in intrinsics for float32 (ukr_acc_f32_avx2 below: GCC
- * spilled the plain loop's accumulators to the stack). sgemm1024 on 2 AVX2 cores without
- * BLAS: 63 GFLOP/s with 8 plain rows, 117 with 5, 130-139 with these and C's prefetch
- * (OpenBLAS 142-150 in the same runs). Other sets, and float64 on AVX2, 4 rows. KC keeps a B
- * micro-panel in L1, MC x KC of A in L2, KC x NC of B in L3. The results do not depend on the tile:
- * each element sums over p in order, one fused multiply-add at a time. */
+/* Register tile: MR rows x NR columns of accumulators, NR = 2 vectors (vec.h's types, indexed
+ * by constants: a plain scalar tile went to the stack). With AVX-512, 8 rows: 16 accumulator
+ * registers of 32. With AVX2's 16 registers, 6 rows: 12 accumulators, the broadcast and B's
+ * two vectors. sgemm1024 on 2 AVX2 cores without BLAS: 63 GFLOP/s with 8 plain rows, 117 with
+ * 5, 130-139 with these and C's prefetch (OpenBLAS 142-150 in the same runs). Other sets, and
+ * float64 on AVX2, 4 rows. KC keeps a B micro-panel in L1, MC x KC of A in L2, KC x NC of B in L3.
+ * The results do not depend on the tile: each element sums over p in order, one fused multiply-add
+ * at a time. */
 #define NR_f32 (2 * TN_VEC_BYTES / 4)
 #define NR_f64 (2 * TN_VEC_BYTES / 8)
 #if TN_VEC_BYTES == 64
@@ -43,7 +44,6 @@
 #elif defined(__AVX2__) && defined(__FMA__)
 #define MR_f32 6
 #define MR_f64 4
-#define UKR_F32_AVX2 1
 #else
 #define MR_f32 4
 #define MR_f64 4
@@ -68,30 +68,6 @@ static int thread_num(void) { return 0; }
  * arithmetic so that overflow wraps (as PyTorch) instead of being undefined.
  * Floats, products big enough: packed, blocked kernels. ------------------- */
 #define DOT_LANES 16
-
-#ifdef UKR_F32_AVX2
-#include <immintrin.h>
-/* t (6 x 16) = sum over p < kc of column p of ap (packed 6 rows, p-major) times row p of bp
- * (16 columns): gemm_impl.h's ukr for float32 on AVX2, its accumulators named one by one so
- * that they stay in registers. */
-static inline void ukr_acc_f32_avx2(int64_t kc, const float *restrict ap, const float *restrict bp,
-                                    float t[6][16]) {
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    for (int64_t p = 0; p < kc; p++, ap += 6, bp += 16) {
-        __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8), a;
-#define ROW(i)                                                                                     \
-    a = _mm256_broadcast_ss(ap + i);                                                               \
-    c##i##0 = _mm256_fmadd_ps(a, b0, c##i##0);                                                     \
-    c##i##1 = _mm256_fmadd_ps(a, b1, c##i##1);
-        ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)
-#undef ROW
-    }
-#define OUT(i) _mm256_storeu_ps(t[i], c##i##0), _mm256_storeu_ps(t[i] + 8, c##i##1);
-    OUT(0) OUT(1) OUT(2) OUT(3) OUT(4) OUT(5)
-#undef OUT
-}
-#endif
 
 /* bfloat16 and float16 products reach these kernels as float32 (engine/core/widen.h), but for
  * those of a few rows (tn__gemm_half below) */

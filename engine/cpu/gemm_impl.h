@@ -102,47 +102,57 @@ static void F(direct_cols)(const tn_gemm *g, int64_t j0, int64_t j1) {
 #include "dots_impl.h"
 
 #define MR TN_CAT(MR_, SUF)
-#define NR TN_CAT(NR_, SUF)
+#define NR TN_CAT(NR_, SUF)    /* 2 vectors */
+#define V TN_NAME(tn_vec, SUF) /* vec.h */
+#define VFMA TN_NAME(TN_VFMA, SUF)
+#define SPLAT TN_NAME(TN_VSPLAT, SUF)
+#define VL (TN_VEC_BYTES / (int)sizeof(T))
 
 /* ap is (MR, kc) packed p-major: ap[p*MR + i]; bp is (kc, NR): bp[p*NR + j];
- * c is the (mr <= MR, nr <= NR) corner of C. */
+ * c is the (mr <= MR, nr <= NR) corner of C. The tile is MR x 2 vectors (vec.h), indexed by
+ * constants only, so that it stays in registers: GCC spilled a plain scalar tile (8 x 32
+ * float32 on AVX2), and on AVX-512 zeroed and copied it out through the stack. */
 static void F(ukr)(int64_t kc, const T *restrict ap, const T *restrict bp, T *restrict c,
                    int64_t rsc, int mr, int nr, bool acc) {
-    T t[MR][NR];
     for (int i = 0; i < mr; i++) /* C's tile is written at the end: fetch it meanwhile */
         __builtin_prefetch(c + i * rsc, 1), __builtin_prefetch(c + i * rsc + nr - 1, 1);
-#ifdef UKR_F32_AVX2
-    if (sizeof(T) == 4 && MR == 6 && NR == 16) /* float32 (gemm.c) */
-        ukr_acc_f32_avx2(kc, (const float *)ap, (const float *)bp, (float(*)[16])t);
-    else
-#endif
-    {
-        for (int i = 0; i < MR; i++)
-            for (int j = 0; j < NR; j++)
-                t[i][j] = 0;
-        for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
-                const T ai = ap[i];
-                for (int j = 0; j < NR; j++)
-                    t[i][j] = FMADD(ai, bp[j], t[i][j]);
-            }
+    V t[MR][2];
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) t[i][0] = t[i][1] = (V){0};
+    for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {
+        V b0, b1;
+        memcpy(&b0, bp, sizeof b0);
+        memcpy(&b1, bp + VL, sizeof b1);
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
+            const V ai = SPLAT(ap[i]);
+            t[i][0] = VFMA(ai, b0, t[i][0]);
+            t[i][1] = VFMA(ai, b1, t[i][1]);
         }
     }
     if (mr == MR && nr == NR) {
-        for (int i = 0; i < MR; i++) {
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
             T *restrict cr = c + i * rsc;
-            if (acc)
-                for (int j = 0; j < NR; j++)
-                    cr[j] += t[i][j];
-            else
-                for (int j = 0; j < NR; j++)
-                    cr[j] = t[i][j];
+            for (int h = 0; h < 2; h++) {
+                V v = t[i][h];
+                if (acc) {
+                    V old;
+                    memcpy(&old, cr + h * VL, sizeof old);
+                    v = old + v;
+                }
+                memcpy(cr + h * VL, &v, sizeof v);
+            }
         }
         return;
     }
+    T e[MR][NR]; /* an edge tile: through memory (copies: t's own address stays untaken) */
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
+        for (int h = 0; h < 2; h++) {
+            V v = t[i][h];
+            memcpy(e[i] + h * VL, &v, sizeof v);
+        }
+    }
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++)
-            c[i * rsc + j] = acc ? c[i * rsc + j] + t[i][j] : t[i][j];
+            c[i * rsc + j] = acc ? c[i * rsc + j] + e[i][j] : e[i][j];
 }
 
 /* (mc, kc) block of A at a -> MR-row micro-panels, zero rows past mc. */
@@ -223,6 +233,10 @@ static void F(blocked_v)(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, i
 }
 #undef MR
 #undef NR
+#undef V
+#undef VFMA
+#undef SPLAT
+#undef VL
 #endif
 
 #undef T
