@@ -16,6 +16,8 @@
 #define V TN_NAME(tn_vec, SUF)     /* vec.h */
 #define VFMA TN_NAME(TN_VFMA, SUF) /* c + a*b per lane, FMADD's rounding */
 #define SPLAT TN_NAME(TN_VSPLAT, SUF)
+#define VLD TN_NAME(tn_vld, SUF)
+#define VOUT TN_NAME(tn_vout, SUF)
 #define VL ((int)(TN_VEC_BYTES / sizeof(T)))
 #define NV (BK / VL) /* vectors in a row of BK */
 
@@ -31,17 +33,6 @@ static void F(pack_t)(T *t, const T *a, int64_t rs, int64_t n, int64_t d) {
     for (int64_t j = 0; j < n; j++) /* rows read in order, columns scattered */
         for (int64_t e = 0; e < d; e++)
             t[e * BK + j] = a[j * rs + e];
-}
-
-/* A vector of BK's row at p; c = t (or c + t). */
-static inline __attribute__((always_inline)) V F(vld)(const T *p) {
-    V v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline __attribute__((always_inline)) void F(vout)(T *c, V t, bool add) {
-    if (add) t = F(vld)(c) + t;
-    memcpy(c, &t, sizeof t);
 }
 
 /* The register tile: rows i < mr of c (row stride rc, BK columns) = (or += when add) the sum
@@ -63,12 +54,12 @@ F(ukr)(T *restrict c, int64_t rc, bool add, int64_t k, const T *restrict a, int6
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
             const V ai = SPLAT(ar[i][p * aps]);
             _Pragma("GCC unroll 16") for (int v = 0; v < nvc; v++) t[i][v] =
-                VFMA(ai, F(vld)(b + v * VL), t[i][v]);
+                VFMA(ai, VLD(b + v * VL), t[i][v]);
         }
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
         if (i >= mr) break;
         _Pragma("GCC unroll 16") for (int v = 0; v < nvc; v++)
-            F(vout)(c + i * rc + v * VL, t[i][v], add);
+            VOUT(c + i * rc + v * VL, t[i][v], add);
     }
 }
 
@@ -82,9 +73,9 @@ static inline __attribute__((always_inline)) void F(ukr1)(T *restrict c, bool ad
     for (int64_t p = 0; p < k; p++, b += brs) {
         const V ap = SPLAT(a[p * aps]);
         _Pragma("GCC unroll 16") for (int v = 0; v < NV; v++) t[v] =
-            VFMA(ap, F(vld)(b + v * VL), t[v]);
+            VFMA(ap, VLD(b + v * VL), t[v]);
     }
-    _Pragma("GCC unroll 16") for (int v = 0; v < NV; v++) F(vout)(c + v * VL, t[v], add);
+    _Pragma("GCC unroll 16") for (int v = 0; v < NV; v++) VOUT(c + v * VL, t[v], add);
 }
 
 #define NQ (NV < 4 ? NV : 4) /* the widths a trimmed row of the tile comes in: q NV / NQ */
@@ -417,6 +408,8 @@ static void F(qblock_v)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, co
 #undef V
 #undef VFMA
 #undef SPLAT
+#undef VLD
+#undef VOUT
 #undef VL
 #undef NV
 #undef NQ

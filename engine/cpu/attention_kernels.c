@@ -77,9 +77,8 @@ static int64_t band_hi(const tn_attn_args *a, int64_t i0, int64_t j0) {
 /* Keys [0, result) of tile (j0, n keys) take part in query row i by the causal rule (the rest
  * are masked); all n when not causal. */
 static int64_t row_keys(const tn_attn_args *a, int64_t i, int64_t j0, int64_t n) {
-    int64_t lim = n, last = i + a->causal_offset - j0; /* keys past it do not take part */
-    if (a->causal && last + 1 < lim) lim = last + 1 < 0 ? 0 : last + 1;
-    return lim;
+    int64_t hi = band_hi(a, i, j0); /* the band of the tile's row i: keys below hi */
+    return hi < 0 ? 0 : hi < n ? hi : n;
 }
 
 /* exp of the softmax's arguments, s - max or s - lse, never above 0: for float32 plain

@@ -106,6 +106,8 @@ static void F(direct_cols)(const tn_gemm *g, int64_t j0, int64_t j1) {
 #define V TN_NAME(tn_vec, SUF) /* vec.h */
 #define VFMA TN_NAME(TN_VFMA, SUF)
 #define SPLAT TN_NAME(TN_VSPLAT, SUF)
+#define VLD TN_NAME(tn_vld, SUF)
+#define VOUT TN_NAME(tn_vout, SUF)
 #define VL (TN_VEC_BYTES / (int)sizeof(T))
 
 /* ap is (MR, kc) packed p-major: ap[p*MR + i]; bp is (kc, NR): bp[p*NR + j];
@@ -119,9 +121,7 @@ static void F(ukr)(int64_t kc, const T *restrict ap, const T *restrict bp, T *re
     V t[MR][2];
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) t[i][0] = t[i][1] = (V){0};
     for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {
-        V b0, b1;
-        memcpy(&b0, bp, sizeof b0);
-        memcpy(&b1, bp + VL, sizeof b1);
+        const V b0 = VLD(bp), b1 = VLD(bp + VL);
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
             const V ai = SPLAT(ap[i]);
             t[i][0] = VFMA(ai, b0, t[i][0]);
@@ -131,24 +131,15 @@ static void F(ukr)(int64_t kc, const T *restrict ap, const T *restrict bp, T *re
     if (mr == MR && nr == NR) {
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
             T *restrict cr = c + i * rsc;
-            for (int h = 0; h < 2; h++) {
-                V v = t[i][h];
-                if (acc) {
-                    V old;
-                    memcpy(&old, cr + h * VL, sizeof old);
-                    v = old + v;
-                }
-                memcpy(cr + h * VL, &v, sizeof v);
-            }
+            VOUT(cr, t[i][0], acc);
+            VOUT(cr + VL, t[i][1], acc);
         }
         return;
     }
     T e[MR][NR]; /* an edge tile: through memory (copies: t's own address stays untaken) */
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
-        for (int h = 0; h < 2; h++) {
-            V v = t[i][h];
-            memcpy(e[i] + h * VL, &v, sizeof v);
-        }
+        VOUT(e[i], t[i][0], false);
+        VOUT(e[i] + VL, t[i][1], false);
     }
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++)
@@ -236,6 +227,8 @@ static void F(blocked_v)(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, i
 #undef V
 #undef VFMA
 #undef SPLAT
+#undef VLD
+#undef VOUT
 #undef VL
 #endif
 

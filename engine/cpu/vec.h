@@ -7,10 +7,14 @@
  *
  * TN_VFMA_SUF(a, b, c) is c + a*b per lane with the rounding of FMADD (gemm.h): fused where
  * FMADD is, unfused (strict C11 does not contract) where it is not, so a vector tile's bits are
- * those of the scalar loop it replaces.
+ * those of the scalar loop it replaces. TN_VSPLAT_SUF broadcasts a scalar; tn_vld_SUF and
+ * tn_vout_SUF load and store (or add into) a vector at any alignment.
  */
 #ifndef TN_CPU_VEC_H
 #define TN_CPU_VEC_H
+
+#include <stdbool.h>
+#include <string.h>
 
 #include "gemm.h"
 
@@ -46,5 +50,21 @@ typedef double tn_vec_f64 __attribute__((vector_size(TN_VEC_BYTES)));
 #define TN_VSPLAT_f32(x) ((x) - (tn_vec_f32){0}) /* x - 0 is x, -0 and NaN too */
 #define TN_VSPLAT_f64(x) ((x) - (tn_vec_f64){0})
 #endif
+
+/* A vector of the elements at p (any alignment), and its store at c: c = t, or c + t when add. */
+#define TN_VEC_MEM(SUF, T)                                                                         \
+    static inline __attribute__((always_inline)) tn_vec_##SUF tn_vld_##SUF(const T *p) {           \
+        tn_vec_##SUF v;                                                                            \
+        memcpy(&v, p, sizeof v);                                                                   \
+        return v;                                                                                  \
+    }                                                                                              \
+    static inline                                                                                  \
+        __attribute__((always_inline)) void tn_vout_##SUF(T *c, tn_vec_##SUF t, bool add) {        \
+        if (add) t = tn_vld_##SUF(c) + t;                                                          \
+        memcpy(c, &t, sizeof t);                                                                   \
+    }
+TN_VEC_MEM(f32, float)
+TN_VEC_MEM(f64, double)
+#undef TN_VEC_MEM
 
 #endif
