@@ -45,11 +45,10 @@
  * TN_AUTOCAST_MAX_DEPTH open regions, tn_autocast_end without an open region
  * (TN_ERR_INVALID_ARGUMENT).
  *
- * CUDA regions: the policies are in place, but tenet's CUDA back end has no
- * bfloat16/float16 kernels yet, so an op that casts CUDA tensors to a half
- * type fails with the back end's TN_ERR_DTYPE ("CUDA copy: unknown
- * destination dtype 7"); the gradient scaler works on CUDA float32
- * gradients.
+ * CUDA regions: CUDA's policies (above) on CUDA tensors, through the CUDA
+ * back end's bfloat16/float16 kernels (cuBLAS on tensor cores for the
+ * products); the gradient scaler unscales and checks CUDA gradients on the
+ * device.
  *
  * Cost: with no region open, an op pays one thread-local load.
  */

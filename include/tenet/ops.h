@@ -262,8 +262,9 @@ tn_tensor *tn_triu(const tn_tensor *a, int64_t diagonal);
  * error otherwise: "Given normalized_shape=[5], expected input with shape
  * [*, 5], but got input of size[2, 3, 4]"); y = (x - mean) / sqrt(var + eps)
  * * weight + bias with the biased variance. weight and bias (either may be
- * NULL) have shape normalized_shape and x's dtype; x is float32/float64.
- * grad_fn NativeLayerNormBackward0 (double backward supported). */
+ * NULL) have shape normalized_shape and x's dtype; x is floating (float32,
+ * float64, bfloat16 or float16: a half x has float32 statistics and one
+ * rounding of y). grad_fn NativeLayerNormBackward0 (double backward supported). */
 tn_tensor *tn_layer_norm(const tn_tensor *x, int n_norm_dims, const int64_t *normalized_shape,
                          const tn_tensor *weight, const tn_tensor *bias, double eps);
 /* torch.nn.functional.batch_norm(input, running_mean, running_var, weight, bias, training,
@@ -437,7 +438,8 @@ tn_tensor *tn_adaptive_max_pool2d_with_indices(const tn_tensor *input, const int
 /* ---- attention ------------------------------------------------------------- */
 /* torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x semantics):
  * softmax(q k^T / sqrt(E) + mask) v with q (*, L, E), k (*, S, E), v (*, S,
- * Ev), leading dims broadcast; result (*, L, Ev), float32 or float64.
+ * Ev), leading dims broadcast; result (*, L, Ev) in q's dtype (floating:
+ * float32, float64, bfloat16 or float16; half scores and sums in float32).
  * attn_mask: NULL, bool (true = takes part) or float (added to the scores;
  * float32 or q's dtype), broadcastable into (*, L, S); not differentiated.
  * is_causal: key j takes part in row i only when j <= i (top-left aligned);
