@@ -262,6 +262,14 @@ static void empty_inputs(void **state) {
     tn_tensor *ye = tn_batch_norm(xe, NULL, NULL, NULL, NULL, true, 0.1, 1e-5);
     assert_non_null(ye);
     assert_int_equal(tn_numel(ye), 0);
+    /* group norm's check on [n * c / groups, groups, *], where n * c overflows beside a zero
+     * dim (a fuzzer's finding) */
+    const int64_t e2[] = {1, 1, 0}, big[] = {(int64_t)1 << 33, (int64_t)1 << 33, 0};
+    tn_tensor *xb = tn_expand(tn_zeros(3, e2, TN_F64), 3, big);
+    assert_non_null(xb);
+    tn_tensor *zb = tn_group_norm(xb, (int64_t)1 << 33, NULL, NULL, 1e-5);
+    assert_non_null(zb);
+    assert_int_equal(tn_numel(zb), 0);
     tn_scope_end();
 }
 

@@ -356,11 +356,14 @@ static tn_status check_group_norm(const tn_tensor *x, int64_t groups, const tn_t
                                   const tn_tensor *b) {
     if (x->ndim < 2) return dim_error();
     int64_t n = x->shape[0], c = x->shape[1];
-    if (groups > 0) { /* the Python layer's check on [n * c / groups, groups, *] */
+    int64_t nc;
+    /* the Python layer's check on [n * c / groups, groups, *]; when n * c overflows, a later
+     * dim is 0 (numel fits int64), and the check passes */
+    if (groups > 0 && !__builtin_mul_overflow(n, c, &nc)) {
         int64_t size[TN_MAX_DIMS];
         for (int i = 0; i < x->ndim; i++)
             size[i] = x->shape[i];
-        size[0] = n * c / groups, size[1] = groups;
+        size[0] = nc / groups, size[1] = groups;
         if (check_batch(x->ndim, size) < 0) return tn_last_status();
     }
     char xs[200], ps[200];
