@@ -263,13 +263,20 @@ static void empty_inputs(void **state) {
     assert_non_null(ye);
     assert_int_equal(tn_numel(ye), 0);
     /* group norm's check on [n * c / groups, groups, *], where n * c overflows beside a zero
-     * dim (a fuzzer's finding) */
+     * dim (a fuzzer's finding), then its (n, groups) statistics: an error when they overflow
+     * (docs/semantics.md §6c), an empty result when they fit */
     const int64_t e2[] = {1, 1, 0}, big[] = {(int64_t)1 << 33, (int64_t)1 << 33, 0};
     tn_tensor *xb = tn_expand(tn_zeros(3, e2, TN_F64), 3, big);
     assert_non_null(xb);
-    tn_tensor *zb = tn_group_norm(xb, (int64_t)1 << 33, NULL, NULL, 1e-5);
+    tt_assert_refused(tn_group_norm(xb, (int64_t)1 << 33, NULL, NULL, 1e-5), TN_ERR_SHAPE,
+                      "the number of elements of shape [8589934592, 8589934592] overflows int64");
+    const int64_t wide[] = {2, (int64_t)1 << 62, 0};
+    tn_tensor *base = tn_zeros(3, e2, TN_F64);
+    assert_int_equal(tn_requires_grad_(base, true), TN_OK);
+    tn_tensor *zb = tn_group_norm(tn_expand(base, 3, wide), 2, NULL, NULL, 1e-5);
     assert_non_null(zb);
     assert_int_equal(tn_numel(zb), 0);
+    assert_int_equal(tn_backward(tn_sum(zb), NULL, false), TN_OK);
     tn_scope_end();
 }
 

@@ -213,7 +213,7 @@ tn_status tn__dev_layer_norm(const tn_ln_args *a, tn_device dev, int nops,
 
 tn_status tn__dev_channel_norm(const tn_cn_args *a, tn_device dev, int nops,
                                const tn_tensor *const *ops, unsigned written) {
-    if (a->n * a->c * a->s == 0) return TN_OK; /* empty: the op fills what it needs */
+    if (a->n == 0 || a->c == 0 || a->s == 0) return TN_OK; /* empty: the op fills what it needs */
     if (tn__is_half(a->dtype)) {
         tn_cn_args f = *a;
         f.dtype = TN_F32;

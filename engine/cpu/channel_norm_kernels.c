@@ -223,7 +223,7 @@ tn_status tn__cpu_channel_norm(int dev, const tn_cn_args *a) {
     (void)dev;
     if ((unsigned)a->dtype >= TN_DTYPE_COUNT || !kernels[a->dtype].sum)
         return tn__error(TN_ERR_DTYPE, "batch_norm: no CPU kernel for %s", tn_dtype_name(a->dtype));
-    if (a->n * a->c * a->s == 0) return TN_OK;
+    if (a->n == 0 || a->c == 0 || a->s == 0) return TN_OK;
     cn_run r = {.a = a, .k = &kernels[a->dtype], .es = tn__dtype_sizes[a->dtype]};
     r.planes = a->n * a->c;
     r.nk = (a->s + CN_CHUNK - 1) / CN_CHUNK;

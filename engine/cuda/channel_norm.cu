@@ -221,7 +221,7 @@ extern "C" tn_status tn__cuda_channel_norm(int dev, const tn_cn_args *a) {
     if (st < 0) return st;
     if (a->n < 0 || a->c < 0 || a->s < 0 || a->groups < 0 || (a->groups && a->c % a->groups))
         return tn__error(TN_ERR_SHAPE, "CUDA batch_norm: bad geometry");
-    if (a->n * a->c * a->s == 0) return TN_OK;
+    if (a->n == 0 || a->c == 0 || a->s == 0) return TN_OK;
     const bool fwd = a->mode == TN_CN_FWD;
     if (!a->x || !a->mean || !a->rstd || (fwd && !a->y) || (!fwd && !a->dy) ||
         (fwd && a->fixed && !a->var))

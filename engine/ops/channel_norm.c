@@ -398,6 +398,11 @@ static tn_status check_group_norm(const tn_tensor *x, int64_t groups, const tn_t
     }
     tn_device dev;
     if (st == TN_OK) st = tn__result_device(3, (const tn_tensor *[]){x, w, b}, &dev);
+    int64_t units; /* the statistics are (n, groups): only an empty input can overflow them */
+    if (st == TN_OK && __builtin_mul_overflow(n, groups, &units)) {
+        tn__format_shape(ps, sizeof ps, 2, (const int64_t[]){n, groups});
+        st = tn__error(TN_ERR_SHAPE, "the number of elements of shape %s overflows int64", ps);
+    }
     return st;
 }
 
