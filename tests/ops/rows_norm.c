@@ -123,6 +123,10 @@ static const tt_case bn_cases[] = {
      .ndim = {3, 1, 1},
      .shape = {{1, 3, 4}, {3}, {3}},
      .p = {1, 1, 1, 1, 0.1, 1e-5}},
+    {.tag = "empty_spatial", /* no weight, bias or running statistics */
+     .ndim = {3, 1, 1},
+     .shape = {{2, 3, 0}, {0}, {0}},
+     .p = {1, 0, 0, 0, 0.1, 1e-5}},
 };
 static const tt_case gn_cases[] = {
     /* p: num_groups, has weight, has bias, eps */
@@ -130,6 +134,10 @@ static const tt_case gn_cases[] = {
     {.tag = "4d_w", .ndim = {4, 1, 1}, .shape = {{2, 4, 2, 3}, {4}, {4}}, .p = {2, 1, 0, 1e-3}},
     {.tag = "2d_b", .ndim = {2, 1, 1}, .shape = {{3, 4}, {4}, {4}}, .p = {1, 0, 1, 1e-5}},
     {.tag = "per_channel", .ndim = {3, 1, 1}, .shape = {{2, 3, 4}, {3}, {3}}, .p = {3, 0, 0, 1e-5}},
+    {.tag = "empty_spatial",
+     .ndim = {3, 1, 1},
+     .shape = {{2, 6, 0}, {0}, {0}},
+     .p = {3, 0, 0, 1e-5}},
 };
 
 const tt_op tt_rows_norm[] = {
