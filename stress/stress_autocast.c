@@ -31,10 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "replay.h"
 
 #define MAX_THREADS 256
-#define LOG 32
 #define B 4
 #define D 8
 #define H 16
@@ -46,36 +45,14 @@ typedef struct shared {
     double colsum[D];
     int64_t per_thread; /* iterations per worker per round */
     int64_t passes[MAX_THREADS];
-    uint64_t seed[MAX_THREADS][LOG];
-    double sum[MAX_THREADS][LOG];
-    int logged[MAX_THREADS];
+    st_log log[MAX_THREADS];
 } shared;
 
-typedef struct prog {
-    uint64_t r;
-    int64_t ops;
-    char err[256];
-} prog;
-
-static int pick(prog *p, int n) {
-    p->r ^= p->r >> 12;
-    p->r ^= p->r << 25;
-    p->r ^= p->r >> 27;
-    return (int)(((p->r * 0x2545F4914F6CDD1DULL) >> 33) % (uint64_t)n);
-}
-
-/* Sets p->err on the first failure (what, and the library's message); returns t. */
-static tn_tensor *ok(prog *p, tn_tensor *t, const char *what) {
-    p->ops++;
-    if (!t && !p->err[0]) snprintf(p->err, sizeof p->err, "%s: %s", what, tn_last_error());
-    return t;
-}
-
-static void fail(prog *p, const char *fmt, const char *a, const char *b) {
+static void fail(st_prog *p, const char *fmt, const char *a, const char *b) {
     if (!p->err[0]) snprintf(p->err, sizeof p->err, fmt, a, b);
 }
 
-static void want_dtype(prog *p, const tn_tensor *t, tn_dtype want, const char *what) {
+static void want_dtype(st_prog *p, const tn_tensor *t, tn_dtype want, const char *what) {
     if (t && tn_dtype_of(t) != want) {
         char msg[96];
         snprintf(msg, sizeof msg, "%s is %s", what, tn_dtype_name(tn_dtype_of(t)));
@@ -84,67 +61,61 @@ static void want_dtype(prog *p, const tn_tensor *t, tn_dtype want, const char *w
 }
 
 /* This thread's CPU autocast state must be (on, dt). */
-static void want_region(prog *p, bool on, tn_dtype dt, const char *where) {
+static void want_region(st_prog *p, bool on, tn_dtype dt, const char *where) {
     if (tn_autocast_is_enabled(TN_CPU) != on)
         fail(p, "autocast %s %s", on ? "off" : "on", where);
     else if (on && tn_autocast_dtype(TN_CPU) != dt)
         fail(p, "autocast dtype %s %s", tn_dtype_name(tn_autocast_dtype(TN_CPU)), where);
 }
 
-static double total(prog *p, const tn_tensor *t) {
-    double v = 0;
-    if (!t || tn_item(t, &v) != TN_OK) return NAN;
-    p->ops++;
-    return v;
-}
-
 static tn_dtype other(tn_dtype dt) { return dt == TN_BF16 ? TN_F16 : TN_BF16; }
 
 /* sum(X @ W) + sum(E @ Hb) + sum(E @ Hf) in the open region (dtype dt) */
-static tn_tensor *exact_loss(prog *p, const shared *s, tn_dtype dt) {
-    tn_tensor *a = ok(p, tn_matmul(s->X, s->W), "X @ W");
-    tn_tensor *b = ok(p, tn_matmul(s->E, s->Hb), "E @ Hb");
-    tn_tensor *c = ok(p, tn_matmul(s->E, s->Hf), "E @ Hf");
+static tn_tensor *exact_loss(st_prog *p, const shared *s, tn_dtype dt) {
+    tn_tensor *a = st_ok(p, tn_matmul(s->X, s->W), "X @ W");
+    tn_tensor *b = st_ok(p, tn_matmul(s->E, s->Hb), "E @ Hb");
+    tn_tensor *c = st_ok(p, tn_matmul(s->E, s->Hf), "E @ Hf");
     want_dtype(p, a, dt, "X @ W"), want_dtype(p, b, dt, "E @ Hb"), want_dtype(p, c, dt, "E @ Hf");
-    return ok(p,
-              tn_add(ok(p, tn_add(ok(p, tn_sum(a), "sum"), ok(p, tn_sum(b), "sum")), "add"),
-                     ok(p, tn_sum(c), "sum")),
-              "add");
+    return st_ok(
+        p,
+        tn_add(st_ok(p, tn_add(st_ok(p, tn_sum(a), "sum"), st_ok(p, tn_sum(b), "sum")), "add"),
+               st_ok(p, tn_sum(c), "sum")),
+        "add");
 }
 
 /* A few ops of the region's lists on a (rows x H, half). */
-static tn_tensor *step(prog *p, const shared *s, tn_tensor *a, int64_t rows, tn_dtype dt) {
-    switch (pick(p, 6)) {
+static tn_tensor *step(st_prog *p, const shared *s, tn_tensor *a, int64_t rows, tn_dtype dt) {
+    switch (st_pick(p, 6)) {
     case 0:
-        return ok(p, tn_gelu(a, pick(p, 2)), "gelu");
+        return st_ok(p, tn_gelu(a, st_pick(p, 2)), "gelu");
     case 1: /* follows its input: stays half */
-        return ok(p, tn_layer_norm(a, 1, (int64_t[]){H}, NULL, NULL, 1e-5), "layer_norm");
+        return st_ok(p, tn_layer_norm(a, 1, (int64_t[]){H}, NULL, NULL, 1e-5), "layer_norm");
     case 2:
-        return ok(p, tn_softmax(a, 1), "softmax");
+        return st_ok(p, tn_softmax(a, 1), "softmax");
     case 3: { /* causal attention over the rows, one head: q = k = v = a */
-        tn_tensor *q = ok(p, tn_reshape(a, 3, (int64_t[]){1, rows, H}), "reshape");
-        tn_tensor *y = ok(p, tn_scaled_dot_product_attention(q, q, q, NULL, 0.0, true), "sdpa");
+        tn_tensor *q = st_ok(p, tn_reshape(a, 3, (int64_t[]){1, rows, H}), "reshape");
+        tn_tensor *y = st_ok(p, tn_scaled_dot_product_attention(q, q, q, NULL, 0.0, true), "sdpa");
         want_dtype(p, y, dt, "attention");
-        return ok(p, tn_reshape(y, 2, (int64_t[]){rows, H}), "reshape back");
+        return st_ok(p, tn_reshape(y, 2, (int64_t[]){rows, H}), "reshape back");
     }
     case 4: { /* a product through the cache's cast of W again: (rows x H) @ W^T @ W */
-        tn_tensor *b = ok(p, tn_matmul(a, ok(p, tn_transpose(s->W, 0, 1), "W^T")), "a @ W^T");
-        b = ok(p, tn_linear(b, ok(p, tn_transpose(s->W, 0, 1), "W^T"), NULL), "linear");
+        tn_tensor *b = st_ok(p, tn_matmul(a, st_ok(p, tn_transpose(s->W, 0, 1), "W^T")), "a @ W^T");
+        b = st_ok(p, tn_linear(b, st_ok(p, tn_transpose(s->W, 0, 1), "W^T"), NULL), "linear");
         want_dtype(p, b, dt, "linear");
-        return ok(p, tn_mul_scalar(b, 0.125), "mul_scalar");
+        return st_ok(p, tn_mul_scalar(b, 0.125), "mul_scalar");
     }
     default: { /* a nested region of the other dtype, or a disabled one, makes a (1 x H) row
                 * in the other half type or in float32: a + row promotes to float32 */
-        bool off = pick(p, 2);
+        bool off = st_pick(p, 2);
         if ((off ? tn_autocast_begin_disabled(TN_CPU) : tn_autocast_begin(TN_CPU, other(dt))) !=
             TN_OK)
-            return ok(p, NULL, "nested tn_autocast_begin");
+            return st_ok(p, NULL, "nested tn_autocast_begin");
         want_region(p, !off, other(dt), "in the nested region");
-        tn_tensor *c = ok(p, tn_matmul(s->E, off ? s->W : s->Hb), "nested E @ W");
+        tn_tensor *c = st_ok(p, tn_matmul(s->E, off ? s->W : s->Hb), "nested E @ W");
         want_dtype(p, c, off ? TN_F32 : other(dt), "nested product");
-        if (tn_autocast_end() != TN_OK) ok(p, NULL, "nested tn_autocast_end");
+        if (tn_autocast_end() != TN_OK) st_ok(p, NULL, "nested tn_autocast_end");
         want_region(p, true, dt, "after the nested region");
-        tn_tensor *r = ok(p, tn_add(a, ok(p, tn_mean_dim(c, 0, true), "mean_dim")), "add");
+        tn_tensor *r = st_ok(p, tn_add(a, st_ok(p, tn_mean_dim(c, 0, true), "mean_dim")), "add");
         want_dtype(p, r, TN_F32, "a + row");
         return r;
     }
@@ -152,11 +123,11 @@ static tn_tensor *step(prog *p, const shared *s, tn_tensor *a, int64_t rows, tn_
 }
 
 /* Runs program `seed` (a functional pass); returns its checksum (NAN with p->err on failure). */
-static double run_program(const shared *s, uint64_t seed, prog *p) {
-    memset(p, 0, sizeof *p);
-    p->r = seed | 1;
-    const tn_dtype dt = pick(p, 2) ? TN_BF16 : TN_F16;
-    const int64_t rows = 1 + pick(p, ROWS), start = pick(p, ROWS + 1 - (int)rows);
+static double run_program(void *arg, uint64_t seed, st_prog *p) {
+    const shared *s = arg;
+    st_prog_start(p, seed);
+    const tn_dtype dt = st_pick(p, 2) ? TN_BF16 : TN_F16;
+    const int64_t rows = 1 + st_pick(p, ROWS), start = st_pick(p, ROWS + 1 - (int)rows);
     double sum = 0;
     want_region(p, false, dt, "before the region");
     if (tn_scope_begin() != TN_OK) {
@@ -169,39 +140,39 @@ static double run_program(const shared *s, uint64_t seed, prog *p) {
         return NAN;
     }
     want_region(p, true, dt, "in the region");
-    tn_tensor *x = ok(p, tn_narrow(s->R, 0, start, rows), "narrow R");
-    if (pick(p, 3) == 0) { /* an evaluation pass first: its cast must not be reused below */
+    tn_tensor *x = st_ok(p, tn_narrow(s->R, 0, start, rows), "narrow R");
+    if (st_pick(p, 3) == 0) { /* an evaluation pass first: its cast must not be reused below */
         bool prev = tn_set_grad_enabled(false);
-        total(p, ok(p, tn_sum(ok(p, tn_matmul(x, s->W), "no-grad X @ W")), "sum"));
+        st_total(p, st_ok(p, tn_sum(st_ok(p, tn_matmul(x, s->W), "no-grad X @ W")), "sum"));
         tn_set_grad_enabled(prev);
     }
-    tn_tensor *a = ok(p, tn_matmul(x, s->W), "R @ W");
+    tn_tensor *a = st_ok(p, tn_matmul(x, s->W), "R @ W");
     want_dtype(p, a, dt, "R @ W");
-    for (int i = 0, n = 1 + pick(p, 4); i < n && !p->err[0]; i++)
+    for (int i = 0, n = 1 + st_pick(p, 4); i < n && !p->err[0]; i++)
         a = step(p, s, a, rows, dt);
     tn_tensor *loss = NULL;
-    if (!p->err[0] && pick(p, 2)) { /* on the float32 list */
+    if (!p->err[0] && st_pick(p, 2)) { /* on the float32 list */
         int64_t tg[ROWS];
         for (int64_t i = 0; i < rows; i++)
-            tg[i] = pick(p, H);
-        tn_tensor *t = ok(p, tn_tensor_from(tg, TN_I64, 1, &rows, false), "targets");
-        loss = ok(p, tn_cross_entropy(a, t), "cross_entropy");
+            tg[i] = st_pick(p, H);
+        tn_tensor *t = st_ok(p, tn_tensor_from(tg, TN_I64, 1, &rows, false), "targets");
+        loss = st_ok(p, tn_cross_entropy(a, t), "cross_entropy");
         want_dtype(p, loss, TN_F32, "cross_entropy");
     } else if (!p->err[0]) {
-        loss = ok(p, tn_mean(ok(p, tn_mul(a, a), "mul")), "mean");
+        loss = st_ok(p, tn_mean(st_ok(p, tn_mul(a, a), "mul")), "mean");
     }
     tn_tensor *ex = loss ? exact_loss(p, s, dt) : NULL; /* every leaf takes part */
-    loss = ex ? ok(p, tn_add(loss, ex), "add") : NULL;
-    if (tn_autocast_end() != TN_OK) ok(p, NULL, "tn_autocast_end");
+    loss = ex ? st_ok(p, tn_add(loss, ex), "add") : NULL;
+    if (tn_autocast_end() != TN_OK) st_ok(p, NULL, "tn_autocast_end");
     want_region(p, false, dt, "after the region");
     if (loss && !p->err[0]) {
         tn_tensor *in[3] = {s->W, s->Hb, s->Hf}, *g[3] = {NULL, NULL, NULL};
         if (tn_autograd_grad_ex(1, &loss, NULL, 3, in, g, false, false, false) != TN_OK)
-            ok(p, NULL, "tn_autograd_grad");
-        sum = total(p, loss);
+            st_ok(p, NULL, "tn_autograd_grad");
+        sum = st_total(p, loss);
         for (int i = 0; i < 3 && !p->err[0]; i++) {
             want_dtype(p, g[i], tn_dtype_of(in[i]), "a leaf's gradient");
-            sum += total(p, ok(p, tn_sum(g[i]), "sum grad")); /* g: the scope's */
+            sum += st_total(p, st_ok(p, tn_sum(g[i]), "sum grad")); /* g: the scope's */
         }
     }
     tn_scope_end();
@@ -209,10 +180,9 @@ static double run_program(const shared *s, uint64_t seed, prog *p) {
 }
 
 /* An accumulate pass: the exact loss's gradients into the shared leaves. */
-static bool accumulate(const shared *s, uint64_t seed, prog *p) {
-    memset(p, 0, sizeof *p);
-    p->r = seed | 1;
-    const tn_dtype dt = pick(p, 2) ? TN_BF16 : TN_F16;
+static bool accumulate(const shared *s, uint64_t seed, st_prog *p) {
+    st_prog_start(p, seed);
+    const tn_dtype dt = st_pick(p, 2) ? TN_BF16 : TN_F16;
     if (tn_scope_begin() != TN_OK) {
         snprintf(p->err, sizeof p->err, "tn_scope_begin: %s", tn_last_error());
         return false;
@@ -223,9 +193,9 @@ static bool accumulate(const shared *s, uint64_t seed, prog *p) {
         return false;
     }
     tn_tensor *loss = exact_loss(p, s, dt);
-    if (tn_autocast_end() != TN_OK) ok(p, NULL, "tn_autocast_end");
+    if (tn_autocast_end() != TN_OK) st_ok(p, NULL, "tn_autocast_end");
     bool done = loss && !p->err[0] && tn_backward(loss, NULL, false) == TN_OK;
-    if (loss && !done) ok(p, NULL, "backward");
+    if (loss && !done) st_ok(p, NULL, "backward");
     tn_scope_end();
     return done;
 }
@@ -235,17 +205,12 @@ static void worker(st_worker *w) {
     int64_t passes = 0;
     for (int64_t i = 0; i < s->per_thread && st_go(w, i); i++) {
         uint64_t seed = st_rand(w);
-        prog p;
+        st_prog p;
         if (seed % 3 == 0) {
             passes += accumulate(s, seed, &p);
         } else {
             double sum = run_program(s, seed, &p);
-            int k = s->logged[w->id];
-            if (!p.err[0] && k < LOG) { /* kept for the serial replay */
-                s->seed[w->id][k] = seed;
-                s->sum[w->id][k] = sum;
-                s->logged[w->id] = k + 1;
-            }
+            if (!p.err[0]) st_log_add(&s->log[w->id], seed, sum); /* for the serial replay */
         }
         w->ops += p.ops;
         if (p.err[0]) st_fail(w, "program 0x%llx: %s", (unsigned long long)seed, p.err);
@@ -278,20 +243,6 @@ static void check_grad(tn_tensor *leaf, const char *name, int64_t passes, const 
     if (tn_set_grad(leaf, NULL) != TN_OK) st_fail(NULL, "tn_set_grad: %s", tn_last_error());
 }
 
-static void replay(shared *s, int threads) {
-    for (int t = 0; t < threads; t++) {
-        for (int k = 0; k < s->logged[t]; k++) {
-            prog p;
-            double sum = run_program(s, s->seed[t][k], &p);
-            st_count(p.ops);
-            if (memcmp(&sum, &s->sum[t][k], sizeof sum) != 0)
-                st_fail(NULL, "program 0x%llx: checksum %.17g alone, %.17g among threads (%s)",
-                        (unsigned long long)s->seed[t][k], sum, s->sum[t][k], p.err);
-        }
-        s->logged[t] = 0;
-    }
-}
-
 static int rounds(const st_opts *o, shared *s) {
     int n = 0;
     do {
@@ -302,19 +253,10 @@ static int rounds(const st_opts *o, shared *s) {
         check_grad(s->W, "W", passes, s->colsum);
         check_grad(s->Hb, "Hb", passes, NULL);
         check_grad(s->Hf, "Hf", passes, NULL);
-        replay(s, o->threads);
+        st_replay(s->log, o->threads, run_program, s);
         n++;
     } while (st_time_left() && st_violations() == 0);
     return n;
-}
-
-static double digest(const tn_tensor *t) {
-    double v[ROWS * H], d = 0;
-    int64_t n = tn_numel(t);
-    if (n <= ROWS * H && tn_copy_to_f64(t, v, n) == TN_OK)
-        for (int64_t i = 0; i < n; i++)
-            d = d * 1.0000001 + v[i];
-    return d;
 }
 
 static tn_tensor *leaf(const float *v, tn_dtype dt) {
@@ -360,7 +302,7 @@ int main(int argc, char **argv) {
             st_fail(NULL, "setup: %s", tn_last_error());
             return st_finish("stress_autocast", &o);
         }
-        d0[i] = digest(sh[i]);
+        d0[i] = st_digest(sh[i]);
     }
     /* each round: every worker's share of the passes (a third of its iterations accumulate) */
     s.per_thread = 3 * ROUND_PASSES / 2 / o.threads;
@@ -368,29 +310,13 @@ int main(int argc, char **argv) {
 
     st_set_deadline(o.seconds / 2);
     int n = rounds(&o, &s);
-    tn_set_race_report_stream(NULL);
-    tn_race_reports_reset();
-    tn_set_detect_races(true);
+    st_race_phase_begin();
     st_set_deadline(o.seconds / 2);
     n += rounds(&o, &s);
-    tn_set_detect_races(false);
-    tn_set_race_report_stream(stderr);
-    if (tn_race_reports() != 0) {
-        char buf[4096];
-        tn_race_last_report(buf, sizeof buf);
-        st_fail(NULL, "%llu race reports on a race-free workload; the last:\n%s",
-                (unsigned long long)tn_race_reports(), buf);
-    }
+    st_race_phase_end();
     printf("%d rounds\n", n);
 
-    for (int i = 0; i < 6; i++) {
-        tn_tensor *g = tn_grad(sh[i]);
-        if (tn_version(sh[i]) != 0 || digest(sh[i]) != d0[i] || g)
-            st_fail(NULL, "shared tensor %d was modified (version %lld%s)", i,
-                    (long long)tn_version(sh[i]), g ? ", has a .grad" : "");
-        tn_release(g);
-        tn_release(sh[i]);
-    }
+    st_release_shared(sh, 6, d0);
     st_check_no_leak(&base, 16u << 20);
     return st_finish("stress_autocast", &o);
 }

@@ -20,115 +20,88 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "replay.h"
 
 #define MAX_THREADS 256
-#define LOG 64
 
 typedef struct shared {
     tn_tensor *X, *W1, *W2, *B;
-    uint64_t seed[MAX_THREADS][LOG];
-    double sum[MAX_THREADS][LOG];
-    int logged[MAX_THREADS];
+    st_log log[MAX_THREADS];
 } shared;
 
-typedef struct prog {
-    uint64_t r;
-    int64_t ops;
-    char err[256];
-} prog;
-
-static int pick(prog *p, int n) {
-    p->r ^= p->r >> 12;
-    p->r ^= p->r << 25;
-    p->r ^= p->r >> 27;
-    return (int)(((p->r * 0x2545F4914F6CDD1DULL) >> 33) % (uint64_t)n);
-}
-
-/* Sets p->err on the first failure; returns t. */
-static tn_tensor *ok(prog *p, tn_tensor *t, const char *what) {
-    p->ops++;
-    if (!t && !p->err[0]) snprintf(p->err, sizeof p->err, "%s: %s", what, tn_last_error());
-    return t;
-}
-
-static double total(prog *p, const tn_tensor *t) {
-    double v = 0;
-    if (!t || tn_item(t, &v) != TN_OK) return NAN;
-    p->ops++;
-    return v;
-}
-
-static tn_tensor *step(prog *p, const shared *s, tn_tensor *a, int64_t rows) {
-    switch (pick(p, 8)) {
+static tn_tensor *step(st_prog *p, const shared *s, tn_tensor *a, int64_t rows) {
+    switch (st_pick(p, 8)) {
     case 0:
-        return ok(p, tn_tanh(a), "tanh");
+        return st_ok(p, tn_tanh(a), "tanh");
     case 1:
-        return ok(p, tn_mul(a, ok(p, tn_sigmoid(a), "sigmoid")), "mul");
+        return st_ok(p, tn_mul(a, st_ok(p, tn_sigmoid(a), "sigmoid")), "mul");
     case 2:
-        return ok(p, tn_relu(a), "relu");
+        return st_ok(p, tn_relu(a), "relu");
     case 3: { /* in place on a private non-leaf (add saves nothing) */
-        tn_tensor *b = ok(p, tn_add_scalar(a, 0.25), "add_scalar");
-        if (b && tn_mul_scalar_(b, 0.5) != TN_OK) ok(p, NULL, "mul_scalar_");
+        tn_tensor *b = st_ok(p, tn_add_scalar(a, 0.25), "add_scalar");
+        if (b && tn_mul_scalar_(b, 0.5) != TN_OK) st_ok(p, NULL, "mul_scalar_");
         return b;
     }
     case 4: { /* views: (rows,32) -> (rows,2,16) -> transposed -> back */
         int64_t s3[] = {rows, 2, 16}, s2[] = {rows, 32};
-        tn_tensor *v = ok(p, tn_transpose(ok(p, tn_reshape(a, 3, s3), "reshape"), 1, 2), "t");
-        return ok(p, tn_reshape(v, 2, s2), "reshape back");
+        tn_tensor *v = st_ok(p, tn_transpose(st_ok(p, tn_reshape(a, 3, s3), "reshape"), 1, 2), "t");
+        return st_ok(p, tn_reshape(v, 2, s2), "reshape back");
     }
     case 5:
-        return ok(p, tn_add(a, s->B), "add bias");
+        return st_ok(p, tn_add(a, s->B), "add bias");
     case 6:
-        return ok(p, tn_sub(a, ok(p, tn_mean_dim(a, 1, true), "mean_dim")), "sub");
+        return st_ok(p, tn_sub(a, st_ok(p, tn_mean_dim(a, 1, true), "mean_dim")), "sub");
     default:
-        return ok(p,
-                  tn_mul_scalar(ok(p, tn_narrow(tn_cat(2, (tn_tensor *[]){a, a}, 1), 1, 16, 32),
-                                   "cat/narrow"),
-                                0.75),
-                  "mul_scalar");
+        return st_ok(
+            p,
+            tn_mul_scalar(
+                st_ok(p, tn_narrow(tn_cat(2, (tn_tensor *[]){a, a}, 1), 1, 16, 32), "cat/narrow"),
+                0.75),
+            "mul_scalar");
     }
 }
 
 /* Runs program `seed`; returns its checksum (NAN with p->err on failure). */
-static double run_program(const shared *s, uint64_t seed, prog *p) {
-    memset(p, 0, sizeof *p);
-    p->r = seed | 1;
+static double run_program(void *arg, uint64_t seed, st_prog *p) {
+    const shared *s = arg;
+    st_prog_start(p, seed);
     double sum = 0;
     if (tn_scope_begin() != TN_OK) {
         snprintf(p->err, sizeof p->err, "tn_scope_begin: %s", tn_last_error());
         return NAN;
     }
-    int64_t rows = 1 + pick(p, 64), start = pick(p, 65 - (int)rows);
-    tn_tensor *h = ok(p, tn_narrow(s->X, 0, start, rows), "narrow X");
-    if (pick(p, 2)) h = ok(p, tn_transpose(ok(p, tn_transpose(h, 0, 1), "t"), 0, 1), "t");
-    tn_tensor *a = ok(p, tn_matmul(h, s->W1), "matmul W1");
-    for (int i = 0, n = 1 + pick(p, 6); i < n && !p->err[0]; i++)
+    int64_t rows = 1 + st_pick(p, 64), start = st_pick(p, 65 - (int)rows);
+    tn_tensor *h = st_ok(p, tn_narrow(s->X, 0, start, rows), "narrow X");
+    if (st_pick(p, 2)) h = st_ok(p, tn_transpose(st_ok(p, tn_transpose(h, 0, 1), "t"), 0, 1), "t");
+    tn_tensor *a = st_ok(p, tn_matmul(h, s->W1), "matmul W1");
+    for (int i = 0, n = 1 + st_pick(p, 6); i < n && !p->err[0]; i++)
         a = step(p, s, a, rows);
-    tn_tensor *o = p->err[0] ? NULL : ok(p, tn_matmul(a, s->W2), "matmul W2");
-    tn_tensor *loss = !o           ? NULL
-                      : pick(p, 2) ? ok(p, tn_mean(ok(p, tn_mul(o, o), "mul")), "mean")
-                                   : ok(p, tn_sum(ok(p, tn_tanh(o), "tanh")), "sum");
+    tn_tensor *o = p->err[0] ? NULL : st_ok(p, tn_matmul(a, s->W2), "matmul W2");
+    tn_tensor *loss = !o              ? NULL
+                      : st_pick(p, 2) ? st_ok(p, tn_mean(st_ok(p, tn_mul(o, o), "mul")), "mean")
+                                      : st_ok(p, tn_sum(st_ok(p, tn_tanh(o), "tanh")), "sum");
     if (loss) {
         tn_tensor *in[3] = {s->W1, s->W2, s->B}, *g[3] = {NULL, NULL, NULL};
         if (tn_autograd_grad(1, &loss, NULL, 3, in, g, false, false) != TN_OK)
-            ok(p, NULL, "tn_autograd_grad");
-        sum = total(p, loss);
+            st_ok(p, NULL, "tn_autograd_grad");
+        sum = st_total(p, loss);
         for (int i = 0; i < 3; i++) {
-            if (g[i]) sum += total(p, ok(p, tn_sum(g[i]), "sum grad")); /* g: the scope's */
+            if (g[i]) sum += st_total(p, st_ok(p, tn_sum(g[i]), "sum grad")); /* g: the scope's */
         }
         /* a private leaf: d(sum(P*P))/dP must be exactly 2P */
-        tn_tensor *P = ok(p, tn_detach(ok(p, tn_clone(a), "clone")), "detach");
+        tn_tensor *P = st_ok(p, tn_detach(st_ok(p, tn_clone(a), "clone")), "detach");
         if (P && tn_requires_grad_(P, true) == TN_OK &&
-            tn_backward(ok(p, tn_sum(ok(p, tn_mul(P, P), "mul")), "sum"), NULL, false) == TN_OK) {
+            tn_backward(st_ok(p, tn_sum(st_ok(p, tn_mul(P, P), "mul")), "sum"), NULL, false) ==
+                TN_OK) {
             tn_tensor *gp = tn_grad(P);
             tn_tensor *diff =
-                gp ? ok(p, tn_sum(ok(p, tn_ne(gp, tn_mul_scalar(P, 2.0)), "ne")), "sum") : NULL;
-            double bad = diff ? total(p, diff) : 1;
+                gp ? st_ok(p, tn_sum(st_ok(p, tn_ne(gp, tn_mul_scalar(P, 2.0)), "ne")), "sum")
+                   : NULL;
+            double bad = diff ? st_total(p, diff) : 1;
             if (bad != 0 && !p->err[0])
                 snprintf(p->err, sizeof p->err, "private leaf: grad != 2P in %g elements", bad);
         } else {
-            ok(p, NULL, "private leaf backward");
+            st_ok(p, NULL, "private leaf backward");
         }
     }
     tn_scope_end();
@@ -139,36 +112,19 @@ static void worker(st_worker *w) {
     shared *s = w->arg;
     for (int64_t i = 0; st_go(w, i); i++) {
         uint64_t seed = st_rand(w);
-        prog p;
+        st_prog p;
         double sum = run_program(s, seed, &p);
         w->ops += p.ops;
         if (p.err[0]) {
             st_fail(w, "program 0x%llx: %s", (unsigned long long)seed, p.err);
             continue;
         }
-        int k = s->logged[w->id];
-        if (k < LOG) { /* keep the first LOG for the serial replay */
-            s->seed[w->id][k] = seed;
-            s->sum[w->id][k] = sum;
-            s->logged[w->id] = k + 1;
-        }
+        st_log_add(&s->log[w->id], seed, sum); /* the first ST_LOG, for the serial replay */
     }
 }
 
 static void replay(shared *s, int threads) {
-    int n = 0;
-    for (int t = 0; t < threads; t++) {
-        for (int k = 0; k < s->logged[t]; k++, n++) {
-            prog p;
-            double sum = run_program(s, s->seed[t][k], &p);
-            st_count(p.ops);
-            if (memcmp(&sum, &s->sum[t][k], sizeof sum) != 0)
-                st_fail(NULL, "program 0x%llx: checksum %.17g alone, %.17g among threads",
-                        (unsigned long long)s->seed[t][k], sum, s->sum[t][k]);
-        }
-        s->logged[t] = 0;
-    }
-    printf("replayed %d programs serially\n", n);
+    printf("replayed %d programs serially\n", st_replay(s->log, threads, run_program, s));
 }
 
 static tn_tensor *randn2(int64_t r, int64_t c, bool rg) {
@@ -176,16 +132,6 @@ static tn_tensor *randn2(int64_t r, int64_t c, bool rg) {
     tn_tensor *t = tn_randn(c ? 2 : 1, c ? shape : &r, TN_F32);
     if (t && rg) tn_requires_grad_(t, true);
     return t;
-}
-
-static double digest(const tn_tensor *t) {
-    int64_t n = tn_numel(t);
-    double *v = malloc((size_t)n * sizeof *v), d = 0;
-    if (v && tn_copy_to_f64(t, v, n) == TN_OK)
-        for (int64_t i = 0; i < n; i++)
-            d = d * 1.0000001 + v[i];
-    free(v);
-    return d;
 }
 
 int main(int argc, char **argv) {
@@ -211,35 +157,19 @@ int main(int argc, char **argv) {
     tn_tensor *sh[4] = {s.X, s.W1, s.W2, s.B};
     double d0[4];
     for (int i = 0; i < 4; i++)
-        d0[i] = digest(sh[i]);
+        d0[i] = st_digest(sh[i]);
 
     st_set_deadline(o.seconds / 2);
     st_run(&o, o.threads, worker, &s);
     replay(&s, o.threads);
 
-    tn_set_race_report_stream(NULL);
-    tn_race_reports_reset();
-    tn_set_detect_races(true);
+    st_race_phase_begin();
     st_set_deadline(o.seconds / 2);
     st_run(&o, o.threads, worker, &s);
-    tn_set_detect_races(false);
-    tn_set_race_report_stream(stderr);
-    if (tn_race_reports() != 0) {
-        char buf[4096];
-        tn_race_last_report(buf, sizeof buf);
-        st_fail(NULL, "%llu race reports on a race-free workload; the last:\n%s",
-                (unsigned long long)tn_race_reports(), buf);
-    }
+    st_race_phase_end();
     replay(&s, o.threads);
 
-    for (int i = 0; i < 4; i++) {
-        tn_tensor *g = tn_grad(sh[i]);
-        if (tn_version(sh[i]) != 0 || digest(sh[i]) != d0[i] || g)
-            st_fail(NULL, "shared tensor %d was modified (version %lld%s)", i,
-                    (long long)tn_version(sh[i]), g ? ", has a .grad" : "");
-        tn_release(g);
-        tn_release(sh[i]);
-    }
+    st_release_shared(sh, 4, d0);
     st_check_no_leak(&base, 16u << 20);
     return st_finish("stress_mixed", &o);
 }
