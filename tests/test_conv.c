@@ -193,6 +193,43 @@ static void errors_conv_transpose(void **state) {
 
 /* conv_transpose2d(g, w) is conv2d's input gradient for g, to the bit; its own gradients and
  * grad_fn. */
+/* Sizes and parameters of 2^31 and above are refused before any arithmetic on them (the node
+ * keeps 32-bit fields): huge dilations, strides and paddings, 'same' padding of a huge dilation,
+ * an empty weight with huge sizes and groups. Under UBSan (asan preset) none overflows on the
+ * way, which each of these did before. */
+static void huge_parameters(void **state) {
+    (void)state;
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    const int64_t big = (int64_t)1 << 62, one[2] = {1, 1}, zero[2] = {0, 0};
+    const char *msg = "conv: sizes, strides, paddings and dilations must be below 2^31";
+    tn_tensor *x = T(TN_F32, true, 0, 1, 1, 4, 4), *w = T(TN_F32, true, 1, 1, 1, 3, 3);
+    tt_assert_refused(tn_conv2d(x, w, NULL, one, zero, (int64_t[]){big, 1}, 1),
+                      TN_ERR_INVALID_ARGUMENT, msg);
+    tt_assert_refused(tn_conv2d(x, w, NULL, (int64_t[]){big, 1}, (int64_t[]){big, 0}, one, 1),
+                      TN_ERR_INVALID_ARGUMENT, msg);
+    tt_assert_refused(tn_conv2d_mode(x, w, NULL, one, TN_CONV_PAD_SAME, (int64_t[]){big, 1}, 1),
+                      TN_ERR_INVALID_ARGUMENT, msg);
+    tt_assert_refused(
+        tn_conv1d(T(TN_F32, 0, 0, 1, 1, 4), T(TN_F32, 0, 0, 1, 1, 3), NULL, 1, 0, big, 1),
+        TN_ERR_INVALID_ARGUMENT, msg);
+    tt_assert_refused(tn_conv_transpose2d(x, w, NULL, (int64_t[]){big, 1}, NULL, NULL, 1, NULL),
+                      TN_ERR_INVALID_ARGUMENT, msg);
+    tt_assert_refused(tn_conv_transpose2d(x, w, NULL, NULL, (int64_t[]){big, 0}, NULL, 1, NULL),
+                      TN_ERR_INVALID_ARGUMENT, msg);
+    /* an empty weight of huge sizes: its channels times the groups overflowed */
+    const int64_t g = (int64_t)1 << 40;
+    tn_tensor *we =
+        tn_expand(tn_zeros(4, (int64_t[]){1, 1, 0, 1}, TN_F32), 4, (int64_t[]){g, g, 0, 3});
+    tt_assert_refused(tn_conv2d(T(TN_F32, 0, 0, 1, 5, 4, 4), we, NULL, one, zero, one, g),
+                      TN_ERR_INVALID_ARGUMENT, msg);
+    tn_tensor *xe =
+        tn_expand(tn_zeros(4, (int64_t[]){1, 1, 4, 4}, TN_F32), 4, (int64_t[]){1, g, 4, 4});
+    tt_assert_refused(tn_conv_transpose2d(xe, we, T(TN_F32, 0, 0, 3), NULL, NULL, NULL, g, NULL),
+                      TN_ERR_INVALID_ARGUMENT, msg);
+    assert_null(tn_grad_fn_name(x));
+    tn_scope_end();
+}
+
 static void transpose_is_input_gradient(void **state) {
     assert_int_equal(tn_scope_begin(), TN_OK);
     int64_t st[2] = {2, 1}, pd[2] = {1, 0}, dl[2] = {1, 2}, op[2] = {1, 0};
@@ -395,6 +432,7 @@ int main(void) {
         TT_TEST(f32_chunks),
         TT_TEST(same_bits_any_thread_count),
         TT_TEST(errors_conv_transpose),
+        TT_TEST(huge_parameters),
         TT_TEST(transpose_is_input_gradient),
         TT_TEST(big_image_matches_definition),
     };

@@ -502,13 +502,14 @@ static tn_status check_channels_t(int64_t G, const tn_tensor *w, const tn_tensor
                          "Given transposed=1, weight of size %s, expected input%s to have %lld "
                          "channels, but got %lld channels instead",
                          ws, xs, (long long)w->shape[0], (long long)xb[1]);
-    if (b && (b->ndim != 1 || b->shape[0] != w->shape[1] * G)) {
+    const int64_t oc = w->shape[1] * G; /* both below 2^31 (check_ranges) */
+    if (b && (b->ndim != 1 || b->shape[0] != oc)) {
         char bs[160];
         tn__format_shape(bs, sizeof bs, b->ndim, b->shape);
         return tn__error(TN_ERR_SHAPE,
                          "Given transposed=1, weight of size %s, expected bias to be "
                          "1-dimensional with %lld elements, but got bias of size %s instead",
-                         ws, (long long)(w->shape[1] * G), bs);
+                         ws, (long long)oc, bs);
     }
     return TN_OK;
 }
@@ -530,11 +531,12 @@ static tn_status check_channels(const conv_call *c, const tn_tensor *w, const tn
                          "0, but got weight of size [%s] instead",
                          (long long)G, (long long)G, ws);
     if (c->transposed) return check_channels_t(G, w, b, xb, ws, xs);
-    if (xb[1] != w->shape[1] * G)
+    const int64_t ic = w->shape[1] * G; /* both below 2^31 (check_ranges) */
+    if (xb[1] != ic)
         return tn__error(TN_ERR_SHAPE,
                          "Given groups=%lld, weight of size %s, expected input%s to have %lld "
                          "channels, but got %lld channels instead",
-                         (long long)G, ws, xs, (long long)(w->shape[1] * G), (long long)xb[1]);
+                         (long long)G, ws, xs, (long long)ic, (long long)xb[1]);
     if (b && (b->ndim != 1 || b->shape[0] != w->shape[0])) {
         tn__format_shape(bs, sizeof bs, b->ndim, b->shape);
         return tn__error(TN_ERR_SHAPE,
@@ -543,6 +545,22 @@ static tn_status check_channels(const conv_call *c, const tn_tensor *w, const tn
                          ws, (long long)w->shape[0], bs);
     }
     return TN_OK;
+}
+
+/* Every size and parameter below 2^31 (the node keeps them in 32 bits: check_fits), checked
+ * before any arithmetic on them, which then stays far from int64's range: the input's and the
+ * weight's sizes, strides, paddings (both sides), dilations, output paddings and groups. A call
+ * that fails here would fail check_fits after PyTorch's checks; it fails earlier, and safely. */
+static tn_status check_ranges(const conv_call *c, const tn_tensor *w, const int64_t *xb) {
+    bool ok = c->groups <= INT32_MAX;
+    for (int i = 0; i < c->sd + 2; i++)
+        ok &= xb[i] <= INT32_MAX && w->shape[i] <= INT32_MAX;
+    for (int i = 0; i < c->sd; i++)
+        ok &= c->stride[i] <= INT32_MAX && c->pad_lo[i] <= INT32_MAX && c->pad_hi[i] <= INT32_MAX &&
+              c->out_pad[i] <= INT32_MAX && c->dilation[i] <= INT32_MAX;
+    if (ok) return TN_OK;
+    return tn__error(TN_ERR_INVALID_ARGUMENT,
+                     "conv: sizes, strides, paddings and dilations must be below 2^31");
 }
 
 /* Kernel extent against the padded input, as PyTorch ("5 x 5"). */
@@ -703,6 +721,7 @@ static tn_status make_geom(const conv_call *c, const tn_tensor *x, const tn_tens
         return tn__error(TN_ERR_INVALID_ARGUMENT, "non-positive groups is not supported");
     if (st == TN_OK) st = check_weight_rank(c, w, xb, false);
     if (st == TN_OK) st = check_params(c);
+    if (st == TN_OK) st = check_ranges(c, w, xb);
     if (st == TN_OK && !c->transposed) st = check_bias_type(x, b);
     if (st == TN_OK) st = check_channels(c, w, b, xb);
     if (st == TN_OK && !c->transposed) st = check_extent(c, w, xb);
@@ -730,7 +749,9 @@ static tn_tensor *conv_op(conv_call *c, const tn_tensor *x, const tn_tensor *w,
     if (c->same) { /* PyTorch: the odd unit of an even extent goes after */
         for (int i = 0; i < c->sd && w->ndim == c->sd + 2; i++) {
             int64_t d = c->dilation[i] > 0 ? c->dilation[i] : 1; /* else refused below */
-            int64_t total = d * (w->shape[2 + i] - 1);
+            int64_t total;
+            if (__builtin_mul_overflow(d, w->shape[2 + i] - 1, &total))
+                total = INT64_MAX; /* refused below (check_ranges) */
             c->pad_lo[i] = total / 2, c->pad_hi[i] = total - total / 2;
         }
     }

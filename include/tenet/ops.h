@@ -333,7 +333,9 @@ typedef enum tn_conv_padding {
  * groups=1, weight of size [2, 3, 3, 3], expected input[1, 4, 5, 5] to have
  * 3 channels, but got 4 channels instead"), groups, bias, a kernel larger
  * than the padded input, negative padding, stride or dilation below 1,
- * integer dtypes ("\"slow_conv2d_cpu\" not implemented for 'Long'"). grad_fn
+ * integer dtypes ("\"slow_conv2d_cpu\" not implemented for 'Long'"), and
+ * (tenet's limit, checked right after the signs, before any arithmetic on
+ * them) a size, stride, padding, dilation or groups of 2^31 or more. grad_fn
  * ConvolutionBackward0; the gradients of input, weight and bias, and of any
  * order under create_graph (ConvolutionBackwardBackward0 nodes). */
 tn_tensor *tn_conv2d(const tn_tensor *input, const tn_tensor *weight, const tn_tensor *bias,
