@@ -65,6 +65,11 @@ static void split_shapes(void **state) {
     assert_int_equal(tn_split(v5, 9, 0, out, 8, &n), TN_OK);
     assert_int_equal(n, 1);
     assert_shape(out[0], 1, (const int64_t[]){5});
+    /* ... however large (x.split(2**63 - 1): ceil(len / size) formed len + size, which overflowed)
+     */
+    assert_int_equal(tn_split(v5, INT64_MAX, 0, out, 8, &n), TN_OK);
+    assert_int_equal(n, 1);
+    assert_shape(out[0], 1, (const int64_t[]){5});
     /* with sizes */
     assert_int_equal(tn_split_with_sizes(x, 3, (const int64_t[]){1, 0, 2}, 1, out), TN_OK);
     assert_shape(out[1], 2, (const int64_t[]){5, 0});

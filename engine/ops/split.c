@@ -141,8 +141,8 @@ static tn_status split_impl(const char *fn, const tn_tensor *a, int64_t split_si
                          "split_size can only be 0 if dimension size is 0, but got dimension "
                          "size of %lld",
                          (long long)len);
-    int64_t n = split_size ? (len + split_size - 1) / split_size : 1;
-    if (n < 1) n = 1;
+    /* ceil(len / split_size) without forming len + split_size, which overflows for a huge size */
+    int64_t n = split_size && len ? 1 + (len - 1) / split_size : 1;
     if (n > INT32_MAX)
         return tn__error(TN_ERR_INVALID_ARGUMENT, "%s: %lld pieces are more than an int counts",
                          fn, (long long)n);
