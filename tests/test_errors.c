@@ -565,6 +565,13 @@ static void error_state_is_sticky(void **state) {
     assert_int_equal(tn_last_status(), TN_ERR_INVALID_ARGUMENT);
     tn_clear_error();
     assert_int_equal(tn_last_status(), TN_OK);
+    /* a message that quotes the last one (context added by a caller) keeps it whole */
+    assert_null(tn_add(NULL, NULL));
+    char want[512];
+    snprintf(want, sizeof want, "while adding: %s", tn_last_error());
+    assert_int_equal(tn_set_error(TN_ERR_SHAPE, "while adding: %s", tn_last_error()), TN_ERR_SHAPE);
+    assert_string_equal(tn_last_error(), want);
+    tn_clear_error();
     assert_string_equal(tn_status_string(TN_ERR_SHAPE), "TN_ERR_SHAPE");
     assert_string_equal(tn_status_string(TN_OK), "TN_OK");
     assert_non_null(tn_status_string((tn_status)-12345));

@@ -219,6 +219,17 @@ static void errors_change_nothing(void **state) {
     tt_assert_error(TN_ERR_INVALID_ARGUMENT, "must be positive");
     assert_null(tn_kv_cache_new(1, 1, 1, 4, 4, TN_I64, TN_DEVICE_CPU));
     tt_assert_error(TN_ERR_DTYPE, "float32, float64, bfloat16 or float16, not int64");
+    /* sizes whose product overflows, and layers that fit one by one but not together: refused
+     * before anything is allocated (the second used to allocate until the OOM killer came) */
+    assert_null(tn_kv_cache_new(1, 1, INT64_MAX, 4, 2, TN_F32, TN_DEVICE_CPU));
+    assert_string_equal(tn_last_error(), "tn_kv_cache_new: the number of elements of shape [1, "
+                                         "9223372036854775807, 4, 2] overflows int64");
+    assert_null(tn_kv_cache_new(INT32_MAX, 1, 1, 1 << 20, 64, TN_F32, TN_DEVICE_CPU));
+    tt_assert_error(TN_ERR_OUT_OF_MEMORY, "tn_kv_cache_new: out of memory: needs "
+                                          "1152921504069976064 bytes in all");
+    assert_null(
+        tn_kv_cache_new(INT32_MAX, (int64_t)1 << 30, 1, 1 << 20, 64, TN_F32, TN_DEVICE_CPU));
+    tt_assert_error(TN_ERR_OUT_OF_MEMORY, "the sizes ask for more than 2^64 bytes");
     tn_kv_cache *c = tn_kv_cache_new(2, 2, 3, 6, 4, TN_F32, TN_DEVICE_CPU);
     assert_non_null(c);
     tn_tensor *k = tn_randn(4, S(2, 3, 4, 4), TN_F32), *v = tn_randn(4, S(2, 3, 4, 4), TN_F32);

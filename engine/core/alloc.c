@@ -287,6 +287,17 @@ static size_t memory_limit(void) {
     return l;
 }
 
+tn_status tn__check_total_bytes(const char *what, uint64_t bytes) {
+    if (bytes <= memory_limit()) return TN_OK;
+    if (bytes == UINT64_MAX)
+        return tn__error(TN_ERR_OUT_OF_MEMORY,
+                         "%s: out of memory: the sizes ask for more than 2^64 bytes", what);
+    return tn__error(TN_ERR_OUT_OF_MEMORY,
+                     "%s: out of memory: needs %llu bytes in all, more than this machine's "
+                     "memory and swap (%zu bytes)",
+                     what, (unsigned long long)bytes, memory_limit());
+}
+
 void *tn__alloc(size_t bytes) {
     if (inject_failure()) return oom(bytes);
     if (TN_UNLIKELY(bytes > memory_limit())) {

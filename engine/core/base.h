@@ -107,6 +107,11 @@ void *tn__malloc_quiet(size_t bytes);
 void *tn__calloc_quiet(size_t n, size_t size);
 void *tn__aligned_quiet(size_t align, size_t bytes); /* not zeroed */
 void tn__mfree(void *p);
+/* What of host memory a call that allocates many buffers needs in all (bytes; UINT64_MAX when
+ * its count overflowed): TN_ERR_OUT_OF_MEMORY naming `what` when it is more than the machine's
+ * memory and swap, checked before the first buffer (each alone may fit; together they would
+ * bring the OOM killer, not an error). */
+tn_status tn__check_total_bytes(const char *what, uint64_t bytes);
 /* ---- dtype ----------------------------------------------------------------- */
 extern const size_t tn__dtype_sizes[TN_DTYPE_COUNT];
 static inline bool tn__is_float(tn_dtype d) {

@@ -20,7 +20,11 @@ static _Thread_local char tls_msg[TN_ERRMSG_MAX];
 _Thread_local bool tn__failed_last;
 
 static void set_error(tn_status st, const char *fmt, va_list ap) {
-    vsnprintf(tls_msg, sizeof tls_msg, fmt, ap);
+    /* through a copy: an argument may be tn_last_error() itself (a caller that adds context
+     * to the message it got), which vsnprintf must not write while reading */
+    char buf[sizeof tls_msg];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    memcpy(tls_msg, buf, strlen(buf) + 1);
     tls_status = st;
     tn__failed_last = true;
 }

@@ -40,6 +40,18 @@ tn_kv_cache *tn_kv_cache_new(int layers, int64_t batch, int64_t heads, int64_t m
                   tn__valid_dtype(dtype) ? tn_dtype_name(dtype) : "?");
         return NULL;
     }
+    /* keys and values of every layer: each may fit alone where all of them cannot */
+    const int64_t shape[4] = {batch, heads, max_len, head_dim};
+    int64_t numel;
+    uint64_t total;
+    if (tn__check_shape(4, shape, dtype, &numel) < 0) {
+        tn__error(tn_last_status(), "tn_kv_cache_new: %s", tn_last_error());
+        return NULL;
+    }
+    if (__builtin_mul_overflow((uint64_t)numel * tn__dtype_sizes[dtype], 2 * (uint64_t)layers,
+                               &total))
+        total = UINT64_MAX;
+    if (device.type == TN_CPU && tn__check_total_bytes("tn_kv_cache_new", total) < 0) return NULL;
     tn_kv_cache *c = tn__calloc_quiet(1, sizeof *c);
     if (!c) {
         tn__error(TN_ERR_OUT_OF_MEMORY, "tn_kv_cache_new: out of memory");
@@ -56,15 +68,18 @@ tn_kv_cache *tn_kv_cache_new(int layers, int64_t batch, int64_t heads, int64_t m
     c->v = tn__calloc_quiet((size_t)layers, sizeof *c->v);
     c->len = tn__calloc_quiet((size_t)layers, sizeof *c->len);
     c->pad = tn__calloc_quiet((size_t)batch, sizeof *c->pad);
-    bool ok = c->k && c->v && c->len && c->pad;
-    if (!ok) tn__error(TN_ERR_OUT_OF_MEMORY, "tn_kv_cache_new: out of memory");
-    const int64_t shape[4] = {batch, heads, max_len, head_dim};
+    if (!(c->k && c->v && c->len && c->pad)) {
+        tn_kv_cache_free(c);
+        tn__error(TN_ERR_OUT_OF_MEMORY, "tn_kv_cache_new: out of memory");
+        return NULL;
+    }
+    bool ok = true;
     for (int l = 0; ok && l < layers; l++)
         ok = (c->k[l] = tn__empty_on(4, shape, dtype, device)) &&
              (c->v[l] = tn__empty_on(4, shape, dtype, device));
     if (!ok) {
         tn_status st = tn_last_status();
-        tn_kv_cache_free(c);
+        tn_kv_cache_free(c); /* sets no error */
         tn__error(st, "tn_kv_cache_new: %s", tn_last_error());
         return NULL;
     }

@@ -53,8 +53,10 @@ typedef struct tn_kv_cache tn_kv_cache;
  * float16 for a model run in half precision: half the bytes per position;
  * its attention computes in float32 and rounds the output once), empty
  * (length 0), no padding. NULL +
- * TN_ERR_INVALID_ARGUMENT for sizes < 1, TN_ERR_DTYPE, TN_ERR_DEVICE,
- * TN_ERR_OUT_OF_MEMORY. */
+ * TN_ERR_INVALID_ARGUMENT for sizes < 1, TN_ERR_SHAPE when one layer's
+ * elements overflow int64, TN_ERR_DTYPE, TN_ERR_DEVICE,
+ * TN_ERR_OUT_OF_MEMORY (on the CPU, checked for all layers together before
+ * any is allocated: more than the machine's memory and swap). */
 tn_kv_cache *tn_kv_cache_new(int layers, int64_t batch, int64_t heads, int64_t max_len,
                              int64_t head_dim, tn_dtype dtype, tn_device device);
 void tn_kv_cache_free(tn_kv_cache *c); /* NULL: no-op */

@@ -47,7 +47,9 @@ const char *tn_last_error(void);
 void tn_clear_error(void);
 /* Sets this thread's error, for code that extends tenet (a hook, a custom
  * function's backward, a write through tn_write_inplace, a collective):
- * returns st. A non-negative st is refused: TN_ERR_INVALID_ARGUMENT. */
+ * returns st. A non-negative st is refused: TN_ERR_INVALID_ARGUMENT. The
+ * arguments may quote tn_last_error() itself, to add context to the message
+ * a call left: tn_set_error(st, "loading %s: %s", path, tn_last_error()). */
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
