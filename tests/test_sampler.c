@@ -62,6 +62,18 @@ static void test_epoch_seed_shuffle_drop_last(void **state) {
     assert_int_equal(tn_sampler_indices(2, 3, 0, 0, 0, false, true, NULL), 0);
     assert_int_equal(tn_sampler_indices(9, 3, 0, 0, 0, false, true, NULL), 3);
     assert_int_equal(tn_sampler_indices(0, 3, 0, 0, 0, true, false, NULL), 0);
+    /* counts near 2^63 (n + world overflowed): math.ceil(n / world), floor with drop_last */
+    assert_int_equal(tn_sampler_indices(INT64_MAX, 3, 0, 0, 0, false, false, NULL),
+                     INT64_MAX / 3 + 1);
+    assert_int_equal(tn_sampler_indices(INT64_MAX, 3, 0, 0, 0, false, true, NULL), INT64_MAX / 3);
+    assert_int_equal(tn_sampler_indices(INT64_MAX, 1, 0, 0, 0, false, false, NULL), INT64_MAX);
+    /* a huge n without shuffle, a world of 2^31 - 1 ranks: the last rank's 5 indices wrap */
+    const int w = INT32_MAX;
+    const int64_t big = (int64_t)w * 4 + 3; /* 5 per rank, padded */
+    int64_t last[5];
+    assert_int_equal(tn_sampler_indices(big, w, w - 1, 0, 0, false, false, last), 5);
+    for (int64_t k = 0; k < 5; k++)
+        assert_int_equal(last[k], (k * w + w - 1) % big);
     free(a), free(b), free(c), free(d), free(e);
 }
 

@@ -27,9 +27,10 @@ int64_t tn_sampler_indices(int64_t n, int world, int rank, uint64_t seed, int64_
                   (long long)n, world, rank, (long long)epoch);
         return -1;
     }
-    /* DistributedSampler's num_samples */
-    int64_t count = drop_last && n % world ? (n - world + world - 1) / world : (n + world - 1) / world;
-    if (count < 0) count = 0;
+    /* DistributedSampler's num_samples: ceil((n - world) / world) = floor(n / world) with
+     * drop_last and a remainder, else ceil(n / world); formed without n + world, which
+     * overflows for n near 2^63 */
+    int64_t count = drop_last && n % world ? (n - 1) / world : n ? 1 + (n - 1) / world : 0;
     if (!out || count == 0) return count;
     int64_t *order = NULL;
     if (shuffle && n > 0) {
@@ -51,7 +52,7 @@ int64_t tn_sampler_indices(int64_t n, int world, int rank, uint64_t seed, int64_
     }
     /* position p of the padded order is p mod n of the order */
     for (int64_t k = 0; k < count; k++) {
-        int64_t p = (k * world + rank) % n;
+        int64_t p = (int64_t)(((uint64_t)k * (uint64_t)world + (uint64_t)rank) % (uint64_t)n);
         out[k] = order ? order[p] : p;
     }
     tn__mfree(order);
