@@ -48,7 +48,8 @@ tn_kv_cache *tn_kv_cache_new(int layers, int64_t batch, int64_t heads, int64_t m
         tn__error(tn_last_status(), "tn_kv_cache_new: %s", tn_last_error());
         return NULL;
     }
-    if (__builtin_mul_overflow((uint64_t)numel * tn__dtype_sizes[dtype], 2 * (uint64_t)layers,
+    /* each layer's two buffers with their handles and storages (~512 bytes each) */
+    if (__builtin_mul_overflow((uint64_t)numel * tn__dtype_sizes[dtype] + 512, 2 * (uint64_t)layers,
                                &total))
         total = UINT64_MAX;
     if (device.type == TN_CPU && tn__check_total_bytes("tn_kv_cache_new", total) < 0) return NULL;
