@@ -203,6 +203,14 @@ static void arange_and_clamp_bounds(void **state) {
     want_ints(tn_clamp(v, -INFINITY, 6), TN_I32, (const int64_t[]){-7, 5, 6}, 3);
     want_ints(tn_clamp(v, 0, INFINITY), TN_I32, (const int64_t[]){0, 5, 9}, 3);
     want_ints(tn_clamp(v, -1e20, 1e20), TN_I32, (const int64_t[]){-7, 5, 9}, 3);
+    /* min above max: max everywhere (torch.clamp(torch.tensor([-7, 5, 9]), 6, 2)) */
+    want_ints(tn_clamp(v, 6, 2), TN_I32, (const int64_t[]){2, 2, 2}, 3);
+    /* a NaN bound has no int32 value (PyTorch answers in float) */
+    tt_assert_refused(tn_clamp(v, NAN, 2), TN_ERR_INVALID_ARGUMENT,
+                      "clamp: a NaN bound for an int32 tensor (tenet clamps integers in their "
+                      "dtype; PyTorch's result would be float)");
+    assert_int_equal(tn_clamp_(v, 0, NAN), TN_ERR_INVALID_ARGUMENT);
+    want_ints(v, TN_I32, (const int64_t[]){-7, 5, 9}, 3);
     tn_tensor *w = tn_tensor_from((const int64_t[]){INT64_MIN, 0, INT64_MAX}, TN_I64, 1,
                                   (const int64_t[]){3}, false);
     want_ints(tn_clamp(w, -INFINITY, INFINITY), TN_I64,

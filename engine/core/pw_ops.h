@@ -20,6 +20,11 @@
 /* the constant c in x's type (float math stays float) */
 #define TN_C(x, c) ((decltype(x))(c))
 #define TN_EXP_FAST(x) TN_M(exp, x)
+/* x is NaN (false for the integer types, with no self-comparison) */
+template <typename T> __host__ __device__ __forceinline__ bool tn_isnan_any(T) { return false; }
+__host__ __device__ __forceinline__ bool tn_isnan_any(float x) { return isnan(x); }
+__host__ __device__ __forceinline__ bool tn_isnan_any(double x) { return isnan(x); }
+#define TN_ISNAN(x) tn_isnan_any(x)
 #else
 #include <math.h>
 #define TN_M(fn, x) _Generic((x), float: fn##f((float)(x)), default: fn((double)(x)))
@@ -32,7 +37,17 @@
 /* exp for the loops whose cost it is: float32 vectorised (fast_exp.h, within
  * 1 ulp), float64 the C library's */
 #define TN_EXP_FAST(x) _Generic((x), float: tn__expf_fast((float)(x)), default: exp((double)(x)))
+#define TN_ISNAN(x)                                                                                \
+    _Generic((x), float : isnan((float)(x)), double : isnan((double)(x)), default : 0)
 #endif
+
+/* clamp as PyTorch's min(max(x, lo), hi): NaN x stays NaN, lo > hi gives hi everywhere, and a
+ * NaN bound (a floating type's) makes every value NaN */
+#define TN_CLAMP_LO(x, lo) ((x) < (lo) ? (lo) : (x))
+#define TN_CLAMP(x, lo, hi)                                                                        \
+    (TN_ISNAN(lo) || TN_ISNAN(hi) ? (lo) + (hi)                                                    \
+     : TN_CLAMP_LO(x, lo) > (hi)  ? (hi)                                                           \
+                                  : TN_CLAMP_LO(x, lo))
 
 /* GELU's constants: 1/sqrt(2), 1/sqrt(2 pi), sqrt(2/pi), and the cubic's. */
 #define TN_GELU_S1_2 0.70710678118654752440
@@ -100,8 +115,8 @@
     X(muls, ALL, x * c0)                                                                 \
     X(rsubs, ALL, c0 - x)                                                                \
     X(pows, FLOAT, TN_POWX(x, c0))                                                       \
-    /* NaN passes through clamp, as PyTorch */                                           \
-    X(clamp, ALL, x < c0 ? c0 : (x > c1 ? c1 : x))                                       \
+    /* PyTorch's clamp: NaN passes through, lo > hi gives hi, a NaN bound NaN */         \
+    X(clamp, ALL, TN_CLAMP(x, c0, c1))                                                   \
     /* d clamp / dx (also relu's backward with c0 = 0+, c1 = inf) */                     \
     X(clampmask, FLOAT, (x >= c0 && x <= c1) ? 1 : 0)                                    \
     /* activations (engine/ops/activation.c): GELU (erf and tanh forms), SiLU, */        \

@@ -277,11 +277,18 @@ static void clamp_bounds(tn_dtype dt, double *lo, double *hi) {
     *hi = *hi > max ? max : *hi < min ? min : *hi;
 }
 
+/* PyTorch's clamp takes any bounds (lo > hi gives hi, a NaN bound NaN); an integer tensor's
+ * NaN bound, which PyTorch answers in float, has no value in the tensor's dtype. */
+static tn_status check_clamp(const tn_tensor *a, double lo, double hi) {
+    if (!a || tn__is_float(a->dtype) || !(isnan(lo) || isnan(hi))) return TN_OK;
+    return tn__error(TN_ERR_INVALID_ARGUMENT,
+                     "clamp: a NaN bound for an %s tensor (tenet clamps integers in their dtype; "
+                     "PyTorch's result would be float)",
+                     tn_dtype_name(a->dtype));
+}
+
 tn_tensor *tn_clamp(const tn_tensor *a, double lo, double hi) {
-    if (isnan(lo) || isnan(hi) || lo > hi) {
-        tn__error(TN_ERR_INVALID_ARGUMENT, "clamp: invalid bounds [%g, %g]", lo, hi);
-        return NULL;
-    }
+    if (check_clamp(a, lo, hi) < 0) return NULL;
     if (a) clamp_bounds(a->dtype, &lo, &hi);
     return unary(__func__, &op_clamp, a, lo, hi);
 }
@@ -350,8 +357,7 @@ tn_status tn_sigmoid_(tn_tensor *a) { return unary_(__func__, &op_sigmoid, "sigm
 tn_status tn_exp_(tn_tensor *a) { return unary_(__func__, &op_exp, "exp_", a, 0, 0); }
 tn_status tn_neg_(tn_tensor *a) { return unary_(__func__, &op_neg, "neg_", a, 0, 0); }
 tn_status tn_clamp_(tn_tensor *a, double lo, double hi) {
-    if (isnan(lo) || isnan(hi) || lo > hi)
-        return tn__error(TN_ERR_INVALID_ARGUMENT, "clamp: invalid bounds [%g, %g]", lo, hi);
+    if (check_clamp(a, lo, hi) < 0) return tn_last_status();
     if (a) clamp_bounds(a->dtype, &lo, &hi);
     return unary_(__func__, &op_clamp, "clamp_", a, lo, hi);
 }

@@ -59,7 +59,9 @@ tn_tensor *tn_tanh(const tn_tensor *a);
 tn_tensor *tn_relu(const tn_tensor *a);
 tn_tensor *tn_sin(const tn_tensor *a);
 tn_tensor *tn_cos(const tn_tensor *a);
-/* Clamp to [lo, hi]; pass -INFINITY / INFINITY for no bound. */
+/* torch.clamp: min(max(x, lo), hi); pass -INFINITY / INFINITY for no bound.
+ * lo > hi gives hi everywhere and a NaN bound NaN (floating tensors; an
+ * integer tensor's NaN bound is TN_ERR_INVALID_ARGUMENT). ClampBackward1. */
 tn_tensor *tn_clamp(const tn_tensor *a, double lo, double hi);
 
 /* ---- out= forms: write into a preallocated `out` of the broadcast shape.

@@ -120,7 +120,8 @@ FN(tanh, tanh(x))
 FN(relu, x > 0 ? x : 0)
 FN(sin, sin(x))
 FN(cos, cos(x))
-FN(clamp, x<p[0] ? p[0] : x> p[1] ? p[1] : x)
+/* min(max(x, lo), hi); a NaN bound: NaN */
+FN(clamp, isnan(p[0]) || isnan(p[1]) ? NAN : fmin(fmax(x, p[0]), p[1]))
 FN(gelu, p[0] ? 0.5 * x *(1 + tanh(sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)))
               : 0.5 * x * (1 + erf(x / sqrt(2))))
 FN(silu, x / (1 + exp(-x)))
@@ -130,6 +131,7 @@ static const tt_case clamp_cases[] = {
     {.tag = "max", .ndim = {1}, .shape = {{5}}, .p = {-INFINITY, 0.25}},
     {.tag = "0-d", .ndim = {0}, .p = {-1, 1}},
     {.tag = "empty", .ndim = {2}, .shape = {{0, 2}}, .p = {-1, 1}},
+    {.tag = "crossed", .ndim = {2}, .shape = {{2, 3}}, .p = {0.5, -0.5}}, /* hi everywhere */
 };
 static const tt_case gelu_cases[] = {
     {.tag = "erf", .ndim = {2}, .shape = {{3, 4}}, .p = {0}},
