@@ -578,6 +578,34 @@ static void error_state_is_sticky(void **state) {
     tn_scope_end();
 }
 
+/* tn_arange's refusals, PyTorch 1.13's texts (torch.arange from /usr/bin/python3); an infinite
+ * step gives an empty range. */
+static void arange_errors(void **state) {
+    (void)state;
+    tt_assert_refused(tn_arange(0, 10, 0, TN_F32), TN_ERR_INVALID_ARGUMENT, "step must be nonzero");
+    tt_assert_refused(tn_arange(0, 10, -0.0, TN_F32), TN_ERR_INVALID_ARGUMENT,
+                      "step must be nonzero");
+    tt_assert_refused(tn_arange(0, 10, NAN, TN_F32), TN_ERR_INVALID_ARGUMENT,
+                      "step must be nonzero");
+    tt_assert_refused(tn_arange(0, NAN, 1, TN_F32), TN_ERR_INVALID_ARGUMENT,
+                      "unsupported range: 0 -> nan");
+    tt_assert_refused(tn_arange(-INFINITY, 0, 1, TN_F32), TN_ERR_INVALID_ARGUMENT,
+                      "unsupported range: -inf -> 0");
+    tt_assert_refused(tn_arange(0, -5, 1, TN_F32), TN_ERR_INVALID_ARGUMENT,
+                      "upper bound and larger bound inconsistent with step sign");
+    tt_assert_refused(tn_arange(0, 1e308, 1, TN_F64), TN_ERR_SHAPE,
+                      "invalid size, possible overflow?");
+    tt_assert_refused(tn_arange(0, 10, 2.2e-308, TN_F64), TN_ERR_SHAPE,
+                      "invalid size, possible overflow?");
+    tt_assert_refused(tn_arange(0, 9.3e18, 1, TN_I64), TN_ERR_INVALID_ARGUMENT,
+                      "value cannot be converted to type int64_t without overflow");
+    tn_tensor *e = tn_arange(0, 10, INFINITY, TN_F32);
+    assert_non_null(e);
+    assert_int_equal(tn_numel(e), 0);
+    tn_release(e);
+    tn_clear_error();
+}
+
 /* Reference cycles: a tensor cannot be its own grad (PyTorch's check); the
  * failed call changes nothing and the teardown's leak check passes. */
 static void reference_cycles_set_grad_self(void **state) {
@@ -876,6 +904,7 @@ int main(void) {
         TT_TEST(bad_dims),
         TT_TEST(wrong_numel_in_view),
         TT_TEST(overflow_and_negative_shapes),
+        TT_TEST(arange_errors),
         TT_TEST(negative_dims_message),
         TT_TEST(autograd_errors),
         TT_TEST(error_state_is_sticky),

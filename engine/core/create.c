@@ -29,18 +29,32 @@ tn_tensor *tn_full(int ndim, const int64_t *shape, tn_dtype dtype, double value)
 }
 
 tn_tensor *tn_arange(double start, double end, double step, tn_dtype dtype) {
-    if (step == 0 || !isfinite(start) || !isfinite(end) || !isfinite(step)) {
-        tn__error(TN_ERR_INVALID_ARGUMENT, "step must be nonzero and bounds finite");
+    /* PyTorch's checks and texts, in its order */
+    if (tn__valid_dtype(dtype) && !tn__is_float(dtype))
+        for (int i = 0; i < 3; i++) { /* an integer arange counts in int64 */
+            double v = i == 0 ? start : i == 1 ? end : step;
+            if (isfinite(v) && (v >= TN_TWO_63 || v < -TN_TWO_63)) {
+                tn__error(TN_ERR_INVALID_ARGUMENT,
+                          "value cannot be converted to type int64_t without overflow");
+                return NULL;
+            }
+        }
+    if (!isfinite(start) || !isfinite(end)) {
+        tn__error(TN_ERR_INVALID_ARGUMENT, "unsupported range: %g -> %g", start, end);
         return NULL;
     }
-    if ((end - start) / step < 0) {
+    if (!(step > 0 || step < 0)) { /* 0, -0 and NaN */
+        tn__error(TN_ERR_INVALID_ARGUMENT, "step must be nonzero");
+        return NULL;
+    }
+    if (!((step > 0 && end >= start) || (step < 0 && end <= start))) {
         tn__error(TN_ERR_INVALID_ARGUMENT,
                   "upper bound and larger bound inconsistent with step sign");
         return NULL;
     }
-    double count = ceil((end - start) / step);
-    if (count > (double)INT64_MAX / 2) {
-        tn__error(TN_ERR_SHAPE, "arange: too many elements");
+    double count = ceil((end - start) / step);             /* an infinite step: 0 */
+    if (!(count >= 0 && count <= (double)INT64_MAX / 2)) { /* beyond: no buffer could hold it */
+        tn__error(TN_ERR_SHAPE, "invalid size, possible overflow?");
         return NULL;
     }
     int64_t n = (int64_t)count;
