@@ -13,12 +13,7 @@
 #define F(name) TN_NAME(name, SUF)
 #define EXP TN_NAME(exp, SUF)
 #define MR TN_CAT(MR_, SUF)
-#define V TN_NAME(tn_vec, SUF)     /* vec.h */
-#define VFMA TN_NAME(TN_VFMA, SUF) /* c + a*b per lane, FMADD's rounding */
-#define SPLAT TN_NAME(TN_VSPLAT, SUF)
-#define VLD TN_NAME(tn_vld, SUF)
-#define VOUT TN_NAME(tn_vout, SUF)
-#define VL ((int)(TN_VEC_BYTES / sizeof(T)))
+#include "vec_names.h"
 #define NV (BK / VL) /* vectors in a row of BK */
 
 #include "dots_impl.h"
@@ -405,12 +400,7 @@ static void F(qblock_v)(const tn_attn_args *a, const attn_slice *sl, ws_t *w, co
 #undef F
 #undef EXP
 #undef MR
-#undef V
-#undef VFMA
-#undef SPLAT
-#undef VLD
-#undef VOUT
-#undef VL
+#include "vec_names_end.h"
 #undef NV
 #undef NQ
 #undef SUF

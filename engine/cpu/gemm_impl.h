@@ -103,12 +103,7 @@ static void F(direct_cols)(const tn_gemm *g, int64_t j0, int64_t j1) {
 
 #define MR TN_CAT(MR_, SUF)
 #define NR TN_CAT(NR_, SUF)    /* 2 vectors */
-#define V TN_NAME(tn_vec, SUF) /* vec.h */
-#define VFMA TN_NAME(TN_VFMA, SUF)
-#define SPLAT TN_NAME(TN_VSPLAT, SUF)
-#define VLD TN_NAME(tn_vld, SUF)
-#define VOUT TN_NAME(tn_vout, SUF)
-#define VL (TN_VEC_BYTES / (int)sizeof(T))
+#include "vec_names.h"
 
 /* ap is (MR, kc) packed p-major: ap[p*MR + i]; bp is (kc, NR): bp[p*NR + j];
  * c is the (mr <= MR, nr <= NR) corner of C. The tile is MR x 2 vectors (vec.h), indexed by
@@ -224,12 +219,7 @@ static void F(blocked_v)(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, i
 }
 #undef MR
 #undef NR
-#undef V
-#undef VFMA
-#undef SPLAT
-#undef VLD
-#undef VOUT
-#undef VL
+#include "vec_names_end.h"
 #endif
 
 #undef T
