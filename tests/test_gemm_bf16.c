@@ -123,14 +123,14 @@ static int64_t check(const shape *s, const product *p) {
     return bad;
 }
 
-/* Shapes around the register tile (12 x 32), the row block (96), the column block (1024), the
- * blocks that shrink with k (k = 3001: 48 rows, 96 columns) and the K block (128 pairs, k = 256:
- * k = 256, 257, 511, 513 = 2 blocks + 1, 767 = 3 blocks - 1). */
+/* Shapes around the register tile (12 x 32), the row block (96), the column block (1024, down
+ * to its floor of 256 from k = 2049: n = 300 spans two) and the K block (1024 pairs, k = 2048:
+ * k = 2048, 2049 = 1 block + 1 pair, 4095, 4097 = 2 blocks + 1, 6143 = 3 blocks - 1). */
 static const int64_t shapes[][3] = {
-    {1, 1, 1},       {1, 1, 2},      {1, 5, 3},      {3, 1, 7},    {12, 32, 2},   {13, 33, 3},
-    {11, 31, 64},    {24, 64, 129},  {25, 65, 10},   {97, 40, 33}, {200, 70, 17}, {7, 1100, 5},
-    {50, 100, 3001}, {37, 130, 257}, {1, 300, 40},   {300, 1, 40}, {25, 33, 256}, {40, 96, 511},
-    {30, 70, 513},   {13, 40, 767},  {110, 40, 600},
+    {1, 1, 1},       {1, 1, 2},      {1, 5, 3},      {3, 1, 7},      {12, 32, 2},    {13, 33, 3},
+    {11, 31, 64},    {24, 64, 129},  {25, 65, 10},   {97, 40, 33},   {200, 70, 17},  {7, 1100, 5},
+    {50, 100, 3001}, {37, 130, 257}, {1, 300, 40},   {300, 1, 40},   {25, 33, 256},  {40, 96, 511},
+    {110, 40, 600},  {25, 33, 2048}, {9, 300, 2049}, {40, 24, 4095}, {30, 20, 4097}, {13, 40, 6143},
 };
 #define NSHAPES (int)(sizeof shapes / sizeof *shapes)
 
@@ -211,19 +211,18 @@ static void order_sensitive(product *p) {
 /* Products whose k spans several K blocks give the bits of the sums made over the whole of k
  * (the K blocks carry the sums in float32, so the order is the same), on values whose bits
  * show the order (order_sensitive). */
-static void test_twin_blocked_bits(void **state) {
-    (void)state;
+static void blocked_bits(tn_gemm_bf16_fn fn) {
     const shape cases[] = {
-        {30, 70, 513, .ta = true, .step = 1, .acc = true},
-        {13, 40, 767, .tb = true, .step = 1},
-        {25, 65, 257, .step = 2, .acc = true},
+        {30, 70, 2049, .ta = true, .step = 1, .acc = true},
+        {13, 40, 6143, .tb = true, .step = 1},
+        {25, 65, 4097, .step = 2, .acc = true},
         {50, 100, 3001, .step = 1},
-        {12, 32, 256, .step = 1},
+        {12, 32, 2048, .step = 1},
     };
     for (int ci = 0; ci < 5; ci++) {
         product p = make(&cases[ci]);
         order_sensitive(&p);
-        assert_int_equal(run(tn__gemm_bf16_twin, &p, false), TN_OK);
+        assert_int_equal(run(fn, &p, false), TN_OK);
         int64_t differ = 0;
         for (int64_t i = 0; i < p.g.m; i++)
             for (int64_t j = 0; j < p.g.n; j++)
@@ -231,6 +230,11 @@ static void test_twin_blocked_bits(void **state) {
         assert_int_equal(differ, 0);
         drop(&p);
     }
+}
+
+static void test_twin_blocked_bits(void **state) {
+    (void)state;
+    blocked_bits(tn__gemm_bf16_twin);
 }
 
 /* Empty sizes: nothing written for m = 0, n = 0 or an empty batch; k = 0: C = 0, or unchanged
@@ -308,9 +312,10 @@ static void same_bits_any_threads(tn_gemm_bf16_fn fn) {
         {150, 300, 257, .step = 1},
         {24, 2000, 250, .tb = true, .step = 1, .acc = true},
         {20, 70, 1001, .ta = true, .step = 1, .batched = true},
+        {26, 520, 2300, .tb = true, .step = 1}, /* 2 K blocks, 3 column blocks */
     };
     const int saved = tn_get_num_threads();
-    for (int ci = 0; ci < 3; ci++) {
+    for (int ci = 0; ci < 4; ci++) {
         product p = make(&cases[ci]);
         tn_bf16 *first = malloc((size_t)p.nc * sizeof *first);
         const int threads[] = {1, 2, 5};
@@ -358,6 +363,11 @@ static void test_native_empty(void **state) {
 static void test_native_threads(void **state) {
     (void)state;
     same_bits_any_threads(native_or_skip());
+}
+
+static void test_native_blocked_bits(void **state) {
+    (void)state;
+    blocked_bits(native_or_skip());
 }
 
 /* The instruction against its twin: the lane rule (reported; the SDM's is asserted on the
@@ -419,11 +429,12 @@ static void test_backend_choice(void **state) {
 int main(void) {
     tn_manual_seed(7);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_twin_shapes),       cmocka_unit_test(test_twin_empty),
-        cmocka_unit_test(test_twin_lane_rule),    cmocka_unit_test(test_twin_threads),
-        cmocka_unit_test(test_twin_blocked_bits), cmocka_unit_test(test_native_shapes),
-        cmocka_unit_test(test_native_empty),      cmocka_unit_test(test_native_threads),
-        cmocka_unit_test(test_native_vs_twin),    cmocka_unit_test(test_backend_choice),
+        cmocka_unit_test(test_twin_shapes),         cmocka_unit_test(test_twin_empty),
+        cmocka_unit_test(test_twin_lane_rule),      cmocka_unit_test(test_twin_threads),
+        cmocka_unit_test(test_twin_blocked_bits),   cmocka_unit_test(test_native_shapes),
+        cmocka_unit_test(test_native_empty),        cmocka_unit_test(test_native_threads),
+        cmocka_unit_test(test_native_blocked_bits), cmocka_unit_test(test_native_vs_twin),
+        cmocka_unit_test(test_backend_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

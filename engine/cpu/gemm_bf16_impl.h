@@ -17,16 +17,21 @@
  * micro-panels whose rows are k pairs, the two values of each column side by side (the lane
  * layout of vdpbf16ps); A per block of mc rows into GB_MR-row micro-panels of 32-bit words, one
  * k pair each, broadcast to every lane. An odd k is padded with a zero pair element, edge rows
- * and columns with zeros. The blocks shrink as k grows, so that a packed B block (all of k by
- * nc columns) stays within ~1 MiB and an A block (mc rows by all of k) within ~512 KiB (L2).
+ * and columns with zeros. An A block (mc rows by one K block) stays within ~512 KiB (L2); a
+ * packed B block (all of k by nc columns) within ~1 MiB up to k = 2048, and keeps 256 columns
+ * beyond: each B block packs all of the task's A again, and at k = 16384 letting the B block
+ * shrink to 32 columns made the product 1.7x slower (Zen 4, one thread; 8 MiB at 256 columns).
  *
  * Loops: jc (nc columns: pack B) -> ic (mc rows: pack A) -> pc (GB_KC k pairs) -> jr -> ir. The
  * micro-kernel keeps a GB_MR x GB_NR tile of float32 sums in registers (24 of the 32 ZMM
- * registers) over one K block: GB_KC pairs of a B micro-panel are 16 KiB and of an A micro-panel
- * 6 KiB, so the B panel stays in L1 (48 KiB on Sapphire Rapids, 32 KiB on Cooper Lake) while ir
- * runs over the row tiles, and A streams from L2. (Over the whole of k the panels were 176 KiB
- * at k = 2048: every tile streamed them from L2, which bound the kernel by L2's bandwidth.
- * 192 pairs would fill 70% of the L1; 128 leaves room for the streamed A panel and the tile.)
+ * registers) over one K block, and both micro-panels stream from L2: at k = 2048 a B micro-panel
+ * is 128 KiB and an A micro-panel 48 KiB; the B one is read again by each row tile of the block.
+ * A K block is 1024 pairs (k = 2048) because that was fastest where it was measured (Zen 4, 1 MiB
+ * L2, 32 KiB L1): K blocks of 128 pairs, whose B slice (16 KiB) stays in L1 while ir runs, made
+ * the 2048 x 2048 product 8.5% slower than none, and 192 or 512 pairs sat between the two (each
+ * tile then restarts its short A and B streams every 128 pairs). The K block keeps a very long k
+ * within L2: there the row block shrinks (below) and a micro-panel over the whole of k would be
+ * re-read from L3 by fewer and fewer row tiles.
  * Between K blocks a tile's sums wait in float32 in the thread's buffer (mc x nc floats, tile by
  * tile): the first block starts from zeros, the others from those sums, and only the last rounds
  * to bfloat16 (gb_store), so each output is still rounded once, and its sum is its k pairs in
@@ -53,9 +58,13 @@
 #define GB_NR 32 /* two vectors */
 #define GB_MC 96
 #define GB_NC 1024
-#define GB_KC 128            /* k pairs of a K block (above) */
+#define GB_KC 1024           /* k pairs of a K block (above) */
 #define GB_A_WORDS (1 << 17) /* 32-bit words of a packed A block, at most */
-#define GB_B_WORDS (1 << 18) /* of a packed B block */
+#define GB_B_WORDS (1 << 18) /* of a packed B block, ... */
+#define GB_NC_FLOOR 256      /* ... unless its columns would be fewer (the A repacks, above) */
+
+#define GB_PACK_RUN 32 /* pairs of an A row packed at a time: two cache lines */
+#define GB_LITTLE_ENDIAN (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
 
 static int64_t gb_min(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -66,48 +75,80 @@ static int64_t gb_fit(int64_t x, int64_t m, int64_t hi) {
 }
 
 /* (k x nc) block of B at b -> GB_NR-column micro-panels of kp = ceil(k/2) pair rows, pair row p
- * of column j at 2j, 2j + 1 (k = 2p, 2p + 1); zeros past k and nc. */
+ * of column j at 2j, 2j + 1 (k = 2p, 2p + 1); zeros past k and nc. B read transposed (a weight
+ * x^T, rs = 1) has each pair adjacent: GB_PACK_RUN pairs of a column at a time, as gb_pack_a's
+ * rows; B row-major interleaves two rows, a fixed-length loop over a whole micro-panel that the
+ * compiler vectorises. */
 static void gb_pack_b(int64_t k, int64_t nc, const uint16_t *b, int64_t rs, int64_t cs,
                       uint16_t *restrict dst) {
-    const int64_t kp = (k + 1) / 2;
+    const int64_t kp = (k + 1) / 2, kw = k / 2; /* kw: the whole pairs */
     for (int64_t j0 = 0; j0 < nc; j0 += GB_NR, dst += 2 * GB_NR * kp) {
         const int nr = (int)gb_min(GB_NR, nc - j0);
-        for (int64_t p = 0; p < kp; p++) {
-            uint16_t *d = dst + p * 2 * GB_NR;
-            const uint16_t *r = b + 2 * p * rs + j0 * cs;
-            const bool pad = 2 * p + 1 == k; /* odd k: the last pair's second value */
-            if (rs == 1 && !pad) /* B read transposed (a weight x^T): each pair is adjacent */
+        const uint16_t *r = b + j0 * cs;
+        if (rs == 1)
+            for (int64_t p0 = 0; p0 < kw; p0 += GB_PACK_RUN) {
+                const int64_t p1 = gb_min(kw, p0 + GB_PACK_RUN);
                 for (int j = 0; j < nr; j++)
-                    memcpy(d + 2 * j, r + j * cs, 2 * sizeof *d);
-            else
-                for (int j = 0; j < nr; j++) {
-                    d[2 * j] = r[j * cs];
-                    d[2 * j + 1] = pad ? 0 : r[j * cs + rs];
+                    for (int64_t p = p0; p < p1; p++)
+                        memcpy(dst + (p * GB_NR + j) * 2, r + j * cs + 2 * p, 2 * sizeof *dst);
+            }
+        else if (cs == 1 && nr == GB_NR)
+            for (int64_t p = 0; p < kw; p++) {
+                const uint16_t *restrict r0 = r + 2 * p * rs, *restrict r1 = r0 + rs;
+                uint16_t *restrict d = dst + p * 2 * GB_NR;
+                for (int j = 0; j < GB_NR; j++) {
+                    d[2 * j] = r0[j];
+                    d[2 * j + 1] = r1[j];
                 }
-            for (int j = nr; j < GB_NR; j++)
-                d[2 * j] = d[2 * j + 1] = 0;
-        }
+            }
+        else
+            for (int64_t p = 0; p < kw; p++)
+                for (int j = 0; j < nr; j++) {
+                    dst[(p * GB_NR + j) * 2] = r[2 * p * rs + j * cs];
+                    dst[(p * GB_NR + j) * 2 + 1] = r[(2 * p + 1) * rs + j * cs];
+                }
+        if (k & 1) /* the last pair's second value: zero */
+            for (int j = 0; j < nr; j++) {
+                dst[(kw * GB_NR + j) * 2] = r[(k - 1) * rs + j * cs];
+                dst[(kw * GB_NR + j) * 2 + 1] = 0;
+            }
+        if (nr < GB_NR)
+            for (int64_t p = 0; p < kp; p++)
+                memset(dst + (p * GB_NR + nr) * 2, 0, (size_t)(GB_NR - nr) * 2 * sizeof *dst);
     }
 }
 
 /* (mc x k) block of A at a -> GB_MR-row micro-panels of kp words, word p of row i holding
- * A(i, 2p) in its low half and A(i, 2p + 1) in its high half; zeros past k and mc. */
+ * A(i, 2p) in its low half and A(i, 2p + 1) in its high half; zeros past k and mc. A row-major
+ * A's pair is one 32-bit load where the CPU is little-endian (its first element is then the
+ * word's low half), taken GB_PACK_RUN pairs of a row at a time: pair by pair across the rows,
+ * rows a multiple of 4 KiB apart (k = 2048) would evict each other's lines from L1's sets before
+ * their next pair was read (a seventh of the product's time at k = 2048 on Zen 4). */
 static void gb_pack_a(int64_t mc, int64_t k, const uint16_t *a, int64_t rs, int64_t cs,
                       uint32_t *restrict dst) {
-    const int64_t kp = (k + 1) / 2;
+    const int64_t kp = (k + 1) / 2, kw = k / 2; /* kw: the whole pairs */
     for (int64_t i0 = 0; i0 < mc; i0 += GB_MR, dst += GB_MR * kp) {
         const int mr = (int)gb_min(GB_MR, mc - i0);
-        for (int i = 0; i < GB_MR; i++) {
-            if (i >= mr) {
-                for (int64_t p = 0; p < kp; p++)
-                    dst[p * GB_MR + i] = 0;
-                continue;
+        const uint16_t *r = a + i0 * rs;
+        if (cs == 1 && GB_LITTLE_ENDIAN)
+            for (int64_t p0 = 0; p0 < kw; p0 += GB_PACK_RUN) {
+                const int64_t p1 = gb_min(kw, p0 + GB_PACK_RUN);
+                for (int i = 0; i < mr; i++)
+                    for (int64_t p = p0; p < p1; p++)
+                        memcpy(dst + p * GB_MR + i, r + i * rs + 2 * p, sizeof *dst);
             }
-            const uint16_t *row = a + (i0 + i) * rs;
-            for (int64_t p = 0; p < k / 2; p++)
-                dst[p * GB_MR + i] = row[2 * p * cs] | (uint32_t)row[(2 * p + 1) * cs] << 16;
-            if (k & 1) dst[(kp - 1) * GB_MR + i] = row[(k - 1) * cs];
-        }
+        else
+            for (int64_t p = 0; p < kw; p++)
+                for (int i = 0; i < mr; i++)
+                    dst[p * GB_MR + i] =
+                        r[i * rs + 2 * p * cs] | (uint32_t)r[i * rs + (2 * p + 1) * cs] << 16;
+        if (k & 1)
+            for (int i = 0; i < mr; i++)
+                dst[kw * GB_MR + i] = r[i * rs + (k - 1) * cs];
+        if (mr < GB_MR)
+            for (int64_t p = 0; p < kp; p++)
+                for (int i = mr; i < GB_MR; i++)
+                    dst[p * GB_MR + i] = 0;
     }
 }
 
@@ -156,11 +197,13 @@ static void gb_store(const tn_gemm *g, const float *t, int64_t i0, int64_t j0, i
     }
 }
 
-/* The block sizes for k: rows (a multiple of GB_MR), columns (of GB_NR). */
+/* The block sizes for k: rows (a multiple of GB_MR), columns (of GB_NR). A is packed one K
+ * block at a time, B over the whole of k. */
 static void gb_blocks(int64_t k, int64_t *mc, int64_t *nc) {
     const int64_t kp = (k + 1) / 2;
-    *mc = gb_fit(GB_A_WORDS / kp, GB_MR, GB_MC);
+    *mc = gb_fit(GB_A_WORDS / gb_min(kp, GB_KC), GB_MR, GB_MC);
     *nc = gb_fit(GB_B_WORDS / kp, GB_NR, GB_NC);
+    if (*nc < GB_NC_FLOOR) *nc = GB_NC_FLOOR;
 }
 
 /* A thread's buffers: packed A and B, and the tiles' float32 sums between K blocks (NULL when
@@ -183,16 +226,16 @@ static void gb_block(const tn_gemm *g, int64_t i0, int64_t i1, int64_t j0, int64
         gb_pack_b(g->k, nc, b + jc * g->csb, g->rsb, g->csb, buf.b);
         for (int64_t ic = i0; ic < i1; ic += mcb) {
             const int64_t mc = gb_min(mcb, i1 - ic), mt = (mc + GB_MR - 1) / GB_MR;
-            gb_pack_a(mc, g->k, a + ic * g->rsa, g->rsa, g->csa, buf.a);
             for (int64_t pc = 0; pc < kp; pc += GB_KC) {
                 const int64_t kc = gb_min(GB_KC, kp - pc);
                 const bool first = pc == 0, last = pc + kc == kp;
+                gb_pack_a(mc, gb_min(g->k - 2 * pc, 2 * kc), a + ic * g->rsa + 2 * pc * g->csa,
+                          g->rsa, g->csa, buf.a);
                 for (int64_t jr = 0; jr < nc; jr += GB_NR)
                     for (int64_t ir = 0; ir < mc; ir += GB_MR) {
                         float *t =
                             buf.c ? buf.c + (jr / GB_NR * mt + ir / GB_MR) * GB_MR * GB_NR : one;
-                        gb_ukr(kc, buf.a + ir * kp + pc * GB_MR, buf.b + (jr * kp + pc * GB_NR) * 2,
-                               first, t);
+                        gb_ukr(kc, buf.a + ir * kc, buf.b + (jr * kp + pc * GB_NR) * 2, first, t);
                         if (last)
                             gb_store(g, t, ic + ir, jc + jr, (int)gb_min(GB_MR, mc - ir),
                                      (int)gb_min(GB_NR, nc - jr));
@@ -278,7 +321,7 @@ tn_status GB_ENTRY(const tn_gemm *g, const tn_gemm_batch *batch) {
     int64_t mcb, ncb;
     gb_blocks(g->k, &mcb, &ncb);
     const int64_t kp = (g->k + 1) / 2;
-    gb_mem mem = {.c = kp > GB_KC ? mcb * ncb : 0, .a = mcb * kp};
+    gb_mem mem = {.c = kp > GB_KC ? mcb * ncb : 0, .a = mcb * gb_min(kp, GB_KC)};
     mem.per = ((mem.c + mem.a + ncb * kp) * 4 + 63) / 64 * 64;
     char *base = mem.base = tn__alloc((size_t)(mem.per * nt));
     if (!base) return TN_ERR_OUT_OF_MEMORY;
