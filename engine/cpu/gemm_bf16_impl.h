@@ -17,10 +17,13 @@
  * micro-panels whose rows are k pairs, the two values of each column side by side (the lane
  * layout of vdpbf16ps); A per block of mc rows into GB_MR-row micro-panels of 32-bit words, one
  * k pair each, broadcast to every lane. An odd k is padded with a zero pair element, edge rows
- * and columns with zeros. An A block (mc rows by one K block) stays within ~512 KiB (L2); a
- * packed B block (all of k by nc columns) within ~1 MiB up to k = 2048, and keeps 256 columns
- * beyond: each B block packs all of the task's A again, and at k = 16384 letting the B block
- * shrink to 32 columns made the product 1.7x slower (Zen 4, one thread; 8 MiB at 256 columns).
+ * and columns with zeros. An A block (mc rows by one K block) stays within ~512 KiB (L2). A
+ * packed B block (all of k by nc columns) is read from L3 one micro-panel at a time, and each B
+ * block packs all of the task's A again, so it is wide: up to 4 MiB (2048 columns to k = 1024,
+ * 1024 at k = 2048), and 256 columns past k = 8192 (8 MiB at k = 16384). Measured on Zen 4: a
+ * 1 MiB limit made the 2048 x 2048 product 10% slower on two threads (each task of 683 columns
+ * packed its 1024 rows of A three times), and letting the block shrink to 32 columns at
+ * k = 16384 made the product 1.7x slower.
  *
  * Loops: jc (nc columns: pack B) -> ic (mc rows: pack A) -> pc (GB_KC k pairs) -> jr -> ir. The
  * micro-kernel keeps a GB_MR x GB_NR tile of float32 sums in registers (24 of the 32 ZMM
@@ -57,10 +60,10 @@
 #define GB_MR 12
 #define GB_NR 32 /* two vectors */
 #define GB_MC 96
-#define GB_NC 1024
+#define GB_NC 2048
 #define GB_KC 1024           /* k pairs of a K block (above) */
 #define GB_A_WORDS (1 << 17) /* 32-bit words of a packed A block, at most */
-#define GB_B_WORDS (1 << 18) /* of a packed B block, ... */
+#define GB_B_WORDS (1 << 20) /* of a packed B block, ... */
 #define GB_NC_FLOOR 256      /* ... unless its columns would be fewer (the A repacks, above) */
 
 #define GB_PACK_RUN 32 /* pairs of an A row packed at a time: two cache lines */
