@@ -10,6 +10,8 @@
 
 #include "util.h"
 
+#include "engine/core/half.h"
+
 #define GOLDEN "golden_half/conversions.txt"
 
 static tn_dtype dtype_named(const char *s) {
@@ -146,6 +148,82 @@ static void test_golden_conversions_promotion_repr(void **state) {
 }
 
 /* Scalars and fills: PyTorch's overflow errors, infinities allowed, values rounded. */
+/* The CPU copies whole rows between float32 and the half dtypes in vectors (F16C, integer
+ * lanes; engine/cpu/half_rows.h): their bits must be half.h's element by element. Every half
+ * value widened; float32 values narrowed at every sign and exponent, with mantissas at and
+ * around each rounding tie, plus random ones; lengths that leave a tail after the vectors. */
+static void f32_bits_of(const tn_tensor *t, uint32_t *out, int64_t n) {
+    assert_int_equal(tn_copy_to(t, out, (size_t)n * sizeof *out), TN_OK);
+}
+
+static void test_row_conversions(void **state) {
+    (void)state;
+    enum { NH = 65536 + 5 };
+    uint16_t *h = malloc(NH * sizeof *h);
+    uint32_t *w = malloc(NH * sizeof *w);
+    for (int64_t i = 0; i < NH; i++)
+        h[i] = (uint16_t)i;
+    const tn_dtype dts[2] = {TN_BF16, TN_F16};
+    for (int k = 0; k < 2; k++) {
+        tn_tensor *t = tn_tensor_from(h, dts[k], 1, (int64_t[]){NH}, false);
+        tn_tensor *f = tn_to(t, TN_F32, TN_DEVICE_KEEP);
+        assert_non_null(f);
+        f32_bits_of(f, w, NH);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < NH; i++) {
+            const float want =
+                dts[k] == TN_BF16 ? tn_bf16_to_f32((tn_bf16){h[i]}) : tn_f16_to_f32((tn_f16){h[i]});
+            uint32_t wb;
+            memcpy(&wb, &want, sizeof wb);
+            if (w[i] != wb && bad++ < 5)
+                print_error("%s %04x widened: %08x, half.h %08x\n", tn_dtype_name(dts[k]), h[i],
+                            w[i], wb);
+        }
+        assert_int_equal(bad, 0);
+        tn_release(f);
+        tn_release(t);
+    }
+    /* narrowing */
+    static const uint32_t mans[] = {0,        1,        0xfff,    0x1000,   0x1001,   0x1fff,
+                                    0x2000,   0x2001,   0x3000,   0x7fff,   0x8000,   0x8001,
+                                    0x18000,  0x7fe000, 0x7fefff, 0x7ff000, 0x7ff001, 0x7fffff,
+                                    0x400000, 0x400001, 0x00ffff, 0x010000, 0x017fff, 0x018000};
+    const int nm = (int)(sizeof mans / sizeof *mans);
+    const int64_t nf = 512 * nm + 100003;
+    uint32_t *fb = malloc((size_t)nf * sizeof *fb);
+    uint16_t *got = malloc((size_t)nf * sizeof *got);
+    int64_t n = 0;
+    for (uint32_t se = 0; se < 512; se++)
+        for (int m = 0; m < nm; m++)
+            fb[n++] = se << 23 | mans[m];
+    for (uint64_t r = 0x9e3779b97f4a7c15u; n < nf;) { /* xorshift64 */
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        fb[n++] = (uint32_t)(r >> 32);
+    }
+    tn_tensor *x = tn_tensor_from(fb, TN_F32, 1, (int64_t[]){nf}, false);
+    for (int k = 0; k < 2; k++) {
+        tn_tensor *t = tn_to(x, dts[k], TN_DEVICE_KEEP);
+        assert_non_null(t);
+        assert_int_equal(tn_copy_to(t, got, (size_t)nf * sizeof *got), TN_OK);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < nf; i++) {
+            const float v = f32_of(fb[i]);
+            const uint16_t want =
+                dts[k] == TN_BF16 ? tn_f32_to_bf16(v).bits : tn_f32_to_f16(v).bits;
+            if (got[i] != want && bad++ < 5)
+                print_error("float32 %08x to %s: %04x, half.h %04x\n", fb[i], tn_dtype_name(dts[k]),
+                            got[i], want);
+        }
+        assert_int_equal(bad, 0);
+        tn_release(t);
+    }
+    tn_release(x);
+    free(got);
+    free(fb);
+    free(w);
+    free(h);
+}
+
 static void test_scalars_and_fill(void **state) {
     (void)state;
     tn_tensor *t = tn_full(1, (int64_t[]){2}, TN_F16, 1e6);
@@ -272,6 +350,7 @@ static void test_anomaly_names_half_overflow(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_conversions_promotion_repr),
+        cmocka_unit_test(test_row_conversions),
         cmocka_unit_test(test_scalars_and_fill),
         cmocka_unit_test(test_compute_in_float32),
         cmocka_unit_test(test_matmul_dtypes),

@@ -68,7 +68,8 @@ TN_HALF_FN tn_bf16 tn_f32_to_bf16(float f) {
 TN_HALF_FN float tn_f16_to_f32(tn_f16 h) {
     uint32_t sign = (uint32_t)(h.bits & 0x8000u) << 16;
     uint32_t exp = (h.bits >> 10) & 0x1fu, man = h.bits & 0x3ffu;
-    if (exp == 0x1f) return tn__bits_f32(sign | 0x7f800000u | (man << 13)); /* inf, NaN */
+    if (exp == 0x1f) /* inf; a NaN quieted, as F16C's vcvtph2ps and PyTorch's conversion */
+        return tn__bits_f32(sign | 0x7f800000u | (man << 13) | (man ? 0x400000u : 0u));
     if (exp != 0) return tn__bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
     /* zero or subnormal: man * 2^-24, exact in float32 */
     float v = (float)man * 5.9604644775390625e-8f;
