@@ -95,6 +95,8 @@ static const bench_case CASES[] = {
      "GPT-2 training step: vocab 96, block 64, 4 layers, 4 heads, embd 128, batch 16, AdamW + "
      "clipping",
      bench_gpt_step, true},
+    {"gpt_step_bf16", "gpt_step with the forward under autocast bfloat16", bench_gpt_step_bf16,
+     true},
     {"gpt2_step",
      "GPT-2 small's dimensions: 12 layers, 12 heads, embd 768, block 256, batch 4, vocab 96, "
      "float32; tokens/s and the products' GFLOP/s",

@@ -127,6 +127,7 @@ int bench_batch_norm2d(const bench_opts *o);
 int bench_gelu(const bench_opts *o);
 int bench_attention(const bench_opts *o);
 int bench_gpt_step(const bench_opts *o);
+int bench_gpt_step_bf16(const bench_opts *o);
 int bench_gpt2_step(const bench_opts *o);
 int bench_gpt2_step_bf16(const bench_opts *o);
 int bench_gpt_generate_bf16(const bench_opts *o);

@@ -2,6 +2,7 @@
  * configuration of docs/performance.md (vocab 96, block 64, 4 layers, 4
  * heads, embd 128, batch 16): zero_grad, forward, cross-entropy, backward,
  * clip_grad_norm_(1.0), AdamW with nanoGPT's groups, as tenet-gpt trains.
+ * gpt_step_bf16: the same with the forward under autocast bfloat16.
  * gpt2_step and gpt2_step_bf16: the same step at GPT-2 small's dimensions
  * (12 layers, 12 heads, embd 768, block 256, batch 4, vocab 96), float32 and
  * with the forward under autocast bfloat16 (tenet-gpt --autocast bf16). */
@@ -52,11 +53,11 @@ static bool gpt_case_new(gpt_case *c, const bench_opts *o, gpt_config cfg, int b
     return ok;
 }
 
-/* gpt_step's configuration (quick: a smoke-test size) */
-static bool gpt_small_new(gpt_case *c, const bench_opts *o) {
+/* gpt_step's configuration (quick: a smoke-test size), autocast as gpt_case_new's */
+static bool gpt_small_new(gpt_case *c, const bench_opts *o, tn_dtype autocast) {
     const bool quick = o->quick;
     gpt_config cfg = {96, quick ? 16 : 64, quick ? 1 : 4, 4, quick ? 32 : 128};
-    return gpt_case_new(c, o, cfg, quick ? 2 : 16, TN_DTYPE_SAME);
+    return gpt_case_new(c, o, cfg, quick ? 2 : 16, autocast);
 }
 
 /* GPT-2 small's dimensions (quick: 2 layers, block 32, batch 1) */
@@ -123,8 +124,14 @@ static int gpt_step_case(const bench_opts *o, const char *name, gpt_case *c, dou
 
 int bench_gpt_step(const bench_opts *o) {
     gpt_case c;
-    if (!gpt_small_new(&c, o)) return bench_fail("gpt_step", "setup");
+    if (!gpt_small_new(&c, o, TN_DTYPE_SAME)) return bench_fail("gpt_step", "setup");
     return gpt_step_case(o, "gpt_step", &c, 0.2);
+}
+
+int bench_gpt_step_bf16(const bench_opts *o) {
+    gpt_case c;
+    if (!gpt_small_new(&c, o, TN_BF16)) return bench_fail("gpt_step_bf16", "setup");
+    return gpt_step_case(o, "gpt_step_bf16", &c, 0.2);
 }
 
 int bench_gpt2_step(const bench_opts *o) {
@@ -152,7 +159,7 @@ static void gpt_numerics_mode(bool on) {
  * same step (mode: NULL for anomaly mode) */
 static int gpt_mode_case(const bench_opts *o, const char *name, void (*mode)(bool)) {
     gpt_case c;
-    if (!gpt_small_new(&c, o)) return bench_fail(name, "setup");
+    if (!gpt_small_new(&c, o, TN_DTYPE_SAME)) return bench_fail(name, "setup");
     int rc = mode ? bench_mode_ratio(o, name, gpt_body, &c, 0.2, 1, "ms", mode)
                   : bench_anomaly_ratio(o, name, gpt_body, &c, 0.2, 1, "ms");
     gpt_case_free(&c);

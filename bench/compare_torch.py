@@ -38,8 +38,8 @@ except ImportError:  # tenet's numbers alone
 CASES = ["triad", "fma_peak", "add64", "sum64", "copy_t", "add16", "op16_modes", "tiny", "chain100",
          "add_1000", "sgemm1024", "sgemm2048", "mlp", "tiny_anomaly", "tiny_anomaly_nan",
          "chain100_anomaly", "mlp_anomaly", "mlp_anomaly_nan", "mlp_threads", "digits",
-         "sgemm4096", "layer_norm", "gelu_tanh", "attention", "gpt_step", "gpt_step_anomaly_nan",
-         "clip_norm", "conv2d", "bf16gemm2048", "hgemm2048", "max_pool2d", "batch_norm2d",
+         "sgemm4096", "layer_norm", "gelu_tanh", "attention", "gpt_step", "gpt_step_bf16",
+         "gpt_step_anomaly_nan", "clip_norm", "conv2d", "bf16gemm2048", "hgemm2048", "max_pool2d", "batch_norm2d",
          "cnn_step", "gpt_generate", "gpt2_step", "gpt2_step_bf16", "gpt_generate_bf16"]
 CUDA_CASES = ["add64", "sum64", "sgemm4096", "mlp", "mlp_anomaly", "mlp_anomaly_nan", "layer_norm",
               "gelu_tanh", "gpt_step", "gpt_step_anomaly_nan", "clip_norm", "bf16gemm2048",
@@ -503,7 +503,8 @@ def t_attention(o):
 def gpt_case(o, cfg=None, batch=None, autocast=None):
     """examples/gpt_model.h's model as scripts/gpt_reference.py builds it in PyTorch: the body
     of training steps, and the tokens of one step. Default: gpt_step's configuration; autocast:
-    the forward under torch.autocast(DEV, dtype=autocast), as tenet-bench's gpt2_step_bf16."""
+    the forward under torch.autocast(DEV, dtype=autocast), as tenet-bench's gpt_step_bf16 and
+    gpt2_step_bf16."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
     import gpt_reference as ref
     if cfg is None:
@@ -546,6 +547,14 @@ def t_gpt_step(o):
     secs, _ = time_body(o, body, 0.2)
     ms = [1e3 * s for s in secs]
     return [result("gpt_step", "ms/step", ms, tokens_per_s=tokens / (1e-3 * median(ms)))]
+
+
+def t_gpt_step_bf16(o):
+    """gpt_step with the forward under torch.autocast bfloat16, as tenet-bench's gpt_step_bf16."""
+    body, tokens = gpt_case(o, autocast=torch.bfloat16)
+    secs, _ = time_body(o, body, 0.2)
+    ms = [1e3 * s for s in secs]
+    return [result("gpt_step_bf16", "ms/step", ms, tokens_per_s=tokens / (1e-3 * median(ms)))]
 
 
 def t_gpt2_step(o, name, autocast):
@@ -636,7 +645,8 @@ TORCH = {"add64": t_add64, "sum64": t_sum64, "copy_t": t_copy_t, "add16": t_add1
          "mlp_threads": t_mlp_threads, "digits": t_digits,
          "layer_norm": lambda o: t_norm(o, "layer_norm", True),
          "gelu_tanh": lambda o: t_norm(o, "gelu_tanh", False), "attention": t_attention,
-         "gpt_step": t_gpt_step, "gpt_step_anomaly_nan": t_gpt_step_anomaly_nan,
+         "gpt_step": t_gpt_step, "gpt_step_bf16": t_gpt_step_bf16,
+         "gpt_step_anomaly_nan": t_gpt_step_anomaly_nan,
          "clip_norm": t_clip_norm, "conv2d": t_conv2d, "batch_norm2d": t_batch_norm2d,
          "max_pool2d": t_max_pool2d, "cnn_step": t_cnn_step, "gpt_generate": t_gpt_generate,
          "gpt2_step": lambda o: t_gpt2_step(o, "gpt2_step", None),
