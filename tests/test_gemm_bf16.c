@@ -125,14 +125,15 @@ static int64_t check(const shape *s, const product *p) {
 
 /* Shapes around the register tile (12 x 32), the row block (96), the column block (2048 up to
  * k = 1024; 992 at k = 2049, so n = 1000 spans two; its floor of 256 past k = 8192, so n = 300
- * at k = 8300 spans two) and the K block (1024 pairs, k = 2048: k = 2048, 2049 = 1 block + 1
- * pair, 4095, 4097 = 2 blocks + 1, 6143 = 3 blocks - 1). */
+ * at k = 8300 spans two; under the floor past 16 MiB, 96 at k = 70001) and the K block (1024 pairs,
+ * k = 2048: k = 2048, 2049 = 1 block + 1 pair, 4095, 4097 = 2 blocks + 1, 6143 = 3 blocks - 1). */
 static const int64_t shapes[][3] = {
     {1, 1, 1},       {1, 1, 2},      {1, 5, 3},       {3, 1, 7},      {12, 32, 2},
     {13, 33, 3},     {11, 31, 64},   {24, 64, 129},   {25, 65, 10},   {97, 40, 33},
     {200, 70, 17},   {7, 2100, 5},   {50, 100, 3001}, {37, 130, 257}, {1, 300, 40},
     {300, 1, 40},    {25, 33, 256},  {40, 96, 511},   {110, 40, 600}, {25, 33, 2048},
     {9, 1000, 2049}, {40, 24, 4095}, {30, 20, 4097},  {13, 40, 6143}, {5, 300, 8300},
+    {3, 100, 70001},
 };
 #define NSHAPES (int)(sizeof shapes / sizeof *shapes)
 

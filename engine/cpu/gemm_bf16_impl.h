@@ -20,7 +20,8 @@
  * and columns with zeros. An A block (mc rows by one K block) stays within ~512 KiB (L2). A
  * packed B block (all of k by nc columns) is read from L3 one micro-panel at a time, and each B
  * block packs all of the task's A again, so it is wide: up to 4 MiB (2048 columns to k = 1024,
- * 1024 at k = 2048), and 256 columns past k = 8192 (8 MiB at k = 16384). Measured on Zen 4: a
+ * 1024 at k = 2048), and 256 columns past k = 8192 (8 MiB at k = 16384) while that fits 16 MiB,
+ * then fewer (32 columns, 64 bytes per k, at least). Measured on Zen 4: a
  * 1 MiB limit made the 2048 x 2048 product 10% slower on two threads (each task of 683 columns
  * packed its 1024 rows of A three times), and letting the block shrink to 32 columns at
  * k = 16384 made the product 1.7x slower.
@@ -64,7 +65,8 @@
 #define GB_KC 1024           /* k pairs of a K block (above) */
 #define GB_A_WORDS (1 << 17) /* 32-bit words of a packed A block, at most */
 #define GB_B_WORDS (1 << 20) /* of a packed B block, ... */
-#define GB_NC_FLOOR 256      /* ... unless its columns would be fewer (the A repacks, above) */
+#define GB_NC_FLOOR 256      /* ... unless its columns would be fewer (the A repacks, above), */
+#define GB_B_MAX_WORDS (1 << 22) /* ... as long as it stays within 16 MiB */
 
 #define GB_PACK_RUN 32 /* pairs of an A row packed at a time: two cache lines */
 #define GB_LITTLE_ENDIAN (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
@@ -206,7 +208,7 @@ static void gb_blocks(int64_t k, int64_t *mc, int64_t *nc) {
     const int64_t kp = (k + 1) / 2;
     *mc = gb_fit(GB_A_WORDS / gb_min(kp, GB_KC), GB_MR, GB_MC);
     *nc = gb_fit(GB_B_WORDS / kp, GB_NR, GB_NC);
-    if (*nc < GB_NC_FLOOR) *nc = GB_NC_FLOOR;
+    if (*nc < GB_NC_FLOOR) *nc = gb_fit(GB_B_MAX_WORDS / kp, GB_NR, GB_NC_FLOOR);
 }
 
 /* A thread's buffers: packed A and B, and the tiles' float32 sums between K blocks (NULL when
