@@ -14,6 +14,7 @@
 
 #include "engine/core/base.h"
 #include "engine/core/kernel_args.h"
+#include "engine/cpu/isa.h"
 
 #define S(...) ((const int64_t[]){__VA_ARGS__})
 
@@ -392,12 +393,99 @@ static void output_layout_follows_the_heads(void **state) {
         }
 }
 
+/* bfloat16 and float16 attention runs one slice at a time in float32 on the CPU
+ * (engine/cpu/attention_kernels.c) where core would otherwise make float32 copies of the
+ * operands: the output and the three gradients must be the copies' to the bit, for causal,
+ * boolean and additive masks, keys longer than the queries, a few query rows, a transposed
+ * (strided) query, and slices fewer than the threads (which core's copies take). */
+static void half_pass(tn_dtype dt, tn_tensor *const base[4], const tn_tensor *mask, bool causal,
+                      bool transpose_q, uint16_t *out[4]) {
+    assert_int_equal(tn_scope_begin(), TN_OK);
+    tn_tensor *leaf[3], *in[3];
+    for (int i = 0; i < 3; i++) {
+        leaf[i] = tn_detach(base[i]);
+        assert_int_equal(tn_requires_grad_(leaf[i], true), TN_OK);
+        in[i] = leaf[i];
+    }
+    if (transpose_q) in[0] = tn_transpose(leaf[0], 1, 2);
+    tn_tensor *o = tn_scaled_dot_product_attention(in[0], in[1], in[2], mask, 0, causal);
+    assert_non_null(o);
+    assert_int_equal(tn_dtype_of(o), dt);
+    assert_int_equal(tn_backward(o, base[3], false), TN_OK);
+    const tn_tensor *res[4] = {o, tn_grad(leaf[0]), tn_grad(leaf[1]), tn_grad(leaf[2])};
+    for (int i = 0; i < 4; i++) {
+        assert_non_null(res[i]);
+        tn_tensor *c = tn_contiguous(res[i]);
+        out[i] = malloc((size_t)tn_numel(c) * sizeof **out);
+        assert_int_equal(tn_copy_to(c, out[i], (size_t)tn_numel(c) * sizeof **out), TN_OK);
+    }
+    tn_scope_end();
+}
+
+static void half_in_place_matches_copies(void **state) {
+    (void)state;
+    const struct {
+        int64_t B, H, L, S, E, Ev;
+        int mask; /* M_NONE, M_CAUSAL (is_causal), M_BOOL_LS, M_ADD_B1LS */
+        bool tq;  /* q read through a transposed view */
+    } cases[] = {
+        {4, 8, 70, 70, 24, 40, M_CAUSAL, false}, {3, 6, 33, 50, 16, 16, M_BOOL_LS, false},
+        {2, 9, 40, 40, 8, 8, M_ADD_B1LS, false}, {2, 4, 3, 60, 16, 16, M_CAUSAL, false},
+        {2, 8, 40, 40, 16, 24, M_NONE, true},    {1, 2, 64, 64, 16, 16, M_CAUSAL, false},
+    };
+    const int saved = tn_get_num_threads();
+    tn_set_num_threads(2);
+    for (int d = 0; d < 2; d++) {
+        const tn_dtype dt = d ? TN_F16 : TN_BF16;
+        for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+            const int64_t B = cases[ci].B, H = cases[ci].H, L = cases[ci].L, S = cases[ci].S;
+            assert_int_equal(tn_scope_begin(), TN_OK); /* the operands, the mask's temporaries */
+            tn_tensor *base[4];
+            base[0] = cases[ci].tq ? rnd(4, S(B, L, H, cases[ci].E), dt, false)
+                                   : rnd(4, S(B, H, L, cases[ci].E), dt, false);
+            base[1] = rnd(4, S(B, H, S, cases[ci].E), dt, false);
+            base[2] = rnd(4, S(B, H, S, cases[ci].Ev), dt, false);
+            base[3] = rnd(4, S(B, H, L, cases[ci].Ev), dt, false); /* the output's gradient */
+            tn_tensor *mask = cases[ci].mask == M_BOOL_LS    ? bool_mask(2, S(L, S))
+                              : cases[ci].mask == M_ADD_B1LS ? rnd(4, S(B, 1, L, S), dt, false)
+                                                             : NULL;
+            uint16_t *in_place[4], *copies[4];
+            const bool causal = cases[ci].mask == M_CAUSAL;
+            tn__cpu_attention_in_place(true);
+            half_pass(dt, base, mask, causal, cases[ci].tq, in_place);
+            tn__cpu_attention_in_place(false);
+            half_pass(dt, base, mask, causal, cases[ci].tq, copies);
+            tn__cpu_attention_in_place(true);
+            const int64_t n[4] = {B * H * L * cases[ci].Ev, B * H * L * cases[ci].E,
+                                  B * H * S * cases[ci].E, B * H * S * cases[ci].Ev};
+            for (int r = 0; r < 4; r++) {
+                int64_t differ = 0;
+                for (int64_t i = 0; i < n[r]; i++)
+                    differ += in_place[r][i] != copies[r][i];
+                if (differ)
+                    print_error("%s case %zu, result %d: %lld of %lld differ\n", tn_dtype_name(dt),
+                                ci, r, (long long)differ, (long long)n[r]);
+                assert_int_equal(differ, 0);
+                free(in_place[r]);
+                free(copies[r]);
+            }
+            tn_scope_end();
+        }
+    }
+    tn_set_num_threads(saved);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        TT_TEST(values_and_grads),  TT_TEST(broadcast_and_strides),
-        TT_TEST(fully_masked_rows), TT_TEST(thread_independence),
-        TT_TEST(double_backward),   TT_TEST(dropout),
-        TT_TEST(no_grad_and_empty), TT_TEST(output_layout_follows_the_heads),
+        TT_TEST(values_and_grads),
+        TT_TEST(broadcast_and_strides),
+        TT_TEST(fully_masked_rows),
+        TT_TEST(thread_independence),
+        TT_TEST(double_backward),
+        TT_TEST(dropout),
+        TT_TEST(no_grad_and_empty),
+        TT_TEST(output_layout_follows_the_heads),
+        TT_TEST(half_in_place_matches_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

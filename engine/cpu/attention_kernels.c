@@ -223,21 +223,27 @@ static void run_bwd(const tn_attn_args *a, int64_t nb, ws_t *ws, int nt, void *d
     }
 }
 
-/* ---- bfloat16 and float16: the forward of a few query rows ----------------------------------
- * A generation step over a half KV cache: core's float32 copies (widen.h) would copy every
- * cached key and value, the whole cache's span allocated, on every step and layer. Here a worker
- * widens one slice's query rows and the keys and values that take part (those before kv_end)
- * into float32 buffers that stay in L2, runs float32's fwd_block over them, and rounds the output
- * and the log-sum-exp once: the arithmetic and the bits of the float32 copies, with the cache
- * read once, 2 bytes an element. Other calls (backward, longer queries, dropout) are declined
- * to core. */
+/* ---- bfloat16 and float16: one slice at a time in float32 ----------------------------------
+ * Core's float32 copies of a half call (widen.h) copy every operand whole and round the results
+ * back, a pass over memory each, the copies allocated: for a generation step over a half KV
+ * cache the whole cache on every step and layer, for a training step 4-6% of its time. Here a
+ * worker widens one slice's operands into float32 buffers that stay in L2 (the queries, the keys
+ * and values that take part, an additive mask's rows; for backward also the output, its gradient
+ * and the log-sum-exp), runs float32's kernels over the slice (the forward's query blocks, or
+ * backward's pass that owns the whole slice), and rounds each result once. A forward row's
+ * result, and a gradient element's sum over its tiles in ascending order, do not depend on how
+ * the work is cut, so these are the bits of core's copies. Taken without dropout (its hash takes
+ * the slice's index) for a few query rows, or for enough slices to keep every thread busy;
+ * otherwise declined to core, whose kernel also splits a slice across threads.
+ * tn__cpu_attention_in_place(false) (isa.h) declines every half call: the tests compare the two. */
 
 typedef struct half_buf {
-    float *q, *k, *v, *mask, *o, *lse;
+    float *q, *k, *v, *mask, *o, *lse, *g, *dq, *dk, *dv, *delta;
 } half_buf;
 
-static bool takes_half(const tn_attn_args *a) {
-    return a->mode == TN_ATTN_FWD && a->L <= QK_ROWS_MAX && a->dropout_p == 0;
+static bool takes_half(const tn_attn_args *a, int64_t nb, int nt) {
+    if (!tn__cpu_attention_in_place_on() || a->dropout_p != 0) return false;
+    return (a->mode == TN_ATTN_FWD && a->L <= QK_ROWS_MAX) || nb >= FWD_SLICE_ITEMS * nt;
 }
 
 /* Widens rows [0, n) of d columns (row stride rs, columns contiguous) into dst (n x d). */
@@ -246,43 +252,98 @@ static void widen_rows(tn_dtype dt, float *dst, const void *src, int64_t rs, int
         tn__widen_half_row(dt, dst + j * d, (const uint16_t *)src + j * rs, d);
 }
 
-static void fwd_slice_half(const tn_attn_args *a, const attn_slice *sl, ws_t *w, half_buf *hb) {
+/* Rounds rows [0, n) of src (n x d) into dst (row stride rs). */
+static void narrow_rows(tn_dtype dt, void *dst, int64_t rs, const float *src, int64_t n,
+                        int64_t d) {
+    for (int64_t j = 0; j < n; j++)
+        tn__narrow_half_row(dt, (uint16_t *)dst + j * rs, src + j * d, d);
+}
+
+/* f: the slice's float32 arguments over hb, its queries, first n keys and values (and an
+ * additive mask's rows) widened; one: its slice there (a boolean mask is read in place). */
+static void half_slice_in(const tn_attn_args *a, const attn_slice *sl, const half_buf *hb,
+                          int64_t n, tn_attn_args *f, attn_slice *one) {
     const tn_dtype dt = a->dtype;
-    const int64_t L = a->L, E = a->E, Ev = a->Ev, n = kv_end_f32(a, 0, L);
-    tn_attn_args f = *a; /* the slice in float32 buffers */
-    f.dtype = TN_F32;
-    f.bdim = 0;
-    f.q = hb->q, f.k = hb->k, f.v = hb->v, f.o = hb->o, f.lse = hb->lse;
-    f.rsq = E, f.rsk = E, f.rsv = Ev, f.rso = Ev;
-    attn_slice one = {.om = sl->om};
+    const int64_t L = a->L, E = a->E, Ev = a->Ev;
+    *f = *a;
+    f->dtype = TN_F32;
+    f->bdim = 0;
+    f->q = hb->q, f->k = hb->k, f->v = hb->v, f->o = hb->o, f->lse = hb->lse;
+    f->rsq = E, f->rsk = E, f->rsv = Ev, f->rso = Ev;
+    *one = (attn_slice){.om = sl->om};
     widen_rows(dt, hb->q, (const uint16_t *)a->q + sl->oq, a->rsq, L, E);
     widen_rows(dt, hb->k, (const uint16_t *)a->k + sl->ok, a->rsk, n, E);
     widen_rows(dt, hb->v, (const uint16_t *)a->v + sl->ov, a->rsv, n, Ev);
-    if (a->mask_kind == TN_ATTN_MASK_ADD) { /* the mask's rows over the keys taking part */
+    if (a->mask_kind == TN_ATTN_MASK_ADD) {
         const uint16_t *m = (const uint16_t *)a->mask + sl->om;
         for (int64_t i = 0; i < L; i++)
             for (int64_t j = 0; j < n; j++)
                 hb->mask[i * a->S + j] = tn__half_ld(dt, m[i * a->rsm + j * a->csm]);
-        f.mask = hb->mask, f.rsm = a->S, f.csm = 1, one.om = 0;
+        f->mask = hb->mask, f->rsm = a->S, f->csm = 1, one->om = 0;
     }
-    fwd_block_f32(&f, &one, w, 0);
-    uint16_t *o = (uint16_t *)a->o + sl->oo, *lse = (uint16_t *)a->lse + sl->b * L;
-    for (int64_t i = 0; i < L; i++)
-        for (int64_t e = 0; e < Ev; e++)
-            o[i * a->rso + e] = tn__half_st(dt, hb->o[i * Ev + e]);
-    for (int64_t i = 0; i < L; i++)
-        lse[i] = tn__half_st(dt, hb->lse[i]);
 }
 
-static tn_status run_fwd_half(const tn_attn_args *a, int64_t nb) {
+static void fwd_slice_half(const tn_attn_args *a, const attn_slice *sl, ws_t *w,
+                           const half_buf *hb) {
+    const int64_t L = a->L;
+    /* a few rows read the keys in place, up to the last that takes part; longer blocks pack
+     * all of them */
+    const int64_t n = L <= QK_ROWS_MAX ? kv_end_f32(a, 0, L) : a->S;
+    tn_attn_args f;
+    attn_slice one;
+    half_slice_in(a, sl, hb, n, &f, &one);
+    w->packed_b = -1; /* packed keys of an earlier slice are not these */
+    for (int64_t i0 = 0; i0 < L; i0 += BQ)
+        fwd_block_f32(&f, &one, w, i0);
+    narrow_rows(a->dtype, (uint16_t *)a->o + sl->oo, a->rso, hb->o, L, a->Ev);
+    tn__narrow_half_row(a->dtype, (uint16_t *)a->lse + sl->b * L, hb->lse, L);
+}
+
+static void bwd_slice_half(const tn_attn_args *a, const attn_slice *sl, ws_t *w,
+                           const half_buf *hb) {
+    const tn_dtype dt = a->dtype;
     const int64_t L = a->L, S = a->S, E = a->E, Ev = a->Ev;
-    const int nt = tn__threads_for(nb * L * S * (E + Ev));
+    tn_attn_args f;
+    attn_slice one;
+    half_slice_in(a, sl, hb, S, &f, &one);
+    widen_rows(dt, hb->o, (const uint16_t *)a->o + sl->oo, a->rso, L, Ev);
+    widen_rows(dt, hb->g, (const uint16_t *)a->dout + sl->og, a->rsg, L, Ev);
+    tn__widen_half_row(dt, hb->lse, (const uint16_t *)a->lse + sl->b * L, L);
+    f.dout = hb->g, f.dq = hb->dq, f.dk = hb->dk, f.dv = hb->dv;
+    f.rsg = Ev, f.rsdq = E, f.rsdk = E, f.rsdv = Ev;
+    memset(hb->dq, 0, (size_t)(L * E) * sizeof(float));
+    memset(hb->dk, 0, (size_t)(S * E) * sizeof(float));
+    memset(hb->dv, 0, (size_t)(S * Ev) * sizeof(float));
+    delta_v_f32(&f, 0, hb->delta);
+    for (int64_t j0 = 0; j0 < S; j0 += BK)
+        kblock_v_f32(&f, &one, w, hb->delta, j0, true);
+    narrow_rows(dt, (uint16_t *)a->dq + sl->odq, a->rsdq, hb->dq, L, E);
+    narrow_rows(dt, (uint16_t *)a->dk + sl->odk, a->rsdk, hb->dk, S, E);
+    narrow_rows(dt, (uint16_t *)a->dv + sl->odv, a->rsdv, hb->dv, S, Ev);
+}
+
+static tn_status run_half(const tn_attn_args *a, int64_t nb, int nt) {
+    const int64_t L = a->L, S = a->S, E = a->E, Ev = a->Ev;
+    const bool bwd = a->mode == TN_ATTN_BWD, add = a->mask_kind == TN_ATTN_MASK_ADD;
     tn_attn_args f = *a;
     f.dtype = TN_F32;
     ws_t ws[nt];
     void *blk = ws_alloc(&f, nt, ws);
-    /* per worker: q (L x E), k (S x E), v (S x Ev), mask (L x S), o (L x Ev), lse (L) */
-    const int64_t per = L * E + S * E + S * Ev + L * S + L * Ev + L;
+    /* per worker, as half_buf: q, k, v, mask, o, lse, then backward's dout, dq, dk, dv, delta */
+    const int64_t sizes[11] = {L * E,
+                               S * E,
+                               S * Ev,
+                               add ? L * S : 0,
+                               L * Ev,
+                               L,
+                               bwd ? L * Ev : 0,
+                               bwd ? L * E : 0,
+                               bwd ? S * E : 0,
+                               bwd ? S * Ev : 0,
+                               bwd ? L : 0};
+    int64_t per = 0;
+    for (int i = 0; i < 11; i++)
+        per += sizes[i];
     float *hall = blk ? tn__malloc((size_t)(per * nt) * sizeof *hall) : NULL;
     if (!hall) {
         tn__mfree(blk);
@@ -291,19 +352,23 @@ static tn_status run_fwd_half(const tn_attn_args *a, int64_t nb) {
     (void)nt; /* only read by OpenMP */
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        TN_OMP_SPAN("attention");
+        TN_OMP_SPAN(bwd ? "attention backward" : "attention");
         const int t = WORKER();
         float *p = hall + per * t;
-        half_buf hb = {p,
-                       p + L * E,
-                       p + L * E + S * E,
-                       p + L * E + S * (E + Ev),
-                       p + L * E + S * (E + Ev) + L * S,
-                       p + L * E + S * (E + Ev) + L * S + L * Ev};
+        half_buf hb;
+        float **fields[11] = {&hb.q, &hb.k,  &hb.v,  &hb.mask, &hb.o,    &hb.lse,
+                              &hb.g, &hb.dq, &hb.dk, &hb.dv,   &hb.delta};
+        for (int i = 0; i < 11; i++) {
+            *fields[i] = sizes[i] ? p : NULL;
+            p += sizes[i];
+        }
 #pragma omp for schedule(dynamic, 1)
         for (int64_t b = 0; b < nb; b++) {
             attn_slice sl = slice_of(a, b);
-            fwd_slice_half(a, &sl, &ws[t], &hb);
+            if (bwd)
+                bwd_slice_half(a, &sl, &ws[t], &hb);
+            else
+                fwd_slice_half(a, &sl, &ws[t], &hb);
         }
     }
     tn__mfree(hall);
@@ -316,8 +381,11 @@ tn_status tn__cpu_attention(int dev, const tn_attn_args *a) {
     int64_t nb = 1;
     for (int d = 0; d < a->bdim; d++)
         nb *= a->bshape[d];
-    if (tn__is_half(a->dtype)) /* the few-query forward; core widens the rest */
-        return !takes_half(a) ? TN__DECLINED : nb == 0 || a->L == 0 ? TN_OK : run_fwd_half(a, nb);
+    if (tn__is_half(a->dtype)) { /* one slice at a time, or core's float32 copies */
+        if (nb == 0 || a->L == 0) return a->mode == TN_ATTN_FWD ? TN_OK : TN__DECLINED;
+        const int nt = tn__threads_for(nb * a->L * a->S * (a->E + a->Ev));
+        return takes_half(a, nb, nt) ? run_half(a, nb, nt) : TN__DECLINED;
+    }
     if ((unsigned)a->dtype >= TN_DTYPE_COUNT || !kernels[a->dtype].fwd_block)
         return tn__error(TN_ERR_DTYPE, "attention: no CPU kernel for %s", tn_dtype_name(a->dtype));
     if (nb == 0) return TN_OK;

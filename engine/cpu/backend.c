@@ -49,5 +49,5 @@ const tn_backend tn__cpu_backend = {
     .pool = tn__cpu_pool,
     .grad_stats = tn__cpu_grad_stats,
     .channel_norm = tn__cpu_channel_norm,
-    .attention_halves = (1u << TN_BF16) | (1u << TN_F16), /* a few query rows' forward */
+    .attention_halves = (1u << TN_BF16) | (1u << TN_F16), /* one slice at a time in float32 */
 };

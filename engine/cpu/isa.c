@@ -14,6 +14,7 @@
 #include <cpuid.h>
 #endif
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -204,4 +205,15 @@ __attribute__((constructor)) static void register_cpu(void) {
         cpu_table.gemm = gemm_with_bf16;
     }
     tn__backend_register(TN_CPU, &cpu_table);
+}
+
+/* Relaxed: a test's switch, read once per attention call; it orders no other memory. */
+static _Atomic bool g_attention_copies;
+
+void tn__cpu_attention_in_place(bool on) {
+    atomic_store_explicit(&g_attention_copies, !on, memory_order_relaxed);
+}
+
+bool tn__cpu_attention_in_place_on(void) {
+    return !atomic_load_explicit(&g_attention_copies, memory_order_relaxed);
 }

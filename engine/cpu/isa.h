@@ -97,4 +97,10 @@ const char *tn__cpu_gemm_bf16_name(void);
 /* Bits per vector of the kernels that run (128, 256, 512): blas.c's rule. */
 int tn__cpu_isa_bits(void);
 
+/* Whether the CPU's attention takes bfloat16 and float16 calls one slice at a time in float32
+ * (attention_kernels.c; on), or declines them all to core's float32 copies (off): a switch for
+ * the tests that compare the two, any thread, at any time. */
+void tn__cpu_attention_in_place(bool on);
+bool tn__cpu_attention_in_place_on(void);
+
 #endif
