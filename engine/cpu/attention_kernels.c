@@ -241,9 +241,39 @@ typedef struct half_buf {
     float *q, *k, *v, *mask, *o, *lse, *g, *dq, *dk, *dv, *delta;
 } half_buf;
 
+#define HALF_BUF_MAX ((int64_t)1 << 21) /* floats of a worker's buffers (8 MiB), past a few rows   \
+                                         */
+
+/* A worker's buffers (floats), as half_buf: q, k, v, an additive mask's rows, o, lse, then
+ * backward's dout, dq, dk, dv and delta; their total. */
+static int64_t half_sizes(const tn_attn_args *a, int64_t sizes[11]) {
+    const int64_t L = a->L, S = a->S, E = a->E, Ev = a->Ev;
+    const bool bwd = a->mode == TN_ATTN_BWD;
+    const int64_t all[11] = {L * E,
+                             S * E,
+                             S * Ev,
+                             a->mask_kind == TN_ATTN_MASK_ADD ? L * S : 0,
+                             L * Ev,
+                             L,
+                             bwd ? L * Ev : 0,
+                             bwd ? L * E : 0,
+                             bwd ? S * E : 0,
+                             bwd ? S * Ev : 0,
+                             bwd ? L : 0};
+    int64_t per = 0;
+    for (int i = 0; i < 11; i++)
+        per += sizes[i] = all[i];
+    return per;
+}
+
+/* A few query rows' forward (a generation step) always; longer or backward calls when every
+ * thread gets slices and a worker's buffers stay within HALF_BUF_MAX (a long sequence's
+ * additive mask rows alone would be L x S floats per worker). */
 static bool takes_half(const tn_attn_args *a, int64_t nb, int nt) {
     if (!tn__cpu_attention_in_place_on() || a->dropout_p != 0) return false;
-    return (a->mode == TN_ATTN_FWD && a->L <= QK_ROWS_MAX) || nb >= FWD_SLICE_ITEMS * nt;
+    if (a->mode == TN_ATTN_FWD && a->L <= QK_ROWS_MAX) return true;
+    int64_t sizes[11];
+    return nb >= FWD_SLICE_ITEMS * nt && half_sizes(a, sizes) <= HALF_BUF_MAX;
 }
 
 /* Widens rows [0, n) of d columns (row stride rs, columns contiguous) into dst (n x d). */
@@ -323,27 +353,13 @@ static void bwd_slice_half(const tn_attn_args *a, const attn_slice *sl, ws_t *w,
 }
 
 static tn_status run_half(const tn_attn_args *a, int64_t nb, int nt) {
-    const int64_t L = a->L, S = a->S, E = a->E, Ev = a->Ev;
-    const bool bwd = a->mode == TN_ATTN_BWD, add = a->mask_kind == TN_ATTN_MASK_ADD;
+    const bool bwd = a->mode == TN_ATTN_BWD;
     tn_attn_args f = *a;
     f.dtype = TN_F32;
     ws_t ws[nt];
     void *blk = ws_alloc(&f, nt, ws);
-    /* per worker, as half_buf: q, k, v, mask, o, lse, then backward's dout, dq, dk, dv, delta */
-    const int64_t sizes[11] = {L * E,
-                               S * E,
-                               S * Ev,
-                               add ? L * S : 0,
-                               L * Ev,
-                               L,
-                               bwd ? L * Ev : 0,
-                               bwd ? L * E : 0,
-                               bwd ? S * E : 0,
-                               bwd ? S * Ev : 0,
-                               bwd ? L : 0};
-    int64_t per = 0;
-    for (int i = 0; i < 11; i++)
-        per += sizes[i];
+    int64_t sizes[11];
+    const int64_t per = half_sizes(a, sizes);
     float *hall = blk ? tn__malloc((size_t)(per * nt) * sizeof *hall) : NULL;
     if (!hall) {
         tn__mfree(blk);
