@@ -241,12 +241,12 @@ typedef struct half_buf {
     float *q, *k, *v, *mask, *o, *lse, *g, *dq, *dk, *dv, *delta;
 } half_buf;
 
-#define HALF_BUF_MAX ((int64_t)1 << 21) /* floats of a worker's buffers (8 MiB), past a few rows   \
-                                         */
+/* floats of a worker's buffers (8 MiB) past a few query rows */
+#define HALF_BUF_MAX ((int64_t)1 << 21)
 
 /* A worker's buffers (floats), as half_buf: q, k, v, an additive mask's rows, o, lse, then
- * backward's dout, dq, dk, dv and delta; their total. */
-static int64_t half_sizes(const tn_attn_args *a, int64_t sizes[11]) {
+ * backward's dout, dq, dk, dv and delta, into sizes unless NULL; their total. */
+static int64_t half_sizes(const tn_attn_args *a, int64_t *sizes) {
     const int64_t L = a->L, S = a->S, E = a->E, Ev = a->Ev;
     const bool bwd = a->mode == TN_ATTN_BWD;
     const int64_t all[11] = {L * E,
@@ -262,7 +262,8 @@ static int64_t half_sizes(const tn_attn_args *a, int64_t sizes[11]) {
                              bwd ? L : 0};
     int64_t per = 0;
     for (int i = 0; i < 11; i++)
-        per += sizes[i] = all[i];
+        per += all[i];
+    if (sizes) memcpy(sizes, all, sizeof all);
     return per;
 }
 
@@ -272,8 +273,7 @@ static int64_t half_sizes(const tn_attn_args *a, int64_t sizes[11]) {
 static bool takes_half(const tn_attn_args *a, int64_t nb, int nt) {
     if (!tn__cpu_attention_in_place_on() || a->dropout_p != 0) return false;
     if (a->mode == TN_ATTN_FWD && a->L <= QK_ROWS_MAX) return true;
-    int64_t sizes[11];
-    return nb >= FWD_SLICE_ITEMS * nt && half_sizes(a, sizes) <= HALF_BUF_MAX;
+    return nb >= FWD_SLICE_ITEMS * nt && half_sizes(a, NULL) <= HALF_BUF_MAX;
 }
 
 /* Widens rows [0, n) of d columns (row stride rs, columns contiguous) into dst (n x d). */
